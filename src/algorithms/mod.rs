@@ -1,0 +1,152 @@
+//! The algorithms: pure state machines, one module each.
+//!
+//! An algorithm is two things: a small immutable *configuration* (the type that
+//! implements [`Algorithm`], e.g. "5 permits per second, 1 s of burst") and a small
+//! plain-data *state* (a few machine words). Its step functions take the state, the
+//! time `now` and a cost, and produce a [`Decision`] and the next state. They take no
+//! locks, read no clock, do no I/O and do not allocate on the hot path; everything
+//! else in the crate (stores, limiters) is built on them, so this is where exactness
+//! is tested.
+//!
+//! Nothing advances in the background: an algorithm's state moves only when a call
+//! arrives, by comparing `now` with what the state remembers (Guava's
+//! `nextFreeTicket` resync model). A limiter that is never called costs nothing.
+//!
+//! The core step is [`Algorithm::reserve`], modelled on Go's `reserveN`: "grant `cost`
+//! permits to a caller who is willing to wait up to `max_wait`". Everything else is a
+//! thin wrapper: a non-blocking try is `max_wait = 0`; a blocking acquire is
+//! `max_wait = ∞`, sleeping for the returned wait (or, for algorithms that cannot
+//! reserve the future, sleeping for `retry_after` and trying again).
+
+mod decision;
+pub mod smooth_bursty;
+pub mod smooth_warming_up;
+
+pub use decision::{Decision, Verdict};
+pub use smooth_bursty::SmoothBursty;
+pub use smooth_warming_up::SmoothWarmingUp;
+
+use crate::clock::Nanos;
+
+/// A rate-limiting algorithm: an immutable configuration whose methods step a
+/// separate, plain-data [`State`](Algorithm::State).
+///
+/// Contract for implementors:
+/// * [`reserve`](Algorithm::reserve) changes the state only when it returns an
+///   allowed decision; a denied or never decision leaves it untouched.
+/// * Costs are at least 1 (the front ends reject 0 with
+///   [`Error::ZeroCost`](crate::Error::ZeroCost) before calling in).
+/// * Arithmetic saturates; nothing panics for any input.
+/// * `now` may be smaller than a value seen before (another thread read the clock
+///   earlier, or a remote store's clock stepped back): time that appears to go
+///   backwards must never grant extra permits.
+///
+/// ```
+/// use sluicegate::algorithms::{Algorithm, SmoothBursty};
+/// let bursty = SmoothBursty::new(5.0).unwrap();
+/// let mut state = bursty.initial_state(0);
+/// // Guava's pay-later rule: the first call is free, the next one pays for it.
+/// assert_eq!(bursty.reserve(&mut state, 0, 1, u64::MAX).wait_nanos(), 0);
+/// assert_eq!(bursty.reserve(&mut state, 0, 1, u64::MAX).wait_nanos(), 200_000_000);
+/// ```
+pub trait Algorithm: Send + Sync + 'static {
+    /// The mutable part: what a store keeps per key.
+    type State: Clone + Send + Sync + 'static;
+
+    /// The state of a limit first used at `now`.
+    fn initial_state(&self, now: Nanos) -> Self::State;
+
+    /// Grants `cost` permits if the caller would have to wait at most `max_wait`
+    /// nanoseconds, updating `state`; otherwise leaves `state` untouched and answers
+    /// denied (or never, when no amount of waiting would do).
+    fn reserve(&self, state: &mut Self::State, now: Nanos, cost: u64, max_wait: Nanos) -> Decision;
+
+    /// The decision a zero-wait [`reserve`](Algorithm::reserve) would give now,
+    /// without consuming anything.
+    fn peek(&self, state: &Self::State, now: Nanos, cost: u64) -> Decision {
+        let mut scratch = state.clone();
+        self.reserve(&mut scratch, now, cost, 0)
+    }
+
+    /// Gives back, as far as later grants allow, the permits of an allowed
+    /// `grant` whose caller never acted on it (Go's `Reservation.Cancel` rule: nothing
+    /// is restored once the grant's time to act, `acts_at`, has passed). The default
+    /// restores nothing, which is right for algorithms whose grants act at once.
+    fn cancel(&self, state: &mut Self::State, now: Nanos, grant: &Decision, acts_at: Nanos) {
+        let _ = (state, now, grant, acts_at);
+    }
+
+    /// True if `state` at `now` has fully replenished, so that dropping it and starting
+    /// again from [`initial_state`](Algorithm::initial_state) would change no future
+    /// decision. Stores use this to forget idle keys.
+    fn is_replenished(&self, state: &Self::State, now: Nanos) -> bool;
+}
+
+/// An algorithm whose rate can change while it runs (Guava's `setRate`).
+///
+/// `set_rate` first brings the state up to `now` under the old rate, then switches.
+/// A rejected rate leaves both configuration and state untouched.
+///
+/// ```
+/// use sluicegate::algorithms::{AdjustableRate, Algorithm, SmoothBursty};
+/// let mut b = SmoothBursty::new(2.0).unwrap();
+/// let mut state = b.initial_state(0);
+/// b.set_rate(&mut state, 0, 7.0).unwrap();
+/// assert_eq!(AdjustableRate::rate(&b), 6.999999999999999); // as Guava computes it
+/// assert!(b.set_rate(&mut state, 0, f64::NAN).is_err());
+/// ```
+pub trait AdjustableRate: Algorithm {
+    /// The current rate in permits per second (`+inf` when unlimited).
+    fn rate(&self) -> f64;
+
+    /// Switches to `rate` permits per second at `now`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidRate`](crate::Error::InvalidRate) unless `rate > 0`.
+    fn set_rate(
+        &mut self,
+        state: &mut Self::State,
+        now: Nanos,
+        rate: f64,
+    ) -> Result<(), crate::Error>;
+}
+
+/// An [`Algorithm`] whose state and configuration each fit in a few 64-bit words,
+/// so that a store can keep the state in one atomic word and update it with a single
+/// compare-and-swap, with no lock on the hot path.
+///
+/// ```
+/// use sluicegate::algorithms::{Algorithm, SmoothBursty, WordAlgorithm};
+/// let bursty = SmoothBursty::new(2.0).unwrap();
+/// let words = bursty.to_words();
+/// assert_eq!(SmoothBursty::from_words(words).to_words(), words);
+/// let state = bursty.initial_state(7);
+/// assert_eq!(SmoothBursty::state_from_word(SmoothBursty::state_to_word(&state)), state);
+/// ```
+pub trait WordAlgorithm: Algorithm + Copy
+where
+    Self::State: Copy + PartialEq,
+{
+    /// Encodes the configuration.
+    fn to_words(&self) -> [u64; 2];
+    /// Decodes a configuration encoded by [`to_words`](WordAlgorithm::to_words).
+    fn from_words(words: [u64; 2]) -> Self;
+    /// Encodes a state into one word.
+    fn state_to_word(state: &Self::State) -> u64;
+    /// Decodes a state encoded by [`state_to_word`](WordAlgorithm::state_to_word).
+    fn state_from_word(word: u64) -> Self::State;
+}
+
+/// Helpers shared by the algorithms for time arithmetic on `i64` nanoseconds.
+pub(crate) fn signed(now: Nanos) -> i64 {
+    i64::try_from(now).unwrap_or(i64::MAX)
+}
+
+/// The non-negative distance from `from` to `to`, in nanoseconds (0 if `to <= from`).
+pub(crate) fn until(from: i64, to: i64) -> Nanos {
+    if to <= from {
+        0
+    } else {
+        to.abs_diff(from)
+    }
+}

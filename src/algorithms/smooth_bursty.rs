@@ -1,0 +1,271 @@
+//! Guava's `SmoothBursty`: a token bucket that saves up to `max_burst` of unused
+//! permits and lets a request take more than is there, paid for by the next one.
+//!
+//! # The model
+//!
+//! Guava keeps two numbers: `storedPermits` (saved from idle time, capped at
+//! `maxPermits = max_burst × rate`) and `nextFreeTicket` (when the next request may
+//! go; in the past while permits are stored). A request is granted at
+//! `nextFreeTicket`, and its *own* cost is added to `nextFreeTicket` afterwards: the
+//! next request pays for it ("pay later"). So on an idle limiter `acquire(1000)`
+//! returns at once and the following call waits for the 1000 permits.
+//!
+//! For the bursty limiter the two numbers fold into one instant,
+//! `T = nextFreeTicket − storedPermits × interval`: the time at which the bucket
+//! would have been empty. Guava's resync and reservation become
+//!
+//! ```text
+//!   resync:   T ← max(T, now − burst)        burst = maxPermits × interval = max_burst
+//!   reserve:  the caller may go at max(T, now); then T ← T + cost × interval
+//!
+//!            stored permits = (now − T) / interval, at most maxPermits
+//!    ──────────┼─────────────────┼──────────────┼────────→ time
+//!          now − burst           T             now       (T < now: permits stored)
+//!                                   now          T        (T > now: the next caller
+//!                                                          waits T − now)
+//! ```
+//!
+//! which is the generic cell rate algorithm with Guava's pay-later rule, in one
+//! 64-bit word of signed nanoseconds. Guava's proportional rescaling of stored
+//! permits on a rate change leaves `T` unchanged (the burst spans the same time at
+//! any rate), so only entering or leaving an infinite rate moves it.
+//!
+//! # Edges
+//!
+//! * Rate `+inf`: every request is free, but debt reserved earlier is still paid.
+//!   Leaving `+inf` starts with a full burst (Guava issue 1791).
+//! * A tiny rate such as `f64::MIN_POSITIVE` or `5e-324`: the first request goes, its
+//!   cost saturates the state, and every later request is refused for good
+//!   ([`Verdict::Never`](super::Verdict::Never)).
+//! * All arithmetic saturates.
+//! * Guava truncates each reservation to whole microseconds; this crate keeps
+//!   nanoseconds, so waits agree with Guava's to within a microsecond.
+
+use super::{signed, until, AdjustableRate, Algorithm, Decision, WordAlgorithm};
+use crate::clock::{duration_to_nanos, Nanos};
+use crate::error::Error;
+use std::time::Duration;
+
+/// Guava's bursty token bucket: `rate` permits per second, up to `max_burst` of
+/// unused permits saved (1 second's worth by default), pay-later reservations.
+///
+/// Starts with no stored permits, as Guava does. See the [module docs](self) for the
+/// model.
+///
+/// ```
+/// use sluicegate::algorithms::{Algorithm, SmoothBursty};
+/// use std::time::Duration;
+/// let b = SmoothBursty::new(10.0).unwrap().with_max_burst(Duration::from_secs(2)).unwrap();
+/// assert_eq!(b.rate(), 10.0);
+/// assert_eq!(b.max_permits(), 20.0);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SmoothBursty {
+    /// Guava's `stableIntervalMicros`: 1e6 / rate. 0 for an infinite rate.
+    stable_micros: f64,
+    /// How many seconds of permits can be saved.
+    max_burst_seconds: f64,
+}
+
+/// The state of a [`SmoothBursty`] limit: the instant `T` at which its bucket would
+/// have been empty, in signed nanoseconds of the clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BurstyState {
+    tat: i64,
+}
+
+pub(crate) fn validate_rate(rate: f64) -> Result<f64, Error> {
+    if rate > 0.0 {
+        Ok(rate)
+    } else {
+        Err(Error::InvalidRate { rate })
+    }
+}
+
+/// Checks that a period fits the signed nanosecond arithmetic (under 292 years).
+pub(crate) fn validate_period(what: &'static str, period: Duration) -> Result<Nanos, Error> {
+    let nanos = duration_to_nanos(period);
+    if nanos > i64::MAX as u64 {
+        return Err(Error::InvalidDuration {
+            what,
+            value: period,
+            requirement: "at most i64::MAX nanoseconds (about 292 years)",
+        });
+    }
+    Ok(nanos)
+}
+
+impl SmoothBursty {
+    /// A bursty limit of `rate` permits per second with a 1-second burst.
+    ///
+    /// # Errors
+    /// [`Error::InvalidRate`] unless `rate > 0` (so 0, negative, NaN and -inf are
+    /// refused; +inf means unlimited).
+    pub fn new(rate: f64) -> Result<Self, Error> {
+        let rate = validate_rate(rate)?;
+        Ok(SmoothBursty {
+            stable_micros: 1e6 / rate,
+            max_burst_seconds: 1.0,
+        })
+    }
+
+    /// The same limit saving up to `max_burst` of unused permits instead of 1 s.
+    /// A zero burst saves nothing: every request pays the full interval.
+    ///
+    /// # Errors
+    /// [`Error::InvalidDuration`] if `max_burst` exceeds about 292 years.
+    pub fn with_max_burst(mut self, max_burst: Duration) -> Result<Self, Error> {
+        validate_period("max_burst", max_burst)?;
+        self.max_burst_seconds = max_burst.as_secs_f64();
+        Ok(self)
+    }
+
+    /// The rate in permits per second, recomputed as Guava does from the stable
+    /// interval (`1e6 / stableIntervalMicros`), so 7.0 reads back as
+    /// 6.999999999999999. `+inf` for an unlimited limit.
+    pub fn rate(&self) -> f64 {
+        1e6 / self.stable_micros
+    }
+
+    /// The maximum number of stored permits: `max_burst` seconds × rate.
+    pub fn max_permits(&self) -> f64 {
+        self.max_burst_seconds * self.rate()
+    }
+
+    fn interval_nanos(&self) -> f64 {
+        self.stable_micros * 1000.0
+    }
+
+    fn is_unlimited(&self) -> bool {
+        self.stable_micros == 0.0
+    }
+
+    /// How far back `T` may lie: the time a full burst spans. Zero at an infinite
+    /// rate, where `T` is simply Guava's `nextFreeTicket`.
+    fn burst_nanos(&self) -> i64 {
+        if self.is_unlimited() {
+            0
+        } else {
+            (self.max_burst_seconds * 1e9) as i64
+        }
+    }
+
+    fn cost_nanos(&self, cost: u64) -> i64 {
+        // `as` saturates, and maps NaN (0 × inf) to 0.
+        (cost as f64 * self.interval_nanos()) as i64
+    }
+
+    fn limit(&self) -> u64 {
+        self.max_permits() as u64
+    }
+
+    fn remaining(&self, tat: i64, now: i64) -> u64 {
+        if self.is_unlimited() {
+            return u64::MAX;
+        }
+        let stored = until(tat, now) as f64 / self.interval_nanos();
+        stored.min(self.max_permits()) as u64
+    }
+}
+
+impl Algorithm for SmoothBursty {
+    type State = BurstyState;
+
+    fn initial_state(&self, now: Nanos) -> BurstyState {
+        BurstyState { tat: signed(now) }
+    }
+
+    #[inline]
+    fn reserve(&self, state: &mut BurstyState, now: Nanos, cost: u64, max_wait: Nanos) -> Decision {
+        let now = signed(now);
+        let tat = state.tat.max(now.saturating_sub(self.burst_nanos()));
+        if tat == i64::MAX {
+            return Decision::never(self.limit(), 0, u64::MAX);
+        }
+        let wait = until(now, tat);
+        if wait > max_wait {
+            let reset = until(now, tat.saturating_add(self.burst_nanos()));
+            return Decision::denied(self.limit(), 0, wait, reset);
+        }
+        let charge = self.cost_nanos(cost);
+        let next = tat.saturating_add(charge);
+        state.tat = next;
+        let reset = until(now, next.saturating_add(self.burst_nanos()));
+        Decision::allowed_after(wait, self.limit(), self.remaining(next, now), reset)
+            .with_grant(next, charge as u64)
+    }
+
+    fn peek(&self, state: &BurstyState, now: Nanos, cost: u64) -> Decision {
+        let mut scratch = *state;
+        self.reserve(&mut scratch, now, cost, 0)
+    }
+
+    /// Go's rule: if the grant has not acted yet, give back its charge minus
+    /// whatever later grants reserved after it; never more than a full burst.
+    fn cancel(&self, state: &mut BurstyState, now: Nanos, grant: &Decision, acts_at: Nanos) {
+        if self.is_unlimited() || acts_at <= now || !grant.is_allowed() {
+            return;
+        }
+        let reserved_after = until(grant.mark(), state.tat);
+        let restore = grant.charge().saturating_sub(reserved_after);
+        if restore == 0 || state.tat == i64::MAX {
+            return;
+        }
+        let now = signed(now);
+        let restored = state
+            .tat
+            .saturating_sub(i64::try_from(restore).unwrap_or(i64::MAX));
+        state.tat = restored.max(now.saturating_sub(self.burst_nanos()));
+    }
+
+    fn is_replenished(&self, state: &BurstyState, now: Nanos) -> bool {
+        state.tat <= signed(now).saturating_sub(self.burst_nanos())
+    }
+}
+
+impl AdjustableRate for SmoothBursty {
+    fn rate(&self) -> f64 {
+        SmoothBursty::rate(self)
+    }
+
+    fn set_rate(&mut self, state: &mut BurstyState, now: Nanos, rate: f64) -> Result<(), Error> {
+        let rate = validate_rate(rate)?;
+        let now = signed(now);
+        // Resync under the old parameters first, as Guava does.
+        let tat = state.tat.max(now.saturating_sub(self.burst_nanos()));
+        let was_unlimited = self.is_unlimited();
+        self.stable_micros = 1e6 / rate;
+        state.tat = if was_unlimited && !self.is_unlimited() {
+            // Leaving +inf: a full burst is stored, debt already reserved still stands.
+            tat.max(now).saturating_sub(self.burst_nanos())
+        } else {
+            // Proportional rescaling of stored permits keeps T where it is.
+            tat
+        };
+        Ok(())
+    }
+}
+
+impl WordAlgorithm for SmoothBursty {
+    fn to_words(&self) -> [u64; 2] {
+        [
+            self.stable_micros.to_bits(),
+            self.max_burst_seconds.to_bits(),
+        ]
+    }
+
+    fn from_words(words: [u64; 2]) -> Self {
+        SmoothBursty {
+            stable_micros: f64::from_bits(words[0]),
+            max_burst_seconds: f64::from_bits(words[1]),
+        }
+    }
+
+    fn state_to_word(state: &BurstyState) -> u64 {
+        state.tat as u64
+    }
+
+    fn state_from_word(word: u64) -> BurstyState {
+        BurstyState { tat: word as i64 }
+    }
+}

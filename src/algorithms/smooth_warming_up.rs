@@ -1,0 +1,329 @@
+//! Guava's `SmoothWarmingUp`: a token bucket whose stored permits are *expensive*,
+//! so that a limiter that has been idle starts slowly and warms up to its rate.
+//!
+//! # The model
+//!
+//! Idle time fills the bucket with stored permits, as in the bursty limiter, but
+//! here taking a stored permit costs time: the throttling interval is a function of
+//! how many permits are stored, flat at the stable interval up to a threshold and
+//! then rising linearly to `cold_factor × stable` at `maxPermits`. Spending `k`
+//! stored permits from a level `x` costs the area under the curve between `x − k`
+//! and `x`.
+//!
+//! ```text
+//!          ^ throttling interval
+//!          |
+//!    cold  +                  /
+//! interval |                 /.
+//!          |                / .
+//!          |               /  .   <- the warm-up period is the area of the
+//!          |              /   .      trapezoid between threshold and max
+//!          |             /    .
+//!          |            /     .
+//!          |           /      .
+//!   stable +----------/  WARM .
+//! interval |          .   UP  .
+//!          |          . PERIOD.
+//!          |          .       .
+//!        0 +----------+-------+--------------> stored permits
+//!          0      threshold  maxPermits
+//! ```
+//!
+//! With warm-up period `W`, stable interval `s` and cold interval `c = cold_factor × s`:
+//! `threshold = 0.5 W / s` (draining from threshold to 0 takes `W/2`),
+//! `maxPermits = threshold + 2W / (s + c)` (the trapezoid has area `W`), and idle time
+//! refills the bucket at `maxPermits / W` per unit of time, so going from empty to
+//! full takes exactly `W` at any rate. A new limiter starts *cold*: full of stored
+//! permits. For 2 permits/s, a 4 s warm-up and the default cold factor 3, the first
+//! permits cost 1.375 s, 1.125 s, 0.875 s, 0.625 s, then 0.5 s each.
+//!
+//! Requests are granted at Guava's `nextFreeTicket` and pay later, exactly as in
+//! [`SmoothBursty`](super::SmoothBursty).
+//!
+//! # Edges
+//!
+//! * A zero warm-up period is accepted and behaves as a plain smooth limiter that
+//!   keeps limiting (no stored permits ever); Guava's bug #2730, where such a limiter
+//!   stops limiting after the first idle gap, is not reproduced.
+//! * Rate `+inf`: every request is free once earlier debt is paid; leaving `+inf`
+//!   starts warm (no stored permits), the opposite of the bursty limiter.
+//! * All arithmetic saturates; a rate so small that one permit costs more than the
+//!   clock can count leaves the limit exhausted for good.
+
+use super::smooth_bursty::{validate_period, validate_rate};
+use super::{signed, until, AdjustableRate, Algorithm, Decision};
+use crate::clock::Nanos;
+use crate::error::Error;
+use std::time::Duration;
+
+/// Guava's warming-up token bucket. See the [module docs](self) for the model.
+///
+/// ```
+/// use sluicegate::algorithms::SmoothWarmingUp;
+/// use std::time::Duration;
+/// let w = SmoothWarmingUp::new(2.0, Duration::from_secs(4)).unwrap();
+/// assert_eq!(w.threshold_permits(), 4.0);
+/// assert_eq!(w.max_permits(), 8.0);
+/// let colder = w.with_cold_factor(10.0).unwrap();
+/// assert_eq!(colder.cold_factor(), 10.0);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SmoothWarmingUp {
+    stable_micros: f64,
+    warmup_nanos: f64,
+    cold_factor: f64,
+    threshold: f64,
+    max_permits: f64,
+    /// Nanoseconds of interval per stored permit above the threshold.
+    slope: f64,
+}
+
+/// The state of a [`SmoothWarmingUp`] limit: Guava's `storedPermits` and
+/// `nextFreeTicket` (signed nanoseconds of the clock).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WarmingUpState {
+    stored: f64,
+    next_free: i64,
+}
+
+impl WarmingUpState {
+    /// Permits currently stored (before any resync to a later `now`).
+    pub fn stored_permits(&self) -> f64 {
+        self.stored
+    }
+}
+
+impl SmoothWarmingUp {
+    /// A warming-up limit of `rate` permits per second that takes `warmup` to go from
+    /// cold to its full rate, with Guava's default cold factor of 3.
+    ///
+    /// # Errors
+    /// [`Error::InvalidRate`] unless `rate > 0`; [`Error::InvalidDuration`] if `warmup`
+    /// exceeds about 292 years. A zero warm-up is valid (see the module docs).
+    pub fn new(rate: f64, warmup: Duration) -> Result<Self, Error> {
+        let warmup_nanos = validate_period("warmup period", warmup)? as f64;
+        let rate = validate_rate(rate)?;
+        let mut config = SmoothWarmingUp {
+            stable_micros: 0.0,
+            warmup_nanos,
+            cold_factor: 3.0,
+            threshold: 0.0,
+            max_permits: 0.0,
+            slope: 0.0,
+        };
+        config.configure(rate);
+        Ok(config)
+    }
+
+    /// The same limit with another cold factor: the cold interval is
+    /// `cold_factor × stable interval`. 1.0 makes stored permits cost exactly the
+    /// stable interval.
+    ///
+    /// # Errors
+    /// [`Error::InvalidColdFactor`] if `cold_factor` is below 1, NaN or infinite.
+    pub fn with_cold_factor(mut self, cold_factor: f64) -> Result<Self, Error> {
+        if !(cold_factor >= 1.0 && cold_factor.is_finite()) {
+            return Err(Error::InvalidColdFactor { cold_factor });
+        }
+        self.cold_factor = cold_factor;
+        self.configure(self.rate());
+        // A fresh limit starts cold under its final parameters.
+        Ok(self)
+    }
+
+    /// The rate in permits per second, recomputed from the stable interval as Guava
+    /// does.
+    pub fn rate(&self) -> f64 {
+        1e6 / self.stable_micros
+    }
+
+    /// The cold factor.
+    pub fn cold_factor(&self) -> f64 {
+        self.cold_factor
+    }
+
+    /// Stored permits below which permits cost the stable interval.
+    pub fn threshold_permits(&self) -> f64 {
+        self.threshold
+    }
+
+    /// The most permits that can be stored.
+    pub fn max_permits(&self) -> f64 {
+        self.max_permits
+    }
+
+    /// The warm-up period.
+    pub fn warmup(&self) -> Duration {
+        Duration::from_nanos(self.warmup_nanos as u64)
+    }
+
+    fn stable_nanos(&self) -> f64 {
+        self.stable_micros * 1000.0
+    }
+
+    /// Guava's `doSetRate` for the derived parameters (not the stored permits).
+    fn configure(&mut self, rate: f64) {
+        self.stable_micros = 1e6 / rate;
+        let stable = self.stable_nanos();
+        let cold = stable * self.cold_factor;
+        self.threshold = 0.5 * self.warmup_nanos / stable;
+        self.max_permits = self.threshold + 2.0 * self.warmup_nanos / (stable + cold);
+        self.slope = (cold - stable) / (self.max_permits - self.threshold);
+    }
+
+    /// Idle nanoseconds per stored permit: the bucket fills in exactly the warm-up
+    /// period. With nothing to store (zero warm-up) nothing accrues.
+    fn cool_down_nanos(&self) -> f64 {
+        if self.max_permits == 0.0 {
+            f64::INFINITY
+        } else {
+            self.warmup_nanos / self.max_permits
+        }
+    }
+
+    fn permits_to_time(&self, permits: f64) -> f64 {
+        self.stable_nanos() + permits * self.slope
+    }
+
+    /// The area under the throttling curve between `stored - take` and `stored`,
+    /// with the trapezoid and the flat part truncated separately, as Guava does.
+    fn stored_permits_to_wait(&self, stored: f64, mut take: f64) -> i64 {
+        let above = stored - self.threshold;
+        let mut nanos: i64 = 0;
+        if above > 0.0 {
+            let t = above.min(take);
+            let length = self.permits_to_time(above) + self.permits_to_time(above - t);
+            nanos = (t * length / 2.0) as i64;
+            take -= t;
+        }
+        nanos.saturating_add((self.stable_nanos() * take) as i64)
+    }
+
+    fn resync(&self, state: &WarmingUpState, now: i64) -> WarmingUpState {
+        if now > state.next_free {
+            let fresh = now.abs_diff(state.next_free) as f64 / self.cool_down_nanos();
+            WarmingUpState {
+                stored: self.max_permits.min(state.stored + fresh),
+                next_free: now,
+            }
+        } else {
+            *state
+        }
+    }
+
+    fn limit(&self) -> u64 {
+        self.max_permits as u64
+    }
+
+    fn reset_after(&self, state: &WarmingUpState, now: i64) -> Nanos {
+        let missing = (self.max_permits - state.stored).max(0.0);
+        let refill = (missing * self.cool_down_nanos()) as u64;
+        until(now, state.next_free).saturating_add(refill)
+    }
+}
+
+impl Algorithm for SmoothWarmingUp {
+    type State = WarmingUpState;
+
+    /// Starts cold: fully stocked with expensive permits.
+    fn initial_state(&self, now: Nanos) -> WarmingUpState {
+        WarmingUpState {
+            stored: self.max_permits,
+            next_free: signed(now),
+        }
+    }
+
+    fn reserve(
+        &self,
+        state: &mut WarmingUpState,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+    ) -> Decision {
+        let now = signed(now);
+        let synced = self.resync(state, now);
+        if synced.next_free == i64::MAX {
+            return Decision::never(self.limit(), 0, u64::MAX);
+        }
+        let wait = until(now, synced.next_free);
+        if wait > max_wait {
+            return Decision::denied(self.limit(), 0, wait, self.reset_after(&synced, now));
+        }
+        let cost = cost as f64;
+        let spend = cost.min(synced.stored);
+        let fresh = cost - spend;
+        let charge = self
+            .stored_permits_to_wait(synced.stored, spend)
+            .saturating_add((fresh * self.stable_nanos()) as i64);
+        let next = WarmingUpState {
+            stored: synced.stored - spend,
+            next_free: synced.next_free.saturating_add(charge),
+        };
+        *state = next;
+        let remaining = if next.next_free <= now {
+            next.stored as u64
+        } else {
+            0
+        };
+        Decision::allowed_after(wait, self.limit(), remaining, self.reset_after(&next, now))
+            .with_grant(next.next_free, charge as u64)
+    }
+
+    /// Go's rule, in time: give back the grant's charge minus what later grants
+    /// reserved after it; the part that reaches back before `now` returns as stored
+    /// permits at the stable interval.
+    fn cancel(&self, state: &mut WarmingUpState, now: Nanos, grant: &Decision, acts_at: Nanos) {
+        if self.stable_micros == 0.0 || acts_at <= now || !grant.is_allowed() {
+            return;
+        }
+        let reserved_after = until(grant.mark(), state.next_free);
+        let restore = grant.charge().saturating_sub(reserved_after);
+        if restore == 0 || state.next_free == i64::MAX {
+            return;
+        }
+        let now = signed(now);
+        let rolled_back = state
+            .next_free
+            .saturating_sub(i64::try_from(restore).unwrap_or(i64::MAX));
+        if rolled_back >= now {
+            state.next_free = rolled_back;
+        } else {
+            let refund = now.abs_diff(rolled_back) as f64 / self.stable_nanos();
+            state.stored = self.max_permits.min(state.stored + refund);
+            state.next_free = now;
+        }
+    }
+
+    fn is_replenished(&self, state: &WarmingUpState, now: Nanos) -> bool {
+        let synced = self.resync(state, signed(now));
+        synced.next_free <= signed(now) && synced.stored >= self.max_permits
+    }
+}
+
+impl AdjustableRate for SmoothWarmingUp {
+    fn rate(&self) -> f64 {
+        SmoothWarmingUp::rate(self)
+    }
+
+    fn set_rate(&mut self, state: &mut WarmingUpState, now: Nanos, rate: f64) -> Result<(), Error> {
+        let rate = validate_rate(rate)?;
+        let mut synced = self.resync(state, signed(now));
+        let old_max = self.max_permits;
+        self.configure(rate);
+        synced.stored = if old_max == f64::INFINITY {
+            // Leaving +inf starts warm.
+            0.0
+        } else if self.max_permits == f64::INFINITY {
+            // Entering +inf: Guava's stored × inf / oldMax; stored permits no longer
+            // matter, so keep a clean +inf rather than a NaN.
+            f64::INFINITY
+        } else if old_max == 0.0 {
+            // Only a zero warm-up has nothing to store; keep it that way.
+            0.0
+        } else {
+            synced.stored * self.max_permits / old_max
+        };
+        *state = synced;
+        Ok(())
+    }
+}

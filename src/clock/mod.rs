@@ -1,0 +1,90 @@
+//! Time, as the limiters see it: monotonic integer nanoseconds from an origin.
+//!
+//! Every limiter in this crate is a lazy state machine: it never runs a thread or a
+//! timer of its own, and only looks at the clock when a call arrives. So the whole
+//! notion of time is this small trait: read "now", and sleep (blocking or async).
+//!
+//! Two clocks ship with the crate:
+//!
+//! * [`DefaultClock`] reads [`quanta`], a fast monotonic clock (TSC where the CPU has a
+//!   stable one, the OS monotonic clock otherwise). Its origin is the moment it was
+//!   created; it sleeps with [`std::thread::sleep`] and, in async code, with
+//!   [`futures_timer::Delay`], so it needs no particular async runtime.
+//! * [`ManualClock`] is virtual time for tests: it moves only when advanced, and a
+//!   sleep under it advances it at once and is recorded, so a test can assert the
+//!   exact sequence of waits a limiter asked for, the way Guava's tests do.
+//!
+//! Time is a plain `u64` of nanoseconds ([`Nanos`]): 2^64 ns is 584 years, so the
+//! arithmetic in this crate saturates rather than wraps, and a reading never
+//! overflows in practice.
+
+mod manual;
+mod system;
+
+pub use manual::{ManualClock, ManualSleep};
+pub use system::DefaultClock;
+
+use std::future::Future;
+use std::time::Duration;
+
+/// Nanoseconds since a clock's origin. The unit of every instant and interval inside
+/// the crate's algorithms.
+pub type Nanos = u64;
+
+/// One second in [`Nanos`].
+pub const NANOS_PER_SECOND: Nanos = 1_000_000_000;
+
+/// A monotonic clock that can also wait.
+///
+/// `now()` must never go backwards for a given clock value (clones share a timeline).
+/// The limiters read it once per call. `sleep` and `sleep_async` are what the
+/// blocking and async front ends use to wait out a delay; a clock may implement them
+/// however it likes, as long as `now()` has advanced by at least the duration when
+/// they return (the [`ManualClock`] makes them advance time itself).
+///
+/// ```
+/// use sluicegate::clock::{Clock, ManualClock};
+/// use std::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// clock.sleep(Duration::from_millis(200));
+/// assert_eq!(clock.now(), 200_000_000);
+/// ```
+pub trait Clock: Clone + Send + Sync + 'static {
+    /// The future returned by [`Clock::sleep_async`].
+    type Sleep: Future<Output = ()> + Send + 'static;
+
+    /// Nanoseconds since this clock's origin. Monotonic: never smaller than a
+    /// previous reading of the same clock.
+    fn now(&self) -> Nanos;
+
+    /// Blocks the calling thread for `duration`. A zero duration returns at once
+    /// (the [`ManualClock`] still records it).
+    fn sleep(&self, duration: Duration);
+
+    /// A future that completes once `duration` has passed on this clock.
+    fn sleep_async(&self, duration: Duration) -> Self::Sleep;
+}
+
+/// Converts a [`Duration`] to [`Nanos`], saturating at `u64::MAX` (584 years) instead
+/// of overflowing, so `Duration::MAX` means "forever".
+///
+/// ```
+/// use sluicegate::clock::duration_to_nanos;
+/// use std::time::Duration;
+/// assert_eq!(duration_to_nanos(Duration::from_micros(3)), 3_000);
+/// assert_eq!(duration_to_nanos(Duration::MAX), u64::MAX);
+/// ```
+pub fn duration_to_nanos(duration: Duration) -> Nanos {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Converts [`Nanos`] to a [`Duration`]. Exact: every `u64` of nanoseconds fits.
+///
+/// ```
+/// use sluicegate::clock::nanos_to_duration;
+/// assert_eq!(nanos_to_duration(1_500_000_000).as_millis(), 1500);
+/// ```
+pub fn nanos_to_duration(nanos: Nanos) -> Duration {
+    Duration::from_nanos(nanos)
+}

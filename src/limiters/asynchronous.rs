@@ -1,0 +1,174 @@
+//! Async waiting on a [`RateLimiter`].
+
+use super::direct::nonzero;
+use super::{RateLimiter, Reservation};
+use crate::algorithms::{Decision, Verdict};
+use crate::clock::{duration_to_nanos, nanos_to_duration, Clock, DefaultClock, Nanos};
+use crate::error::Error;
+use crate::stores::{StateCell, Storable};
+use std::future::Future;
+use std::time::Duration;
+
+/// An async handle on a [`RateLimiter`]: `limiter.acquire().await`.
+///
+/// Made with [`RateLimiter::to_async`] (or `From`); it shares state with the limiter
+/// and every clone of it, so blocking and async callers can mix on one limit. Cloning
+/// is cheap.
+///
+/// Waiting uses the limiter's [`Clock`]: with the default clock a
+/// [`futures_timer::Delay`], which works under tokio, async-std or
+/// `futures::executor::block_on` alike, with no runtime feature to choose; with a
+/// [`ManualClock`](crate::clock::ManualClock) the wait advances virtual time at once.
+///
+/// The futures are `Send + 'static` (they hold their own handle), so they can be
+/// spawned. **Dropping an acquire before its wait ends cancels its reservation**:
+/// the permits go back to the limiter as far as later reservations allow (see
+/// [`Reservation`]), so a timed-out or abandoned task does not consume capacity.
+///
+/// ```
+/// use sluicegate::{clock::ManualClock, RateLimiter};
+/// let clock = ManualClock::new();
+/// let limiter = RateLimiter::bursty_with_clock(5.0, clock.clone()).unwrap().to_async();
+/// futures::executor::block_on(async {
+///     for _ in 0..3 {
+///         limiter.acquire().await.unwrap();
+///     }
+/// });
+/// assert_eq!(clock.take_sleeps_secs(), vec![0.0, 0.2, 0.2]);
+/// ```
+pub struct AsyncRateLimiter<A: Storable, C: Clock = DefaultClock> {
+    limiter: RateLimiter<A, C>,
+}
+
+impl<A: Storable, C: Clock> Clone for AsyncRateLimiter<A, C> {
+    fn clone(&self) -> Self {
+        AsyncRateLimiter {
+            limiter: self.limiter.clone(),
+        }
+    }
+}
+
+impl<A: Storable, C: Clock> From<RateLimiter<A, C>> for AsyncRateLimiter<A, C> {
+    fn from(limiter: RateLimiter<A, C>) -> Self {
+        AsyncRateLimiter { limiter }
+    }
+}
+
+impl<A: Storable, C: Clock> AsyncRateLimiter<A, C> {
+    /// The blocking limiter this handle shares state with.
+    pub fn blocking(&self) -> &RateLimiter<A, C> {
+        &self.limiter
+    }
+
+    /// Takes one permit, waiting asynchronously as long as needed; resolves to the
+    /// time waited.
+    ///
+    /// # Errors
+    /// [`Error::Never`] if the limit will never grant again.
+    pub fn acquire(&self) -> impl Future<Output = Result<Duration, Error>> + Send + 'static {
+        self.acquire_n(1)
+    }
+
+    /// Takes `permits`, waiting asynchronously as long as needed.
+    ///
+    /// # Errors
+    /// [`Error::ZeroCost`] for 0 permits; [`Error::Never`] if the cost can never be
+    /// granted.
+    pub fn acquire_n(
+        &self,
+        permits: u64,
+    ) -> impl Future<Output = Result<Duration, Error>> + Send + 'static {
+        let limiter = self.limiter.clone();
+        async move { acquire_within(limiter, permits, u64::MAX).await }
+    }
+
+    /// Takes `permits` if they can be had within `timeout`, waiting asynchronously;
+    /// resolves to `false` at once, consuming nothing, if they cannot.
+    ///
+    /// # Errors
+    /// [`Error::ZeroCost`] for 0 permits.
+    ///
+    /// ```
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// use std::time::Duration;
+    /// let limiter = RateLimiter::bursty_with_clock(1.0, ManualClock::new()).unwrap().to_async();
+    /// futures::executor::block_on(async {
+    ///     assert!(limiter.try_acquire_n_timeout(1, Duration::ZERO).await.unwrap());
+    ///     assert!(!limiter.try_acquire_n_timeout(1, Duration::from_millis(10)).await.unwrap());
+    ///     assert!(limiter.try_acquire_n_timeout(1, Duration::from_secs(1)).await.unwrap());
+    /// });
+    /// ```
+    pub fn try_acquire_n_timeout(
+        &self,
+        permits: u64,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<bool, Error>> + Send + 'static {
+        let limiter = self.limiter.clone();
+        async move {
+            match acquire_within(limiter, permits, duration_to_nanos(timeout)).await {
+                Ok(_) => Ok(true),
+                Err(Error::Timeout { .. } | Error::Never { .. }) => Ok(false),
+                Err(other) => Err(other),
+            }
+        }
+    }
+
+    /// Takes one permit if that needs no waiting (never waits; same as the blocking
+    /// limiter's).
+    pub fn try_acquire(&self) -> bool {
+        self.limiter.try_acquire()
+    }
+}
+
+/// Cancels a grant whose wait was abandoned (the future was dropped mid-sleep).
+struct CancelOnDrop<A: Storable, C: Clock> {
+    reservation: Option<Reservation<A, C>>,
+}
+
+impl<A: Storable, C: Clock> Drop for CancelOnDrop<A, C> {
+    fn drop(&mut self) {
+        if let Some(reservation) = self.reservation.take() {
+            reservation.cancel();
+        }
+    }
+}
+
+/// The async twin of the blocking core in `direct.rs`.
+async fn acquire_within<A: Storable, C: Clock>(
+    limiter: RateLimiter<A, C>,
+    cost: u64,
+    budget: Nanos,
+) -> Result<Duration, Error> {
+    let cost = nonzero(cost)?;
+    let clock = limiter.clock().clone();
+    let deadline = clock.now().saturating_add(budget);
+    let mut waited: Nanos = 0;
+    loop {
+        let now = clock.now();
+        let left = deadline.saturating_sub(now);
+        let decision: Decision = limiter.cell().reserve(now, cost, left);
+        match decision.verdict() {
+            Verdict::Allowed => {
+                let mut guard = CancelOnDrop {
+                    reservation: Some(Reservation::new(limiter.clone(), decision, now)),
+                };
+                clock.sleep_async(decision.wait()).await;
+                guard.reservation = None;
+                return Ok(nanos_to_duration(
+                    waited.saturating_add(decision.wait_nanos()),
+                ));
+            }
+            Verdict::Never => return Err(Error::Never { cost }),
+            Verdict::Denied => {
+                let retry = decision.retry_after_nanos();
+                if retry > left {
+                    return Err(Error::Timeout {
+                        needed: nanos_to_duration(waited.saturating_add(retry)),
+                    });
+                }
+                clock.sleep_async(decision.retry_after()).await;
+                waited = waited.saturating_add(retry);
+            }
+        }
+    }
+}

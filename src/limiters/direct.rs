@@ -1,0 +1,438 @@
+//! The direct limiter: one limit, shared by every caller.
+
+use super::{AsyncRateLimiter, Reservation};
+use crate::algorithms::{AdjustableRate, Decision, SmoothBursty, SmoothWarmingUp, Verdict};
+use crate::clock::{duration_to_nanos, nanos_to_duration, Clock, DefaultClock, Nanos};
+use crate::error::Error;
+use crate::stores::cell::set_rate;
+use crate::stores::{StateCell, Storable};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A thread-safe rate limiter over one limit: Guava's `RateLimiter`, for any
+/// [algorithm](crate::algorithms).
+///
+/// Cloning is cheap (an `Arc`) and clones share one state, so a limiter can be handed
+/// to every thread or task that must respect it. It is `Send + Sync`.
+///
+/// # The calls
+///
+/// | call | waits? | answers |
+/// |---|---|---|
+/// | [`acquire`](Self::acquire), [`acquire_n`](Self::acquire_n) | as long as needed | the time waited |
+/// | [`try_acquire`](Self::try_acquire), [`try_acquire_n`](Self::try_acquire_n) | never | granted or not |
+/// | [`try_acquire_timeout`](Self::try_acquire_timeout), [`try_acquire_n_timeout`](Self::try_acquire_n_timeout) | only if the wait fits the timeout | granted or not |
+/// | [`check`](Self::check) | never | the full [`Decision`] |
+/// | [`peek`](Self::peek) | never, and consumes nothing | the [`Decision`] a `check` would give |
+/// | [`reserve`](Self::reserve) | no: you wait, or cancel | a [`Reservation`] |
+/// | [`to_async`](Self::to_async)`().acquire().await` | asynchronously | the time waited |
+///
+/// A blocking wait sleeps on the limiter's clock *outside* any lock. For Guava's
+/// limiters, whether a timed try succeeds depends only on when the previous
+/// reservation ends (Guava's `canAcquire`): the size of the request never matters,
+/// because a request's own cost is paid by the next one. Algorithms that cannot
+/// reserve future capacity (the window counters) wait for `retry_after` and try again.
+///
+/// A cost of 0 is an error ([`Error::ZeroCost`]), never a panic; a cost that can never
+/// be granted makes blocking calls fail at once with [`Error::Never`] and tries answer
+/// `false`.
+///
+/// ```
+/// use sluicegate::RateLimiter;
+/// use sluicegate::clock::ManualClock;
+///
+/// let clock = ManualClock::new();
+/// let limiter = RateLimiter::bursty_with_clock(5.0, clock.clone()).unwrap();
+/// for _ in 0..3 {
+///     limiter.acquire().unwrap();
+/// }
+/// // Virtual time: the waits Guava documents for 5 permits per second.
+/// assert_eq!(clock.take_sleeps_secs(), vec![0.0, 0.2, 0.2]);
+/// ```
+pub struct RateLimiter<A: Storable, C: Clock = DefaultClock> {
+    shared: Arc<Shared<A, C>>,
+}
+
+struct Shared<A: Storable, C: Clock> {
+    cell: A::Cell,
+    clock: C,
+}
+
+impl<A: Storable, C: Clock> Clone for RateLimiter<A, C> {
+    fn clone(&self) -> Self {
+        RateLimiter {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+impl<A: Storable + fmt::Debug, C: Clock> fmt::Debug for RateLimiter<A, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RateLimiter")
+            .field("algorithm", &self.algorithm())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RateLimiter<SmoothBursty> {
+    /// Guava's `RateLimiter.create(rate)`: a [`SmoothBursty`] limiter of `rate` permits
+    /// per second with a 1-second burst, on the real clock.
+    ///
+    /// # Errors
+    /// [`Error::InvalidRate`] unless `rate > 0` (`+inf` is unlimited).
+    ///
+    /// ```
+    /// let limiter = sluicegate::RateLimiter::bursty(100.0).unwrap();
+    /// assert!(limiter.try_acquire());
+    /// ```
+    pub fn bursty(rate: f64) -> Result<Self, Error> {
+        Ok(RateLimiter::new(SmoothBursty::new(rate)?))
+    }
+}
+
+impl<C: Clock> RateLimiter<SmoothBursty, C> {
+    /// [`bursty`](RateLimiter::bursty) on a given clock (e.g. a
+    /// [`ManualClock`](crate::clock::ManualClock) in tests).
+    ///
+    /// # Errors
+    /// [`Error::InvalidRate`] unless `rate > 0`.
+    ///
+    /// ```
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// let limiter = RateLimiter::bursty_with_clock(2.0, ManualClock::new()).unwrap();
+    /// assert_eq!(limiter.rate(), 2.0);
+    /// ```
+    pub fn bursty_with_clock(rate: f64, clock: C) -> Result<Self, Error> {
+        Ok(RateLimiter::with_clock(SmoothBursty::new(rate)?, clock))
+    }
+}
+
+impl RateLimiter<SmoothWarmingUp> {
+    /// Guava's `RateLimiter.create(rate, warmupPeriod)`: a [`SmoothWarmingUp`] limiter
+    /// that starts cold and reaches `rate` permits per second over `warmup`, with cold
+    /// factor 3, on the real clock.
+    ///
+    /// # Errors
+    /// [`Error::InvalidRate`] unless `rate > 0`; [`Error::InvalidDuration`] for a
+    /// warm-up beyond about 292 years. A zero warm-up is valid.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let limiter = sluicegate::RateLimiter::warming_up(10.0, Duration::from_secs(3)).unwrap();
+    /// assert!(limiter.try_acquire());
+    /// ```
+    pub fn warming_up(rate: f64, warmup: Duration) -> Result<Self, Error> {
+        Ok(RateLimiter::new(SmoothWarmingUp::new(rate, warmup)?))
+    }
+}
+
+impl<C: Clock> RateLimiter<SmoothWarmingUp, C> {
+    /// [`warming_up`](RateLimiter::warming_up) on a given clock.
+    ///
+    /// # Errors
+    /// As [`warming_up`](RateLimiter::warming_up).
+    ///
+    /// ```
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// use std::time::Duration;
+    /// let clock = ManualClock::new();
+    /// let limiter = RateLimiter::warming_up_with_clock(2.0, Duration::from_secs(4), clock.clone()).unwrap();
+    /// for _ in 0..6 {
+    ///     limiter.acquire().unwrap();
+    /// }
+    /// assert_eq!(clock.take_sleeps_secs(), vec![0.0, 1.38, 1.13, 0.88, 0.63, 0.5]);
+    /// ```
+    pub fn warming_up_with_clock(rate: f64, warmup: Duration, clock: C) -> Result<Self, Error> {
+        Ok(RateLimiter::with_clock(
+            SmoothWarmingUp::new(rate, warmup)?,
+            clock,
+        ))
+    }
+}
+
+impl<A: Storable> RateLimiter<A> {
+    /// A limiter running `algorithm` on the real clock ([`DefaultClock`]).
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::SmoothBursty, RateLimiter};
+    /// use std::time::Duration;
+    /// let algorithm = SmoothBursty::new(50.0).unwrap().with_max_burst(Duration::from_secs(2)).unwrap();
+    /// let limiter = RateLimiter::new(algorithm);
+    /// assert!(limiter.try_acquire());
+    /// ```
+    pub fn new(algorithm: A) -> Self {
+        Self::with_clock(algorithm, DefaultClock::new())
+    }
+}
+
+impl<A: Storable, C: Clock> RateLimiter<A, C> {
+    /// A limiter running `algorithm` on `clock`; its state starts at the clock's
+    /// current reading.
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::SmoothBursty, clock::ManualClock, RateLimiter};
+    /// let limiter = RateLimiter::with_clock(SmoothBursty::new(1.0).unwrap(), ManualClock::new());
+    /// assert!(limiter.try_acquire());
+    /// assert!(!limiter.try_acquire());
+    /// ```
+    pub fn with_clock(algorithm: A, clock: C) -> Self {
+        let cell = A::Cell::new(algorithm, clock.now());
+        RateLimiter {
+            shared: Arc::new(Shared { cell, clock }),
+        }
+    }
+
+    /// The limiter's clock.
+    pub fn clock(&self) -> &C {
+        &self.shared.clock
+    }
+
+    /// A copy of the current configuration.
+    pub fn algorithm(&self) -> A {
+        self.shared.cell.algorithm()
+    }
+
+    /// Takes one permit, blocking as long as needed; returns the time waited.
+    ///
+    /// Equivalent to [`acquire_n(1)`](Self::acquire_n).
+    ///
+    /// # Errors
+    /// [`Error::Never`] if the limit will never grant a permit again (e.g. the smallest
+    /// positive rate after its one permit); it fails at once instead of sleeping
+    /// forever.
+    pub fn acquire(&self) -> Result<Duration, Error> {
+        self.acquire_n(1)
+    }
+
+    /// Takes `permits`, blocking as long as needed; returns the time waited (zero if
+    /// not throttled). Under Guava's limiters the wait pays for the *previous*
+    /// request; this request's cost is paid by the next one.
+    ///
+    /// # Errors
+    /// [`Error::ZeroCost`] for 0 permits; [`Error::Never`] if the cost can never be
+    /// granted (above a window's capacity, or the limit is exhausted for good).
+    ///
+    /// ```
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// use std::time::Duration;
+    /// let limiter = RateLimiter::bursty_with_clock(10.0, ManualClock::new()).unwrap();
+    /// assert_eq!(limiter.acquire_n(20).unwrap(), Duration::ZERO); // pay later...
+    /// assert_eq!(limiter.acquire_n(1).unwrap(), Duration::from_secs(2)); // ...by the next caller
+    /// assert!(limiter.acquire_n(0).is_err());
+    /// ```
+    pub fn acquire_n(&self, permits: u64) -> Result<Duration, Error> {
+        self.acquire_within(permits, u64::MAX)
+    }
+
+    /// Takes one permit if that needs no waiting. Never blocks.
+    ///
+    /// ```
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// let limiter = RateLimiter::bursty_with_clock(1.0, ManualClock::new()).unwrap();
+    /// assert!(limiter.try_acquire());
+    /// assert!(!limiter.try_acquire());
+    /// ```
+    #[inline]
+    pub fn try_acquire(&self) -> bool {
+        let now = self.shared.clock.now();
+        self.shared.cell.reserve(now, 1, 0).is_allowed()
+    }
+
+    /// Takes `permits` if that needs no waiting. Never blocks.
+    ///
+    /// # Errors
+    /// [`Error::ZeroCost`] for 0 permits.
+    pub fn try_acquire_n(&self, permits: u64) -> Result<bool, Error> {
+        Ok(self.check(permits)?.is_allowed())
+    }
+
+    /// Takes one permit if it can be had within `timeout`, waiting for it; answers
+    /// `false` at once, without waiting, if it cannot. A timeout of `Duration::MAX`
+    /// means no limit (it saturates, as Guava's does).
+    pub fn try_acquire_timeout(&self, timeout: Duration) -> bool {
+        matches!(self.try_acquire_n_timeout(1, timeout), Ok(true))
+    }
+
+    /// Takes `permits` if they can be had within `timeout`, waiting for them; answers
+    /// `false` without consuming anything if they cannot (Guava's `canAcquire` rule:
+    /// the wait must fit the timeout).
+    ///
+    /// # Errors
+    /// [`Error::ZeroCost`] for 0 permits.
+    ///
+    /// ```
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// use std::time::Duration;
+    /// let limiter = RateLimiter::bursty_with_clock(5.0, ManualClock::new()).unwrap();
+    /// assert!(limiter.try_acquire_n_timeout(1, Duration::ZERO).unwrap());
+    /// assert!(!limiter.try_acquire_n_timeout(1, Duration::from_millis(199)).unwrap());
+    /// assert!(limiter.try_acquire_n_timeout(1, Duration::from_millis(200)).unwrap());
+    /// ```
+    pub fn try_acquire_n_timeout(&self, permits: u64, timeout: Duration) -> Result<bool, Error> {
+        match self.acquire_within(permits, duration_to_nanos(timeout)) {
+            Ok(_) => Ok(true),
+            Err(Error::Timeout { .. } | Error::Never { .. }) => Ok(false),
+            Err(other) => Err(other),
+        }
+    }
+
+    /// Takes `permits` if that needs no waiting, and answers with the full
+    /// [`Decision`]: remaining permits, `retry_after`, `reset_after`. Never blocks.
+    ///
+    /// # Errors
+    /// [`Error::ZeroCost`] for 0 permits.
+    ///
+    /// ```
+    /// use sluicegate::{clock::ManualClock, RateLimiter, Verdict};
+    /// use std::time::Duration;
+    /// let limiter = RateLimiter::bursty_with_clock(4.0, ManualClock::new()).unwrap();
+    /// assert!(limiter.check(1).unwrap().is_allowed());
+    /// let refused = limiter.check(1).unwrap();
+    /// assert_eq!(refused.verdict(), Verdict::Denied);
+    /// assert_eq!(refused.retry_after(), Duration::from_millis(250));
+    /// ```
+    #[inline]
+    pub fn check(&self, permits: u64) -> Result<Decision, Error> {
+        let permits = nonzero(permits)?;
+        let now = self.shared.clock.now();
+        Ok(self.shared.cell.reserve(now, permits, 0))
+    }
+
+    /// The decision [`check`](Self::check) would give now, without consuming
+    /// anything.
+    ///
+    /// # Errors
+    /// [`Error::ZeroCost`] for 0 permits.
+    pub fn peek(&self, permits: u64) -> Result<Decision, Error> {
+        let permits = nonzero(permits)?;
+        let now = self.shared.clock.now();
+        Ok(self.shared.cell.peek(now, permits))
+    }
+
+    /// Reserves `permits` now, for a caller who will act when the reservation says
+    /// and may change its mind: see [`Reservation`]. For algorithms that cannot
+    /// reserve future capacity, a reservation that is not immediately available is
+    /// not ok, and carries its `retry_after`.
+    ///
+    /// # Errors
+    /// [`Error::ZeroCost`] for 0 permits.
+    ///
+    /// ```
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// use std::time::Duration;
+    /// let limiter = RateLimiter::bursty_with_clock(1.0, ManualClock::new()).unwrap();
+    /// limiter.acquire().unwrap();
+    /// let r = limiter.reserve(1).unwrap();
+    /// assert!(r.is_ok());
+    /// assert_eq!(r.delay(), Duration::from_secs(1));
+    /// r.cancel(); // gives the permit back: the next caller waits 1 s, not 2 s
+    /// assert_eq!(limiter.reserve(1).unwrap().delay(), Duration::from_secs(1));
+    /// ```
+    pub fn reserve(&self, permits: u64) -> Result<Reservation<A, C>, Error> {
+        let permits = nonzero(permits)?;
+        let now = self.shared.clock.now();
+        let decision = self.shared.cell.reserve(now, permits, u64::MAX);
+        Ok(Reservation::new(self.clone(), decision, now))
+    }
+
+    /// An async handle on this limiter, sharing its state: `to_async().acquire().await`.
+    ///
+    /// ```
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// let limiter = RateLimiter::bursty_with_clock(5.0, ManualClock::new()).unwrap();
+    /// let handle = limiter.to_async();
+    /// futures::executor::block_on(async {
+    ///     handle.acquire().await.unwrap();
+    ///     handle.acquire().await.unwrap();
+    /// });
+    /// assert_eq!(limiter.clock().take_sleeps_secs(), vec![0.0, 0.2]);
+    /// ```
+    pub fn to_async(&self) -> AsyncRateLimiter<A, C> {
+        AsyncRateLimiter::from(self.clone())
+    }
+
+    /// The one blocking core: reserve `cost` for a caller willing to wait up to
+    /// `budget`, then sleep until the grant may act. Algorithms that cannot reserve
+    /// the future deny with a `retry_after`; we sleep that and try again while the
+    /// budget lasts.
+    fn acquire_within(&self, cost: u64, budget: Nanos) -> Result<Duration, Error> {
+        let cost = nonzero(cost)?;
+        let clock = &self.shared.clock;
+        let deadline = clock.now().saturating_add(budget);
+        let mut waited: Nanos = 0;
+        loop {
+            let now = clock.now();
+            let left = deadline.saturating_sub(now);
+            let decision = self.shared.cell.reserve(now, cost, left);
+            match decision.verdict() {
+                Verdict::Allowed => {
+                    clock.sleep(decision.wait());
+                    return Ok(nanos_to_duration(
+                        waited.saturating_add(decision.wait_nanos()),
+                    ));
+                }
+                Verdict::Never => return Err(Error::Never { cost }),
+                Verdict::Denied => {
+                    let retry = decision.retry_after_nanos();
+                    if retry > left {
+                        return Err(Error::Timeout {
+                            needed: nanos_to_duration(waited.saturating_add(retry)),
+                        });
+                    }
+                    clock.sleep(decision.retry_after());
+                    waited = waited.saturating_add(retry);
+                }
+            }
+        }
+    }
+
+    pub(crate) fn cell(&self) -> &A::Cell {
+        &self.shared.cell
+    }
+}
+
+impl<A: Storable + AdjustableRate, C: Clock> RateLimiter<A, C> {
+    /// Changes the rate (Guava's `setRate`). Stored permits are rescaled in
+    /// proportion; debt already reserved under the old rate is still paid by the next
+    /// request, and the new rate applies from the request after it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidRate`] unless `rate > 0`; the limiter is then unchanged.
+    ///
+    /// ```
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// let clock = ManualClock::new();
+    /// let limiter = RateLimiter::bursty_with_clock(1.0, clock.clone()).unwrap();
+    /// limiter.acquire().unwrap();
+    /// limiter.set_rate(2.0).unwrap();
+    /// limiter.acquire().unwrap(); // pays 1.0 s: the previous request was under the old rate
+    /// limiter.acquire().unwrap(); // pays 0.5 s
+    /// assert_eq!(clock.take_sleeps_secs(), vec![0.0, 1.0, 0.5]);
+    /// assert!(limiter.set_rate(0.0).is_err());
+    /// ```
+    pub fn set_rate(&self, rate: f64) -> Result<(), Error> {
+        set_rate(&self.shared.cell, self.shared.clock.now(), rate)
+    }
+
+    /// The current rate in permits per second, recomputed from the stable interval
+    /// as Guava does (`+inf` when unlimited).
+    pub fn rate(&self) -> f64 {
+        self.algorithm().rate()
+    }
+}
+
+impl<A: Storable + AdjustableRate, C: Clock> fmt::Display for RateLimiter<A, C> {
+    /// Guava's `toString`: `RateLimiter[stableRate=5.0qps]`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RateLimiter[stableRate={:.1}qps]", self.rate())
+    }
+}
+
+pub(crate) fn nonzero(cost: u64) -> Result<u64, Error> {
+    if cost == 0 {
+        Err(Error::ZeroCost)
+    } else {
+        Ok(cost)
+    }
+}

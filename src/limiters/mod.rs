@@ -1,0 +1,19 @@
+//! The public front ends.
+//!
+//! * [`RateLimiter`]: one limit shared by every caller (Guava's `RateLimiter`, but
+//!   over any algorithm). Blocking `acquire`, non-blocking `try_acquire`, `check` for
+//!   a full [`Decision`](crate::Decision), `peek`, reservations that can be cancelled.
+//! * [`AsyncRateLimiter`]: the same limiter, with `acquire().await`. It shares state
+//!   with the [`RateLimiter`] it came from.
+//!
+//! All of them wrap one core step, "reserve `n` permits for a caller willing to wait
+//! up to `max_wait`" (Go's `reserveN`); the rest are thin wrappers that choose
+//! `max_wait` and sleep on the limiter's [`Clock`](crate::clock::Clock).
+
+mod asynchronous;
+mod direct;
+mod reservation;
+
+pub use asynchronous::AsyncRateLimiter;
+pub use direct::RateLimiter;
+pub use reservation::Reservation;

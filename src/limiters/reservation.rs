@@ -1,0 +1,99 @@
+//! Reservations: permits taken now, acted on later, or given back.
+
+use super::RateLimiter;
+use crate::algorithms::Decision;
+use crate::clock::{nanos_to_duration, Clock, Nanos};
+use crate::stores::{StateCell, Storable};
+use std::time::Duration;
+
+/// Permits reserved by [`RateLimiter::reserve`]: the caller may act at
+/// [`acts_at`](Reservation::acts_at), after [`delay`](Reservation::delay), or give the
+/// permits back with [`cancel`](Reservation::cancel).
+///
+/// Cancelling follows Go's `Reservation.Cancel` rule: once the time to act has
+/// passed nothing is restored (the permits were presumably used); before that, the
+/// reservation's permits come back *as far as later reservations allow*: whatever
+/// other callers reserved after this one stays theirs. Dropping a reservation
+/// without cancelling keeps the permits taken.
+///
+/// A reservation that is not [`ok`](Reservation::is_ok) took nothing; its
+/// [`decision`](Reservation::decision) says why (`retry_after`, or never).
+///
+/// ```
+/// use sluicegate::{clock::ManualClock, RateLimiter};
+/// use std::time::Duration;
+/// let clock = ManualClock::new();
+/// let limiter = RateLimiter::bursty_with_clock(2.0, clock.clone()).unwrap();
+/// let first = limiter.reserve(1).unwrap();
+/// assert_eq!(first.delay(), Duration::ZERO);
+/// let second = limiter.reserve(1).unwrap();
+/// assert_eq!(second.delay(), Duration::from_millis(500));
+/// second.wait(); // sleeps 0.5 s on the (virtual) clock
+/// assert_eq!(clock.now(), 500_000_000);
+/// ```
+pub struct Reservation<A: Storable, C: Clock> {
+    limiter: RateLimiter<A, C>,
+    decision: Decision,
+    acts_at: Nanos,
+}
+
+impl<A: Storable, C: Clock> Reservation<A, C> {
+    pub(crate) fn new(limiter: RateLimiter<A, C>, decision: Decision, now: Nanos) -> Self {
+        Reservation {
+            limiter,
+            decision,
+            acts_at: now.saturating_add(decision.wait_nanos()),
+        }
+    }
+
+    /// True if the permits were reserved.
+    pub fn is_ok(&self) -> bool {
+        self.decision.is_allowed()
+    }
+
+    /// The decision behind this reservation.
+    pub fn decision(&self) -> &Decision {
+        &self.decision
+    }
+
+    /// When the caller may act, on the limiter's clock (nanoseconds).
+    pub fn acts_at(&self) -> Nanos {
+        self.acts_at
+    }
+
+    /// How long from now until the caller may act (zero if already). For a
+    /// reservation that is not ok, its `retry_after` as of when it was made.
+    pub fn delay(&self) -> Duration {
+        if !self.is_ok() {
+            return self.decision.retry_after();
+        }
+        let now = self.limiter.clock().now();
+        nanos_to_duration(self.acts_at.saturating_sub(now))
+    }
+
+    /// Blocks until the caller may act, and returns how long that was. Returns at
+    /// once for a reservation that is not ok.
+    pub fn wait(self) -> Duration {
+        if !self.is_ok() {
+            return Duration::ZERO;
+        }
+        let delay = self.delay();
+        self.limiter.clock().sleep(delay);
+        delay
+    }
+
+    /// Gives the reserved permits back, as far as later reservations allow (see the
+    /// type's docs). Does nothing once the time to act has passed, or for a
+    /// reservation that is not ok.
+    pub fn cancel(self) {
+        self.cancel_at(self.limiter.clock().now());
+    }
+
+    pub(crate) fn cancel_at(&self, now: Nanos) {
+        if self.is_ok() {
+            self.limiter
+                .cell()
+                .cancel(now, &self.decision, self.acts_at);
+        }
+    }
+}
