@@ -20,7 +20,7 @@ use std::time::Duration;
 /// [`decision`](Reservation::decision) says why (`retry_after`, or never).
 ///
 /// ```
-/// use sluicegate::{clock::ManualClock, RateLimiter};
+/// use sluicegate::{clock::{Clock, ManualClock}, RateLimiter};
 /// use std::time::Duration;
 /// let clock = ManualClock::new();
 /// let limiter = RateLimiter::bursty_with_clock(2.0, clock.clone()).unwrap();
