@@ -38,3 +38,8 @@ pub use algorithms::{Decision, Verdict};
 pub use clock::{Clock, DefaultClock, ManualClock};
 pub use error::Error;
 pub use limiters::{AsyncRateLimiter, RateLimiter, Reservation};
+
+/// The README's examples, compiled and run as doctests so they cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
