@@ -8,6 +8,11 @@ use crate::error::Error;
 use parking_lot::Mutex;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
+/// A change of configuration and state together, as applied by
+/// [`StateCell::reconfigure`]: a pure function of its inputs, which may refuse.
+pub type Reconfiguration<'a, A> =
+    &'a dyn Fn(&mut A, &mut <A as Algorithm>::State) -> Result<(), Error>;
+
 /// One limit's configuration and state, with atomic steps.
 ///
 /// Every method applies one algorithm step as a single atomic action: concurrent
@@ -32,10 +37,7 @@ pub trait StateCell<A: Algorithm + Clone>: Send + Sync + 'static {
     /// Changes configuration and state together, atomically with respect to every
     /// other step. `change` may be called more than once (it must be a pure
     /// function of its inputs); if it fails, nothing changes.
-    fn reconfigure(
-        &self,
-        change: &dyn Fn(&mut A, &mut A::State) -> Result<(), Error>,
-    ) -> Result<(), Error>;
+    fn reconfigure(&self, change: Reconfiguration<'_, A>) -> Result<(), Error>;
 }
 
 /// Chooses the cell an algorithm's state lives in when it is the one state of a
@@ -101,10 +103,7 @@ impl<A: Algorithm + Clone> StateCell<A> for LockedCell<A> {
         self.inner.lock().0.clone()
     }
 
-    fn reconfigure(
-        &self,
-        change: &dyn Fn(&mut A, &mut A::State) -> Result<(), Error>,
-    ) -> Result<(), Error> {
+    fn reconfigure(&self, change: Reconfiguration<'_, A>) -> Result<(), Error> {
         let mut guard = self.inner.lock();
         let (mut algorithm, mut state) = (guard.0.clone(), guard.1.clone());
         change(&mut algorithm, &mut state)?;
@@ -234,10 +233,7 @@ where
         self.snapshot().0
     }
 
-    fn reconfigure(
-        &self,
-        change: &dyn Fn(&mut A, &mut A::State) -> Result<(), Error>,
-    ) -> Result<(), Error> {
+    fn reconfigure(&self, change: Reconfiguration<'_, A>) -> Result<(), Error> {
         let _writer = self.writer.lock();
         let (current, _) = self.snapshot();
         // Validate on a copy first: a rejected change touches nothing.
