@@ -203,7 +203,7 @@ impl Algorithm for SmoothBursty {
     /// Go's rule: if the grant has not acted yet, give back its charge minus
     /// whatever later grants reserved after it; never more than a full burst.
     fn cancel(&self, state: &mut BurstyState, now: Nanos, grant: &Decision, acts_at: Nanos) {
-        if self.is_unlimited() || acts_at <= now || !grant.is_allowed() {
+        if self.is_unlimited() || acts_at < now || !grant.is_allowed() {
             return;
         }
         let reserved_after = until(grant.mark(), state.tat);
