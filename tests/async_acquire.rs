@@ -145,7 +145,8 @@ fn dropping_an_acquire_mid_wait_gives_its_permits_back() {
     {
         let mut waiting = pin!(handle.acquire_n(5));
         assert!(poll_once(waiting.as_mut()).is_pending()); // reserved, waiting 1 s
-        assert!(!limiter.peek(1).unwrap().is_allowed());
+        // Its 5 permits are taken: a newcomer would wait 1 s + 5 s.
+        assert_eq!(limiter.peek(1).unwrap().retry_after(), Duration::from_secs(6));
         clock.0.advance(Duration::from_millis(500)); // still before its time to act
     }
     // Dropped: the 5 permits are back, the next caller waits only for the first.
