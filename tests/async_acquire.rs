@@ -14,7 +14,10 @@ use std::time::Duration;
 
 fn bursty(rate: f64) -> (RateLimiter<SmoothBursty, ManualClock>, ManualClock) {
     let clock = ManualClock::new();
-    (RateLimiter::bursty_with_clock(rate, clock.clone()).unwrap(), clock)
+    (
+        RateLimiter::bursty_with_clock(rate, clock.clone()).unwrap(),
+        clock,
+    )
 }
 
 /// Virtual time whose async sleeps never end (unless zero): a future that had to
@@ -54,7 +57,10 @@ async fn acquire_under_tokio_on_virtual_time() {
         handle.acquire().await.unwrap();
     }
     assert_eq!(clock.take_sleeps_secs(), vec![0.00, 0.20, 0.20]);
-    assert_eq!(handle.acquire_n(4).await.unwrap(), Duration::from_millis(200));
+    assert_eq!(
+        handle.acquire_n(4).await.unwrap(),
+        Duration::from_millis(200)
+    );
     assert_eq!(handle.acquire().await.unwrap(), Duration::from_millis(800));
 }
 
@@ -62,9 +68,7 @@ async fn acquire_under_tokio_on_virtual_time() {
 async fn acquire_futures_can_be_spawned() {
     let (limiter, clock) = bursty(5.0);
     let handle = limiter.to_async();
-    let tasks: Vec<_> = (0..10)
-        .map(|_| tokio::spawn(handle.acquire()))
-        .collect();
+    let tasks: Vec<_> = (0..10).map(|_| tokio::spawn(handle.acquire())).collect();
     for task in tasks {
         task.await.unwrap().unwrap();
     }
@@ -97,7 +101,10 @@ fn warming_up_async_follows_guavas_schedule() {
             handle.acquire().await.unwrap();
         }
     });
-    assert_eq!(clock.take_sleeps_secs(), vec![0.00, 1.38, 1.13, 0.88, 0.63, 0.50]);
+    assert_eq!(
+        clock.take_sleeps_secs(),
+        vec![0.00, 1.38, 1.13, 0.88, 0.63, 0.50]
+    );
 }
 
 #[test]
@@ -116,10 +123,22 @@ fn async_timed_try_uses_guavas_rule_and_changes_nothing_when_refused() {
     let (limiter, clock) = bursty(5.0);
     let handle = limiter.to_async();
     futures::executor::block_on(async {
-        assert!(handle.try_acquire_n_timeout(50, Duration::ZERO).await.unwrap());
-        assert!(!handle.try_acquire_n_timeout(1, Duration::from_millis(9_999)).await.unwrap());
-        assert!(handle.try_acquire_n_timeout(1, Duration::from_secs(10)).await.unwrap());
-        assert!(handle.try_acquire_n_timeout(1, Duration::MAX).await.unwrap());
+        assert!(handle
+            .try_acquire_n_timeout(50, Duration::ZERO)
+            .await
+            .unwrap());
+        assert!(!handle
+            .try_acquire_n_timeout(1, Duration::from_millis(9_999))
+            .await
+            .unwrap());
+        assert!(handle
+            .try_acquire_n_timeout(1, Duration::from_secs(10))
+            .await
+            .unwrap());
+        assert!(handle
+            .try_acquire_n_timeout(1, Duration::MAX)
+            .await
+            .unwrap());
     });
     assert_eq!(clock.take_sleeps_secs(), vec![0.00, 10.00, 0.20]);
 }
@@ -131,7 +150,10 @@ fn async_acquire_on_an_exhausted_limiter_fails_at_once() {
     futures::executor::block_on(async {
         handle.acquire().await.unwrap();
         assert_eq!(handle.acquire().await, Err(Error::Never { cost: 1 }));
-        assert!(!handle.try_acquire_n_timeout(1, Duration::MAX).await.unwrap());
+        assert!(!handle
+            .try_acquire_n_timeout(1, Duration::MAX)
+            .await
+            .unwrap());
     });
     assert_eq!(clock.now(), 0);
 }
@@ -145,12 +167,18 @@ fn dropping_an_acquire_mid_wait_gives_its_permits_back() {
     {
         let mut waiting = pin!(handle.acquire_n(5));
         assert!(poll_once(waiting.as_mut()).is_pending()); // reserved, waiting 1 s
-        // Its 5 permits are taken: a newcomer would wait 1 s + 5 s.
-        assert_eq!(limiter.peek(1).unwrap().retry_after(), Duration::from_secs(6));
+                                                           // Its 5 permits are taken: a newcomer would wait 1 s + 5 s.
+        assert_eq!(
+            limiter.peek(1).unwrap().retry_after(),
+            Duration::from_secs(6)
+        );
         clock.0.advance(Duration::from_millis(500)); // still before its time to act
     }
     // Dropped: the 5 permits are back, the next caller waits only for the first.
-    assert_eq!(limiter.reserve(1).unwrap().delay(), Duration::from_millis(500));
+    assert_eq!(
+        limiter.reserve(1).unwrap().delay(),
+        Duration::from_millis(500)
+    );
 }
 
 #[test]
@@ -182,7 +210,10 @@ async fn an_acquire_losing_a_select_under_tokio_is_cancelled() {
         _ = handle.acquire_n(10) => panic!("the stuck sleep cannot finish"),
         _ = async {} => {}
     }
-    assert_eq!(limiter.reserve(1).unwrap().delay(), Duration::from_millis(500));
+    assert_eq!(
+        limiter.reserve(1).unwrap().delay(),
+        Duration::from_millis(500)
+    );
 }
 
 #[test]

@@ -6,7 +6,14 @@ use sluicegate::clock::ManualClock;
 use sluicegate::{Error, RateLimiter};
 use std::time::Duration;
 
-const BAD_RATES: [f64; 6] = [0.0, -0.0, -1.0, f64::NAN, f64::NEG_INFINITY, -f64::MIN_POSITIVE];
+const BAD_RATES: [f64; 6] = [
+    0.0,
+    -0.0,
+    -1.0,
+    f64::NAN,
+    f64::NEG_INFINITY,
+    -f64::MIN_POSITIVE,
+];
 const GOOD_RATES: [f64; 5] = [f64::INFINITY, f64::MIN_POSITIVE, 5e-324, 1e-9, 1e12];
 
 fn is_invalid_rate(err: Error, rate: f64) -> bool {
@@ -21,14 +28,26 @@ fn bad_rates_are_refused_by_every_constructor() {
     let clock = ManualClock::new();
     let second = Duration::from_secs(1);
     for rate in BAD_RATES {
-        assert!(is_invalid_rate(SmoothBursty::new(rate).unwrap_err(), rate), "{rate}");
-        assert!(is_invalid_rate(RateLimiter::bursty(rate).unwrap_err(), rate), "{rate}");
+        assert!(
+            is_invalid_rate(SmoothBursty::new(rate).unwrap_err(), rate),
+            "{rate}"
+        );
+        assert!(
+            is_invalid_rate(RateLimiter::bursty(rate).unwrap_err(), rate),
+            "{rate}"
+        );
         assert!(is_invalid_rate(
             RateLimiter::bursty_with_clock(rate, clock.clone()).unwrap_err(),
             rate
         ));
-        assert!(is_invalid_rate(SmoothWarmingUp::new(rate, second).unwrap_err(), rate));
-        assert!(is_invalid_rate(RateLimiter::warming_up(rate, second).unwrap_err(), rate));
+        assert!(is_invalid_rate(
+            SmoothWarmingUp::new(rate, second).unwrap_err(),
+            rate
+        ));
+        assert!(is_invalid_rate(
+            RateLimiter::warming_up(rate, second).unwrap_err(),
+            rate
+        ));
         assert!(is_invalid_rate(
             RateLimiter::warming_up_with_clock(rate, Duration::ZERO, clock.clone()).unwrap_err(),
             rate
@@ -40,7 +59,10 @@ fn bad_rates_are_refused_by_every_constructor() {
 fn good_rates_are_accepted() {
     let clock = ManualClock::new();
     for rate in GOOD_RATES {
-        assert!(RateLimiter::bursty_with_clock(rate, clock.clone()).is_ok(), "{rate}");
+        assert!(
+            RateLimiter::bursty_with_clock(rate, clock.clone()).is_ok(),
+            "{rate}"
+        );
         assert!(
             RateLimiter::warming_up_with_clock(rate, Duration::from_secs(1), clock.clone()).is_ok(),
             "{rate}"
@@ -99,27 +121,39 @@ fn zero_permits_is_refused_by_every_call_and_changes_nothing() {
     let before = limiter.peek(1).unwrap();
     assert_eq!(limiter.acquire_n(0), Err(Error::ZeroCost));
     assert_eq!(limiter.try_acquire_n(0), Err(Error::ZeroCost));
-    assert_eq!(limiter.try_acquire_n_timeout(0, Duration::ZERO), Err(Error::ZeroCost));
-    assert_eq!(limiter.try_acquire_n_timeout(0, Duration::MAX), Err(Error::ZeroCost));
+    assert_eq!(
+        limiter.try_acquire_n_timeout(0, Duration::ZERO),
+        Err(Error::ZeroCost)
+    );
+    assert_eq!(
+        limiter.try_acquire_n_timeout(0, Duration::MAX),
+        Err(Error::ZeroCost)
+    );
     assert_eq!(limiter.check(0), Err(Error::ZeroCost));
     assert_eq!(limiter.peek(0), Err(Error::ZeroCost));
     assert!(matches!(limiter.reserve(0), Err(Error::ZeroCost)));
     let handle = limiter.to_async();
     futures::executor::block_on(async {
         assert_eq!(handle.acquire_n(0).await, Err(Error::ZeroCost));
-        assert_eq!(handle.try_acquire_n_timeout(0, Duration::MAX).await, Err(Error::ZeroCost));
+        assert_eq!(
+            handle.try_acquire_n_timeout(0, Duration::MAX).await,
+            Err(Error::ZeroCost)
+        );
     });
     assert_eq!(limiter.peek(1).unwrap(), before);
     assert!(clock.sleeps().is_empty(), "a refused call never sleeps");
     assert!(limiter.try_acquire());
     assert!(!limiter.try_acquire());
 
-    let warm = RateLimiter::warming_up_with_clock(1.0, Duration::from_secs(1), clock.clone())
-        .unwrap();
+    let warm =
+        RateLimiter::warming_up_with_clock(1.0, Duration::from_secs(1), clock.clone()).unwrap();
     let before = warm.peek(1).unwrap();
     assert_eq!(warm.acquire_n(0), Err(Error::ZeroCost));
     assert_eq!(warm.try_acquire_n(0), Err(Error::ZeroCost));
-    assert_eq!(warm.try_acquire_n_timeout(0, Duration::ZERO), Err(Error::ZeroCost));
+    assert_eq!(
+        warm.try_acquire_n_timeout(0, Duration::ZERO),
+        Err(Error::ZeroCost)
+    );
     assert_eq!(warm.check(0), Err(Error::ZeroCost));
     assert_eq!(warm.peek(0), Err(Error::ZeroCost));
     assert!(matches!(warm.reserve(0), Err(Error::ZeroCost)));
@@ -156,7 +190,10 @@ fn periods_too_long_for_the_clock_are_refused() {
     // The longest representable period is fine.
     let longest = Duration::from_nanos(i64::MAX as u64);
     assert!(SmoothWarmingUp::new(1.0, longest).is_ok());
-    assert!(SmoothBursty::new(1.0).unwrap().with_max_burst(longest).is_ok());
+    assert!(SmoothBursty::new(1.0)
+        .unwrap()
+        .with_max_burst(longest)
+        .is_ok());
 }
 
 #[test]
@@ -174,7 +211,15 @@ fn warm_up_is_checked_before_the_rate_as_guava_does() {
 #[test]
 fn bad_cold_factors_are_refused() {
     let base = SmoothWarmingUp::new(2.0, Duration::from_secs(4)).unwrap();
-    for cf in [0.5, 0.0, -1.0, 0.999_999, f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+    for cf in [
+        0.5,
+        0.0,
+        -1.0,
+        0.999_999,
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+    ] {
         match base.with_cold_factor(cf) {
             Err(Error::InvalidColdFactor { cold_factor }) => {
                 assert_eq!(cold_factor.to_bits(), cf.to_bits())
@@ -215,7 +260,9 @@ fn denied_calls_change_nothing() {
     for n in [1, 2, 1_000, u64::MAX] {
         assert!(!limiter.try_acquire_n(n).unwrap());
         assert!(!limiter.check(n).unwrap().is_allowed());
-        assert!(!limiter.try_acquire_n_timeout(n, Duration::from_millis(4_999)).unwrap());
+        assert!(!limiter
+            .try_acquire_n_timeout(n, Duration::from_millis(4_999))
+            .unwrap());
     }
     assert_eq!(limiter.peek(1).unwrap(), before);
     assert_eq!(limiter.acquire().unwrap(), Duration::from_secs(5));

@@ -5,7 +5,12 @@ use sluicegate::clock::{Clock, ManualClock};
 use sluicegate::RateLimiter;
 use std::time::Duration;
 
-fn bursty(rate: f64) -> (RateLimiter<sluicegate::algorithms::SmoothBursty, ManualClock>, ManualClock) {
+fn bursty(
+    rate: f64,
+) -> (
+    RateLimiter<sluicegate::algorithms::SmoothBursty, ManualClock>,
+    ManualClock,
+) {
     let clock = ManualClock::new();
     let limiter = RateLimiter::bursty_with_clock(rate, clock.clone()).unwrap();
     (limiter, clock)

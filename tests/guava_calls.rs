@@ -8,19 +8,30 @@ use std::time::Duration;
 
 fn bursty(rate: f64) -> (RateLimiter<SmoothBursty, ManualClock>, ManualClock) {
     let clock = ManualClock::new();
-    (RateLimiter::bursty_with_clock(rate, clock.clone()).unwrap(), clock)
+    (
+        RateLimiter::bursty_with_clock(rate, clock.clone()).unwrap(),
+        clock,
+    )
 }
 
-fn warming(rate: f64, warmup: Duration) -> (RateLimiter<SmoothWarmingUp, ManualClock>, ManualClock) {
+fn warming(
+    rate: f64,
+    warmup: Duration,
+) -> (RateLimiter<SmoothWarmingUp, ManualClock>, ManualClock) {
     let clock = ManualClock::new();
-    (RateLimiter::warming_up_with_clock(rate, warmup, clock.clone()).unwrap(), clock)
+    (
+        RateLimiter::warming_up_with_clock(rate, warmup, clock.clone()).unwrap(),
+        clock,
+    )
 }
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-fn count_free_grants<A: sluicegate::stores::Storable, C: Clock>(limiter: &RateLimiter<A, C>) -> usize {
+fn count_free_grants<A: sluicegate::stores::Storable, C: Clock>(
+    limiter: &RateLimiter<A, C>,
+) -> usize {
     (0..10_000).take_while(|_| limiter.try_acquire()).count()
 }
 
@@ -95,8 +106,13 @@ fn warming_up_rate_change_mid_warm_up_rescales_stored_permits() {
     limiter.set_rate(4.0).unwrap();
     limiter.acquire().unwrap(); // repays the old-rate debt
     clock.take_sleeps();
-    let waits: Vec<f64> = (0..4).map(|_| limiter.acquire().unwrap().as_secs_f64()).collect();
-    assert!(waits[0] > 0.25 && waits.windows(2).all(|w| w[0] >= w[1]), "{waits:?}");
+    let waits: Vec<f64> = (0..4)
+        .map(|_| limiter.acquire().unwrap().as_secs_f64())
+        .collect();
+    assert!(
+        waits[0] > 0.25 && waits.windows(2).all(|w| w[0] >= w[1]),
+        "{waits:?}"
+    );
     assert!((waits[3] - 0.25).abs() < 1e-6, "{waits:?}");
 }
 
@@ -194,12 +210,20 @@ fn try_acquire_zero_timeout_is_guavas_negative_timeout() {
 fn the_size_of_n_never_matters_for_success() {
     // canAcquire looks only at when the previous reservation ends.
     let (limiter, clock) = bursty(1.0);
-    assert!(limiter.try_acquire_n_timeout(1_000_000, Duration::ZERO).unwrap());
-    assert!(!limiter.try_acquire_n_timeout(1, Duration::from_secs(999_999)).unwrap());
-    assert!(limiter.try_acquire_n_timeout(1_000_000, Duration::from_secs(1_000_000)).unwrap());
+    assert!(limiter
+        .try_acquire_n_timeout(1_000_000, Duration::ZERO)
+        .unwrap());
+    assert!(!limiter
+        .try_acquire_n_timeout(1, Duration::from_secs(999_999))
+        .unwrap());
+    assert!(limiter
+        .try_acquire_n_timeout(1_000_000, Duration::from_secs(1_000_000))
+        .unwrap());
     assert_eq!(clock.now(), 1_000_000 * 1_000_000_000);
     assert!(!limiter.try_acquire_n(1).unwrap());
-    assert!(limiter.try_acquire_n_timeout(1, Duration::from_secs(1_000_000)).unwrap());
+    assert!(limiter
+        .try_acquire_n_timeout(1, Duration::from_secs(1_000_000))
+        .unwrap());
 }
 
 #[test]
@@ -240,6 +264,10 @@ fn display_rounds_like_javas_format() {
     let (limiter, _clock) = bursty(1.0);
     for (rate, shown) in cases {
         limiter.set_rate(rate).unwrap();
-        assert_eq!(limiter.to_string(), format!("RateLimiter[stableRate={shown}qps]"), "{rate}");
+        assert_eq!(
+            limiter.to_string(),
+            format!("RateLimiter[stableRate={shown}qps]"),
+            "{rate}"
+        );
     }
 }

@@ -8,7 +8,10 @@ use std::time::Duration;
 
 fn bursty(rate: f64) -> (RateLimiter<SmoothBursty, ManualClock>, ManualClock) {
     let clock = ManualClock::new();
-    (RateLimiter::bursty_with_clock(rate, clock.clone()).unwrap(), clock)
+    (
+        RateLimiter::bursty_with_clock(rate, clock.clone()).unwrap(),
+        clock,
+    )
 }
 
 fn warming(
@@ -124,7 +127,10 @@ fn entering_infinity_from_idle_and_leaving_again_leaks_no_nan() {
     assert_eq!((0..100).take_while(|_| limiter.try_acquire()).count(), 4);
     // Guava waits 333333 µs; nanoseconds agree to within a microsecond.
     let wait = limiter.acquire().unwrap();
-    assert!(wait.abs_diff(Duration::from_micros(333_333)) < Duration::from_micros(1), "{wait:?}");
+    assert!(
+        wait.abs_diff(Duration::from_micros(333_333)) < Duration::from_micros(1),
+        "{wait:?}"
+    );
 
     let (warm, clock) = warming(3.0, Duration::from_secs(3), 3.0);
     warm.acquire_n(100).unwrap();
@@ -209,12 +215,19 @@ fn zero_warm_up_is_accepted_and_keeps_limiting_after_idle_gaps() {
         for _ in 0..3 {
             limiter.acquire().unwrap();
         }
-        assert_eq!(clock.take_sleeps_secs(), vec![0.00, 0.50, 0.50], "cf {cold_factor}");
+        assert_eq!(
+            clock.take_sleeps_secs(),
+            vec![0.00, 0.50, 0.50],
+            "cf {cold_factor}"
+        );
         for gap_secs in [1, 10, 1000] {
             clock.advance(Duration::from_secs(gap_secs));
             // Nothing is stored: one (pay-later) grant, then refused.
             assert!(limiter.try_acquire(), "cf {cold_factor}");
-            assert!(!limiter.try_acquire(), "cf {cold_factor} after {gap_secs} s idle");
+            assert!(
+                !limiter.try_acquire(),
+                "cf {cold_factor} after {gap_secs} s idle"
+            );
             assert_eq!(limiter.acquire().unwrap(), Duration::from_millis(500));
             assert_eq!(limiter.acquire().unwrap(), Duration::from_millis(500));
         }

@@ -54,7 +54,10 @@ fn parameter_table() {
             .unwrap()
             .with_cold_factor(cf)
             .unwrap();
-        assert!((a.threshold_permits() - threshold).abs() < 1e-9, "{rate} {w} {cf}");
+        assert!(
+            (a.threshold_permits() - threshold).abs() < 1e-9,
+            "{rate} {w} {cf}"
+        );
         assert!((a.max_permits() - max).abs() < 1e-9, "{rate} {w} {cf}");
         assert_eq!(a.cold_factor(), cf);
         assert_eq!(a.warmup(), Duration::from_millis(w));
@@ -198,7 +201,11 @@ fn cool_down_takes_the_warm_up_period_at_any_rate() {
         clock.advance(Duration::from_millis(1500));
         limiter.acquire().unwrap();
         let half = limiter.acquire().unwrap();
-        assert!(half < from_cold[1], "rate {rate}: {half:?} vs {:?}", from_cold[1]);
+        assert!(
+            half < from_cold[1],
+            "rate {rate}: {half:?} vs {:?}",
+            from_cold[1]
+        );
         // Wait out the debt, then a full warm-up period: cold again, the same
         // schedule as a new limiter.
         clock.advance(limiter.peek(1).unwrap().retry_after());
@@ -207,7 +214,10 @@ fn cool_down_takes_the_warm_up_period_at_any_rate() {
         acquire_times(&limiter, steps);
         let again = clock.take_sleeps();
         for (a, b) in again.iter().zip(&from_cold) {
-            assert!(a.abs_diff(*b) < Duration::from_micros(1), "rate {rate}: {again:?} vs {from_cold:?}");
+            assert!(
+                a.abs_diff(*b) < Duration::from_micros(1),
+                "rate {rate}: {again:?} vs {from_cold:?}"
+            );
         }
     }
 }
@@ -231,7 +241,8 @@ fn time_to_warm_up_is_honoured_even_with_weights() {
     let warmup_permits = 10u64;
     for cold_factor in [2.0, 3.0, 10.0] {
         for qps in [4.0, 2.0, 1.0, 0.5, 0.1] {
-            let warmup_ms = ((1.0 + cold_factor) * warmup_permits as f64 / (2.0 * qps) * 1000.0) as u64;
+            let warmup_ms =
+                ((1.0 + cold_factor) * warmup_permits as f64 / (2.0 * qps) * 1000.0) as u64;
             for split in [1u64, 2, 3, 5, 10] {
                 let (limiter, clock) = warming(qps, warmup_ms, cold_factor);
                 let start = clock.now();

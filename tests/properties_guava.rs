@@ -33,7 +33,11 @@ fn op(max_n: u64) -> impl Strategy<Value = Op> {
 }
 
 /// Runs the schedule; returns (permits granted, the last grant's size, elapsed s).
-fn run<A: Storable>(limiter: &RateLimiter<A, ManualClock>, clock: &ManualClock, ops: &[Op]) -> (f64, f64, f64) {
+fn run<A: Storable>(
+    limiter: &RateLimiter<A, ManualClock>,
+    clock: &ManualClock,
+    ops: &[Op],
+) -> (f64, f64, f64) {
     let mut total = 0u64;
     let mut last = 0u64;
     let mut grant = |n: u64, granted: bool| {
@@ -49,7 +53,9 @@ fn run<A: Storable>(limiter: &RateLimiter<A, ManualClock>, clock: &ManualClock, 
             Op::Check(n) => grant(n, limiter.check(n).unwrap().is_allowed()),
             Op::TryFor(n, ms) => grant(
                 n,
-                limiter.try_acquire_n_timeout(n, Duration::from_millis(ms)).unwrap(),
+                limiter
+                    .try_acquire_n_timeout(n, Duration::from_millis(ms))
+                    .unwrap(),
             ),
             Op::Acquire(n) => {
                 limiter.acquire_n(n).unwrap();

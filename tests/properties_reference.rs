@@ -22,8 +22,15 @@ fn java_min(a: f64, b: f64) -> f64 {
 
 #[derive(Clone, Copy, Debug)]
 enum Kind {
-    Bursty { max_burst_seconds: f64 },
-    Warm { warmup_micros: f64, cold_factor: f64, threshold: f64, slope: f64 },
+    Bursty {
+        max_burst_seconds: f64,
+    },
+    Warm {
+        warmup_micros: f64,
+        cold_factor: f64,
+        threshold: f64,
+        slope: f64,
+    },
 }
 
 /// Guava's SmoothRateLimiter, as guava-semantics.md §3–§8 describes it.
@@ -38,7 +45,13 @@ struct Guava {
 
 impl Guava {
     fn new(kind: Kind, rate: f64) -> Self {
-        let mut g = Guava { kind, stored: 0.0, max: 0.0, stable: 0.0, next_free: 0 };
+        let mut g = Guava {
+            kind,
+            stored: 0.0,
+            max: 0.0,
+            stable: 0.0,
+            next_free: 0,
+        };
         g.set_rate(rate, 0);
         g
     }
@@ -73,7 +86,12 @@ impl Guava {
                     self.stored * self.max / old_max
                 };
             }
-            Kind::Warm { warmup_micros, cold_factor, threshold, slope } => {
+            Kind::Warm {
+                warmup_micros,
+                cold_factor,
+                threshold,
+                slope,
+            } => {
                 let cold = self.stable * *cold_factor;
                 *threshold = 0.5 * *warmup_micros / self.stable;
                 self.max = *threshold + 2.0 * *warmup_micros / (self.stable + cold);
@@ -92,7 +110,9 @@ impl Guava {
     fn stored_to_wait(&self, stored: f64, mut take: f64) -> i64 {
         match self.kind {
             Kind::Bursty { .. } => 0,
-            Kind::Warm { threshold, slope, .. } => {
+            Kind::Warm {
+                threshold, slope, ..
+            } => {
                 let to_time = |p: f64| self.stable + p * slope;
                 let above = stored - threshold;
                 let mut micros = 0i64;

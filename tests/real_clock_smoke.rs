@@ -39,9 +39,15 @@ fn two_threads_on_the_real_clock_share_the_rate() {
     let total = f64::from(blocking + asynchronous);
     // A new bursty limiter stores nothing, so at most rate × elapsed plus the
     // pay-later request (and one in flight per thread as the deadline passes).
-    assert!(total <= rate * elapsed + 3.0, "{total} grants in {elapsed} s");
+    assert!(
+        total <= rate * elapsed + 3.0,
+        "{total} grants in {elapsed} s"
+    );
     // Both made progress, and together got a fair share of the rate even on a
     // loaded machine.
-    assert!(blocking >= 1 && asynchronous >= 1, "{blocking} + {asynchronous}");
+    assert!(
+        blocking >= 1 && asynchronous >= 1,
+        "{blocking} + {asynchronous}"
+    );
     assert!(total >= rate * 0.2, "{total} grants in {elapsed} s");
 }

@@ -9,7 +9,10 @@ use std::time::Duration;
 
 fn bursty(rate: f64) -> (RateLimiter<SmoothBursty, ManualClock>, ManualClock) {
     let clock = ManualClock::new();
-    (RateLimiter::bursty_with_clock(rate, clock.clone()).unwrap(), clock)
+    (
+        RateLimiter::bursty_with_clock(rate, clock.clone()).unwrap(),
+        clock,
+    )
 }
 
 fn ms(n: u64) -> Duration {
@@ -150,8 +153,8 @@ fn cancel_on_an_unlimited_limiter_is_harmless() {
 #[test]
 fn warming_up_cancel_of_the_last_reservation_restores_its_time() {
     let clock = ManualClock::new();
-    let limiter = RateLimiter::warming_up_with_clock(2.0, Duration::from_secs(4), clock.clone())
-        .unwrap();
+    let limiter =
+        RateLimiter::warming_up_with_clock(2.0, Duration::from_secs(4), clock.clone()).unwrap();
     // Warm it fully: spend all 8 stored permits, wait out the debt.
     limiter.acquire_n(8).unwrap();
     limiter.acquire().unwrap();

@@ -57,7 +57,9 @@ fn grants_per_round_two_threads<A: Storable>(
                     .map(|_| {
                         scope.spawn(|| {
                             barrier.wait();
-                            (0..tries_per_thread).filter(|_| limiter.try_acquire()).count()
+                            (0..tries_per_thread)
+                                .filter(|_| limiter.try_acquire())
+                                .count()
                         })
                     })
                     .collect();
@@ -127,8 +129,9 @@ fn warming_up_two_threads_trying_on_a_moving_clock_admit_a_bounded_count() {
     let limiter =
         RateLimiter::warming_up_with_clock(100.0, Duration::from_secs(1), clock.clone()).unwrap();
     let rounds: Vec<Duration> = (0..400).map(|_| Duration::from_millis(5)).collect();
-    let granted: usize =
-        grants_per_round_two_threads(&limiter, &clock, &rounds, 50).iter().sum();
+    let granted: usize = grants_per_round_two_threads(&limiter, &clock, &rounds, 50)
+        .iter()
+        .sum();
     // 2 s at 100/s, plus at most the 1 s warm-up's worth of stored permits and the
     // pay-later one; the cold start makes it fewer, never more.
     let max_permits = limiter.algorithm().max_permits();
@@ -166,7 +169,10 @@ fn bursty_two_threads_with_random_costs_lose_no_update() {
     });
     // Nobody waited, so the clock is still at 0: the next caller waits for all of it.
     assert_eq!(clock.now(), 0);
-    assert_eq!(limiter.peek(1).unwrap().retry_after(), Duration::from_secs(total));
+    assert_eq!(
+        limiter.peek(1).unwrap().retry_after(),
+        Duration::from_secs(total)
+    );
 }
 
 #[test]
@@ -176,8 +182,7 @@ fn set_rate_racing_with_try_acquire_keeps_the_invariants() {
         let clock = ManualClock::new();
         let bursty = RateLimiter::bursty_with_clock(5.0, clock.clone()).unwrap();
         let warming =
-            RateLimiter::warming_up_with_clock(5.0, Duration::from_secs(1), clock.clone())
-                .unwrap();
+            RateLimiter::warming_up_with_clock(5.0, Duration::from_secs(1), clock.clone()).unwrap();
         let barrier = Barrier::new(2);
         thread::scope(|scope| {
             scope.spawn(|| {
@@ -206,7 +211,10 @@ fn set_rate_racing_with_try_acquire_keeps_the_invariants() {
                     };
                     // The configuration is always read whole: one of the set rates.
                     assert!(
-                        rates.iter().chain(&[5.0]).any(|r| (r - rate).abs() < 1e-9 || *r == rate),
+                        rates
+                            .iter()
+                            .chain(&[5.0])
+                            .any(|r| (r - rate).abs() < 1e-9 || *r == rate),
                         "torn rate {rate}"
                     );
                 }

@@ -426,7 +426,11 @@ impl<A: Storable + AdjustableRate, C: Clock> fmt::Display for RateLimiter<A, C> 
     /// Guava's `toString`: `RateLimiter[stableRate=5.0qps]`, with Java's `%3.1f`
     /// rounding (half up, so 0.25 shows as `0.3`) and `Infinity` for `+inf`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "RateLimiter[stableRate={}qps]", java_one_decimal(self.rate()))
+        write!(
+            f,
+            "RateLimiter[stableRate={}qps]",
+            java_one_decimal(self.rate())
+        )
     }
 }
 
