@@ -274,3 +274,28 @@ fn huge_time_jumps_saturate() {
     let _ = warm.check(u64::MAX).unwrap();
     warm.set_rate(1.0).unwrap();
 }
+
+#[test]
+fn time_wrapping() {
+    // testTimeWrapping: near the end of the clock's range, waits stay exact instead
+    // of wrapping. (The crate's range is i64 nanoseconds, 292 years from the
+    // clock's origin, so the test starts 10 s before its end.)
+    let clock = ManualClock::new();
+    clock.advance_nanos(i64::MAX as u64 - 10_000_000_000);
+    let limiter = RateLimiter::bursty_with_clock(1.0, clock.clone()).unwrap();
+    for _ in 0..4 {
+        limiter.acquire().unwrap();
+    }
+    assert_eq!(clock.take_sleeps_secs(), vec![0.00, 1.00, 1.00, 1.00]);
+    let warm =
+        RateLimiter::warming_up_with_clock(1.0, Duration::from_secs(2), clock.clone()).unwrap();
+    for _ in 0..4 {
+        warm.acquire().unwrap();
+    }
+    let sleeps = clock.take_sleeps_secs();
+    assert_eq!(sleeps[0], 0.0);
+    assert!(
+        sleeps[1..].iter().all(|s| (1.0..=3.0).contains(s)),
+        "{sleeps:?}"
+    );
+}
