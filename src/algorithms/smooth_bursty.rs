@@ -34,6 +34,12 @@
 //!
 //! * Rate `+inf`: every request is free, but debt reserved earlier is still paid.
 //!   Leaving `+inf` starts with a full burst (Guava issue 1791).
+//! * One known difference from Guava, from folding its two numbers into one: if
+//!   the rate leaves `+inf` while debt reserved *before* entering `+inf` is still
+//!   unpaid (finite → `+inf` → finite with no request in between), Guava makes the
+//!   next request wait out the whole debt and then grants the stored burst, where
+//!   this limiter lets the stored burst go first, before the debt. The grants are
+//!   the same in number; each comes at most one `max_burst` earlier.
 //! * A tiny rate such as `f64::MIN_POSITIVE` or `5e-324`: the first request goes, its
 //!   cost saturates the state, and every later request is refused for good
 //!   ([`Verdict::Never`](super::Verdict::Never)).
@@ -203,7 +209,7 @@ impl Algorithm for SmoothBursty {
     /// Go's rule: if the grant has not acted yet, give back its charge minus
     /// whatever later grants reserved after it; never more than a full burst.
     fn cancel(&self, state: &mut BurstyState, now: Nanos, grant: &Decision, acts_at: Nanos) {
-        if self.is_unlimited() || acts_at <= now || !grant.is_allowed() {
+        if self.is_unlimited() || acts_at < now || !grant.is_allowed() {
             return;
         }
         let reserved_after = until(grant.mark(), state.tat);

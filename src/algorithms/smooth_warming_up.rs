@@ -273,7 +273,7 @@ impl Algorithm for SmoothWarmingUp {
     /// reserved after it; the part that reaches back before `now` returns as stored
     /// permits at the stable interval.
     fn cancel(&self, state: &mut WarmingUpState, now: Nanos, grant: &Decision, acts_at: Nanos) {
-        if self.stable_micros == 0.0 || acts_at <= now || !grant.is_allowed() {
+        if self.stable_micros == 0.0 || acts_at < now || !grant.is_allowed() {
             return;
         }
         let reserved_after = until(grant.mark(), state.next_free);

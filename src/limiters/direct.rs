@@ -423,10 +423,51 @@ impl<A: Storable + AdjustableRate, C: Clock> RateLimiter<A, C> {
 }
 
 impl<A: Storable + AdjustableRate, C: Clock> fmt::Display for RateLimiter<A, C> {
-    /// Guava's `toString`: `RateLimiter[stableRate=5.0qps]`.
+    /// Guava's `toString`: `RateLimiter[stableRate=5.0qps]`, with Java's `%3.1f`
+    /// rounding (half up, so 0.25 shows as `0.3`) and `Infinity` for `+inf`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "RateLimiter[stableRate={:.1}qps]", self.rate())
+        write!(
+            f,
+            "RateLimiter[stableRate={}qps]",
+            java_one_decimal(self.rate())
+        )
     }
+}
+
+/// Java's `String.format("%.1f", x)` for a positive `x`: Java rounds the shortest
+/// decimal that reads back as `x` half up, where Rust's `{:.1}` rounds the exact
+/// binary value half to even (0.25 gives "0.3" in Java, "0.2" in Rust).
+fn java_one_decimal(x: f64) -> String {
+    if x.is_infinite() {
+        return "Infinity".to_owned();
+    }
+    // Rust's Display is the shortest round-tripping decimal, never in exponent form.
+    let shortest = x.to_string();
+    let (int_part, frac_part) = shortest.split_once('.').unwrap_or((&shortest, ""));
+    let mut frac = frac_part.bytes();
+    let tenth = frac.next().unwrap_or(b'0');
+    let round_up = frac.next().is_some_and(|d| d >= b'5');
+    // The number in tenths, as decimal digits, so that no precision is lost.
+    let mut digits: Vec<u8> = int_part.bytes().chain(std::iter::once(tenth)).collect();
+    if round_up {
+        let mut i = digits.len();
+        loop {
+            if i == 0 {
+                digits.insert(0, b'1');
+                break;
+            }
+            i -= 1;
+            if digits[i] == b'9' {
+                digits[i] = b'0';
+            } else {
+                digits[i] += 1;
+                break;
+            }
+        }
+    }
+    let tenth = digits.pop().map_or('0', char::from);
+    let int_part = String::from_utf8(digits).unwrap_or_default();
+    format!("{int_part}.{tenth}")
 }
 
 pub(crate) fn nonzero(cost: u64) -> Result<u64, Error> {

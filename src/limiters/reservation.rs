@@ -11,8 +11,9 @@ use std::time::Duration;
 /// permits back with [`cancel`](Reservation::cancel).
 ///
 /// Cancelling follows Go's `Reservation.Cancel` rule: once the time to act has
-/// passed nothing is restored (the permits were presumably used); before that, the
-/// reservation's permits come back *as far as later reservations allow*: whatever
+/// passed nothing is restored (the permits were presumably used); until then,
+/// including at the very instant of acting (so a reservation with no delay can be
+/// cancelled at once), the reservation's permits come back *as far as later reservations allow*: whatever
 /// other callers reserved after this one stays theirs. Dropping a reservation
 /// without cancelling keeps the permits taken.
 ///

@@ -1,0 +1,196 @@
+//! Reservations and their cancellation, with Go `x/time/rate`'s `Reservation.Cancel`
+//! rule: a reservation cancelled no later than its time to act gives its permits
+//! back as far as later reservations allow; after its time to act, nothing.
+
+use sluicegate::algorithms::{SmoothBursty, SmoothWarmingUp};
+use sluicegate::clock::{Clock, ManualClock};
+use sluicegate::RateLimiter;
+use std::time::Duration;
+
+fn bursty(rate: f64) -> (RateLimiter<SmoothBursty, ManualClock>, ManualClock) {
+    let clock = ManualClock::new();
+    (
+        RateLimiter::bursty_with_clock(rate, clock.clone()).unwrap(),
+        clock,
+    )
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+#[test]
+fn reserve_reports_when_to_act_and_takes_the_permits() {
+    let (limiter, clock) = bursty(10.0);
+    let first = limiter.reserve(2).unwrap();
+    assert!(first.is_ok());
+    assert_eq!(first.delay(), Duration::ZERO);
+    assert_eq!(first.acts_at(), 0);
+    let second = limiter.reserve(1).unwrap();
+    assert_eq!(second.delay(), ms(200)); // pays for the first's 2 permits
+    assert_eq!(second.acts_at(), 200_000_000);
+    clock.advance(ms(50));
+    assert_eq!(second.delay(), ms(150)); // relative to now
+    assert_eq!(second.wait(), ms(150));
+    assert_eq!(clock.now(), 200_000_000);
+    assert_eq!(limiter.reserve(1).unwrap().delay(), ms(100));
+}
+
+#[test]
+fn reserving_never_sleeps() {
+    let (limiter, clock) = bursty(1.0);
+    for _ in 0..5 {
+        let _ = limiter.reserve(1).unwrap();
+    }
+    assert!(clock.sleeps().is_empty());
+    assert_eq!(clock.now(), 0);
+}
+
+#[test]
+fn dropping_a_reservation_keeps_the_permits_taken() {
+    let (limiter, _clock) = bursty(1.0);
+    drop(limiter.reserve(1).unwrap());
+    assert!(!limiter.try_acquire());
+}
+
+#[test]
+fn cancel_the_last_reservation_restores_it_all() {
+    // Go's TestCancelLast, in pay-later form.
+    let (limiter, clock) = bursty(10.0);
+    limiter.acquire_n(2).unwrap();
+    let r = limiter.reserve(2).unwrap();
+    assert_eq!(r.delay(), ms(200));
+    clock.advance(ms(100));
+    r.cancel();
+    // As if `r` never happened: the next caller waits for the first 2 permits only.
+    assert_eq!(limiter.reserve(2).unwrap().delay(), ms(100));
+}
+
+#[test]
+fn cancel_an_immediate_reservation_at_once() {
+    // Its time to act is now, which has not passed yet: Go restores it.
+    let (limiter, _clock) = bursty(1.0);
+    let r = limiter.reserve(1).unwrap();
+    assert_eq!(r.delay(), Duration::ZERO);
+    r.cancel();
+    assert!(limiter.try_acquire());
+    assert!(!limiter.try_acquire());
+}
+
+#[test]
+fn cancel_too_late_restores_nothing() {
+    // Go's TestCancelTooLate.
+    let (limiter, clock) = bursty(10.0);
+    limiter.acquire_n(2).unwrap();
+    let r = limiter.reserve(2).unwrap();
+    clock.advance(ms(300)); // past its time to act (200 ms)
+    r.cancel();
+    assert_eq!(limiter.reserve(2).unwrap().delay(), ms(100));
+}
+
+#[test]
+fn cancel_behind_later_reservations_restores_nothing() {
+    // Go's TestCancel0Tokens: what was reserved after it stays reserved.
+    let (limiter, clock) = bursty(10.0);
+    limiter.acquire_n(2).unwrap();
+    let r = limiter.reserve(1).unwrap(); // acts at 200 ms, pays 100 ms on
+    let later = limiter.reserve(1).unwrap(); // acts at 300 ms
+    assert_eq!(later.delay(), ms(300));
+    r.cancel();
+    assert_eq!(limiter.reserve(1).unwrap().delay(), ms(400));
+    assert_eq!(clock.now(), 0);
+}
+
+#[test]
+fn cancel_restores_what_later_reservations_allow() {
+    // Go's TestCancel1Token: reservations of 2 then 1; cancelling the 2 at exactly
+    // its time to act gives back 2 - 1 = 1 permit.
+    let (limiter, clock) = bursty(10.0);
+    limiter.acquire_n(2).unwrap(); // next free at 200 ms
+    let r = limiter.reserve(2).unwrap(); // acts at 200 ms, next free at 400 ms
+    let later = limiter.reserve(1).unwrap(); // acts at 400 ms, next free at 500 ms
+    assert_eq!(r.delay(), ms(200));
+    assert_eq!(later.delay(), ms(400));
+    clock.advance(ms(200));
+    r.cancel();
+    // Next free moved back from 500 ms to 400 ms.
+    assert_eq!(limiter.reserve(2).unwrap().delay(), ms(200));
+}
+
+#[test]
+fn cancel_of_a_big_pay_later_grant_restores_the_state_before_it() {
+    let (limiter, clock) = bursty(10.0);
+    clock.advance(Duration::from_secs(5)); // a full 1 s burst is stored
+    limiter.acquire_n(10).unwrap(); // spends the burst
+    let r = limiter.reserve(30).unwrap(); // pay-later: acts now, next free in 3 s
+    assert_eq!(r.delay(), Duration::ZERO);
+    r.cancel();
+    // Back to just after the burst was spent: one pay-later grant, then refused.
+    let granted = (0..100).take_while(|_| limiter.try_acquire()).count();
+    assert_eq!(granted, 1);
+}
+
+#[test]
+fn cancelling_a_refused_reservation_does_nothing() {
+    let (limiter, _clock) = bursty(f64::MIN_POSITIVE);
+    assert!(limiter.try_acquire());
+    let r = limiter.reserve(1).unwrap();
+    assert!(!r.is_ok());
+    assert!(r.decision().is_never());
+    assert_eq!(r.wait(), Duration::ZERO);
+    assert!(!limiter.try_acquire());
+}
+
+#[test]
+fn cancel_on_an_unlimited_limiter_is_harmless() {
+    let (limiter, _clock) = bursty(f64::INFINITY);
+    let r = limiter.reserve(1_000).unwrap();
+    assert_eq!(r.delay(), Duration::ZERO);
+    r.cancel();
+    assert!(limiter.try_acquire_n(u64::MAX).unwrap());
+}
+
+#[test]
+fn warming_up_cancel_of_the_last_reservation_restores_its_time() {
+    let clock = ManualClock::new();
+    let limiter =
+        RateLimiter::warming_up_with_clock(2.0, Duration::from_secs(4), clock.clone()).unwrap();
+    // Warm it fully: spend all 8 stored permits, wait out the debt.
+    limiter.acquire_n(8).unwrap();
+    limiter.acquire().unwrap();
+    clock.advance(limiter.peek(1).unwrap().retry_after());
+    assert!(limiter.peek(1).unwrap().is_allowed());
+    clock.take_sleeps();
+
+    limiter.acquire().unwrap();
+    let r = limiter.reserve(1).unwrap();
+    assert_eq!(r.delay(), ms(500));
+    let later = limiter.reserve(1).unwrap();
+    assert_eq!(later.delay(), ms(1000));
+    later.cancel();
+    r.cancel(); // now the last one: restored too
+    assert_eq!(limiter.reserve(1).unwrap().delay(), ms(500));
+}
+
+#[test]
+fn warming_up_cancel_too_late_restores_nothing() {
+    let clock = ManualClock::new();
+    let limiter = RateLimiter::warming_up_with_clock(2.0, Duration::ZERO, clock.clone()).unwrap();
+    limiter.acquire().unwrap();
+    let r = limiter.reserve(1).unwrap();
+    assert_eq!(r.delay(), ms(500));
+    clock.advance(ms(600));
+    r.cancel();
+    assert_eq!(limiter.reserve(1).unwrap().delay(), ms(400));
+}
+
+#[test]
+fn warming_up_zero_warmup_cancel_at_once() {
+    let clock = ManualClock::new();
+    let limiter: RateLimiter<SmoothWarmingUp, ManualClock> =
+        RateLimiter::warming_up_with_clock(2.0, Duration::ZERO, clock.clone()).unwrap();
+    let r = limiter.reserve(1).unwrap();
+    r.cancel();
+    assert!(limiter.try_acquire());
+    assert!(!limiter.try_acquire());
+}
