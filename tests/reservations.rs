@@ -194,3 +194,20 @@ fn warming_up_zero_warmup_cancel_at_once() {
     assert!(limiter.try_acquire());
     assert!(!limiter.try_acquire());
 }
+
+#[test]
+fn warming_up_cancel_gives_back_the_cold_permits_it_spent() {
+    // A cold 2/s limiter with a 4 s warm-up: the first stored permits cost 1.375 s,
+    // 1.125 s, ... A reservation that spends one and is cancelled must leave the
+    // limiter as cold as it found it, not one permit warmer.
+    let clock = ManualClock::new();
+    let limiter =
+        RateLimiter::warming_up_with_clock(2.0, Duration::from_secs(4), clock.clone()).unwrap();
+    let untouched = limiter.peek(1).unwrap();
+    limiter.reserve(1).unwrap().cancel();
+    assert_eq!(limiter.peek(1).unwrap(), untouched);
+    for _ in 0..3 {
+        limiter.acquire().unwrap();
+    }
+    assert_eq!(clock.take_sleeps_secs(), vec![0.0, 1.38, 1.13]);
+}

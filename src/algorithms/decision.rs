@@ -56,6 +56,7 @@ pub struct Decision {
     limit_index: u32,
     mark: i64,
     charge: u64,
+    spent: u64,
 }
 
 impl Decision {
@@ -77,6 +78,7 @@ impl Decision {
             limit_index: 0,
             mark: 0,
             charge: 0,
+            spent: 0,
         }
     }
 
@@ -93,6 +95,7 @@ impl Decision {
             limit_index: 0,
             mark: 0,
             charge: 0,
+            spent: 0,
         }
     }
 
@@ -108,6 +111,7 @@ impl Decision {
             limit_index: 0,
             mark: 0,
             charge: 0,
+            spent: 0,
         }
     }
 
@@ -119,6 +123,21 @@ impl Decision {
         self.mark = mark;
         self.charge = charge;
         self
+    }
+
+    /// Records how many *stored* permits the grant spent, for algorithms whose stored
+    /// permits are worth more than time alone says (Guava's warm-up, where a cold
+    /// permit costs more than a warm one): cancelling gives them back too. Opaque to
+    /// everyone else.
+    pub fn with_stored_spent(mut self, permits: f64) -> Self {
+        self.spent = permits.to_bits();
+        self
+    }
+
+    /// The stored permits the grant spent (see
+    /// [`with_stored_spent`](Decision::with_stored_spent)); 0 unless set.
+    pub fn stored_spent(&self) -> f64 {
+        f64::from_bits(self.spent)
     }
 
     /// Records which limit of a set decided.

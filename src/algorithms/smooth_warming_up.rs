@@ -267,11 +267,14 @@ impl Algorithm for SmoothWarmingUp {
         };
         Decision::allowed_after(wait, self.limit(), remaining, self.reset_after(&next, now))
             .with_grant(next.next_free, charge as u64)
+            .with_stored_spent(spend)
     }
 
-    /// Go's rule, in time: give back the grant's charge minus what later grants
-    /// reserved after it; the part that reaches back before `now` returns as stored
-    /// permits at the stable interval.
+    /// Go's rule: give back the grant's charge minus what later grants reserved
+    /// after it. The stored permits it spent come back in the same proportion, so a
+    /// cancelled grant leaves the limiter as cold as it found it; the part of the
+    /// charge that reaches back before `now` returns as stored permits at the stable
+    /// interval.
     fn cancel(&self, state: &mut WarmingUpState, now: Nanos, grant: &Decision, acts_at: Nanos) {
         if self.stable_micros == 0.0 || acts_at < now || !grant.is_allowed() {
             return;
@@ -281,6 +284,8 @@ impl Algorithm for SmoothWarmingUp {
         if restore == 0 || state.next_free == i64::MAX {
             return;
         }
+        let share = restore as f64 / grant.charge() as f64;
+        let mut stored = state.stored + grant.stored_spent() * share;
         let now = signed(now);
         let rolled_back = state
             .next_free
@@ -288,10 +293,10 @@ impl Algorithm for SmoothWarmingUp {
         if rolled_back >= now {
             state.next_free = rolled_back;
         } else {
-            let refund = now.abs_diff(rolled_back) as f64 / self.stable_nanos();
-            state.stored = self.max_permits.min(state.stored + refund);
+            stored += now.abs_diff(rolled_back) as f64 / self.stable_nanos();
             state.next_free = now;
         }
+        state.stored = self.max_permits.min(stored);
     }
 
     fn is_replenished(&self, state: &WarmingUpState, now: Nanos) -> bool {
