@@ -1,0 +1,245 @@
+//! [`AllOf`]: a statically typed set of two or three limits.
+
+use super::{LastGrant, Step, Tally};
+use crate::algorithms::{Algorithm, Decision};
+use crate::clock::Nanos;
+
+/// Two or three limits that must all admit a call: `AllOf<(A, B)>` or
+/// `AllOf<(A, B, C)>`, any mix of algorithms. See the [module docs](super) for what a
+/// set guarantees and answers.
+///
+/// Members are indexed by their position in the tuple (the decision's
+/// [`limit_index`](Decision::limit_index)). The state is the tuple of member states
+/// plus the last grant's member decisions (64 bytes per member), kept to forward a
+/// cancel; a call costs each member one peek, plus one reserve when every member
+/// admits it, and allocates nothing (unless a member's own state does, for a
+/// caller willing to wait).
+///
+/// ```
+/// use sluicegate::algorithms::{Algorithm, AllOf, SmoothBursty};
+/// let set = AllOf::new((SmoothBursty::new(1.0).unwrap(), SmoothBursty::new(5.0).unwrap()));
+/// let mut state = set.initial_state(0);
+/// assert!(set.reserve(&mut state, 0, 1, 0).is_allowed());
+/// let refused = set.reserve(&mut state, 0, 1, 0);
+/// assert_eq!(refused.limit_index(), 0); // 1/s needs a second, 5/s only 0.2 s
+/// assert_eq!(refused.retry_after_nanos(), 1_000_000_000);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AllOf<M> {
+    members: M,
+}
+
+impl<M> AllOf<M> {
+    /// A set of the limits in the tuple `members`, in that order. It implements
+    /// [`Algorithm`] for tuples of two and three algorithms.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{AllOf, SmoothBursty, SmoothWarmingUp};
+    /// use std::time::Duration;
+    /// let set = AllOf::new((
+    ///     SmoothBursty::new(10.0).unwrap(),
+    ///     SmoothWarmingUp::new(2.0, Duration::from_secs(4)).unwrap(),
+    /// ));
+    /// assert_eq!(set.members().0.rate(), 10.0);
+    /// ```
+    pub fn new(members: M) -> Self {
+        AllOf { members }
+    }
+
+    /// The member limits.
+    pub fn members(&self) -> &M {
+        &self.members
+    }
+}
+
+/// The state of an [`AllOf`] set of `N` members: the tuple `S` of member states, and
+/// what the set needs to forward a cancel of its last grant.
+///
+/// ```
+/// use sluicegate::algorithms::{Algorithm, AllOf, SmoothBursty};
+/// let set = AllOf::new((SmoothBursty::new(1.0).unwrap(), SmoothBursty::new(2.0).unwrap()));
+/// let mut state = set.initial_state(0);
+/// set.reserve(&mut state, 0, 1, 0);
+/// let (one, two) = state.members();
+/// assert!(!set.members().0.peek(one, 0, 1).is_allowed());
+/// assert!(!set.members().1.peek(two, 0, 1).is_allowed());
+/// ```
+#[derive(Clone, Debug)]
+pub struct AllOfState<S, const N: usize> {
+    members: S,
+    grants: [Decision; N],
+    last: LastGrant,
+}
+
+impl<S, const N: usize> AllOfState<S, N> {
+    fn new(members: S) -> Self {
+        AllOfState {
+            members,
+            grants: [Decision::never(0, 0, 0); N],
+            last: LastGrant::default(),
+        }
+    }
+
+    /// The member states, in the order of the set's members.
+    pub fn members(&self) -> &S {
+        &self.members
+    }
+
+    /// Records the members' grants of a new grant and answers the set's.
+    #[inline]
+    fn record(&mut self, step: &Step, grants: [Decision; N]) -> Decision {
+        self.grants = grants;
+        self.last.record(step, &self.grants)
+    }
+
+    /// The members' grants of `grant`, if it is the last one and may still be
+    /// cancelled at `now`.
+    fn cancellable(
+        &mut self,
+        now: Nanos,
+        grant: &Decision,
+        acts_at: Nanos,
+    ) -> Option<[Decision; N]> {
+        self.last
+            .take_for_cancel(now, grant, acts_at)
+            .then_some(self.grants)
+    }
+}
+
+impl<A: Algorithm, B: Algorithm> Algorithm for AllOf<(A, B)> {
+    type State = AllOfState<(A::State, B::State), 2>;
+
+    fn initial_state(&self, now: Nanos) -> Self::State {
+        let (a, b) = &self.members;
+        AllOfState::new((a.initial_state(now), b.initial_state(now)))
+    }
+
+    #[inline]
+    fn reserve(&self, state: &mut Self::State, now: Nanos, cost: u64, max_wait: Nanos) -> Decision {
+        let step = Step {
+            now,
+            cost,
+            max_wait,
+        };
+        let (a, b) = &self.members;
+        let (sa, sb) = &mut state.members;
+        let mut tally = Tally::default();
+        tally.add(0, step.decide(a, sa));
+        tally.add(1, step.decide(b, sb));
+        if tally.refused() {
+            return tally.decision();
+        }
+        let ga = step.commit(a, sa);
+        if !ga.is_allowed() {
+            return ga.with_limit_index(0);
+        }
+        let gb = step.commit(b, sb);
+        if !gb.is_allowed() {
+            step.undo(a, sa, &ga);
+            state.last.live = false;
+            return gb.with_limit_index(1);
+        }
+        state.record(&step, [ga, gb])
+    }
+
+    #[inline]
+    fn peek(&self, state: &Self::State, now: Nanos, cost: u64) -> Decision {
+        let (a, b) = &self.members;
+        let (sa, sb) = &state.members;
+        let mut tally = Tally::default();
+        tally.add(0, a.peek(sa, now, cost));
+        tally.add(1, b.peek(sb, now, cost));
+        tally.decision()
+    }
+
+    fn cancel(&self, state: &mut Self::State, now: Nanos, grant: &Decision, acts_at: Nanos) {
+        if let Some([ga, gb]) = state.cancellable(now, grant, acts_at) {
+            let (a, b) = &self.members;
+            let (sa, sb) = &mut state.members;
+            a.cancel(sa, now, &ga, acts_at);
+            b.cancel(sb, now, &gb, acts_at);
+        }
+    }
+
+    fn is_replenished(&self, state: &Self::State, now: Nanos) -> bool {
+        let (a, b) = &self.members;
+        let (sa, sb) = &state.members;
+        a.is_replenished(sa, now) && b.is_replenished(sb, now)
+    }
+}
+
+impl<A: Algorithm, B: Algorithm, C: Algorithm> Algorithm for AllOf<(A, B, C)> {
+    type State = AllOfState<(A::State, B::State, C::State), 3>;
+
+    fn initial_state(&self, now: Nanos) -> Self::State {
+        let (a, b, c) = &self.members;
+        AllOfState::new((
+            a.initial_state(now),
+            b.initial_state(now),
+            c.initial_state(now),
+        ))
+    }
+
+    #[inline]
+    fn reserve(&self, state: &mut Self::State, now: Nanos, cost: u64, max_wait: Nanos) -> Decision {
+        let step = Step {
+            now,
+            cost,
+            max_wait,
+        };
+        let (a, b, c) = &self.members;
+        let (sa, sb, sc) = &mut state.members;
+        let mut tally = Tally::default();
+        tally.add(0, step.decide(a, sa));
+        tally.add(1, step.decide(b, sb));
+        tally.add(2, step.decide(c, sc));
+        if tally.refused() {
+            return tally.decision();
+        }
+        let ga = step.commit(a, sa);
+        if !ga.is_allowed() {
+            return ga.with_limit_index(0);
+        }
+        let gb = step.commit(b, sb);
+        if !gb.is_allowed() {
+            step.undo(a, sa, &ga);
+            state.last.live = false;
+            return gb.with_limit_index(1);
+        }
+        let gc = step.commit(c, sc);
+        if !gc.is_allowed() {
+            step.undo(b, sb, &gb);
+            step.undo(a, sa, &ga);
+            state.last.live = false;
+            return gc.with_limit_index(2);
+        }
+        state.record(&step, [ga, gb, gc])
+    }
+
+    #[inline]
+    fn peek(&self, state: &Self::State, now: Nanos, cost: u64) -> Decision {
+        let (a, b, c) = &self.members;
+        let (sa, sb, sc) = &state.members;
+        let mut tally = Tally::default();
+        tally.add(0, a.peek(sa, now, cost));
+        tally.add(1, b.peek(sb, now, cost));
+        tally.add(2, c.peek(sc, now, cost));
+        tally.decision()
+    }
+
+    fn cancel(&self, state: &mut Self::State, now: Nanos, grant: &Decision, acts_at: Nanos) {
+        if let Some([ga, gb, gc]) = state.cancellable(now, grant, acts_at) {
+            let (a, b, c) = &self.members;
+            let (sa, sb, sc) = &mut state.members;
+            a.cancel(sa, now, &ga, acts_at);
+            b.cancel(sb, now, &gb, acts_at);
+            c.cancel(sc, now, &gc, acts_at);
+        }
+    }
+
+    fn is_replenished(&self, state: &Self::State, now: Nanos) -> bool {
+        let (a, b, c) = &self.members;
+        let (sa, sb, sc) = &state.members;
+        a.is_replenished(sa, now) && b.is_replenished(sb, now) && c.is_replenished(sc, now)
+    }
+}

@@ -1,0 +1,270 @@
+//! Several limits at once (seed 002's "10 per second, 120 per minute, 240 per hour";
+//! seed 000's "minimum distance: just add a second limit"), as one algorithm.
+//!
+//! # The model
+//!
+//! A *set* holds several member limits, each any [`Algorithm`], and keeps all their
+//! states together in one state. A call is admitted only if **every** member admits
+//! it, and then it is counted by every member; a refused call is counted by none.
+//! That is seed 002's fix for "what we count matters": counting refused calls in the
+//! per-hour counter (or stopping half-way through the counters) lets a client that
+//! hammers the per-second limit lock itself out of the hour, and makes the outcome
+//! depend on the order the limits are listed in. Here the order changes nothing but
+//! the indices.
+//!
+//! Each call runs in two passes over the members, at one `now`:
+//!
+//! ```text
+//!   call(cost, max_wait)
+//!     │
+//!     ├─ 1. decide: ask each member what it would answer; change nothing
+//!     │        #0 10/s   allowed        #1 120/min  denied, retry in 48 s
+//!     │        #2 240/h  allowed
+//!     │
+//!     ├─ any refusal? ──yes──► answer it: no state has moved
+//!     │   (never beats denied; among denials, the longest retry_after)
+//!     │
+//!     └─ 2. commit: reserve in each member, at the same now ──► answer the grant
+//! ```
+//!
+//! Why pass 2 cannot refuse: a member's answer is a pure function of its state,
+//! `now`, the cost and `max_wait`. Pass 1 asked exactly that question on the state
+//! pass 2 sees (a zero-wait [`Algorithm::peek`] *is* a zero-wait reserve; a caller
+//! willing to wait is asked on a scratch copy), and a member that admits a caller who
+//! will not wait also admits one who would. Should a member break that contract, the
+//! set gives back what the members before it took (with [`Algorithm::cancel`], as a
+//! grant not yet acted on) and answers the refusal, so that it stays all-or-nothing
+//! as far as the members allow.
+//!
+//! The set's state lives in one cell of a store, so both passes run under one lock:
+//! concurrent callers see a set change all its members at once or not at all.
+//!
+//! # What a set answers
+//!
+//! | verdict | `limit_index`, `limit`, `remaining` | `retry_after` | `wait` | `reset_after` |
+//! |---|---|---|---|---|
+//! | never (some member can never grant the cost) | the first member that answered never | `u64::MAX` ns | 0 | longest of all members |
+//! | denied | the refusing member with the longest `retry_after` (first on a tie) | that longest one | 0 | longest of all members |
+//! | allowed | the member with the fewest `remaining` (first on a tie) | 0 | longest of the members' | longest of all members |
+//!
+//! A set with no member limits nothing: every call is allowed, with `u64::MAX`
+//! remaining.
+//!
+//! # Reservations (Guava's limiters, the leaky-bucket queue)
+//!
+//! A caller willing to wait (`max_wait > 0`, e.g. a blocking `acquire`) is granted
+//! only if *every* member can grant within `max_wait`; the grant's wait is the longest
+//! of the members' waits, and each member that reserves future capacity books its own
+//! slot. A member that cannot reserve the future (a window counter) refuses with its
+//! `retry_after`, so the set refuses too and a blocking caller sleeps that long and
+//! tries again; the members that *could* have reserved are not touched meanwhile.
+//!
+//! Cancelling a set's grant ([`Algorithm::cancel`], e.g.
+//! [`Reservation::cancel`](crate::Reservation::cancel)) forwards the cancel to every
+//! member with the set's own time to act, so each gives back what Go's rule lets it.
+//! To do that without allocating, the set remembers the members' grants of its *last*
+//! grant only: cancelling an older grant, after later ones, restores nothing. That
+//! errs on the safe side (a member never returns permits a later caller holds); for
+//! Guava's limiters with equal costs it is also what Go's rule gives.
+//!
+//! # Two shapes
+//!
+//! * [`AllOf`]: a tuple of two or three concrete algorithms,
+//!   `AllOf<(SmoothBursty, FixedWindow, FixedWindow)>`. Statically typed, no
+//!   dynamic dispatch, no heap: its state is the tuple of member states plus the last
+//!   grant's member decisions. Pick it when the limits are known when you write the
+//!   code. A set is itself an algorithm, so more than three members nest
+//!   (`AllOf<(AllOf<(A, B)>, C, D)>`); a nested set then counts as one member and its
+//!   index is its position in the outer tuple.
+//! * [`Limits`]: any number of limits chosen at run time (e.g. read from a
+//!   configuration file), each boxed behind the object-safe [`DynLimit`], which every
+//!   `Algorithm + Clone` implements. Its state is a vector of type-erased member
+//!   states ([`DynState`]), allocated once when the state is created; a call
+//!   allocates nothing. It costs one virtual call per member and pass.
+//!
+//! Both implement [`Algorithm`], so they run under [`RateLimiter`](crate::RateLimiter)
+//! (in a [`LockedCell`](crate::stores::LockedCell)) like any single limit.
+//!
+//! ```
+//! use sluicegate::algorithms::{AllOf, SmoothBursty};
+//! use sluicegate::{clock::ManualClock, RateLimiter};
+//! use std::time::Duration;
+//!
+//! // 2 per second with no saved burst (a minimum distance of 0.5 s) and, on top,
+//! // 10 per second saved up to 1 s.
+//! let cadence = SmoothBursty::new(2.0).unwrap().with_max_burst(Duration::ZERO).unwrap();
+//! let limiter = RateLimiter::with_clock(
+//!     AllOf::new((cadence, SmoothBursty::new(10.0).unwrap())),
+//!     ManualClock::new(),
+//! );
+//! assert!(limiter.try_acquire());
+//! let refused = limiter.check(1).unwrap();
+//! assert_eq!(refused.limit_index(), 0); // the cadence refused
+//! assert_eq!(refused.retry_after(), Duration::from_millis(500));
+//! ```
+
+mod all_of;
+mod dynamic;
+
+pub use all_of::{AllOf, AllOfState};
+pub use dynamic::{DynLimit, DynState, Limits, LimitsState};
+
+use super::{Algorithm, Decision, Verdict};
+use crate::clock::Nanos;
+
+/// One call to a set: the arguments every member is asked with.
+#[derive(Clone, Copy)]
+struct Step {
+    now: Nanos,
+    cost: u64,
+    max_wait: Nanos,
+}
+
+impl Step {
+    /// Pass 1: what `algorithm` would answer to this call on `state`, without
+    /// changing it. A zero-wait question is a peek (no copy); a caller willing to wait
+    /// is asked on a scratch copy, but only when the peek refused (a member that
+    /// admits a caller who will not wait admits one who would).
+    #[inline]
+    fn decide<A: Algorithm>(&self, algorithm: &A, state: &A::State) -> Decision {
+        let peeked = algorithm.peek(state, self.now, self.cost);
+        if self.max_wait == 0 || peeked.verdict() != Verdict::Denied {
+            return peeked;
+        }
+        let mut scratch = state.clone();
+        algorithm.reserve(&mut scratch, self.now, self.cost, self.max_wait)
+    }
+
+    /// Pass 2: reserve in `algorithm`, on the state pass 1 looked at.
+    #[inline]
+    fn commit<A: Algorithm>(&self, algorithm: &A, state: &mut A::State) -> Decision {
+        algorithm.reserve(state, self.now, self.cost, self.max_wait)
+    }
+
+    /// Gives back a pass-2 grant when a later member broke its contract and refused:
+    /// cancelled as a grant that has not acted yet (`acts_at` = the end of time).
+    fn undo<A: Algorithm>(&self, algorithm: &A, state: &mut A::State, grant: &Decision) {
+        algorithm.cancel(state, self.now, grant, Nanos::MAX);
+    }
+}
+
+/// Folds the members' answers into the set's answer (see the table in the module
+/// docs). Feeding the members in index order makes "first on a tie" hold.
+#[derive(Default)]
+struct Tally {
+    reset_after: Nanos,
+    wait: Nanos,
+    tightest: Option<Decision>,
+    refusal: Option<Decision>,
+}
+
+impl Tally {
+    #[inline]
+    fn add(&mut self, index: usize, decision: Decision) {
+        let decision = decision.with_limit_index(index_u32(index));
+        self.reset_after = self.reset_after.max(decision.reset_after_nanos());
+        match decision.verdict() {
+            Verdict::Allowed => {
+                self.wait = self.wait.max(decision.wait_nanos());
+                if self
+                    .tightest
+                    .map_or(true, |t| decision.remaining() < t.remaining())
+                {
+                    self.tightest = Some(decision);
+                }
+            }
+            Verdict::Never => {
+                if self.refusal.map_or(true, |r| !r.is_never()) {
+                    self.refusal = Some(decision);
+                }
+            }
+            Verdict::Denied => {
+                if self.refusal.map_or(true, |r| {
+                    !r.is_never() && decision.retry_after_nanos() > r.retry_after_nanos()
+                }) {
+                    self.refusal = Some(decision);
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn refused(&self) -> bool {
+        self.refusal.is_some()
+    }
+
+    /// The set's answer. An allowed answer carries no grant mark yet: see
+    /// [`LastGrant::record`].
+    #[inline]
+    fn decision(&self) -> Decision {
+        if let Some(r) = self.refusal {
+            let answer = if r.is_never() {
+                Decision::never(r.limit(), r.remaining(), self.reset_after)
+            } else {
+                Decision::denied(
+                    r.limit(),
+                    r.remaining(),
+                    r.retry_after_nanos(),
+                    self.reset_after,
+                )
+            };
+            return answer.with_limit_index(r.limit_index());
+        }
+        match self.tightest {
+            Some(t) => {
+                Decision::allowed_after(self.wait, t.limit(), t.remaining(), self.reset_after)
+                    .with_limit_index(t.limit_index())
+            }
+            None => Decision::allowed(u64::MAX, u64::MAX, 0),
+        }
+    }
+}
+
+fn index_u32(index: usize) -> u32 {
+    u32::try_from(index).unwrap_or(u32::MAX)
+}
+
+/// What a set remembers of its last grant, to forward a cancel to its members. The
+/// members' own grant decisions are kept next to it, in an array or a vector.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct LastGrant {
+    /// Counts the set's grants; the set's grant decision carries it as its mark.
+    serial: u64,
+    /// When the last grant's caller may act (`now + wait`).
+    acts_at: Nanos,
+    /// False once cancelled, or if the members' grants were overwritten by a commit
+    /// that had to be undone.
+    live: bool,
+}
+
+impl LastGrant {
+    /// Records a new grant whose members answered `grants`, and answers the set's
+    /// grant decision.
+    #[inline]
+    fn record(&mut self, step: &Step, grants: &[Decision]) -> Decision {
+        let mut tally = Tally::default();
+        for (index, grant) in grants.iter().enumerate() {
+            tally.add(index, *grant);
+        }
+        let decision = tally.decision();
+        self.serial = self.serial.wrapping_add(1);
+        self.acts_at = step.now.saturating_add(decision.wait_nanos());
+        self.live = true;
+        // The serial is all a cancel needs to find the members' grants.
+        decision.with_grant(self.serial as i64, step.cost)
+    }
+
+    /// True (and consumes the record) if `grant`, acting at `acts_at`, is this set's
+    /// last grant and may still be cancelled at `now` (Go's rule: not once it acted).
+    fn take_for_cancel(&mut self, now: Nanos, grant: &Decision, acts_at: Nanos) -> bool {
+        let ours = self.live
+            && grant.is_allowed()
+            && grant.mark() == self.serial as i64
+            && acts_at == self.acts_at;
+        if !ours || acts_at <= now {
+            return false;
+        }
+        self.live = false;
+        true
+    }
+}
