@@ -5,7 +5,6 @@
 
 use proptest::prelude::*;
 use sluicegate::algorithms::smooth_bursty::BurstyState;
-use sluicegate::algorithms::smooth_warming_up::WarmingUpState;
 use sluicegate::algorithms::{
     Algorithm, AllOf, Decision, DynLimit, Limits, SmoothBursty, SmoothWarmingUp, Verdict,
 };
@@ -81,20 +80,78 @@ impl Algorithm for FixedWindow {
     }
 }
 
-/// Breaks the contract on purpose: its peek admits, its reserve refuses.
+/// An exact sliding log: the times of admitted permits, newest last. Its state owns
+/// heap memory, so a set asks it first and reserves in it only once every member
+/// has allowed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct SlidingLog {
+    limit: u64,
+    window: Nanos,
+}
+
+impl SlidingLog {
+    fn new(limit: u64, window: Duration) -> Self {
+        SlidingLog {
+            limit,
+            window: window.as_nanos() as Nanos,
+        }
+    }
+
+    fn live<'a>(&self, log: &'a [Nanos], now: Nanos) -> impl Iterator<Item = &'a Nanos> {
+        let window = self.window;
+        log.iter().filter(move |&&t| t + window > now)
+    }
+}
+
+impl Algorithm for SlidingLog {
+    type State = Vec<Nanos>;
+
+    fn initial_state(&self, _now: Nanos) -> Vec<Nanos> {
+        Vec::new()
+    }
+
+    fn reserve(&self, log: &mut Vec<Nanos>, now: Nanos, cost: u64, _max_wait: Nanos) -> Decision {
+        let live = self.live(log, now).count() as u64;
+        let remaining = self.limit.saturating_sub(live);
+        let reset = self
+            .live(log, now)
+            .last()
+            .map_or(0, |t| t + self.window - now);
+        if cost > self.limit {
+            return Decision::never(self.limit, remaining, reset);
+        }
+        if cost > remaining {
+            let need = (live + cost - self.limit) as usize;
+            let frees = self.live(log, now).nth(need - 1).unwrap();
+            return Decision::denied(self.limit, remaining, frees + self.window - now, reset);
+        }
+        log.retain(|&t| t + self.window > now);
+        log.extend(std::iter::repeat(now).take(cost as usize));
+        Decision::allowed(self.limit, remaining - cost, self.window)
+    }
+
+    fn is_replenished(&self, log: &Vec<Nanos>, now: Nanos) -> bool {
+        self.live(log, now).next().is_none()
+    }
+}
+
+/// Breaks the contract on purpose: its peek admits, its reserve refuses. Its state
+/// owns heap memory, so a set peeks it in pass 1 and meets the refusal in pass 2.
 #[derive(Clone, Copy, Debug)]
 struct Liar;
 
 impl Algorithm for Liar {
-    type State = ();
-    fn initial_state(&self, _now: Nanos) {}
-    fn reserve(&self, _: &mut (), _now: Nanos, _cost: u64, _max_wait: Nanos) -> Decision {
+    type State = Vec<u8>;
+    fn initial_state(&self, _now: Nanos) -> Vec<u8> {
+        Vec::new()
+    }
+    fn reserve(&self, _: &mut Vec<u8>, _now: Nanos, _cost: u64, _max_wait: Nanos) -> Decision {
         Decision::denied(1, 0, SEC, SEC)
     }
-    fn peek(&self, _: &(), _now: Nanos, _cost: u64) -> Decision {
+    fn peek(&self, _: &Vec<u8>, _now: Nanos, _cost: u64) -> Decision {
         Decision::allowed(1, 0, 0)
     }
-    fn is_replenished(&self, _: &(), _now: Nanos) -> bool {
+    fn is_replenished(&self, _: &Vec<u8>, _now: Nanos) -> bool {
         true
     }
 }
@@ -516,15 +573,14 @@ fn cancel_restores_nothing_for_an_older_grant_or_one_that_acted() {
 #[test]
 fn a_member_that_breaks_its_contract_is_undone() {
     // Liar's peek admits but its reserve refuses: pass 2 meets a refusal after the
-    // bursty member was charged, and gives that charge back.
+    // plain members were charged in pass 1, and puts their saved states back.
     let set = AllOf::new((bursty(1.0), per(5, 1), Liar));
     let mut state = set.initial_state(0);
-    let before = state.members().0;
+    let before = state.members().clone();
     let d = set.reserve(&mut state, 0, 1, 0);
     assert_eq!((d.verdict(), d.limit_index()), (Verdict::Denied, 2));
-    assert_eq!(state.members().0, before);
-    // The window cannot be cancelled: it stays charged (documented best effort).
-    assert_eq!(state.members().1.count, 1);
+    assert_eq!(*state.members(), before);
+    assert_eq!(state.members().1.count, 0);
 
     let limits = Limits::new().with(bursty(1.0)).with(Liar);
     let mut state = limits.initial_state(5 * SEC);
@@ -576,16 +632,6 @@ fn limits_nest_and_run_under_the_limiter() {
 // ---------------------------------------------------------------------------------
 // Properties
 
-type Trio = (SmoothBursty, SmoothWarmingUp, FixedWindow);
-
-fn trio() -> Trio {
-    (
-        bursty(3.0),
-        SmoothWarmingUp::new(2.0, Duration::from_secs(2)).unwrap(),
-        per(4, 1),
-    )
-}
-
 fn max_wait(choice: u8) -> Nanos {
     match choice {
         0 => 0,
@@ -594,73 +640,103 @@ fn max_wait(choice: u8) -> Nanos {
     }
 }
 
+/// For a random trace: a refused call changes no member; an admitted call was
+/// admitted by each member alone, which then moved exactly as it would alone; the
+/// static and the dynamic set agree on every decision and every member state.
+fn conjunction<A, B, C>(
+    (a, b, c): (A, B, C),
+    trace: Vec<(u64, u64, u8)>,
+) -> Result<(), TestCaseError>
+where
+    A: Algorithm + Clone,
+    B: Algorithm + Clone,
+    C: Algorithm + Clone,
+    A::State: PartialEq + std::fmt::Debug,
+    B::State: PartialEq + std::fmt::Debug,
+    C::State: PartialEq + std::fmt::Debug,
+{
+    let set = AllOf::new((a.clone(), b.clone(), c.clone()));
+    let limits = Limits::new()
+        .with(a.clone())
+        .with(b.clone())
+        .with(c.clone());
+    let mut state = set.initial_state(0);
+    let mut dyn_state = limits.initial_state(0);
+    let mut now = 0;
+    for (dt, cost, wait_choice) in trace {
+        now += dt * MS;
+        let max_wait = max_wait(wait_choice);
+        let before = state.members().clone();
+        let (mut sa, mut sb, mut sc) = before.clone();
+        let alone = [
+            a.reserve(&mut sa, now, cost, max_wait),
+            b.reserve(&mut sb, now, cost, max_wait),
+            c.reserve(&mut sc, now, cost, max_wait),
+        ];
+        // A peek that admits is followed by a reserve that admits.
+        let peeks = [
+            a.peek(&before.0, now, cost),
+            b.peek(&before.1, now, cost),
+            c.peek(&before.2, now, cost),
+        ];
+        for (p, r) in peeks.iter().zip(&alone) {
+            if p.is_allowed() {
+                prop_assert!(r.is_allowed());
+            }
+        }
+
+        let d = set.reserve(&mut state, now, cost, max_wait);
+        let dd = limits.reserve(&mut dyn_state, now, cost, max_wait);
+        prop_assert_eq!(d, dd);
+        prop_assert_eq!(dyn_state.member::<A::State>(0).unwrap(), &state.members().0);
+        prop_assert_eq!(dyn_state.member::<B::State>(1).unwrap(), &state.members().1);
+        prop_assert_eq!(dyn_state.member::<C::State>(2).unwrap(), &state.members().2);
+
+        if d.is_allowed() {
+            prop_assert!(alone.iter().all(Decision::is_allowed));
+            prop_assert_eq!(state.members(), &(sa, sb, sc));
+            let longest = alone.iter().map(Decision::wait_nanos).max().unwrap();
+            prop_assert_eq!(d.wait_nanos(), longest);
+            prop_assert!(d.wait_nanos() <= max_wait);
+        } else {
+            prop_assert_eq!(state.members(), &before);
+            let named = alone[d.limit_index() as usize];
+            prop_assert!(!named.is_allowed());
+            prop_assert_eq!(d.is_never(), alone.iter().any(Decision::is_never));
+            if !d.is_never() {
+                let longest = alone
+                    .iter()
+                    .filter(|x| !x.is_allowed())
+                    .map(Decision::retry_after_nanos)
+                    .max()
+                    .unwrap();
+                prop_assert_eq!(d.retry_after_nanos(), longest);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn trace() -> impl Strategy<Value = Vec<(u64, u64, u8)>> {
+    prop::collection::vec((0u64..700, 1u64..6, 0u8..3), 1..80)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
-    /// For random traces: a refused call changes no member; an admitted call was
-    /// admitted by each member alone, which then moved exactly as it would alone;
-    /// the static and the dynamic set agree on every decision.
+    /// Plain-data members only: each is reserved in pass 1 and put back on a refusal.
     #[test]
-    fn a_set_is_the_conjunction_of_its_members(
-        trace in prop::collection::vec((0u64..700, 1u64..6, 0u8..3), 1..80)
-    ) {
-        let (a, b, c) = trio();
-        let set = AllOf::new((a, b, c));
-        let limits = Limits::new().with(a).with(b).with(c);
-        let mut state = set.initial_state(0);
-        let mut dyn_state = limits.initial_state(0);
-        let mut now = 0;
-        for (dt, cost, wait_choice) in trace {
-            now += dt * MS;
-            let max_wait = max_wait(wait_choice);
-            let before: (_, WarmingUpState, Window) = *state.members();
-            let (mut sa, mut sb, mut sc) = before;
-            let alone = [
-                a.reserve(&mut sa, now, cost, max_wait),
-                b.reserve(&mut sb, now, cost, max_wait),
-                c.reserve(&mut sc, now, cost, max_wait),
-            ];
-            // A peek that admits is followed by a reserve that admits.
-            let peeks = [
-                a.peek(&before.0, now, cost),
-                b.peek(&before.1, now, cost),
-                c.peek(&before.2, now, cost),
-            ];
-            for (p, r) in peeks.iter().zip(&alone) {
-                if p.is_allowed() {
-                    prop_assert!(r.is_allowed());
-                }
-            }
+    fn a_set_of_plain_members_is_their_conjunction(trace in trace()) {
+        let warming = SmoothWarmingUp::new(2.0, Duration::from_secs(2)).unwrap();
+        conjunction((bursty(3.0), warming, per(4, 1)), trace)?;
+    }
 
-            let d = set.reserve(&mut state, now, cost, max_wait);
-            let dd = limits.reserve(&mut dyn_state, now, cost, max_wait);
-            prop_assert_eq!(d, dd);
-            prop_assert_eq!(*dyn_state.member::<BurstyState>(0).unwrap(), state.members().0);
-            prop_assert_eq!(*dyn_state.member::<WarmingUpState>(1).unwrap(), state.members().1);
-            prop_assert_eq!(*dyn_state.member::<Window>(2).unwrap(), state.members().2);
-
-            if d.is_allowed() {
-                prop_assert!(alone.iter().all(Decision::is_allowed));
-                prop_assert_eq!(*state.members(), (sa, sb, sc));
-                let longest = alone.iter().map(Decision::wait_nanos).max().unwrap();
-                prop_assert_eq!(d.wait_nanos(), longest);
-                prop_assert!(d.wait_nanos() <= max_wait);
-            } else {
-                prop_assert_eq!(*state.members(), before);
-                let named = alone[d.limit_index() as usize];
-                prop_assert!(!named.is_allowed());
-                prop_assert_eq!(d.is_never(), alone.iter().any(Decision::is_never));
-                if !d.is_never() {
-                    let longest = alone
-                        .iter()
-                        .filter(|x| !x.is_allowed())
-                        .map(Decision::retry_after_nanos)
-                        .max()
-                        .unwrap();
-                    prop_assert_eq!(d.retry_after_nanos(), longest);
-                }
-            }
-        }
+    /// A member whose state owns memory (the log) is asked first and reserved in
+    /// pass 2, between two plain members.
+    #[test]
+    fn a_set_with_a_heap_state_member_is_their_conjunction(trace in trace()) {
+        let log = SlidingLog::new(5, Duration::from_secs(2));
+        conjunction((bursty(3.0), log, per(4, 1)), trace)?;
     }
 
     /// Seed 002: the order the limits are listed in changes no admission.

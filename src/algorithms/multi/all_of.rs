@@ -1,6 +1,6 @@
 //! [`AllOf`]: a statically typed set of two or three limits.
 
-use super::{LastGrant, Step, Tally};
+use super::{first_refusal, LastGrant, Step, Tally};
 use crate::algorithms::{Algorithm, Decision};
 use crate::clock::Nanos;
 
@@ -87,9 +87,9 @@ impl<S, const N: usize> AllOfState<S, N> {
 
     /// Records the members' grants of a new grant and answers the set's.
     #[inline]
-    fn record(&mut self, step: &Step, grants: [Decision; N]) -> Decision {
+    fn record(&mut self, step: &Step, grants: [Decision; N], answer: Decision) -> Decision {
         self.grants = grants;
-        self.last.record(step, &self.grants)
+        self.last.record(step, answer)
     }
 
     /// The members' grants of `grant`, if it is the last one and may still be
@@ -123,23 +123,25 @@ impl<A: Algorithm, B: Algorithm> Algorithm for AllOf<(A, B)> {
         };
         let (a, b) = &self.members;
         let (sa, sb) = &mut state.members;
+        let pa = step.attempt(a, sa, false);
+        let pb = step.attempt(b, sb, !pa.decision().is_allowed());
         let mut tally = Tally::default();
-        tally.add(0, step.decide(a, sa));
-        tally.add(1, step.decide(b, sb));
+        tally.add(0, pa.decision());
+        tally.add(1, pb.decision());
         if tally.refused() {
+            pa.restore(sa);
+            pb.restore(sb);
             return tally.decision();
         }
-        let ga = step.commit(a, sa);
-        if !ga.is_allowed() {
-            return ga.with_limit_index(0);
-        }
-        let gb = step.commit(b, sb);
-        if !gb.is_allowed() {
-            step.undo(a, sa, &ga);
+        let ga = step.finish(a, sa, &pa);
+        let gb = step.finish(b, sb, &pb);
+        if let Some(refusal) = first_refusal(&[ga, gb]) {
+            step.undo(a, sa, pa, &ga);
+            step.undo(b, sb, pb, &gb);
             state.last.live = false;
-            return gb.with_limit_index(1);
+            return refusal;
         }
-        state.record(&step, [ga, gb])
+        state.record(&step, [ga, gb], tally.decision())
     }
 
     #[inline]
@@ -189,31 +191,31 @@ impl<A: Algorithm, B: Algorithm, C: Algorithm> Algorithm for AllOf<(A, B, C)> {
         };
         let (a, b, c) = &self.members;
         let (sa, sb, sc) = &mut state.members;
+        let pa = step.attempt(a, sa, false);
+        let pb = step.attempt(b, sb, !pa.decision().is_allowed());
+        let refused = !pa.decision().is_allowed() || !pb.decision().is_allowed();
+        let pc = step.attempt(c, sc, refused);
         let mut tally = Tally::default();
-        tally.add(0, step.decide(a, sa));
-        tally.add(1, step.decide(b, sb));
-        tally.add(2, step.decide(c, sc));
+        tally.add(0, pa.decision());
+        tally.add(1, pb.decision());
+        tally.add(2, pc.decision());
         if tally.refused() {
+            pa.restore(sa);
+            pb.restore(sb);
+            pc.restore(sc);
             return tally.decision();
         }
-        let ga = step.commit(a, sa);
-        if !ga.is_allowed() {
-            return ga.with_limit_index(0);
-        }
-        let gb = step.commit(b, sb);
-        if !gb.is_allowed() {
-            step.undo(a, sa, &ga);
+        let ga = step.finish(a, sa, &pa);
+        let gb = step.finish(b, sb, &pb);
+        let gc = step.finish(c, sc, &pc);
+        if let Some(refusal) = first_refusal(&[ga, gb, gc]) {
+            step.undo(a, sa, pa, &ga);
+            step.undo(b, sb, pb, &gb);
+            step.undo(c, sc, pc, &gc);
             state.last.live = false;
-            return gb.with_limit_index(1);
+            return refusal;
         }
-        let gc = step.commit(c, sc);
-        if !gc.is_allowed() {
-            step.undo(b, sb, &gb);
-            step.undo(a, sa, &ga);
-            state.last.live = false;
-            return gc.with_limit_index(2);
-        }
-        state.record(&step, [ga, gb, gc])
+        state.record(&step, [ga, gb, gc], tally.decision())
     }
 
     #[inline]

@@ -1,6 +1,6 @@
 //! [`Limits`]: a set of any number of limits chosen at run time.
 
-use super::{index_u32, LastGrant, Step, Tally};
+use super::{index_u32, plain, LastGrant, Step, Tally};
 use crate::algorithms::{Algorithm, Decision};
 use crate::clock::Nanos;
 use std::any::Any;
@@ -108,6 +108,25 @@ pub trait DynLimit: Send + Sync + 'static {
     /// a copy of the (unboxed) state.
     fn decide_dyn(&self, state: &DynState, now: Nanos, cost: u64, max_wait: Nanos) -> Decision;
 
+    /// Pass 1 of a set's call. If no member has `refused` yet and the algorithm's
+    /// state is plain data (it owns no heap memory, so copying it cannot allocate),
+    /// copies `state` into `backup` and reserves: answers the decision and `true` if
+    /// allowed; a refusal leaves `state` as it was and answers `false`. Otherwise
+    /// answers [`decide_dyn`](DynLimit::decide_dyn) and `false`, changing nothing.
+    fn attempt_dyn(
+        &self,
+        state: &mut DynState,
+        backup: &mut DynState,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+        refused: bool,
+    ) -> (Decision, bool);
+
+    /// Puts back into `state` the copy that [`attempt_dyn`](DynLimit::attempt_dyn)
+    /// saved in `backup`, undoing its reservation exactly.
+    fn restore_dyn(&self, state: &mut DynState, backup: &DynState);
+
     /// [`Algorithm::cancel`].
     fn cancel_dyn(&self, state: &mut DynState, now: Nanos, grant: &Decision, acts_at: Nanos);
 
@@ -160,6 +179,45 @@ impl<A: Algorithm + Clone> DynLimit for A {
             }
             .decide(self, state),
             None => foreign(),
+        }
+    }
+
+    #[inline]
+    fn attempt_dyn(
+        &self,
+        state: &mut DynState,
+        backup: &mut DynState,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+        refused: bool,
+    ) -> (Decision, bool) {
+        if refused || !plain::<A::State>() {
+            return (self.decide_dyn(state, now, cost, max_wait), false);
+        }
+        let (Some(state), Some(backup)) = (
+            state.downcast_mut::<A::State>(),
+            backup.downcast_mut::<A::State>(),
+        ) else {
+            return (foreign(), false);
+        };
+        backup.clone_from(state);
+        let decision = self.reserve(state, now, cost, max_wait);
+        if decision.is_allowed() {
+            (decision, true)
+        } else {
+            state.clone_from(backup); // a refusal changes nothing; this makes sure of it
+            (decision, false)
+        }
+    }
+
+    #[inline]
+    fn restore_dyn(&self, state: &mut DynState, backup: &DynState) {
+        if let (Some(state), Some(backup)) = (
+            state.downcast_mut::<A::State>(),
+            backup.downcast_ref::<A::State>(),
+        ) {
+            state.clone_from(backup);
         }
     }
 
@@ -250,9 +308,23 @@ impl Limits {
         &self.members
     }
 
+    /// Puts back the members pass 1 reserved in.
+    fn restore_taken(&self, state: &mut LimitsState) {
+        for (index, member) in self.members.iter().enumerate() {
+            if state.taken[index] {
+                member.restore_dyn(&mut state.members[index], &state.backups[index]);
+            }
+        }
+    }
+
     /// True if `state` was made for a set of this many members.
     fn fits(&self, state: &LimitsState) -> bool {
-        state.members.len() == self.members.len() && state.grants.len() == self.members.len()
+        let n = self.members.len();
+        state.members.len() == n
+            && state.backups.len() == n
+            && state.grants.len() == n
+            && state.pending.len() == n
+            && state.taken.len() == n
     }
 }
 
@@ -287,7 +359,14 @@ impl fmt::Debug for Limits {
 #[derive(Clone, Debug)]
 pub struct LimitsState {
     members: Vec<DynState>,
+    /// Pass 1's saved copies of plain-data member states.
+    backups: Vec<DynState>,
+    /// The members' grants of the last grant (for cancel).
     grants: Vec<Decision>,
+    /// This call's member decisions, swapped into `grants` on a grant.
+    pending: Vec<Decision>,
+    /// Which members pass 1 reserved in already.
+    taken: Vec<bool>,
     last: LastGrant,
 }
 
@@ -307,13 +386,18 @@ impl Algorithm for Limits {
     type State = LimitsState;
 
     fn initial_state(&self, now: Nanos) -> LimitsState {
+        let members: Vec<DynState> = self
+            .members
+            .iter()
+            .map(|m| m.initial_dyn_state(now))
+            .collect();
+        let n = members.len();
         LimitsState {
-            members: self
-                .members
-                .iter()
-                .map(|m| m.initial_dyn_state(now))
-                .collect(),
-            grants: vec![Decision::never(0, 0, 0); self.members.len()],
+            backups: members.clone(),
+            members,
+            grants: vec![Decision::never(0, 0, 0); n],
+            pending: vec![Decision::never(0, 0, 0); n],
+            taken: vec![false; n],
             last: LastGrant::default(),
         }
     }
@@ -322,37 +406,55 @@ impl Algorithm for Limits {
         if !self.fits(state) {
             return foreign();
         }
-        let mut tally = Tally::default();
-        for (index, (member, s)) in self.members.iter().zip(&state.members).enumerate() {
-            tally.add(index, member.decide_dyn(s, now, cost, max_wait));
-        }
-        if tally.refused() {
-            return tally.decision();
-        }
         let step = Step {
             now,
             cost,
             max_wait,
         };
-        for index in 0..self.members.len() {
-            let grant =
-                self.members[index].reserve_dyn(&mut state.members[index], now, cost, max_wait);
-            if !grant.is_allowed() {
-                // A member broke its contract (see the module docs): undo the others.
-                for earlier in (0..index).rev() {
-                    self.members[earlier].cancel_dyn(
-                        &mut state.members[earlier],
-                        step.now,
-                        &state.grants[earlier],
-                        Nanos::MAX,
-                    );
-                }
-                state.last.live = false;
-                return grant.with_limit_index(index_u32(index));
-            }
-            state.grants[index] = grant;
+        let mut tally = Tally::default();
+        let mut refused = false;
+        for (index, member) in self.members.iter().enumerate() {
+            let (decision, taken) = member.attempt_dyn(
+                &mut state.members[index],
+                &mut state.backups[index],
+                now,
+                cost,
+                max_wait,
+                refused,
+            );
+            state.taken[index] = taken;
+            state.pending[index] = decision;
+            refused |= !decision.is_allowed();
+            tally.add(index, decision);
         }
-        state.last.record(&step, &state.grants)
+        if refused {
+            self.restore_taken(state);
+            return tally.decision();
+        }
+        let mut broken = None;
+        for (index, member) in self.members.iter().enumerate() {
+            if !state.taken[index] {
+                let grant = member.reserve_dyn(&mut state.members[index], now, cost, max_wait);
+                if !grant.is_allowed() && broken.is_none() {
+                    broken = Some(grant.with_limit_index(index_u32(index)));
+                }
+                state.pending[index] = grant;
+            }
+        }
+        if let Some(refusal) = broken {
+            // A member broke its contract (see the module docs): undo the others.
+            self.restore_taken(state);
+            for (index, member) in self.members.iter().enumerate() {
+                let grant = state.pending[index];
+                if !state.taken[index] && grant.is_allowed() {
+                    member.cancel_dyn(&mut state.members[index], now, &grant, Nanos::MAX);
+                }
+            }
+            state.last.live = false;
+            return refusal;
+        }
+        std::mem::swap(&mut state.grants, &mut state.pending);
+        state.last.record(&step, tally.decision())
     }
 
     fn peek(&self, state: &LimitsState, now: Nanos, cost: u64) -> Decision {

@@ -17,24 +17,34 @@
 //! ```text
 //!   call(cost, max_wait)
 //!     │
-//!     ├─ 1. decide: ask each member what it would answer; change nothing
-//!     │        #0 10/s   allowed        #1 120/min  denied, retry in 48 s
-//!     │        #2 240/h  allowed
+//!     ├─ 1. try each member in turn:
+//!     │       plain-data state: save a copy, reserve        ──► taken (or refused)
+//!     │       state that owns memory, or after a refusal: look ──► would allow / refuses
+//!     │        #0 10/s   taken        #1 120/min  denied, retry in 48 s
+//!     │        #2 240/h  looked: would allow
 //!     │
-//!     ├─ any refusal? ──yes──► answer it: no state has moved
-//!     │   (never beats denied; among denials, the longest retry_after)
+//!     ├─ any refusal? ──yes──► put the saved copies back; answer the refusal:
+//!     │   (never beats denied; among denials, the longest retry_after)   no state moved
 //!     │
-//!     └─ 2. commit: reserve in each member, at the same now ──► answer the grant
+//!     └─ 2. reserve in the members that were only looked at ──► answer the grant
 //! ```
+//!
+//! Putting a saved copy back undoes a reservation exactly, whatever the algorithm;
+//! copying a state that owns heap memory (a sliding log) would allocate on every
+//! call, so such members are looked at first and reserved only once every member has
+//! allowed. "Plain data" is decided at compile time: a state type with no drop glue
+//! ([`std::mem::needs_drop`]) owns no heap memory, and copying it is a memcpy. The
+//! answer is the same either way; trying first only saves asking a plain member
+//! twice on the common, allowed path.
 //!
 //! Why pass 2 cannot refuse: a member's answer is a pure function of its state,
 //! `now`, the cost and `max_wait`. Pass 1 asked exactly that question on the state
 //! pass 2 sees (a zero-wait [`Algorithm::peek`] *is* a zero-wait reserve; a caller
 //! willing to wait is asked on a scratch copy), and a member that admits a caller who
 //! will not wait also admits one who would. Should a member break that contract, the
-//! set gives back what the members before it took (with [`Algorithm::cancel`], as a
-//! grant not yet acted on) and answers the refusal, so that it stays all-or-nothing
-//! as far as the members allow.
+//! set puts back the saved copies, gives back what the looked-at members took (with
+//! [`Algorithm::cancel`], as grants not yet acted on) and answers the refusal, so
+//! that it stays all-or-nothing as far as the members allow.
 //!
 //! The set's state lives in one cell of a store, so both passes run under one lock:
 //! concurrent callers see a set change all its members at once or not at all.
@@ -120,11 +130,68 @@ struct Step {
     max_wait: Nanos,
 }
 
+/// How pass 1 went for one member of a static set.
+enum Attempt<S> {
+    /// Reserved already, with a copy of the state from before, to put back if
+    /// another member refuses.
+    Taken { saved: S, grant: Decision },
+    /// Asked without changing anything: its answer.
+    Looked(Decision),
+}
+
+impl<S> Attempt<S> {
+    /// The member's pass-1 answer.
+    #[inline]
+    fn decision(&self) -> Decision {
+        match self {
+            Attempt::Taken { grant, .. } => *grant,
+            Attempt::Looked(decision) => *decision,
+        }
+    }
+
+    /// On a refusal of the set: puts back what pass 1 took.
+    #[inline]
+    fn restore(self, state: &mut S) {
+        if let Attempt::Taken { saved, .. } = self {
+            *state = saved;
+        }
+    }
+}
+
+/// True if copying an `S` cannot allocate: it owns no heap memory (see the module
+/// docs), so pass 1 may reserve on it and put a copy back.
+#[inline]
+fn plain<S>() -> bool {
+    !std::mem::needs_drop::<S>()
+}
+
 impl Step {
-    /// Pass 1: what `algorithm` would answer to this call on `state`, without
-    /// changing it. A zero-wait question is a peek (no copy); a caller willing to wait
-    /// is asked on a scratch copy, but only when the peek refused (a member that
-    /// admits a caller who will not wait admits one who would).
+    /// Pass 1 for one member: reserve at once if its state is plain data and no
+    /// member has refused yet; otherwise only ask.
+    #[inline]
+    fn attempt<A: Algorithm>(
+        &self,
+        algorithm: &A,
+        state: &mut A::State,
+        refused: bool,
+    ) -> Attempt<A::State> {
+        if refused || !plain::<A::State>() {
+            return Attempt::Looked(self.decide(algorithm, state));
+        }
+        let saved = state.clone();
+        let grant = self.commit(algorithm, state);
+        if grant.is_allowed() {
+            Attempt::Taken { saved, grant }
+        } else {
+            *state = saved; // a refusal changes nothing; this only makes sure of it
+            Attempt::Looked(grant)
+        }
+    }
+
+    /// What `algorithm` would answer to this call on `state`, without changing it.
+    /// A zero-wait question is a peek (no copy); a caller willing to wait is asked on
+    /// a scratch copy, but only when the peek refused (a member that admits a caller
+    /// who will not wait admits one who would).
     #[inline]
     fn decide<A: Algorithm>(&self, algorithm: &A, state: &A::State) -> Decision {
         let peeked = algorithm.peek(state, self.now, self.cost);
@@ -135,17 +202,52 @@ impl Step {
         algorithm.reserve(&mut scratch, self.now, self.cost, self.max_wait)
     }
 
-    /// Pass 2: reserve in `algorithm`, on the state pass 1 looked at.
+    /// Reserves in `algorithm`.
     #[inline]
     fn commit<A: Algorithm>(&self, algorithm: &A, state: &mut A::State) -> Decision {
         algorithm.reserve(state, self.now, self.cost, self.max_wait)
     }
 
-    /// Gives back a pass-2 grant when a later member broke its contract and refused:
-    /// cancelled as a grant that has not acted yet (`acts_at` = the end of time).
-    fn undo<A: Algorithm>(&self, algorithm: &A, state: &mut A::State, grant: &Decision) {
-        algorithm.cancel(state, self.now, grant, Nanos::MAX);
+    /// Pass 2 for one member: its grant, taken in pass 1 or reserved now.
+    #[inline]
+    fn finish<A: Algorithm>(
+        &self,
+        algorithm: &A,
+        state: &mut A::State,
+        attempt: &Attempt<A::State>,
+    ) -> Decision {
+        match attempt {
+            Attempt::Taken { grant, .. } => *grant,
+            Attempt::Looked(_) => self.commit(algorithm, state),
+        }
     }
+
+    /// Takes back a member's pass-2 grant when some member broke its contract and
+    /// refused in pass 2: the saved copy if there is one, else a cancel as a grant
+    /// that has not acted yet (`acts_at` = the end of time).
+    fn undo<A: Algorithm>(
+        &self,
+        algorithm: &A,
+        state: &mut A::State,
+        attempt: Attempt<A::State>,
+        grant: &Decision,
+    ) {
+        match attempt {
+            Attempt::Taken { saved, .. } => *state = saved,
+            Attempt::Looked(_) => {
+                if grant.is_allowed() {
+                    algorithm.cancel(state, self.now, grant, Nanos::MAX);
+                }
+            }
+        }
+    }
+}
+
+/// The first refusal among pass-2 grants, with its index: a member broke its
+/// contract.
+fn first_refusal(grants: &[Decision]) -> Option<Decision> {
+    let (index, refusal) = grants.iter().enumerate().find(|(_, g)| !g.is_allowed())?;
+    Some(refusal.with_limit_index(index_u32(index)))
 }
 
 /// Folds the members' answers into the set's answer (see the table in the module
@@ -238,20 +340,16 @@ struct LastGrant {
 }
 
 impl LastGrant {
-    /// Records a new grant whose members answered `grants`, and answers the set's
-    /// grant decision.
+    /// Records a new grant, whose members' grants the caller keeps, and answers the
+    /// set's grant decision: `answer`, the tally of pass 1 (pass 2 answered the same
+    /// questions, so it would tally the same), with this grant's mark.
     #[inline]
-    fn record(&mut self, step: &Step, grants: &[Decision]) -> Decision {
-        let mut tally = Tally::default();
-        for (index, grant) in grants.iter().enumerate() {
-            tally.add(index, *grant);
-        }
-        let decision = tally.decision();
+    fn record(&mut self, step: &Step, answer: Decision) -> Decision {
         self.serial = self.serial.wrapping_add(1);
-        self.acts_at = step.now.saturating_add(decision.wait_nanos());
+        self.acts_at = step.now.saturating_add(answer.wait_nanos());
         self.live = true;
         // The serial is all a cancel needs to find the members' grants.
-        decision.with_grant(self.serial as i64, step.cost)
+        answer.with_grant(self.serial as i64, step.cost)
     }
 
     /// True (and consumes the record) if `grant`, acting at `acts_at`, is this set's
