@@ -245,48 +245,54 @@ impl Step {
 
 /// The first refusal among pass-2 grants, with its index: a member broke its
 /// contract.
+#[inline]
 fn first_refusal(grants: &[Decision]) -> Option<Decision> {
     let (index, refusal) = grants.iter().enumerate().find(|(_, g)| !g.is_allowed())?;
     Some(refusal.with_limit_index(index_u32(index)))
 }
 
 /// Folds the members' answers into the set's answer (see the table in the module
-/// docs). Feeding the members in index order makes "first on a tie" hold.
+/// docs). Feeding the members in index order makes "first on a tie" hold. Keeps
+/// only the few words it needs, not whole decisions: this runs on every call.
 #[derive(Default)]
 struct Tally {
     reset_after: Nanos,
     wait: Nanos,
-    tightest: Option<Decision>,
-    refusal: Option<Decision>,
+    /// The allowed member with the fewest remaining: (remaining, limit, index).
+    tightest: Option<(u64, u64, u32)>,
+    /// The refusal to answer, if any: its verdict and (retry_after, remaining, limit,
+    /// index).
+    refusal: Option<(Verdict, Nanos, u64, u64, u32)>,
 }
 
 impl Tally {
     #[inline]
     fn add(&mut self, index: usize, decision: Decision) {
-        let decision = decision.with_limit_index(index_u32(index));
+        let index = index_u32(index);
         self.reset_after = self.reset_after.max(decision.reset_after_nanos());
-        match decision.verdict() {
-            Verdict::Allowed => {
-                self.wait = self.wait.max(decision.wait_nanos());
-                if self
-                    .tightest
-                    .map_or(true, |t| decision.remaining() < t.remaining())
-                {
-                    self.tightest = Some(decision);
-                }
+        let verdict = decision.verdict();
+        if verdict == Verdict::Allowed {
+            self.wait = self.wait.max(decision.wait_nanos());
+            let remaining = decision.remaining();
+            if self.tightest.map_or(true, |(least, ..)| remaining < least) {
+                self.tightest = Some((remaining, decision.limit(), index));
             }
-            Verdict::Never => {
-                if self.refusal.map_or(true, |r| !r.is_never()) {
-                    self.refusal = Some(decision);
-                }
-            }
-            Verdict::Denied => {
-                if self.refusal.map_or(true, |r| {
-                    !r.is_never() && decision.retry_after_nanos() > r.retry_after_nanos()
-                }) {
-                    self.refusal = Some(decision);
-                }
-            }
+            return;
+        }
+        let retry = decision.retry_after_nanos();
+        let replace = match self.refusal {
+            None => true,
+            Some((Verdict::Never, ..)) => false,
+            Some((_, current, ..)) => verdict == Verdict::Never || retry > current,
+        };
+        if replace {
+            self.refusal = Some((
+                verdict,
+                retry,
+                decision.remaining(),
+                decision.limit(),
+                index,
+            ));
         }
     }
 
@@ -299,25 +305,19 @@ impl Tally {
     /// [`LastGrant::record`].
     #[inline]
     fn decision(&self) -> Decision {
-        if let Some(r) = self.refusal {
-            let answer = if r.is_never() {
-                Decision::never(r.limit(), r.remaining(), self.reset_after)
-            } else {
-                Decision::denied(
-                    r.limit(),
-                    r.remaining(),
-                    r.retry_after_nanos(),
-                    self.reset_after,
-                )
-            };
-            return answer.with_limit_index(r.limit_index());
-        }
-        match self.tightest {
-            Some(t) => {
-                Decision::allowed_after(self.wait, t.limit(), t.remaining(), self.reset_after)
-                    .with_limit_index(t.limit_index())
+        match self.refusal {
+            Some((Verdict::Never, _, remaining, limit, index)) => {
+                Decision::never(limit, remaining, self.reset_after).with_limit_index(index)
             }
-            None => Decision::allowed(u64::MAX, u64::MAX, 0),
+            Some((_, retry, remaining, limit, index)) => {
+                Decision::denied(limit, remaining, retry, self.reset_after).with_limit_index(index)
+            }
+            // A set with no member limits nothing.
+            None => {
+                let (remaining, limit, index) = self.tightest.unwrap_or((u64::MAX, u64::MAX, 0));
+                Decision::allowed_after(self.wait, limit, remaining, self.reset_after)
+                    .with_limit_index(index)
+            }
         }
     }
 }
