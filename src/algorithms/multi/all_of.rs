@@ -11,9 +11,9 @@ use crate::clock::Nanos;
 /// Members are indexed by their position in the tuple (the decision's
 /// [`limit_index`](Decision::limit_index)). The state is the tuple of member states
 /// plus the last grant's member decisions (64 bytes per member), kept to forward a
-/// cancel; a call costs each member one peek, plus one reserve when every member
-/// admits it, and allocates nothing (unless a member's own state does, for a
-/// caller willing to wait).
+/// cancel. A call on the allowed path costs each member one reserve (plus one peek
+/// for a member whose state owns heap memory), and allocates nothing unless a
+/// member's own step does.
 ///
 /// ```
 /// use sluicegate::algorithms::{Algorithm, AllOf, SmoothBursty};

@@ -242,9 +242,10 @@ impl<A: Algorithm + Clone> DynLimit for A {
 /// a call. See the [module docs](super) for what a set guarantees and answers.
 ///
 /// Members are indexed in the order they were added. A call costs each member one
-/// virtual peek, plus one virtual reserve when every member admits it, and
-/// allocates nothing; the state ([`LimitsState`]) allocates one box per member when
-/// it is created. An empty set admits everything.
+/// virtual call and one reserve on the allowed path (plus a peek for a member whose
+/// state owns heap memory), and allocates nothing; the state ([`LimitsState`])
+/// allocates two boxes per member (its state and pass 1's saved copy) when it is
+/// created. An empty set admits everything.
 ///
 /// ```
 /// use sluicegate::algorithms::{Algorithm, Limits, SmoothBursty, SmoothWarmingUp};

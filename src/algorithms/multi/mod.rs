@@ -75,7 +75,8 @@
 //! To do that without allocating, the set remembers the members' grants of its *last*
 //! grant only: cancelling an older grant, after later ones, restores nothing. That
 //! errs on the safe side (a member never returns permits a later caller holds); for
-//! Guava's limiters with equal costs it is also what Go's rule gives.
+//! a bursty limiter whose calls all cost the same it is also what Go's rule gives,
+//! since a later grant then holds everything an earlier one could give back.
 //!
 //! # Two shapes
 //!
@@ -89,8 +90,8 @@
 //! * [`Limits`]: any number of limits chosen at run time (e.g. read from a
 //!   configuration file), each boxed behind the object-safe [`DynLimit`], which every
 //!   `Algorithm + Clone` implements. Its state is a vector of type-erased member
-//!   states ([`DynState`]), allocated once when the state is created; a call
-//!   allocates nothing. It costs one virtual call per member and pass.
+//!   states ([`DynState`]) and their saved copies, allocated once when the state is
+//!   created; a call allocates nothing. It costs a virtual call or two per member.
 //!
 //! Both implement [`Algorithm`], so they run under [`RateLimiter`](crate::RateLimiter)
 //! (in a [`LockedCell`](crate::stores::LockedCell)) like any single limit.
