@@ -19,10 +19,12 @@
 //! reserve the future, sleeping for `retry_after` and trying again).
 
 mod decision;
+pub mod multi;
 pub mod smooth_bursty;
 pub mod smooth_warming_up;
 
 pub use decision::{Decision, Verdict};
+pub use multi::{AllOf, AllOfState, DynLimit, DynState, Limits, LimitsState};
 pub use smooth_bursty::SmoothBursty;
 pub use smooth_warming_up::SmoothWarmingUp;
 

@@ -282,3 +282,19 @@ where
 {
     cell.reconfigure(&|algorithm, state| algorithm.set_rate(state, now, rate))
 }
+
+// Sets of limits keep all their members' states in one value, updated under one lock,
+// so that a set's check-then-commit is atomic.
+impl<A: Algorithm + Clone, B: Algorithm + Clone> Storable for crate::algorithms::AllOf<(A, B)> {
+    type Cell = LockedCell<Self>;
+}
+
+impl<A: Algorithm + Clone, B: Algorithm + Clone, C: Algorithm + Clone> Storable
+    for crate::algorithms::AllOf<(A, B, C)>
+{
+    type Cell = LockedCell<Self>;
+}
+
+impl Storable for crate::algorithms::Limits {
+    type Cell = LockedCell<Self>;
+}

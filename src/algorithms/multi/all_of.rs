@@ -1,0 +1,247 @@
+//! [`AllOf`]: a statically typed set of two or three limits.
+
+use super::{first_refusal, LastGrant, Step, Tally};
+use crate::algorithms::{Algorithm, Decision};
+use crate::clock::Nanos;
+
+/// Two or three limits that must all admit a call: `AllOf<(A, B)>` or
+/// `AllOf<(A, B, C)>`, any mix of algorithms. See the [module docs](super) for what a
+/// set guarantees and answers.
+///
+/// Members are indexed by their position in the tuple (the decision's
+/// [`limit_index`](Decision::limit_index)). The state is the tuple of member states
+/// plus the last grant's member decisions (64 bytes per member), kept to forward a
+/// cancel. A call on the allowed path costs each member one reserve (plus one peek
+/// for a member whose state owns heap memory), and allocates nothing unless a
+/// member's own step does.
+///
+/// ```
+/// use sluicegate::algorithms::{Algorithm, AllOf, SmoothBursty};
+/// let set = AllOf::new((SmoothBursty::new(1.0).unwrap(), SmoothBursty::new(5.0).unwrap()));
+/// let mut state = set.initial_state(0);
+/// assert!(set.reserve(&mut state, 0, 1, 0).is_allowed());
+/// let refused = set.reserve(&mut state, 0, 1, 0);
+/// assert_eq!(refused.limit_index(), 0); // 1/s needs a second, 5/s only 0.2 s
+/// assert_eq!(refused.retry_after_nanos(), 1_000_000_000);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AllOf<M> {
+    members: M,
+}
+
+impl<M> AllOf<M> {
+    /// A set of the limits in the tuple `members`, in that order. It implements
+    /// [`Algorithm`] for tuples of two and three algorithms.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{AllOf, SmoothBursty, SmoothWarmingUp};
+    /// use std::time::Duration;
+    /// let set = AllOf::new((
+    ///     SmoothBursty::new(10.0).unwrap(),
+    ///     SmoothWarmingUp::new(2.0, Duration::from_secs(4)).unwrap(),
+    /// ));
+    /// assert_eq!(set.members().0.rate(), 10.0);
+    /// ```
+    pub fn new(members: M) -> Self {
+        AllOf { members }
+    }
+
+    /// The member limits.
+    pub fn members(&self) -> &M {
+        &self.members
+    }
+}
+
+/// The state of an [`AllOf`] set of `N` members: the tuple `S` of member states, and
+/// what the set needs to forward a cancel of its last grant.
+///
+/// ```
+/// use sluicegate::algorithms::{Algorithm, AllOf, SmoothBursty};
+/// let set = AllOf::new((SmoothBursty::new(1.0).unwrap(), SmoothBursty::new(2.0).unwrap()));
+/// let mut state = set.initial_state(0);
+/// set.reserve(&mut state, 0, 1, 0);
+/// let (one, two) = state.members();
+/// assert!(!set.members().0.peek(one, 0, 1).is_allowed());
+/// assert!(!set.members().1.peek(two, 0, 1).is_allowed());
+/// ```
+#[derive(Clone, Debug)]
+pub struct AllOfState<S, const N: usize> {
+    members: S,
+    grants: [Decision; N],
+    last: LastGrant,
+}
+
+impl<S, const N: usize> AllOfState<S, N> {
+    fn new(members: S) -> Self {
+        AllOfState {
+            members,
+            grants: [Decision::never(0, 0, 0); N],
+            last: LastGrant::default(),
+        }
+    }
+
+    /// The member states, in the order of the set's members.
+    pub fn members(&self) -> &S {
+        &self.members
+    }
+
+    /// Records the members' grants of a new grant and answers the set's.
+    #[inline]
+    fn record(&mut self, step: &Step, grants: [Decision; N], answer: Decision) -> Decision {
+        self.grants = grants;
+        self.last.record(step, answer)
+    }
+
+    /// The members' grants of `grant`, if it is the last one and may still be
+    /// cancelled at `now`.
+    fn cancellable(
+        &mut self,
+        now: Nanos,
+        grant: &Decision,
+        acts_at: Nanos,
+    ) -> Option<[Decision; N]> {
+        self.last
+            .take_for_cancel(now, grant, acts_at)
+            .then_some(self.grants)
+    }
+}
+
+impl<A: Algorithm, B: Algorithm> Algorithm for AllOf<(A, B)> {
+    type State = AllOfState<(A::State, B::State), 2>;
+
+    fn initial_state(&self, now: Nanos) -> Self::State {
+        let (a, b) = &self.members;
+        AllOfState::new((a.initial_state(now), b.initial_state(now)))
+    }
+
+    #[inline]
+    fn reserve(&self, state: &mut Self::State, now: Nanos, cost: u64, max_wait: Nanos) -> Decision {
+        let step = Step {
+            now,
+            cost,
+            max_wait,
+        };
+        let (a, b) = &self.members;
+        let (sa, sb) = &mut state.members;
+        let pa = step.attempt(a, sa, false);
+        let pb = step.attempt(b, sb, !pa.decision().is_allowed());
+        let mut tally = Tally::default();
+        tally.add(0, pa.decision());
+        tally.add(1, pb.decision());
+        if tally.refused() {
+            pa.restore(sa);
+            pb.restore(sb);
+            return tally.decision();
+        }
+        let ga = step.finish(a, sa, &pa);
+        let gb = step.finish(b, sb, &pb);
+        if let Some(refusal) = first_refusal(&[ga, gb]) {
+            step.undo(a, sa, pa, &ga);
+            step.undo(b, sb, pb, &gb);
+            state.last.live = false;
+            return refusal;
+        }
+        state.record(&step, [ga, gb], tally.decision())
+    }
+
+    #[inline]
+    fn peek(&self, state: &Self::State, now: Nanos, cost: u64) -> Decision {
+        let (a, b) = &self.members;
+        let (sa, sb) = &state.members;
+        let mut tally = Tally::default();
+        tally.add(0, a.peek(sa, now, cost));
+        tally.add(1, b.peek(sb, now, cost));
+        tally.decision()
+    }
+
+    fn cancel(&self, state: &mut Self::State, now: Nanos, grant: &Decision, acts_at: Nanos) {
+        if let Some([ga, gb]) = state.cancellable(now, grant, acts_at) {
+            let (a, b) = &self.members;
+            let (sa, sb) = &mut state.members;
+            a.cancel(sa, now, &ga, acts_at);
+            b.cancel(sb, now, &gb, acts_at);
+        }
+    }
+
+    fn is_replenished(&self, state: &Self::State, now: Nanos) -> bool {
+        let (a, b) = &self.members;
+        let (sa, sb) = &state.members;
+        a.is_replenished(sa, now) && b.is_replenished(sb, now)
+    }
+}
+
+impl<A: Algorithm, B: Algorithm, C: Algorithm> Algorithm for AllOf<(A, B, C)> {
+    type State = AllOfState<(A::State, B::State, C::State), 3>;
+
+    fn initial_state(&self, now: Nanos) -> Self::State {
+        let (a, b, c) = &self.members;
+        AllOfState::new((
+            a.initial_state(now),
+            b.initial_state(now),
+            c.initial_state(now),
+        ))
+    }
+
+    #[inline]
+    fn reserve(&self, state: &mut Self::State, now: Nanos, cost: u64, max_wait: Nanos) -> Decision {
+        let step = Step {
+            now,
+            cost,
+            max_wait,
+        };
+        let (a, b, c) = &self.members;
+        let (sa, sb, sc) = &mut state.members;
+        let pa = step.attempt(a, sa, false);
+        let pb = step.attempt(b, sb, !pa.decision().is_allowed());
+        let refused = !pa.decision().is_allowed() || !pb.decision().is_allowed();
+        let pc = step.attempt(c, sc, refused);
+        let mut tally = Tally::default();
+        tally.add(0, pa.decision());
+        tally.add(1, pb.decision());
+        tally.add(2, pc.decision());
+        if tally.refused() {
+            pa.restore(sa);
+            pb.restore(sb);
+            pc.restore(sc);
+            return tally.decision();
+        }
+        let ga = step.finish(a, sa, &pa);
+        let gb = step.finish(b, sb, &pb);
+        let gc = step.finish(c, sc, &pc);
+        if let Some(refusal) = first_refusal(&[ga, gb, gc]) {
+            step.undo(a, sa, pa, &ga);
+            step.undo(b, sb, pb, &gb);
+            step.undo(c, sc, pc, &gc);
+            state.last.live = false;
+            return refusal;
+        }
+        state.record(&step, [ga, gb, gc], tally.decision())
+    }
+
+    #[inline]
+    fn peek(&self, state: &Self::State, now: Nanos, cost: u64) -> Decision {
+        let (a, b, c) = &self.members;
+        let (sa, sb, sc) = &state.members;
+        let mut tally = Tally::default();
+        tally.add(0, a.peek(sa, now, cost));
+        tally.add(1, b.peek(sb, now, cost));
+        tally.add(2, c.peek(sc, now, cost));
+        tally.decision()
+    }
+
+    fn cancel(&self, state: &mut Self::State, now: Nanos, grant: &Decision, acts_at: Nanos) {
+        if let Some([ga, gb, gc]) = state.cancellable(now, grant, acts_at) {
+            let (a, b, c) = &self.members;
+            let (sa, sb, sc) = &mut state.members;
+            a.cancel(sa, now, &ga, acts_at);
+            b.cancel(sb, now, &gb, acts_at);
+            c.cancel(sc, now, &gc, acts_at);
+        }
+    }
+
+    fn is_replenished(&self, state: &Self::State, now: Nanos) -> bool {
+        let (a, b, c) = &self.members;
+        let (sa, sb, sc) = &state.members;
+        a.is_replenished(sa, now) && b.is_replenished(sb, now) && c.is_replenished(sc, now)
+    }
+}

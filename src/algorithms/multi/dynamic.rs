@@ -1,0 +1,494 @@
+//! [`Limits`]: a set of any number of limits chosen at run time.
+
+use super::{index_u32, plain, LastGrant, Step, Tally};
+use crate::algorithms::{Algorithm, Decision};
+use crate::clock::Nanos;
+use std::any::Any;
+use std::fmt;
+
+/// The state of one member of a [`Limits`] set, with its type erased: any
+/// algorithm's `State` in a box.
+///
+/// Created once per set state (one allocation per member); cloning it clones the
+/// boxed state (another allocation), which the set's hot path never does.
+///
+/// ```
+/// use sluicegate::algorithms::DynState;
+/// let state = DynState::new(7_u64);
+/// assert_eq!(state.downcast_ref::<u64>(), Some(&7));
+/// assert_eq!(state.downcast_ref::<i32>(), None);
+/// ```
+pub struct DynState(Box<dyn ErasedState>);
+
+/// What a boxed state must offer: a clone and a view as [`Any`].
+trait ErasedState: Send + Sync + 'static {
+    fn clone_box(&self) -> Box<dyn ErasedState>;
+    fn as_any(&self) -> &dyn Any;
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+impl<T: Clone + Send + Sync + 'static> ErasedState for T {
+    fn clone_box(&self) -> Box<dyn ErasedState> {
+        Box::new(self.clone())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+impl DynState {
+    /// Boxes `state`.
+    pub fn new<S: Clone + Send + Sync + 'static>(state: S) -> Self {
+        DynState(Box::new(state))
+    }
+
+    /// The state, if it is an `S`.
+    pub fn downcast_ref<S: 'static>(&self) -> Option<&S> {
+        (*self.0).as_any().downcast_ref()
+    }
+
+    /// The state, mutably, if it is an `S`.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::DynState;
+    /// let mut state = DynState::new(1_u32);
+    /// *state.downcast_mut::<u32>().unwrap() += 1;
+    /// assert_eq!(state.downcast_ref::<u32>(), Some(&2));
+    /// ```
+    pub fn downcast_mut<S: 'static>(&mut self) -> Option<&mut S> {
+        (*self.0).as_any_mut().downcast_mut()
+    }
+}
+
+impl Clone for DynState {
+    fn clone(&self) -> Self {
+        DynState((*self.0).clone_box())
+    }
+}
+
+impl fmt::Debug for DynState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("DynState(..)")
+    }
+}
+
+/// An [`Algorithm`] behind a trait object, stepping a type-erased [`DynState`]: what
+/// lets a [`Limits`] set hold algorithms of different types.
+///
+/// Every `Algorithm + Clone` implements it; there is no need to implement it by
+/// hand. Each method is the `Algorithm` method of the same name on the state
+/// downcast to the algorithm's `State`. A state of another type (one not made by
+/// [`initial_dyn_state`](DynLimit::initial_dyn_state) of the same algorithm) never
+/// panics: steps answer never (limit 0), `cancel_dyn` does nothing and
+/// `is_replenished_dyn` says true, so that a store would start the state afresh.
+///
+/// ```
+/// use sluicegate::algorithms::{DynLimit, SmoothBursty};
+/// let limit: Box<dyn DynLimit> = Box::new(SmoothBursty::new(1.0).unwrap());
+/// let mut state = limit.initial_dyn_state(0);
+/// assert!(limit.reserve_dyn(&mut state, 0, 1, 0).is_allowed());
+/// assert!(!limit.peek_dyn(&state, 0, 1).is_allowed());
+/// ```
+pub trait DynLimit: Send + Sync + 'static {
+    /// [`Algorithm::initial_state`], boxed.
+    fn initial_dyn_state(&self, now: Nanos) -> DynState;
+
+    /// [`Algorithm::reserve`].
+    fn reserve_dyn(&self, state: &mut DynState, now: Nanos, cost: u64, max_wait: Nanos)
+        -> Decision;
+
+    /// [`Algorithm::peek`].
+    fn peek_dyn(&self, state: &DynState, now: Nanos, cost: u64) -> Decision;
+
+    /// What [`reserve_dyn`](DynLimit::reserve_dyn) would answer, without changing
+    /// `state`: a peek when `max_wait` is 0 or the peek admits; otherwise a reserve on
+    /// a copy of the (unboxed) state.
+    fn decide_dyn(&self, state: &DynState, now: Nanos, cost: u64, max_wait: Nanos) -> Decision;
+
+    /// Pass 1 of a set's call. If no member has `refused` yet and the algorithm's
+    /// state is plain data (it owns no heap memory, so copying it cannot allocate),
+    /// copies `state` into `backup` and reserves: answers the decision and `true` if
+    /// allowed; a refusal leaves `state` as it was and answers `false`. Otherwise
+    /// answers [`decide_dyn`](DynLimit::decide_dyn) and `false`, changing nothing.
+    fn attempt_dyn(
+        &self,
+        state: &mut DynState,
+        backup: &mut DynState,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+        refused: bool,
+    ) -> (Decision, bool);
+
+    /// Puts back into `state` the copy that [`attempt_dyn`](DynLimit::attempt_dyn)
+    /// saved in `backup`, undoing its reservation exactly.
+    fn restore_dyn(&self, state: &mut DynState, backup: &DynState);
+
+    /// [`Algorithm::cancel`].
+    fn cancel_dyn(&self, state: &mut DynState, now: Nanos, grant: &Decision, acts_at: Nanos);
+
+    /// [`Algorithm::is_replenished`].
+    fn is_replenished_dyn(&self, state: &DynState, now: Nanos) -> bool;
+
+    /// A boxed copy of the configuration.
+    fn clone_dyn(&self) -> Box<dyn DynLimit>;
+}
+
+/// The answer to a step on a state of the wrong type.
+fn foreign() -> Decision {
+    Decision::never(0, 0, u64::MAX)
+}
+
+impl<A: Algorithm + Clone> DynLimit for A {
+    fn initial_dyn_state(&self, now: Nanos) -> DynState {
+        DynState::new(self.initial_state(now))
+    }
+
+    #[inline]
+    fn reserve_dyn(
+        &self,
+        state: &mut DynState,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+    ) -> Decision {
+        match state.downcast_mut::<A::State>() {
+            Some(state) => self.reserve(state, now, cost, max_wait),
+            None => foreign(),
+        }
+    }
+
+    #[inline]
+    fn peek_dyn(&self, state: &DynState, now: Nanos, cost: u64) -> Decision {
+        match state.downcast_ref::<A::State>() {
+            Some(state) => self.peek(state, now, cost),
+            None => foreign(),
+        }
+    }
+
+    #[inline]
+    fn decide_dyn(&self, state: &DynState, now: Nanos, cost: u64, max_wait: Nanos) -> Decision {
+        match state.downcast_ref::<A::State>() {
+            Some(state) => Step {
+                now,
+                cost,
+                max_wait,
+            }
+            .decide(self, state),
+            None => foreign(),
+        }
+    }
+
+    #[inline]
+    fn attempt_dyn(
+        &self,
+        state: &mut DynState,
+        backup: &mut DynState,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+        refused: bool,
+    ) -> (Decision, bool) {
+        if refused || !plain::<A::State>() {
+            return (self.decide_dyn(state, now, cost, max_wait), false);
+        }
+        let (Some(state), Some(backup)) = (
+            state.downcast_mut::<A::State>(),
+            backup.downcast_mut::<A::State>(),
+        ) else {
+            return (foreign(), false);
+        };
+        backup.clone_from(state);
+        let decision = self.reserve(state, now, cost, max_wait);
+        if decision.is_allowed() {
+            (decision, true)
+        } else {
+            state.clone_from(backup); // a refusal changes nothing; this makes sure of it
+            (decision, false)
+        }
+    }
+
+    #[inline]
+    fn restore_dyn(&self, state: &mut DynState, backup: &DynState) {
+        if let (Some(state), Some(backup)) = (
+            state.downcast_mut::<A::State>(),
+            backup.downcast_ref::<A::State>(),
+        ) {
+            state.clone_from(backup);
+        }
+    }
+
+    fn cancel_dyn(&self, state: &mut DynState, now: Nanos, grant: &Decision, acts_at: Nanos) {
+        if let Some(state) = state.downcast_mut::<A::State>() {
+            self.cancel(state, now, grant, acts_at);
+        }
+    }
+
+    fn is_replenished_dyn(&self, state: &DynState, now: Nanos) -> bool {
+        state
+            .downcast_ref::<A::State>()
+            .map_or(true, |state| self.is_replenished(state, now))
+    }
+
+    fn clone_dyn(&self) -> Box<dyn DynLimit> {
+        Box::new(self.clone())
+    }
+}
+
+/// Any number of limits, of any algorithms, chosen at run time, that must all admit
+/// a call. See the [module docs](super) for what a set guarantees and answers.
+///
+/// Members are indexed in the order they were added. A call costs each member one
+/// virtual call and one reserve on the allowed path (plus a peek for a member whose
+/// state owns heap memory), and allocates nothing; the state ([`LimitsState`])
+/// allocates two boxes per member (its state and pass 1's saved copy) when it is
+/// created. An empty set admits everything.
+///
+/// ```
+/// use sluicegate::algorithms::{Algorithm, Limits, SmoothBursty, SmoothWarmingUp};
+/// use std::time::Duration;
+/// let limits = Limits::new()
+///     .with(SmoothBursty::new(10.0).unwrap())
+///     .with(SmoothWarmingUp::new(2.0, Duration::from_secs(4)).unwrap());
+/// assert_eq!(limits.len(), 2);
+/// let mut state = limits.initial_state(0);
+/// assert!(limits.reserve(&mut state, 0, 1, 0).is_allowed());
+/// let refused = limits.reserve(&mut state, 0, 1, 0);
+/// assert_eq!(refused.limit_index(), 1); // the cold limiter: 1.375 s
+/// assert_eq!(refused.retry_after_nanos(), 1_375_000_000);
+/// ```
+#[derive(Default)]
+pub struct Limits {
+    members: Vec<Box<dyn DynLimit>>,
+}
+
+impl Limits {
+    /// An empty set, which admits every call.
+    pub fn new() -> Self {
+        Limits::default()
+    }
+
+    /// The set with `limit` added as its last member.
+    pub fn with<A: Algorithm + Clone>(mut self, limit: A) -> Self {
+        self.push(limit);
+        self
+    }
+
+    /// Adds `limit` as the last member. States made before this call belong to a
+    /// different set: steps on them answer never (see [`DynLimit`]).
+    pub fn push<A: Algorithm + Clone>(&mut self, limit: A) {
+        self.members.push(Box::new(limit));
+    }
+
+    /// A set of already boxed limits, in order.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{DynLimit, Limits, SmoothBursty};
+    /// let boxed: Vec<Box<dyn DynLimit>> = vec![Box::new(SmoothBursty::new(1.0).unwrap())];
+    /// assert_eq!(Limits::from_boxed(boxed).len(), 1);
+    /// ```
+    pub fn from_boxed(members: Vec<Box<dyn DynLimit>>) -> Self {
+        Limits { members }
+    }
+
+    /// The number of member limits.
+    pub fn len(&self) -> usize {
+        self.members.len()
+    }
+
+    /// True if the set has no member (and so admits everything).
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// The member limits, in order.
+    pub fn members(&self) -> &[Box<dyn DynLimit>] {
+        &self.members
+    }
+
+    /// Puts back the members pass 1 reserved in.
+    fn restore_taken(&self, state: &mut LimitsState) {
+        for (index, member) in self.members.iter().enumerate() {
+            if state.taken[index] {
+                member.restore_dyn(&mut state.members[index], &state.backups[index]);
+            }
+        }
+    }
+
+    /// True if `state` was made for a set of this many members.
+    fn fits(&self, state: &LimitsState) -> bool {
+        let n = self.members.len();
+        state.members.len() == n
+            && state.backups.len() == n
+            && state.grants.len() == n
+            && state.pending.len() == n
+            && state.taken.len() == n
+    }
+}
+
+impl Clone for Limits {
+    fn clone(&self) -> Self {
+        Limits {
+            members: self.members.iter().map(|m| m.clone_dyn()).collect(),
+        }
+    }
+}
+
+impl fmt::Debug for Limits {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Limits")
+            .field("members", &self.members.len())
+            .finish()
+    }
+}
+
+/// The state of a [`Limits`] set: one [`DynState`] per member, and what the set
+/// needs to forward a cancel of its last grant.
+///
+/// ```
+/// use sluicegate::algorithms::{Algorithm, Limits, SmoothBursty};
+/// use sluicegate::algorithms::smooth_bursty::BurstyState;
+/// let limits = Limits::new().with(SmoothBursty::new(1.0).unwrap());
+/// let state = limits.initial_state(0);
+/// assert!(state.member::<BurstyState>(0).is_some());
+/// assert!(state.member::<u64>(0).is_none());
+/// assert!(state.member::<BurstyState>(1).is_none());
+/// ```
+#[derive(Clone, Debug)]
+pub struct LimitsState {
+    members: Vec<DynState>,
+    /// Pass 1's saved copies of plain-data member states.
+    backups: Vec<DynState>,
+    /// The members' grants of the last grant (for cancel).
+    grants: Vec<Decision>,
+    /// This call's member decisions, swapped into `grants` on a grant.
+    pending: Vec<Decision>,
+    /// Which members pass 1 reserved in already.
+    taken: Vec<bool>,
+    last: LastGrant,
+}
+
+impl LimitsState {
+    /// The state of member `index`, if there is one and it is an `S`.
+    pub fn member<S: 'static>(&self, index: usize) -> Option<&S> {
+        self.members.get(index)?.downcast_ref()
+    }
+
+    /// The member states, in order.
+    pub fn members(&self) -> &[DynState] {
+        &self.members
+    }
+}
+
+impl Algorithm for Limits {
+    type State = LimitsState;
+
+    fn initial_state(&self, now: Nanos) -> LimitsState {
+        let members: Vec<DynState> = self
+            .members
+            .iter()
+            .map(|m| m.initial_dyn_state(now))
+            .collect();
+        let n = members.len();
+        LimitsState {
+            backups: members.clone(),
+            members,
+            grants: vec![Decision::never(0, 0, 0); n],
+            pending: vec![Decision::never(0, 0, 0); n],
+            taken: vec![false; n],
+            last: LastGrant::default(),
+        }
+    }
+
+    fn reserve(&self, state: &mut LimitsState, now: Nanos, cost: u64, max_wait: Nanos) -> Decision {
+        if !self.fits(state) {
+            return foreign();
+        }
+        let step = Step {
+            now,
+            cost,
+            max_wait,
+        };
+        let mut tally = Tally::default();
+        let mut refused = false;
+        for (index, member) in self.members.iter().enumerate() {
+            let (decision, taken) = member.attempt_dyn(
+                &mut state.members[index],
+                &mut state.backups[index],
+                now,
+                cost,
+                max_wait,
+                refused,
+            );
+            state.taken[index] = taken;
+            state.pending[index] = decision;
+            refused |= !decision.is_allowed();
+            tally.add(index, decision);
+        }
+        if refused {
+            self.restore_taken(state);
+            return tally.decision();
+        }
+        let mut broken = None;
+        for (index, member) in self.members.iter().enumerate() {
+            if !state.taken[index] {
+                let grant = member.reserve_dyn(&mut state.members[index], now, cost, max_wait);
+                if !grant.is_allowed() && broken.is_none() {
+                    broken = Some(grant.with_limit_index(index_u32(index)));
+                }
+                state.pending[index] = grant;
+            }
+        }
+        if let Some(refusal) = broken {
+            // A member broke its contract (see the module docs): undo the others.
+            self.restore_taken(state);
+            for (index, member) in self.members.iter().enumerate() {
+                let grant = state.pending[index];
+                if !state.taken[index] && grant.is_allowed() {
+                    member.cancel_dyn(&mut state.members[index], now, &grant, Nanos::MAX);
+                }
+            }
+            state.last.live = false;
+            return refusal;
+        }
+        std::mem::swap(&mut state.grants, &mut state.pending);
+        state.last.record(&step, tally.decision())
+    }
+
+    fn peek(&self, state: &LimitsState, now: Nanos, cost: u64) -> Decision {
+        if !self.fits(state) {
+            return foreign();
+        }
+        let mut tally = Tally::default();
+        for (index, (member, s)) in self.members.iter().zip(&state.members).enumerate() {
+            tally.add(index, member.peek_dyn(s, now, cost));
+        }
+        tally.decision()
+    }
+
+    fn cancel(&self, state: &mut LimitsState, now: Nanos, grant: &Decision, acts_at: Nanos) {
+        if !self.fits(state) || !state.last.take_for_cancel(now, grant, acts_at) {
+            return;
+        }
+        for ((member, s), g) in self
+            .members
+            .iter()
+            .zip(&mut state.members)
+            .zip(&state.grants)
+        {
+            member.cancel_dyn(s, now, g, acts_at);
+        }
+    }
+
+    fn is_replenished(&self, state: &LimitsState, now: Nanos) -> bool {
+        !self.fits(state)
+            || self
+                .members
+                .iter()
+                .zip(&state.members)
+                .all(|(member, s)| member.is_replenished_dyn(s, now))
+    }
+}
