@@ -19,10 +19,16 @@
 //! reserve the future, sleeping for `retry_after` and trying again).
 
 mod decision;
+pub mod fixed_window;
+pub mod leaky_bucket;
+pub mod sliding_window_counter;
 pub mod smooth_bursty;
 pub mod smooth_warming_up;
 
 pub use decision::{Decision, Verdict};
+pub use fixed_window::FixedWindow;
+pub use leaky_bucket::{LeakyBucket, LeakyMode};
+pub use sliding_window_counter::{Counting, Rounding, SlidingWindowCounter};
 pub use smooth_bursty::SmoothBursty;
 pub use smooth_warming_up::SmoothWarmingUp;
 

@@ -286,3 +286,15 @@ where
 {
     cell.reconfigure(&|algorithm, state| algorithm.set_rate(state, now, rate))
 }
+
+impl Storable for crate::algorithms::LeakyBucket {
+    type Cell = WordCell<crate::algorithms::LeakyBucket>;
+}
+
+impl Storable for crate::algorithms::FixedWindow {
+    type Cell = WordCell<crate::algorithms::FixedWindow>;
+}
+
+impl Storable for crate::algorithms::SlidingWindowCounter {
+    type Cell = LockedCell<crate::algorithms::SlidingWindowCounter>;
+}
