@@ -133,14 +133,16 @@ impl Ticks {
         u64::try_from(ticks).unwrap_or(u64::MAX)
     }
 
-    /// A span of ticks in nanoseconds, rounded up, so that after waiting it at least
-    /// that many ticks have passed.
+    /// The first instant, in nanoseconds, whose reading is at least `tick` ticks:
+    /// `⌈tick × den / num⌉`. Durations are computed as `at(target) − now` rather than
+    /// by converting a span, so that rounding `now` down and a span up never add up to
+    /// a nanosecond late.
     #[inline]
-    fn to_nanos(self, ticks: u128) -> Nanos {
+    fn at(self, tick: u128) -> Nanos {
         let nanos = if self.num == self.den {
-            ticks
+            tick
         } else {
-            (ticks * u128::from(self.den)).div_ceil(u128::from(self.num))
+            (tick * u128::from(self.den)).div_ceil(u128::from(self.num))
         };
         u64::try_from(nanos).unwrap_or(u64::MAX)
     }
@@ -313,35 +315,32 @@ impl Algorithm for LeakyBucket {
         let limit = u64::from(self.capacity);
         let now_ticks = ticks.from_nanos(now);
         let start = state.tat.max(now_ticks);
+        let until = |tick: u128| ticks.at(tick).saturating_sub(now);
         let backlog = u128::from(start - now_ticks);
         let capacity = u128::from(self.capacity) * per_permit;
         let free = u64::try_from(capacity.saturating_sub(backlog) / per_permit).unwrap_or(0);
         let charge = u128::from(cost) * per_permit;
         let end = u128::from(start) + charge;
         if charge > capacity || end > u128::from(u64::MAX) {
-            return Decision::never(limit, free, ticks.to_nanos(backlog));
+            return Decision::never(limit, free, until(start.into()));
         }
         let level = backlog + charge;
         let wait = match self.mode {
             LeakyMode::Meter => 0,
-            LeakyMode::Queue => ticks.to_nanos(backlog),
+            LeakyMode::Queue => until(start.into()),
         };
         if level > capacity || wait > max_wait {
-            // When the bucket will have drained enough, and (queue) when the wait
-            // will have shrunk to what the caller accepts.
-            let drained = if level > capacity {
-                ticks.to_nanos(level - capacity)
-            } else {
-                0
-            };
+            // When the bucket will have drained enough (level ≤ capacity once
+            // `now` reaches end − capacity), and (queue) when the wait will have
+            // shrunk to what the caller accepts.
+            let drained = until(end - capacity.min(end));
             let retry = drained.max(wait.saturating_sub(max_wait));
-            return Decision::denied(limit, free, retry, ticks.to_nanos(backlog));
+            return Decision::denied(limit, free, retry, until(start.into()));
         }
         // `end` fits in u64 (checked above) and `charge` ≤ `end`.
-        let end = end as u64;
-        state.tat = end;
+        state.tat = end as u64;
         let remaining = u64::try_from((capacity - level) / per_permit).unwrap_or(0);
-        Decision::allowed_after(wait, limit, remaining, ticks.to_nanos(level))
+        Decision::allowed_after(wait, limit, remaining, until(end))
             .with_grant(end as i64, charge as u64)
     }
 
@@ -416,7 +415,10 @@ mod tests {
         assert_eq!(ticks.per_permit, 333_333_334);
         // Three permits are exactly one second of ticks.
         assert_eq!(ticks.from_nanos(SECOND), 3 * ticks.per_permit);
-        assert_eq!(ticks.to_nanos(3 * u128::from(ticks.per_permit)), SECOND);
+        assert_eq!(ticks.at(3 * u128::from(ticks.per_permit)), SECOND);
+        // The first nanosecond that reads at least one permit of ticks is ⌈1e9/3⌉.
+        assert_eq!(ticks.at(u128::from(ticks.per_permit)), 333_333_334);
+        assert_eq!(ticks.from_nanos(333_333_333), ticks.per_permit - 1);
     }
 
     #[test]
