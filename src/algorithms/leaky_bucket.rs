@@ -35,7 +35,9 @@
 //!   [`cancel`](Algorithm::cancel).
 //!
 //! Either way no more than `b + r × t` permits are granted over any span `t` (for
-//! the queue, counting by the time each caller acts, even `1 + r × t` calls start).
+//! the queue, counted at the time each caller acts). When the interval is not a whole
+//! number of nanoseconds the bound is `b + r × (t + 1 ns)`: `now` is read to the tick
+//! below it (under a nanosecond), an error that never accumulates.
 //!
 //! # Driftless
 //!
