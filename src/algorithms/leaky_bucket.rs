@@ -125,9 +125,9 @@ struct Ticks {
 }
 
 impl Ticks {
-    /// `now` in ticks, rounded down.
+    /// The clock reading `nanos` in ticks, rounded down.
     #[inline]
-    fn from_nanos(self, nanos: Nanos) -> u64 {
+    fn reading(self, nanos: Nanos) -> u64 {
         if self.num == self.den {
             return nanos;
         }
@@ -277,7 +277,7 @@ impl LeakyBucket {
     /// ```
     pub fn level(&self, state: &LeakyState, now: Nanos) -> u64 {
         let ticks = self.ticks();
-        let backlog = state.tat.saturating_sub(ticks.from_nanos(now));
+        let backlog = state.tat.saturating_sub(ticks.reading(now));
         backlog.div_ceil(ticks.per_permit)
     }
 
@@ -306,7 +306,7 @@ impl Algorithm for LeakyBucket {
 
     fn initial_state(&self, now: Nanos) -> LeakyState {
         LeakyState {
-            tat: self.ticks().from_nanos(now),
+            tat: self.ticks().reading(now),
         }
     }
 
@@ -315,7 +315,7 @@ impl Algorithm for LeakyBucket {
         let ticks = self.ticks();
         let per_permit = u128::from(ticks.per_permit);
         let limit = u64::from(self.capacity);
-        let now_ticks = ticks.from_nanos(now);
+        let now_ticks = ticks.reading(now);
         let start = state.tat.max(now_ticks);
         let until = |tick: u128| ticks.at(tick).saturating_sub(now);
         let backlog = u128::from(start - now_ticks);
@@ -358,12 +358,12 @@ impl Algorithm for LeakyBucket {
         if restore == 0 {
             return;
         }
-        let now_ticks = self.ticks().from_nanos(now);
+        let now_ticks = self.ticks().reading(now);
         state.tat = state.tat.saturating_sub(restore).max(now_ticks);
     }
 
     fn is_replenished(&self, state: &LeakyState, now: Nanos) -> bool {
-        state.tat <= self.ticks().from_nanos(now)
+        state.tat <= self.ticks().reading(now)
     }
 }
 
@@ -416,11 +416,11 @@ mod tests {
         let ticks = bucket.ticks();
         assert_eq!(ticks.per_permit, 333_333_334);
         // Three permits are exactly one second of ticks.
-        assert_eq!(ticks.from_nanos(SECOND), 3 * ticks.per_permit);
+        assert_eq!(ticks.reading(SECOND), 3 * ticks.per_permit);
         assert_eq!(ticks.at(3 * u128::from(ticks.per_permit)), SECOND);
         // The first nanosecond that reads at least one permit of ticks is ⌈1e9/3⌉.
         assert_eq!(ticks.at(u128::from(ticks.per_permit)), 333_333_334);
-        assert_eq!(ticks.from_nanos(333_333_333), ticks.per_permit - 1);
+        assert_eq!(ticks.reading(333_333_333), ticks.per_permit - 1);
     }
 
     #[test]
@@ -429,7 +429,7 @@ mod tests {
         assert_eq!(bucket.interval(), (600_000_000, 1));
         let ticks = bucket.ticks();
         assert_eq!((ticks.num, ticks.den), (1, 1));
-        assert_eq!(ticks.from_nanos(12_345), 12_345);
+        assert_eq!(ticks.reading(12_345), 12_345);
     }
 
     #[test]

@@ -233,15 +233,29 @@ impl SlidingWindowCounter {
         }
     }
 
-    /// The previous count's weight at `elapsed`, rounded to whole permits.
+    /// The previous count's weight at `elapsed`, rounded to whole permits (at most
+    /// `previous`). Stays in u64 arithmetic when the product fits, which is the
+    /// common case and much cheaper than a 128-bit division.
     #[inline]
-    fn weighted(&self, previous: u64, elapsed: u64) -> u128 {
+    fn weighted(&self, previous: u64, elapsed: u64) -> u64 {
+        if previous == 0 {
+            return 0;
+        }
+        let rest = self.len - elapsed;
+        if let Some(weighted) = previous.checked_mul(rest) {
+            return match self.rounding {
+                Rounding::Exact => weighted.div_ceil(self.len),
+                Rounding::Floor => weighted / self.len,
+            };
+        }
         let len = u128::from(self.len);
-        let weighted = u128::from(previous) * (len - u128::from(elapsed));
-        match self.rounding {
+        let weighted = u128::from(previous) * u128::from(rest);
+        let rounded = match self.rounding {
             Rounding::Exact => weighted.div_ceil(len),
             Rounding::Floor => weighted / len,
-        }
+        };
+        // rest ≤ len, so the weight is at most `previous`.
+        u64::try_from(rounded).unwrap_or(previous)
     }
 
     /// The first elapsed time in a window at which a previous count of `previous`
@@ -256,7 +270,11 @@ impl SlidingWindowCounter {
             Rounding::Exact => u128::from(room) * len,
             Rounding::Floor => (u128::from(room) + 1) * len - 1,
         };
-        let span = allowance / u128::from(previous);
+        // The longest unelapsed part that still fits; u64 division when it can.
+        let span = match u64::try_from(allowance) {
+            Ok(allowance) => u128::from(allowance / previous),
+            Err(_) => allowance / u128::from(previous),
+        };
         let first = len.saturating_sub(span);
         (first < len).then_some(first as u64)
     }
@@ -316,7 +334,7 @@ impl Algorithm for SlidingWindowCounter {
         // Durations are measured from the state's point; `behind` is how far `now`
         // lies before it when time went backwards (0 otherwise).
         let behind = rolled.start.saturating_add(elapsed).saturating_sub(now);
-        let used = self.weighted(rolled.previous, elapsed) + u128::from(rolled.current);
+        let used = u128::from(self.weighted(rolled.previous, elapsed)) + u128::from(rolled.current);
         let remaining = u64::try_from(u128::from(self.limit).saturating_sub(used)).unwrap_or(0);
         if cost > self.limit {
             let reset = self.reset_after(&rolled, elapsed);
