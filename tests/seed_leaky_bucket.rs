@@ -250,8 +250,8 @@ fn driftless_three_per_second_for_a_million_seconds() {
     });
     assert_eq!(exact, 3 * 1_000_000 + 3);
 
-    // The same caller against an interval rounded to whole microseconds (333 333 µs,
-    // as Guava's stableIntervalMicros truncates it) drifts: a third of a microsecond
+    // The same caller against an interval truncated to whole microseconds (333 333
+    // µs, as Guava truncates each reservation) drifts: a third of a microsecond
     // per permit is one second, 3 permits, gained per million seconds.
     assert_eq!(
         saturate(HORIZON, naive(333_333_000, 3)),

@@ -44,8 +44,8 @@
 //! An interval such as 1/3 s is not a whole number of nanoseconds. Rounding it to
 //! 333 333 333 ns loses a third of a nanosecond per permit: over 3 × 10⁹ permits (a
 //! billion seconds at 3 per second) the bucket drains one full second early and grants
-//! 3 permits too many; rounding to microseconds, as Guava's `stableIntervalMicros`
-//! does, gains 3 permits in every million seconds. Here the rate is kept as the exact
+//! 3 permits too many; truncating to whole microseconds, as Guava does to each
+//! reservation, gains 3 permits in every million seconds. Here the rate is kept as the exact
 //! fraction `count / period` (reduced), and time inside the state is counted in
 //! *ticks*: each interval is split into `K = ⌈interval⌉` equal ticks, so a tick is a
 //! little under one nanosecond (between 0.5 and 1 ns) and one permit is exactly `K`
@@ -147,6 +147,16 @@ impl Ticks {
             (tick * u128::from(self.den)).div_ceil(u128::from(self.num))
         };
         u64::try_from(nanos).unwrap_or(u64::MAX)
+    }
+}
+
+/// How many whole permits `ticks` hold (at most the capacity, so it fits a u64);
+/// a 64-bit division whenever the ticks fit, which is far cheaper than 128-bit.
+#[inline]
+fn whole_permits(ticks: u128, per_permit: u64) -> u64 {
+    match u64::try_from(ticks) {
+        Ok(ticks) => ticks / per_permit,
+        Err(_) => u64::try_from(ticks / u128::from(per_permit)).unwrap_or(u64::MAX),
     }
 }
 
@@ -320,11 +330,11 @@ impl Algorithm for LeakyBucket {
         let until = |tick: u128| ticks.at(tick).saturating_sub(now);
         let backlog = u128::from(start - now_ticks);
         let capacity = u128::from(self.capacity) * per_permit;
-        let free = u64::try_from(capacity.saturating_sub(backlog) / per_permit).unwrap_or(0);
+        let free = || whole_permits(capacity.saturating_sub(backlog), ticks.per_permit);
         let charge = u128::from(cost) * per_permit;
         let end = u128::from(start) + charge;
         if charge > capacity || end > u128::from(u64::MAX) {
-            return Decision::never(limit, free, until(start.into()));
+            return Decision::never(limit, free(), until(start.into()));
         }
         let level = backlog + charge;
         let wait = match self.mode {
@@ -337,11 +347,11 @@ impl Algorithm for LeakyBucket {
             // shrunk to what the caller accepts.
             let drained = until(end - capacity.min(end));
             let retry = drained.max(wait.saturating_sub(max_wait));
-            return Decision::denied(limit, free, retry, until(start.into()));
+            return Decision::denied(limit, free(), retry, until(start.into()));
         }
         // `end` fits in u64 (checked above) and `charge` ≤ `end`.
         state.tat = end as u64;
-        let remaining = u64::try_from((capacity - level) / per_permit).unwrap_or(0);
+        let remaining = whole_permits(capacity - level, ticks.per_permit);
         Decision::allowed_after(wait, limit, remaining, until(end))
             .with_grant(end as i64, charge as u64)
     }

@@ -47,8 +47,8 @@
 //!
 //! With [`Rounding::Exact`] and either counting, over the window of length `len`
 //! ending at any instant, at most `limit + previous × f` permits are granted, where
-//! `previous` is the previous fixed window's count and `f` the elapsed fraction of the
-//! current one; so never more than `2 × limit − 1` in any span of `len` (the fixed
+//! `previous` is the number granted in the previous fixed window and `f` the elapsed
+//! fraction of the current one; so never more than `2 × limit − 1` in any span of `len` (the fixed
 //! window's worst case), and only when the previous window's traffic bunched at its
 //! end. When it was spread evenly the estimate is the true count. [`Rounding::Floor`]
 //! allows one permit more: fewer than `limit + 1 + previous × f`, at most `2 × limit`.
