@@ -124,27 +124,53 @@ struct Ticks {
     den: u64,
 }
 
+/// A clock reading in ticks: `ticks = ⌊nanos × num / den⌋`, and the remainder
+/// `nanos × num mod den` that the rounding dropped (0 when a tick is a nanosecond).
+#[derive(Clone, Copy, Debug)]
+struct Reading {
+    ticks: u64,
+    dropped: u64,
+}
+
 impl Ticks {
     /// The clock reading `nanos` in ticks, rounded down.
     #[inline]
     fn reading(self, nanos: Nanos) -> u64 {
-        if self.num == self.den {
-            return nanos;
-        }
-        let ticks = u128::from(nanos) * u128::from(self.num) / u128::from(self.den);
-        u64::try_from(ticks).unwrap_or(u64::MAX)
+        self.read(nanos).ticks
     }
 
-    /// The first instant, in nanoseconds, whose reading is at least `tick` ticks:
-    /// `⌈tick × den / num⌉`. Durations are computed as `at(target) − now` rather than
-    /// by converting a span, so that rounding `now` down and a span up never add up to
-    /// a nanosecond late.
     #[inline]
-    fn at(self, tick: u128) -> Nanos {
-        let nanos = if self.num == self.den {
-            tick
-        } else {
-            (tick * u128::from(self.den)).div_ceil(u128::from(self.num))
+    fn read(self, nanos: Nanos) -> Reading {
+        if self.num == self.den {
+            return Reading {
+                ticks: nanos,
+                dropped: 0,
+            };
+        }
+        let scaled = u128::from(nanos) * u128::from(self.num);
+        let den = u128::from(self.den);
+        Reading {
+            ticks: u64::try_from(scaled / den).unwrap_or(u64::MAX),
+            dropped: (scaled % den) as u64,
+        }
+    }
+
+    /// How long after the reading `now` the clock first reads at least `target`
+    /// ticks: the smallest `t` with `dropped + t × num ≥ (target − now) × den`. Exact,
+    /// so that rounding `now` down never makes a wait a nanosecond late, and in 64-bit
+    /// arithmetic whenever it fits (the common case).
+    #[inline]
+    fn until(self, now: Reading, target: u128) -> Nanos {
+        let Some(delta) = target.checked_sub(u128::from(now.ticks)).filter(|&d| d > 0) else {
+            return 0;
+        };
+        if self.num == self.den {
+            return u64::try_from(delta).unwrap_or(u64::MAX);
+        }
+        let need = delta * u128::from(self.den) - u128::from(now.dropped);
+        let nanos = match u64::try_from(need) {
+            Ok(need) => u128::from(need.div_ceil(self.num)),
+            Err(_) => need.div_ceil(u128::from(self.num)),
         };
         u64::try_from(nanos).unwrap_or(u64::MAX)
     }
@@ -325,9 +351,10 @@ impl Algorithm for LeakyBucket {
         let ticks = self.ticks();
         let per_permit = u128::from(ticks.per_permit);
         let limit = u64::from(self.capacity);
-        let now_ticks = ticks.reading(now);
+        let reading = ticks.read(now);
+        let now_ticks = reading.ticks;
         let start = state.tat.max(now_ticks);
-        let until = |tick: u128| ticks.at(tick).saturating_sub(now);
+        let until = |tick: u128| ticks.until(reading, tick);
         let backlog = u128::from(start - now_ticks);
         let capacity = u128::from(self.capacity) * per_permit;
         let free = || whole_permits(capacity.saturating_sub(backlog), ticks.per_permit);
@@ -427,9 +454,18 @@ mod tests {
         assert_eq!(ticks.per_permit, 333_333_334);
         // Three permits are exactly one second of ticks.
         assert_eq!(ticks.reading(SECOND), 3 * ticks.per_permit);
-        assert_eq!(ticks.at(3 * u128::from(ticks.per_permit)), SECOND);
-        // The first nanosecond that reads at least one permit of ticks is ⌈1e9/3⌉.
-        assert_eq!(ticks.at(u128::from(ticks.per_permit)), 333_333_334);
+        let zero = ticks.read(0);
+        assert_eq!(ticks.until(zero, 3 * u128::from(ticks.per_permit)), SECOND);
+        // The first nanosecond that reads at least one permit of ticks is ⌈1e9/3⌉,
+        // from any reading before it.
+        for from in [0, 1, 333_333_332, 333_333_333] {
+            let waited = ticks.until(ticks.read(from), u128::from(ticks.per_permit));
+            assert_eq!(from + waited, 333_333_334);
+        }
+        assert_eq!(
+            ticks.until(ticks.read(333_333_334), u128::from(ticks.per_permit)),
+            0
+        );
         assert_eq!(ticks.reading(333_333_333), ticks.per_permit - 1);
     }
 
