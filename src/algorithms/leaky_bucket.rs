@@ -147,6 +147,17 @@ impl Ticks {
                 dropped: 0,
             };
         }
+        // num = den + excess with excess < count, so ticks = nanos + ⌊nanos × excess /
+        // den⌋ and the dropped remainder is that of nanos × excess: one 64-bit
+        // division whenever nanos × excess fits (always, for small counts), instead of
+        // a 128-bit one.
+        let excess = self.num - self.den;
+        if let Some(scaled) = nanos.checked_mul(excess) {
+            return Reading {
+                ticks: nanos.saturating_add(scaled / self.den),
+                dropped: scaled % self.den,
+            };
+        }
         let scaled = u128::from(nanos) * u128::from(self.num);
         let den = u128::from(self.den);
         Reading {
@@ -378,7 +389,12 @@ impl Algorithm for LeakyBucket {
         }
         // `end` fits in u64 (checked above) and `charge` ≤ `end`.
         state.tat = end as u64;
-        let remaining = whole_permits(capacity - level, ticks.per_permit);
+        let remaining = if backlog == 0 {
+            // An idle bucket: no division needed.
+            limit - cost
+        } else {
+            whole_permits(capacity - level, ticks.per_permit)
+        };
         Decision::allowed_after(wait, limit, remaining, until(end))
             .with_grant(end as i64, charge as u64)
     }
@@ -467,6 +483,22 @@ mod tests {
             0
         );
         assert_eq!(ticks.reading(333_333_333), ticks.per_permit - 1);
+    }
+
+    #[test]
+    fn the_64_bit_and_128_bit_readings_agree() {
+        // 2³² − 1 per 2⁶² ns: the excess is large, so late readings take the 128-bit
+        // path; both must agree with the plain formula.
+        for count in [3, 7, 1_000_003, u64::from(u32::MAX)] {
+            let bucket = LeakyBucket::meter(1, count, Duration::from_nanos(1 << 62)).unwrap();
+            let ticks = bucket.ticks();
+            for nanos in [0, 1, 12_345_678_901, 1 << 40, 1 << 62, u64::MAX / 3] {
+                let scaled = u128::from(nanos) * u128::from(ticks.num);
+                let read = ticks.read(nanos);
+                assert_eq!(u128::from(read.ticks), scaled / u128::from(ticks.den));
+                assert_eq!(u128::from(read.dropped), scaled % u128::from(ticks.den));
+            }
+        }
     }
 
     #[test]
