@@ -115,11 +115,18 @@ impl FixedWindow {
     }
 
     /// The limit per window, in permits.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::FixedWindow;
+    /// use std::time::Duration;
+    /// let window = FixedWindow::new(3, Duration::from_secs(60)).unwrap();
+    /// assert_eq!((window.limit(), window.window()), (3, Duration::from_secs(60)));
+    /// ```
     pub fn limit(&self) -> u64 {
         self.limit
     }
 
-    /// The window length.
+    /// The window length (see [`limit`](FixedWindow::limit) for an example).
     pub fn window(&self) -> Duration {
         Duration::from_nanos(self.len)
     }

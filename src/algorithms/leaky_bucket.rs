@@ -289,23 +289,46 @@ impl LeakyBucket {
     }
 
     /// The capacity, in permits.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{LeakyBucket, LeakyMode};
+    /// use std::time::Duration;
+    /// let queue = LeakyBucket::queue(5, 2, Duration::from_secs(1)).unwrap();
+    /// assert_eq!((queue.capacity(), queue.mode()), (5, LeakyMode::Queue));
+    /// ```
     pub fn capacity(&self) -> u64 {
         u64::from(self.capacity)
     }
 
-    /// Meter or queue.
+    /// Meter or queue (see [`capacity`](LeakyBucket::capacity) for an example).
     pub fn mode(&self) -> LeakyMode {
         self.mode
     }
 
     /// The rate in permits per second (for display: the bucket itself computes
     /// with the exact fraction).
+    ///
+    /// ```
+    /// use sluicegate::algorithms::LeakyBucket;
+    /// use std::time::Duration;
+    /// let meter = LeakyBucket::meter(1, 100, Duration::from_secs(60)).unwrap();
+    /// assert!((meter.rate() - 100.0 / 60.0).abs() < 1e-12);
+    /// ```
     pub fn rate(&self) -> f64 {
         f64::from(self.count) * 1e9 / self.period as f64
     }
 
     /// The drain interval as an exact fraction of nanoseconds: `(numerator,
-    /// denominator)`, reduced. `(1_000_000_000, 3)` for 3 per second.
+    /// denominator)`, reduced.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::LeakyBucket;
+    /// use std::time::Duration;
+    /// let third = LeakyBucket::meter(1, 3, Duration::from_secs(1)).unwrap();
+    /// assert_eq!(third.interval(), (1_000_000_000, 3));
+    /// let whole = LeakyBucket::meter(1, 100, Duration::from_secs(60)).unwrap();
+    /// assert_eq!(whole.interval(), (600_000_000, 1));
+    /// ```
     pub fn interval(&self) -> (u64, u64) {
         (self.period, u64::from(self.count))
     }

@@ -163,29 +163,73 @@ impl SlidingWindowCounter {
     }
 
     /// The same limit with another [`Rounding`] of the weighted previous count.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, Rounding, SlidingWindowCounter};
+    /// use std::time::Duration;
+    /// let exact = SlidingWindowCounter::new(3, Duration::from_secs(60)).unwrap();
+    /// let floor = exact.with_rounding(Rounding::Floor);
+    /// let mut state = exact.initial_state(0);
+    /// exact.reserve(&mut state, 0, 3, 0);
+    /// // 30 s into the next minute the previous 3 weigh 1.5: 1.5 + 2 > 3 ≥ ⌊1.5⌋ + 2.
+    /// assert!(!exact.peek(&state, 90_000_000_000, 2).is_allowed());
+    /// assert!(floor.peek(&state, 90_000_000_000, 2).is_allowed());
+    /// ```
     pub fn with_rounding(mut self, rounding: Rounding) -> Self {
         self.rounding = rounding;
         self
     }
 
     /// The same limit with another [`Counting`] of refused calls.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, Counting, SlidingWindowCounter};
+    /// use std::time::Duration;
+    /// let counter = SlidingWindowCounter::new(1, Duration::from_secs(60))
+    ///     .unwrap()
+    ///     .with_counting(Counting::Attempts);
+    /// let mut state = counter.initial_state(0);
+    /// counter.reserve(&mut state, 0, 1, 0);
+    /// assert!(!counter.reserve(&mut state, 0, 1, 0).is_allowed());
+    /// assert_eq!(counter.counts(&state, 0), (0, 2)); // the refused call counted
+    /// ```
     pub fn with_counting(mut self, counting: Counting) -> Self {
         self.counting = counting;
         self
     }
 
     /// The limit per sliding window, in permits.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::SlidingWindowCounter;
+    /// use std::time::Duration;
+    /// let counter = SlidingWindowCounter::new(100, Duration::from_secs(60)).unwrap();
+    /// assert_eq!((counter.limit(), counter.window()), (100, Duration::from_secs(60)));
+    /// ```
     pub fn limit(&self) -> u64 {
         self.limit
     }
 
-    /// The window length.
+    /// The window length (see [`limit`](SlidingWindowCounter::limit) for an
+    /// example).
     pub fn window(&self) -> Duration {
         Duration::from_nanos(self.len)
     }
 
     /// The counts `(previous, current)` of the previous and current fixed windows as
-    /// of `now`.
+    /// of `now` (a window that has ended becomes the previous one; older ones are
+    /// forgotten).
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, SlidingWindowCounter};
+    /// use std::time::Duration;
+    /// let counter = SlidingWindowCounter::new(10, Duration::from_secs(60)).unwrap();
+    /// let mut state = counter.initial_state(0);
+    /// counter.reserve(&mut state, 0, 4, 0);
+    /// assert_eq!(counter.counts(&state, 0), (0, 4));
+    /// assert_eq!(counter.counts(&state, 60_000_000_000), (4, 0));
+    /// assert_eq!(counter.counts(&state, 120_000_000_000), (0, 0));
+    /// ```
     pub fn counts(&self, state: &SlidingWindowState, now: Nanos) -> (u64, u64) {
         let (state, _) = self.roll(state, now);
         (state.previous, state.current)
