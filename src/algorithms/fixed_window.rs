@@ -6,8 +6,9 @@
 //! `[k × len, (k + 1) × len)`. Each window has a counter; a call of cost `c` is
 //! allowed if the counter plus `c` stays within the limit, and then adds `c`. A new
 //! window starts at zero. Only the current window's counter matters, so the state is
-//! the window's start and its count, added into one word (`start + count`: the start
-//! is a multiple of `len` and the count is below `len`, so both can be read back).
+//! the window's index and its count, packed into one word (the count in the low bits,
+//! as many as the limit needs). A call in the same window as the last one costs no
+//! division: the window's start is `index × len`, compared with `now`.
 //!
 //! ```text
 //!   limit 3 per 60 s (seed 001)
@@ -35,9 +36,10 @@
 //! # Edges
 //!
 //! * A cost above the limit is answered [`Verdict::Never`](super::Verdict::Never).
-//! * A window is at least 1 ns and at most about 292 years, and the limit is below
-//!   the window's length in nanoseconds (fewer than one permit per nanosecond: 3 per
-//!   minute and 10⁹ − 1 per second are fine). Anything else is a typed error.
+//! * A window is at least 1 ns and at most about 292 years, and the limit must fit
+//!   beside the largest window index in 64 bits: it may be up to about half the
+//!   window's length in nanoseconds (3 per minute and 2²⁸ − 1 per second are fine).
+//!   Anything else is a typed error.
 //! * Time that appears to go backwards stays in the latest window seen, so it grants
 //!   nothing.
 
@@ -68,13 +70,17 @@ pub struct FixedWindow {
     limit: u64,
 }
 
-/// The state of a [`FixedWindow`]: one word, `window start + count`, where the
-/// window start is the window's first nanosecond (a multiple of the window length)
-/// and the count the permits it granted. Since a limit is below the window length in
-/// nanoseconds, the two never overlap; read them with [`FixedWindow::count`].
+/// The state of a [`FixedWindow`]: one word, the index `k` of the window last counted
+/// in (`[k × len, (k + 1) × len)`) above the permits it granted, in as many low bits
+/// as the limit needs. Read it with [`FixedWindow::count`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FixedWindowState {
     word: u64,
+}
+
+/// Bits needed to write `value`.
+fn bits(value: u64) -> u32 {
+    u64::BITS - value.leading_zeros()
 }
 
 impl FixedWindow {
@@ -82,8 +88,8 @@ impl FixedWindow {
     ///
     /// # Errors
     /// [`Error::InvalidDuration`] for a zero window or one above about 292 years;
-    /// [`Error::InvalidCount`] for a zero limit, or one not below the window length
-    /// in nanoseconds.
+    /// [`Error::InvalidCount`] for a zero limit, or one too large to pack beside the
+    /// window index in 64 bits (about half the window length in nanoseconds).
     ///
     /// ```
     /// use sluicegate::algorithms::FixedWindow;
@@ -101,11 +107,11 @@ impl FixedWindow {
                 requirement: "positive",
             });
         }
-        if limit == 0 || limit >= len_nanos {
+        if limit == 0 || bits(u64::MAX / len_nanos) + bits(limit) > u64::BITS {
             return Err(Error::InvalidCount {
                 what: "limit",
                 value: limit,
-                requirement: "between 1 and the window length in nanoseconds minus 1",
+                requirement: "positive and small enough to pack beside the window index in 64 bits (about half the window length in nanoseconds at most)",
             });
         }
         Ok(FixedWindow {
@@ -144,21 +150,38 @@ impl FixedWindow {
     /// assert_eq!(window.count(&state, 60_000_000_000), 0);
     /// ```
     pub fn count(&self, state: &FixedWindowState, now: Nanos) -> u64 {
-        self.current(state, now).1
+        self.current(state, now).2
     }
 
-    /// The window start and count as of `now`: a later window starts from zero; an
-    /// earlier `now` (time going backwards) stays in the latest window seen.
+    /// How many low bits of the state word hold the count. At most 62: the
+    /// constructor checked that the largest window index needs at least 2 bits.
     #[inline]
-    fn current(&self, state: &FixedWindowState, now: Nanos) -> (u64, u64) {
-        let start = now - now % self.len;
-        if state.word < start {
-            (start, 0)
-        } else if state.word - start < self.len {
-            (start, state.word - start)
+    fn shift(&self) -> u32 {
+        bits(self.limit)
+    }
+
+    #[inline]
+    fn pack(&self, index: u64, count: u64) -> FixedWindowState {
+        FixedWindowState {
+            word: index << self.shift() | count,
+        }
+    }
+
+    /// The window index, its start and its count as of `now`: a later window starts
+    /// from zero; an earlier `now` (time going backwards) stays in the latest window
+    /// seen. Only a move to a later window divides.
+    #[inline]
+    fn current(&self, state: &FixedWindowState, now: Nanos) -> (u64, u64, u64) {
+        let shift = self.shift();
+        let index = state.word >> shift;
+        let count = state.word & ((1 << shift) - 1);
+        // index ≤ u64::MAX / len, so this does not overflow.
+        let start = index * self.len;
+        if now >= start && now - start >= self.len {
+            let index = now / self.len;
+            (index, index * self.len, 0)
         } else {
-            let stored = state.word - state.word % self.len;
-            (stored, state.word - stored)
+            (index, start, count)
         }
     }
 }
@@ -167,9 +190,7 @@ impl Algorithm for FixedWindow {
     type State = FixedWindowState;
 
     fn initial_state(&self, now: Nanos) -> FixedWindowState {
-        FixedWindowState {
-            word: now - now % self.len,
-        }
+        self.pack(now / self.len, 0)
     }
 
     #[inline]
@@ -182,7 +203,7 @@ impl Algorithm for FixedWindow {
     ) -> Decision {
         // A window counter cannot promise future capacity: a grant is immediate or a
         // denial with the exact time the window rolls over.
-        let (start, count) = self.current(state, now);
+        let (index, start, count) = self.current(state, now);
         let until_end = start.saturating_add(self.len).saturating_sub(now);
         let remaining = self.limit - count;
         let reset = if count == 0 { 0 } else { until_end };
@@ -192,11 +213,7 @@ impl Algorithm for FixedWindow {
         if cost > remaining {
             return Decision::denied(self.limit, remaining, until_end, reset);
         }
-        // Below `start + len`, except in the last partial window before u64::MAX ns.
-        let Some(word) = start.checked_add(count + cost) else {
-            return Decision::never(self.limit, remaining, reset);
-        };
-        state.word = word;
+        *state = self.pack(index, count + cost);
         Decision::allowed(self.limit, remaining - cost, until_end)
     }
 
@@ -239,11 +256,14 @@ mod tests {
             FixedWindow::new(0, minute),
             Err(Error::InvalidCount { .. })
         ));
+        // u64::MAX / 10 needs 61 bits, which leaves 3 for the count.
         assert!(matches!(
-            FixedWindow::new(10, Duration::from_nanos(10)),
+            FixedWindow::new(8, Duration::from_nanos(10)),
             Err(Error::InvalidCount { .. })
         ));
-        assert!(FixedWindow::new(9, Duration::from_nanos(10)).is_ok());
+        assert!(FixedWindow::new(7, Duration::from_nanos(10)).is_ok());
+        assert!(FixedWindow::new((1 << 28) - 1, Duration::from_secs(1)).is_ok());
+        assert!(FixedWindow::new(1 << 35, Duration::from_secs(3600)).is_ok());
         assert!(matches!(
             FixedWindow::new(1, Duration::ZERO),
             Err(Error::InvalidDuration { .. })

@@ -257,24 +257,26 @@ impl SlidingWindowCounter {
     /// start of the stored window.
     #[inline]
     fn roll(&self, state: &SlidingWindowState, now: Nanos) -> (SlidingWindowState, u64) {
-        let start = now - now % self.len;
-        if start == state.start {
-            (*state, now - start)
-        } else if start > state.start {
-            let previous = if start - state.start == self.len {
-                state.current
-            } else {
-                0
-            };
-            let rolled = SlidingWindowState {
-                start,
-                previous,
-                current: 0,
-            };
-            (rolled, now - start)
-        } else {
-            (*state, 0)
+        if now < state.start {
+            return (*state, 0);
         }
+        let elapsed = now - state.start;
+        if elapsed < self.len {
+            // Still the stored window: the common case costs no division.
+            return (*state, elapsed);
+        }
+        let start = now - now % self.len;
+        let previous = if start - state.start == self.len {
+            state.current
+        } else {
+            0
+        };
+        let rolled = SlidingWindowState {
+            start,
+            previous,
+            current: 0,
+        };
+        (rolled, now - start)
     }
 
     /// The previous count's weight at `elapsed`, rounded to whole permits (at most
