@@ -20,11 +20,17 @@
 
 mod decision;
 pub mod multi;
+pub mod fixed_window;
+pub mod leaky_bucket;
+pub mod sliding_window_counter;
 pub mod smooth_bursty;
 pub mod smooth_warming_up;
 
 pub use decision::{Decision, Verdict};
 pub use multi::{AllOf, AllOfState, DynLimit, DynState, Limits, LimitsState};
+pub use fixed_window::FixedWindow;
+pub use leaky_bucket::{LeakyBucket, LeakyMode};
+pub use sliding_window_counter::{Counting, Rounding, SlidingWindowCounter};
 pub use smooth_bursty::SmoothBursty;
 pub use smooth_warming_up::SmoothWarmingUp;
 

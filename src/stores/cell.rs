@@ -298,3 +298,15 @@ impl<A: Algorithm + Clone, B: Algorithm + Clone, C: Algorithm + Clone> Storable
 impl Storable for crate::algorithms::Limits {
     type Cell = LockedCell<Self>;
 }
+
+impl Storable for crate::algorithms::LeakyBucket {
+    type Cell = WordCell<crate::algorithms::LeakyBucket>;
+}
+
+impl Storable for crate::algorithms::FixedWindow {
+    type Cell = WordCell<crate::algorithms::FixedWindow>;
+}
+
+impl Storable for crate::algorithms::SlidingWindowCounter {
+    type Cell = LockedCell<crate::algorithms::SlidingWindowCounter>;
+}

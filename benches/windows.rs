@@ -1,0 +1,204 @@
+//! try_acquire through `RateLimiter` for the fixed window, the leaky bucket (meter
+//! and queue) and the sliding window counter, side by side with governor's
+//! `check()` in the same run, allowed and denied.
+//!
+//! `cargo bench --bench windows`
+
+use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use governor::{Quota, RateLimiter as Governor};
+use sluicegate::algorithms::{FixedWindow, LeakyBucket, SlidingWindowCounter};
+use sluicegate::stores::Storable;
+use sluicegate::RateLimiter;
+use std::num::NonZeroU32;
+use std::time::Duration;
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+fn bench_ours<A: Storable>(
+    c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    algorithm: A,
+    expect: bool,
+) {
+    let limiter = RateLimiter::new(algorithm);
+    if !expect {
+        // Exhaust the limit first.
+        while limiter.try_acquire() {}
+    }
+    assert_eq!(limiter.try_acquire(), expect, "{name}");
+    c.bench_function(name, |b| b.iter(|| black_box(limiter.try_acquire())));
+}
+
+fn allowed(c: &mut Criterion) {
+    let mut group = c.benchmark_group("allowed");
+    group
+        .measurement_time(Duration::from_secs(2))
+        .warm_up_time(Duration::from_secs(1));
+    let governor = Governor::direct(Quota::per_second(NonZeroU32::MAX));
+    assert!(governor.check().is_ok());
+    group.bench_function("governor", |b| {
+        b.iter(|| black_box(governor.check().is_ok()))
+    });
+    let lots = u64::from(u32::MAX);
+    bench_ours(
+        &mut group,
+        "fixed_window",
+        FixedWindow::new(1 << 40, HOUR).unwrap(),
+        true,
+    );
+    bench_ours(
+        &mut group,
+        "leaky_meter_whole_ns",
+        LeakyBucket::meter(lots, 1, Duration::from_nanos(1)).unwrap(),
+        true,
+    );
+    bench_ours(
+        &mut group,
+        "leaky_meter_3_per_s",
+        LeakyBucket::meter(lots, 3, Duration::from_secs(1)).unwrap(),
+        true,
+    );
+    bench_ours(
+        &mut group,
+        "leaky_queue",
+        LeakyBucket::queue(lots, 1, Duration::from_nanos(1)).unwrap(),
+        true,
+    );
+    bench_ours(
+        &mut group,
+        "sliding_window_counter",
+        SlidingWindowCounter::new(1 << 40, HOUR).unwrap(),
+        true,
+    );
+    group.finish();
+}
+
+fn denied(c: &mut Criterion) {
+    let mut group = c.benchmark_group("denied");
+    group
+        .measurement_time(Duration::from_secs(2))
+        .warm_up_time(Duration::from_secs(1));
+    let governor = Governor::direct(Quota::per_hour(NonZeroU32::MIN));
+    while governor.check().is_ok() {}
+    group.bench_function("governor", |b| {
+        b.iter(|| black_box(governor.check().is_ok()))
+    });
+    bench_ours(
+        &mut group,
+        "fixed_window",
+        FixedWindow::new(1, HOUR).unwrap(),
+        false,
+    );
+    bench_ours(
+        &mut group,
+        "leaky_meter_whole_ns",
+        LeakyBucket::meter(1, 1, HOUR).unwrap(),
+        false,
+    );
+    bench_ours(
+        &mut group,
+        "leaky_meter_3_per_s",
+        LeakyBucket::meter(1, 3, Duration::from_secs(1)).unwrap(),
+        false,
+    );
+    bench_ours(
+        &mut group,
+        "leaky_queue",
+        LeakyBucket::queue(1, 1, HOUR).unwrap(),
+        false,
+    );
+    bench_ours(
+        &mut group,
+        "sliding_window_counter",
+        SlidingWindowCounter::new(1, HOUR).unwrap(),
+        false,
+    );
+    group.finish();
+}
+
+/// A noise-resistant summary for a shared machine: every case runs in short batches,
+/// interleaved round-robin with governor, and keeps its fastest batch; the ratios to
+/// governor's fastest batch are printed. Preemption only ever slows a batch down, so
+/// the minimum is the figure least disturbed by other load.
+fn interleaved_ratios(_: &mut Criterion) {
+    let lots = u64::from(u32::MAX);
+    let allowed_governor = Governor::direct(Quota::per_second(NonZeroU32::MAX));
+    let denied_governor = Governor::direct(Quota::per_hour(NonZeroU32::MIN));
+    while denied_governor.check().is_ok() {}
+    let exhausted = |limiter: &dyn Fn() -> bool| while limiter() {};
+    let fixed = (
+        RateLimiter::new(FixedWindow::new(1 << 40, HOUR).unwrap()),
+        RateLimiter::new(FixedWindow::new(1, HOUR).unwrap()),
+    );
+    let meter = (
+        RateLimiter::new(LeakyBucket::meter(lots, 1, Duration::from_nanos(1)).unwrap()),
+        RateLimiter::new(LeakyBucket::meter(1, 1, HOUR).unwrap()),
+    );
+    let third = (
+        RateLimiter::new(LeakyBucket::meter(lots, 3, Duration::from_secs(1)).unwrap()),
+        RateLimiter::new(LeakyBucket::meter(1, 3, Duration::from_secs(1)).unwrap()),
+    );
+    let queue = (
+        RateLimiter::new(LeakyBucket::queue(lots, 1, Duration::from_nanos(1)).unwrap()),
+        RateLimiter::new(LeakyBucket::queue(1, 1, HOUR).unwrap()),
+    );
+    let sliding = (
+        RateLimiter::new(SlidingWindowCounter::new(1 << 40, HOUR).unwrap()),
+        RateLimiter::new(SlidingWindowCounter::new(1, HOUR).unwrap()),
+    );
+    exhausted(&|| fixed.1.try_acquire());
+    exhausted(&|| meter.1.try_acquire());
+    exhausted(&|| third.1.try_acquire());
+    exhausted(&|| queue.1.try_acquire());
+    exhausted(&|| sliding.1.try_acquire());
+    let cases: [(&str, &dyn Fn() -> bool); 12] = [
+        ("allowed/governor", &|| allowed_governor.check().is_ok()),
+        ("allowed/fixed_window", &|| fixed.0.try_acquire()),
+        ("allowed/leaky_meter_whole_ns", &|| meter.0.try_acquire()),
+        ("allowed/leaky_meter_3_per_s", &|| third.0.try_acquire()),
+        ("allowed/leaky_queue", &|| queue.0.try_acquire()),
+        ("allowed/sliding_window_counter", &|| {
+            sliding.0.try_acquire()
+        }),
+        ("denied/governor", &|| denied_governor.check().is_ok()),
+        ("denied/fixed_window", &|| fixed.1.try_acquire()),
+        ("denied/leaky_meter_whole_ns", &|| meter.1.try_acquire()),
+        ("denied/leaky_meter_3_per_s", &|| third.1.try_acquire()),
+        ("denied/leaky_queue", &|| queue.1.try_acquire()),
+        ("denied/sliding_window_counter", &|| sliding.1.try_acquire()),
+    ];
+    const BATCH: u32 = 20_000;
+    let mut best = [f64::MAX; 12];
+    for _ in 0..200 {
+        for (slot, (_, case)) in best.iter_mut().zip(&cases) {
+            let start = std::time::Instant::now();
+            for _ in 0..BATCH {
+                black_box(case());
+            }
+            *slot = slot.min(start.elapsed().as_nanos() as f64 / f64::from(BATCH));
+        }
+    }
+    println!("interleaved, fastest batch of {BATCH} calls:");
+    for (index, (name, _)) in cases.iter().enumerate() {
+        let governor = if index < 6 { best[0] } else { best[6] };
+        println!(
+            "  {name:32} {:6.2} ns  {:4.2}x governor",
+            best[index],
+            best[index] / governor
+        );
+    }
+}
+
+/// The state each algorithm keeps per limit, for BENCHMARKS.md.
+fn state_sizes(_: &mut Criterion) {
+    use sluicegate::algorithms::{fixed_window, leaky_bucket, sliding_window_counter};
+    println!(
+        "state sizes (bytes): fixed_window {}, leaky_bucket {}, sliding_window_counter {}",
+        std::mem::size_of::<fixed_window::FixedWindowState>(),
+        std::mem::size_of::<leaky_bucket::LeakyState>(),
+        std::mem::size_of::<sliding_window_counter::SlidingWindowState>(),
+    );
+}
+
+criterion_group!(benches, state_sizes, interleaved_ratios, allowed, denied);
+criterion_main!(benches);

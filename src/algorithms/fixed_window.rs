@@ -1,0 +1,298 @@
+//! The fixed window counter: at most `limit` permits per window of length `len`.
+//!
+//! # The model
+//!
+//! Time is cut into windows aligned to the clock's origin: window `k` is
+//! `[k × len, (k + 1) × len)`. Each window has a counter; a call of cost `c` is
+//! allowed if the counter plus `c` stays within the limit, and then adds `c`. A new
+//! window starts at zero. Only the current window's counter matters, so the state is
+//! the window's index and its count, packed into one word (the count in the low bits,
+//! as many as the limit needs). A call in the same window as the last one costs no
+//! division: the window's start is `index × len`, compared with `now`.
+//!
+//! ```text
+//!   limit 3 per 60 s (seed 001)
+//!   window 0: [0 s, 60 s)           window 1: [60 s, 120 s)
+//!   ├──x────x───────────────────────┼x───x────────────────x──x┤
+//!      1    2                        1   2                3  denied (4 > 3)
+//!                                                           retry_after = until 120 s
+//! ```
+//!
+//! Only allowed calls are counted: a refused call leaves the counter where it was (a
+//! client that keeps hammering is not banned for longer, and a caller that retries
+//! after `retry_after` gets in).
+//!
+//! # The boundary burst
+//!
+//! The limit holds *per window*, not over every span of `len`: a client can take
+//! `limit` permits at the very end of one window and `limit` more at the start of the
+//! next, so up to `2 × limit` pass within a span as short as one nanosecond (seed
+//! 001's "3 requests at 12:00:59 and 3 more at 12:01:00"; seed 003's 5 at 11:00:59
+//! and 5 at 11:01:00). And because every client's window resets at the same instant,
+//! refused clients tend to come back together. Choose a sliding window counter, a
+//! sliding log or a leaky bucket when that matters; choose this when the cost of a
+//! check must be minimal and "N per calendar-aligned window" is what you mean.
+//!
+//! # Edges
+//!
+//! * A cost above the limit is answered [`Verdict::Never`](super::Verdict::Never).
+//! * A window is at least 1 ns and at most about 292 years, and the limit must fit
+//!   beside the largest window index in 64 bits: it may be up to about half the
+//!   window's length in nanoseconds (3 per minute and 2²⁸ − 1 per second are fine).
+//!   Anything else is a typed error.
+//! * Time that appears to go backwards stays in the latest window seen, so it grants
+//!   nothing.
+
+use super::smooth_bursty::validate_period;
+use super::{Algorithm, Decision, WordAlgorithm};
+use crate::clock::Nanos;
+use crate::error::Error;
+use std::time::Duration;
+
+/// At most `limit` permits per window of `len`, windows aligned to the clock's
+/// origin. See the [module docs](self) for the model and the boundary burst.
+///
+/// ```
+/// use sluicegate::algorithms::{Algorithm, FixedWindow};
+/// use std::time::Duration;
+/// let window = FixedWindow::new(3, Duration::from_secs(60)).unwrap();
+/// let mut state = window.initial_state(0);
+/// for remaining in [2, 1, 0] {
+///     assert_eq!(window.reserve(&mut state, 5_000_000_000, 1, 0).remaining(), remaining);
+/// }
+/// let refused = window.reserve(&mut state, 5_000_000_000, 1, 0);
+/// assert!(!refused.is_allowed());
+/// assert_eq!(refused.retry_after(), Duration::from_secs(55));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FixedWindow {
+    len: u64,
+    limit: u64,
+}
+
+/// The state of a [`FixedWindow`]: one word, the index `k` of the window last counted
+/// in (`[k × len, (k + 1) × len)`) above the permits it granted, in as many low bits
+/// as the limit needs. Read it with [`FixedWindow::count`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FixedWindowState {
+    word: u64,
+}
+
+/// Bits needed to write `value`.
+fn bits(value: u64) -> u32 {
+    u64::BITS - value.leading_zeros()
+}
+
+impl FixedWindow {
+    /// At most `limit` permits per window of `len`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidDuration`] for a zero window or one above about 292 years;
+    /// [`Error::InvalidCount`] for a zero limit, or one too large to pack beside the
+    /// window index in 64 bits (about half the window length in nanoseconds).
+    ///
+    /// ```
+    /// use sluicegate::algorithms::FixedWindow;
+    /// use std::time::Duration;
+    /// assert!(FixedWindow::new(100, Duration::from_secs(60)).is_ok());
+    /// assert!(FixedWindow::new(0, Duration::from_secs(60)).is_err());
+    /// assert!(FixedWindow::new(100, Duration::ZERO).is_err());
+    /// ```
+    pub fn new(limit: u64, len: Duration) -> Result<Self, Error> {
+        let len_nanos = validate_period("window", len)?;
+        if len_nanos == 0 {
+            return Err(Error::InvalidDuration {
+                what: "window",
+                value: len,
+                requirement: "positive",
+            });
+        }
+        if limit == 0 || bits(u64::MAX / len_nanos) + bits(limit) > u64::BITS {
+            return Err(Error::InvalidCount {
+                what: "limit",
+                value: limit,
+                requirement: "positive and small enough to pack beside the window index in 64 bits (about half the window length in nanoseconds at most)",
+            });
+        }
+        Ok(FixedWindow {
+            len: len_nanos,
+            limit,
+        })
+    }
+
+    /// The limit per window, in permits.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::FixedWindow;
+    /// use std::time::Duration;
+    /// let window = FixedWindow::new(3, Duration::from_secs(60)).unwrap();
+    /// assert_eq!((window.limit(), window.window()), (3, Duration::from_secs(60)));
+    /// ```
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// The window length (see [`limit`](FixedWindow::limit) for an example).
+    pub fn window(&self) -> Duration {
+        Duration::from_nanos(self.len)
+    }
+
+    /// The permits counted in the window containing `now` (0 once a later window
+    /// has begun).
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, FixedWindow};
+    /// use std::time::Duration;
+    /// let window = FixedWindow::new(3, Duration::from_secs(60)).unwrap();
+    /// let mut state = window.initial_state(0);
+    /// window.reserve(&mut state, 5_000_000_000, 2, 0);
+    /// assert_eq!(window.count(&state, 59_000_000_000), 2);
+    /// assert_eq!(window.count(&state, 60_000_000_000), 0);
+    /// ```
+    pub fn count(&self, state: &FixedWindowState, now: Nanos) -> u64 {
+        self.current(state, now).2
+    }
+
+    /// How many low bits of the state word hold the count. At most 62: the
+    /// constructor checked that the largest window index needs at least 2 bits.
+    #[inline]
+    fn shift(&self) -> u32 {
+        bits(self.limit)
+    }
+
+    #[inline]
+    fn pack(&self, index: u64, count: u64) -> FixedWindowState {
+        FixedWindowState {
+            word: index << self.shift() | count,
+        }
+    }
+
+    /// The window index, its start and its count as of `now`: a later window starts
+    /// from zero; an earlier `now` (time going backwards) stays in the latest window
+    /// seen. Only a move to a later window divides.
+    #[inline]
+    fn current(&self, state: &FixedWindowState, now: Nanos) -> (u64, u64, u64) {
+        let shift = self.shift();
+        let index = state.word >> shift;
+        let count = state.word & ((1 << shift) - 1);
+        // index ≤ u64::MAX / len, so this does not overflow.
+        let start = index * self.len;
+        if now >= start && now - start >= self.len {
+            let index = now / self.len;
+            (index, index * self.len, 0)
+        } else {
+            (index, start, count)
+        }
+    }
+}
+
+impl Algorithm for FixedWindow {
+    type State = FixedWindowState;
+
+    fn initial_state(&self, now: Nanos) -> FixedWindowState {
+        self.pack(now / self.len, 0)
+    }
+
+    #[inline]
+    fn reserve(
+        &self,
+        state: &mut FixedWindowState,
+        now: Nanos,
+        cost: u64,
+        _max_wait: Nanos,
+    ) -> Decision {
+        // A window counter cannot promise future capacity: a grant is immediate or a
+        // denial with the exact time the window rolls over.
+        let (index, start, count) = self.current(state, now);
+        let until_end = start.saturating_add(self.len).saturating_sub(now);
+        let remaining = self.limit - count;
+        let reset = if count == 0 { 0 } else { until_end };
+        if cost > self.limit {
+            return Decision::never(self.limit, remaining, reset);
+        }
+        if cost > remaining {
+            return Decision::denied(self.limit, remaining, until_end, reset);
+        }
+        *state = self.pack(index, count + cost);
+        Decision::allowed(self.limit, remaining - cost, until_end)
+    }
+
+    fn is_replenished(&self, state: &FixedWindowState, now: Nanos) -> bool {
+        self.count(state, now) == 0
+    }
+}
+
+impl WordAlgorithm for FixedWindow {
+    fn to_words(&self) -> [u64; 2] {
+        [self.len, self.limit]
+    }
+
+    fn from_words(words: [u64; 2]) -> Self {
+        FixedWindow {
+            len: words[0],
+            limit: words[1],
+        }
+    }
+
+    fn state_to_word(state: &FixedWindowState) -> u64 {
+        state.word
+    }
+
+    fn state_from_word(word: u64) -> FixedWindowState {
+        FixedWindowState { word }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECOND: u64 = 1_000_000_000;
+
+    #[test]
+    fn bad_parameters_are_typed_errors() {
+        let minute = Duration::from_secs(60);
+        assert!(matches!(
+            FixedWindow::new(0, minute),
+            Err(Error::InvalidCount { .. })
+        ));
+        // u64::MAX / 10 needs 61 bits, which leaves 3 for the count.
+        assert!(matches!(
+            FixedWindow::new(8, Duration::from_nanos(10)),
+            Err(Error::InvalidCount { .. })
+        ));
+        assert!(FixedWindow::new(7, Duration::from_nanos(10)).is_ok());
+        assert!(FixedWindow::new((1 << 28) - 1, Duration::from_secs(1)).is_ok());
+        assert!(FixedWindow::new(1 << 35, Duration::from_secs(3600)).is_ok());
+        assert!(matches!(
+            FixedWindow::new(1, Duration::ZERO),
+            Err(Error::InvalidDuration { .. })
+        ));
+        assert!(matches!(
+            FixedWindow::new(1, Duration::MAX),
+            Err(Error::InvalidDuration { .. })
+        ));
+    }
+
+    #[test]
+    fn time_going_backwards_stays_in_the_latest_window() {
+        let window = FixedWindow::new(2, Duration::from_secs(10)).unwrap();
+        let mut state = window.initial_state(0);
+        assert!(window.reserve(&mut state, 25 * SECOND, 2, 0).is_allowed());
+        let refused = window.reserve(&mut state, 5 * SECOND, 1, 0);
+        assert!(!refused.is_allowed());
+        assert_eq!(refused.retry_after_nanos(), 25 * SECOND);
+        assert_eq!(window.count(&state, 5 * SECOND), 2);
+    }
+
+    #[test]
+    fn the_last_window_before_the_end_of_time_does_not_panic() {
+        let window = FixedWindow::new(3, Duration::from_secs(7)).unwrap();
+        let mut state = window.initial_state(u64::MAX);
+        for _ in 0..4 {
+            let decision = window.reserve(&mut state, u64::MAX, 1, 0);
+            assert!(decision.remaining() <= 3);
+        }
+        assert!(window.reserve(&mut state, u64::MAX, 4, 0).is_never());
+    }
+}

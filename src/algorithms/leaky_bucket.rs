@@ -1,0 +1,600 @@
+//! The driftless leaky bucket: the generic cell rate algorithm (GCRA), computed
+//! from a *theoretical arrival time*, never from a drip thread.
+//!
+//! # The model
+//!
+//! A bucket of capacity `b` drains at a constant rate of `count` permits per
+//! `period`, one permit every `interval = period / count`. A call of cost `c` pours
+//! `c` permits in; it fits if the bucket then holds at most `b`. Rather than a level
+//! that a thread decrements, the state is one instant, the theoretical arrival time
+//! `TAT`: when the bucket will be empty if nothing more arrives. The level at `now` is
+//! `(TAT − now) / interval`, and a call is one comparison and one addition:
+//!
+//! ```text
+//!   start = max(TAT, now)                 the bucket drained while idle
+//!   end   = start + c × interval          pour the call in
+//!   fits  ⇔  end − now ≤ b × interval     the level stays within the capacity
+//!   then  TAT ← end
+//!
+//!          level = (end − now) / interval, at most b
+//!    ──────┼──────────────┼──────────────────┼─────────→ time
+//!         now           start               end
+//!          └── wait ──────┘  (queue use: the caller acts at `start`)
+//! ```
+//!
+//! The same bucket serves two uses (seeds 001 and 003):
+//!
+//! * [`meter`](LeakyBucket::meter): the call goes at once; up to `b` permits can pass
+//!   in a burst, then one per interval. Above the capacity a call is denied with the
+//!   exact `retry_after` at which the bucket will have drained enough.
+//! * [`queue`](LeakyBucket::queue): callers line up and act at a constant output rate.
+//!   A call is granted at once with a *time to act* (`Decision::wait` = `start − now`),
+//!   and a call that would overfill the queue (`b` permits, the one being served
+//!   included) is denied at once instead of waiting; its wait is thus at most
+//!   `(b − c) × interval`. A granted turn that is not taken can be given back with
+//!   [`cancel`](Algorithm::cancel).
+//!
+//! Either way no more than `b + r × t` permits are granted over any span `t` (for
+//! the queue, counted at the time each caller acts). When the interval is not a whole
+//! number of nanoseconds the bound is `b + r × (t + 1 ns)`: `now` is read to the tick
+//! below it (under a nanosecond), an error that never accumulates.
+//!
+//! # Driftless
+//!
+//! An interval such as 1/3 s is not a whole number of nanoseconds. Rounding it to
+//! 333 333 333 ns loses a third of a nanosecond per permit: over 3 × 10⁹ permits (a
+//! billion seconds at 3 per second) the bucket drains one full second early and grants
+//! 3 permits too many; truncating to whole microseconds, as Guava does to each
+//! reservation, gains 3 permits in every million seconds. Here the rate is kept as the exact
+//! fraction `count / period` (reduced), and time inside the state is counted in
+//! *ticks*: each interval is split into `K = ⌈interval⌉` equal ticks, so a tick is a
+//! little under one nanosecond (between 0.5 and 1 ns) and one permit is exactly `K`
+//! ticks. `TAT` only ever moves by whole permits, exactly; only `now` is converted
+//! (rounded down to a tick, so a reading never gains a tick). At 3 per second for a
+//! million seconds, exactly `3 × 10⁶ + b` permits are granted. When the interval is a
+//! whole number of nanoseconds (100 per minute, 1 per 20 s, ...) a tick *is* a
+//! nanosecond and no conversion happens at all.
+//!
+//! The state is that one tick count: a `u64`, updated by one compare-and-swap in a
+//! [`WordCell`](crate::stores::WordCell). 2⁶⁴ ticks span at least 292 years.
+//!
+//! # Edges
+//!
+//! * A cost above the capacity is answered [`Verdict::Never`](super::Verdict::Never).
+//! * At most one permit per nanosecond (`count ≤ period` in ns), a capacity and a
+//!   reduced `count` of at most `u32::MAX` (so the configuration packs into two
+//!   words), and a period of at most about 292 years; anything else is a typed error.
+//! * Time that appears to go backwards grants nothing: the bucket never drains
+//!   below what it held at the latest time seen.
+
+use super::smooth_bursty::validate_period;
+use super::{Algorithm, Decision, WordAlgorithm};
+use crate::clock::Nanos;
+use crate::error::Error;
+use std::time::Duration;
+
+/// Whether the caller acts at once (meter) or waits its turn (queue).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LeakyMode {
+    /// Leaky bucket as a meter: allowed calls act at once, bursts up to the capacity.
+    Meter,
+    /// Leaky bucket as a queue: allowed calls act at their turn, at a constant rate.
+    Queue,
+}
+
+/// A driftless leaky bucket of `capacity` permits draining `count` permits per
+/// `period`, as a meter or as a queue. See the [module docs](self) for the model.
+///
+/// ```
+/// use sluicegate::algorithms::{Algorithm, LeakyBucket};
+/// use std::time::Duration;
+/// // Seed 001: a bucket of 3, draining 1 per 20 s.
+/// let meter = LeakyBucket::meter(3, 1, Duration::from_secs(20)).unwrap();
+/// let mut state = meter.initial_state(0);
+/// for _ in 0..3 {
+///     assert!(meter.reserve(&mut state, 0, 1, 0).is_allowed());
+/// }
+/// let refused = meter.reserve(&mut state, 0, 1, 0);
+/// assert_eq!(refused.retry_after(), Duration::from_secs(20));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeakyBucket {
+    /// The period, in ns, of the reduced fraction `count / period`.
+    period: u64,
+    /// The reduced count: permits per `period`.
+    count: u32,
+    capacity: u32,
+    mode: LeakyMode,
+}
+
+/// The state of a [`LeakyBucket`]: its theoretical arrival time, in ticks since the
+/// clock's origin (a tick is the bucket's interval divided into `⌈interval⌉` parts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeakyState {
+    tat: u64,
+}
+
+/// The tick arithmetic derived from a configuration: one permit is `per_permit`
+/// ticks, and `num / den` ticks pass per nanosecond (`num == den` when a tick is a
+/// nanosecond).
+#[derive(Clone, Copy, Debug)]
+struct Ticks {
+    per_permit: u64,
+    num: u64,
+    den: u64,
+}
+
+/// A clock reading in ticks: `ticks = ⌊nanos × num / den⌋`, and the remainder
+/// `nanos × num mod den` that the rounding dropped (0 when a tick is a nanosecond).
+#[derive(Clone, Copy, Debug)]
+struct Reading {
+    ticks: u64,
+    dropped: u64,
+}
+
+impl Ticks {
+    /// The clock reading `nanos` in ticks, rounded down.
+    #[inline]
+    fn reading(self, nanos: Nanos) -> u64 {
+        self.read(nanos).ticks
+    }
+
+    #[inline]
+    fn read(self, nanos: Nanos) -> Reading {
+        if self.num == self.den {
+            return Reading {
+                ticks: nanos,
+                dropped: 0,
+            };
+        }
+        // num = den + excess with excess < count, so ticks = nanos + ⌊nanos × excess /
+        // den⌋ and the dropped remainder is that of nanos × excess: one 64-bit
+        // division whenever nanos × excess fits (always, for small counts), instead of
+        // a 128-bit one.
+        let excess = self.num - self.den;
+        if let Some(scaled) = nanos.checked_mul(excess) {
+            return Reading {
+                ticks: nanos.saturating_add(scaled / self.den),
+                dropped: scaled % self.den,
+            };
+        }
+        let scaled = u128::from(nanos) * u128::from(self.num);
+        let den = u128::from(self.den);
+        Reading {
+            ticks: u64::try_from(scaled / den).unwrap_or(u64::MAX),
+            dropped: (scaled % den) as u64,
+        }
+    }
+
+    /// How long after the reading `now` the clock first reads at least `target`
+    /// ticks: the smallest `t` with `dropped + t × num ≥ (target − now) × den`. Exact,
+    /// so that rounding `now` down never makes a wait a nanosecond late, and in 64-bit
+    /// arithmetic whenever it fits (the common case).
+    #[inline]
+    fn until(self, now: Reading, target: u128) -> Nanos {
+        let Some(delta) = target.checked_sub(u128::from(now.ticks)).filter(|&d| d > 0) else {
+            return 0;
+        };
+        if self.num == self.den {
+            return u64::try_from(delta).unwrap_or(u64::MAX);
+        }
+        let need = delta * u128::from(self.den) - u128::from(now.dropped);
+        let nanos = match u64::try_from(need) {
+            Ok(need) => u128::from(need.div_ceil(self.num)),
+            Err(_) => need.div_ceil(u128::from(self.num)),
+        };
+        u64::try_from(nanos).unwrap_or(u64::MAX)
+    }
+}
+
+/// How many whole permits `ticks` hold (at most the capacity, so it fits a u64);
+/// a 64-bit division whenever the ticks fit, which is far cheaper than 128-bit.
+#[inline]
+fn whole_permits(ticks: u128, per_permit: u64) -> u64 {
+    match u64::try_from(ticks) {
+        Ok(ticks) => ticks / per_permit,
+        Err(_) => u64::try_from(ticks / u128::from(per_permit)).unwrap_or(u64::MAX),
+    }
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+impl LeakyBucket {
+    /// A leaky bucket *as a meter*: holds up to `capacity` permits, drains `count`
+    /// permits every `period`; an allowed call acts at once.
+    ///
+    /// # Errors
+    /// [`Error::InvalidCount`] for a zero `capacity` or `count`, a capacity above
+    /// `u32::MAX`, more than one permit per nanosecond, or a reduced count above
+    /// `u32::MAX`; [`Error::InvalidDuration`] for a zero period or one above about 292
+    /// years.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::LeakyBucket;
+    /// use std::time::Duration;
+    /// let meter = LeakyBucket::meter(10, 3, Duration::from_secs(1)).unwrap();
+    /// assert_eq!(meter.capacity(), 10);
+    /// assert!(LeakyBucket::meter(0, 3, Duration::from_secs(1)).is_err());
+    /// assert!(LeakyBucket::meter(10, 3, Duration::ZERO).is_err());
+    /// ```
+    pub fn meter(capacity: u64, count: u64, period: Duration) -> Result<Self, Error> {
+        Self::build(LeakyMode::Meter, capacity, count, period)
+    }
+
+    /// A leaky bucket *as a queue*: callers are granted a turn to act at one permit
+    /// every `period / count`; at most `capacity` permits are queued (the one being
+    /// served included), and a call that would overfill the queue is denied at once.
+    ///
+    /// # Errors
+    /// As [`meter`](LeakyBucket::meter).
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, LeakyBucket};
+    /// use std::time::Duration;
+    /// let queue = LeakyBucket::queue(3, 1, Duration::from_secs(1)).unwrap();
+    /// let mut state = queue.initial_state(0);
+    /// let waits: Vec<u64> = (0..3)
+    ///     .map(|_| queue.reserve(&mut state, 0, 1, u64::MAX).wait_nanos())
+    ///     .collect();
+    /// assert_eq!(waits, [0, 1_000_000_000, 2_000_000_000]);
+    /// assert!(!queue.reserve(&mut state, 0, 1, u64::MAX).is_allowed()); // full
+    /// ```
+    pub fn queue(capacity: u64, count: u64, period: Duration) -> Result<Self, Error> {
+        Self::build(LeakyMode::Queue, capacity, count, period)
+    }
+
+    fn build(mode: LeakyMode, capacity: u64, count: u64, period: Duration) -> Result<Self, Error> {
+        let period_nanos = validate_period("period", period)?;
+        if period_nanos == 0 {
+            return Err(Error::InvalidDuration {
+                what: "period",
+                value: period,
+                requirement: "positive",
+            });
+        }
+        let capacity =
+            u32::try_from(capacity)
+                .ok()
+                .filter(|&c| c > 0)
+                .ok_or(Error::InvalidCount {
+                    what: "capacity",
+                    value: capacity,
+                    requirement: "between 1 and u32::MAX",
+                })?;
+        if count == 0 || count > period_nanos {
+            return Err(Error::InvalidCount {
+                what: "count",
+                value: count,
+                requirement:
+                    "between 1 and the period in nanoseconds (at most one permit per nanosecond)",
+            });
+        }
+        let common = gcd(count, period_nanos);
+        let reduced = u32::try_from(count / common).map_err(|_| Error::InvalidCount {
+            what: "count",
+            value: count,
+            requirement: "at most u32::MAX once the fraction count/period is reduced",
+        })?;
+        Ok(LeakyBucket {
+            period: period_nanos / common,
+            count: reduced,
+            capacity,
+            mode,
+        })
+    }
+
+    /// The capacity, in permits.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{LeakyBucket, LeakyMode};
+    /// use std::time::Duration;
+    /// let queue = LeakyBucket::queue(5, 2, Duration::from_secs(1)).unwrap();
+    /// assert_eq!((queue.capacity(), queue.mode()), (5, LeakyMode::Queue));
+    /// ```
+    pub fn capacity(&self) -> u64 {
+        u64::from(self.capacity)
+    }
+
+    /// Meter or queue (see [`capacity`](LeakyBucket::capacity) for an example).
+    pub fn mode(&self) -> LeakyMode {
+        self.mode
+    }
+
+    /// The rate in permits per second (for display: the bucket itself computes
+    /// with the exact fraction).
+    ///
+    /// ```
+    /// use sluicegate::algorithms::LeakyBucket;
+    /// use std::time::Duration;
+    /// let meter = LeakyBucket::meter(1, 100, Duration::from_secs(60)).unwrap();
+    /// assert!((meter.rate() - 100.0 / 60.0).abs() < 1e-12);
+    /// ```
+    pub fn rate(&self) -> f64 {
+        f64::from(self.count) * 1e9 / self.period as f64
+    }
+
+    /// The drain interval as an exact fraction of nanoseconds: `(numerator,
+    /// denominator)`, reduced.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::LeakyBucket;
+    /// use std::time::Duration;
+    /// let third = LeakyBucket::meter(1, 3, Duration::from_secs(1)).unwrap();
+    /// assert_eq!(third.interval(), (1_000_000_000, 3));
+    /// let whole = LeakyBucket::meter(1, 100, Duration::from_secs(60)).unwrap();
+    /// assert_eq!(whole.interval(), (600_000_000, 1));
+    /// ```
+    pub fn interval(&self) -> (u64, u64) {
+        (self.period, u64::from(self.count))
+    }
+
+    /// How many permits the bucket holds at `now` (its level), rounded up; 0 once it
+    /// has drained.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, LeakyBucket};
+    /// use std::time::Duration;
+    /// let meter = LeakyBucket::meter(3, 1, Duration::from_secs(20)).unwrap();
+    /// let mut state = meter.initial_state(0);
+    /// meter.reserve(&mut state, 0, 2, 0);
+    /// assert_eq!(meter.level(&state, 10_000_000_000), 2); // 1.5 permits left
+    /// assert_eq!(meter.level(&state, 40_000_000_000), 0);
+    /// ```
+    pub fn level(&self, state: &LeakyState, now: Nanos) -> u64 {
+        let ticks = self.ticks();
+        let backlog = state.tat.saturating_sub(ticks.reading(now));
+        backlog.div_ceil(ticks.per_permit)
+    }
+
+    #[inline]
+    fn ticks(&self) -> Ticks {
+        let count = u64::from(self.count);
+        if count == 1 {
+            return Ticks {
+                per_permit: self.period,
+                num: 1,
+                den: 1,
+            };
+        }
+        let per_permit = self.period.div_ceil(count);
+        // count × ⌈period / count⌉ < period + count ≤ 2⁶³ + 2³², so it fits.
+        Ticks {
+            per_permit,
+            num: count * per_permit,
+            den: self.period,
+        }
+    }
+}
+
+impl Algorithm for LeakyBucket {
+    type State = LeakyState;
+
+    fn initial_state(&self, now: Nanos) -> LeakyState {
+        LeakyState {
+            tat: self.ticks().reading(now),
+        }
+    }
+
+    #[inline]
+    fn reserve(&self, state: &mut LeakyState, now: Nanos, cost: u64, max_wait: Nanos) -> Decision {
+        let ticks = self.ticks();
+        let per_permit = u128::from(ticks.per_permit);
+        let limit = u64::from(self.capacity);
+        let reading = ticks.read(now);
+        let now_ticks = reading.ticks;
+        let start = state.tat.max(now_ticks);
+        let until = |tick: u128| ticks.until(reading, tick);
+        let backlog = u128::from(start - now_ticks);
+        let capacity = u128::from(self.capacity) * per_permit;
+        let free = || whole_permits(capacity.saturating_sub(backlog), ticks.per_permit);
+        let charge = u128::from(cost) * per_permit;
+        let end = u128::from(start) + charge;
+        if charge > capacity || end > u128::from(u64::MAX) {
+            return Decision::never(limit, free(), until(start.into()));
+        }
+        let level = backlog + charge;
+        let wait = match self.mode {
+            LeakyMode::Meter => 0,
+            LeakyMode::Queue => until(start.into()),
+        };
+        if level > capacity || wait > max_wait {
+            // When the bucket will have drained enough (level ≤ capacity once
+            // `now` reaches end − capacity), and (queue) when the wait will have
+            // shrunk to what the caller accepts.
+            let drained = until(end - capacity.min(end));
+            let retry = drained.max(wait.saturating_sub(max_wait));
+            return Decision::denied(limit, free(), retry, until(start.into()));
+        }
+        // `end` fits in u64 (checked above) and `charge` ≤ `end`.
+        state.tat = end as u64;
+        let remaining = if backlog == 0 {
+            // An idle bucket: no division needed.
+            limit - cost
+        } else {
+            whole_permits(capacity - level, ticks.per_permit)
+        };
+        Decision::allowed_after(wait, limit, remaining, until(end))
+            .with_grant(end as i64, charge as u64)
+    }
+
+    /// Go's rule: a grant that has not yet acted gives back its permits minus
+    /// whatever later grants queued behind it; the bucket never drains below `now`.
+    /// Meter grants act at once, so cancelling them restores nothing.
+    fn cancel(&self, state: &mut LeakyState, now: Nanos, grant: &Decision, acts_at: Nanos) {
+        if acts_at <= now || !grant.is_allowed() {
+            return;
+        }
+        let queued_after = state.tat.saturating_sub(grant.mark() as u64);
+        let restore = grant.charge().saturating_sub(queued_after);
+        if restore == 0 {
+            return;
+        }
+        let now_ticks = self.ticks().reading(now);
+        state.tat = state.tat.saturating_sub(restore).max(now_ticks);
+    }
+
+    fn is_replenished(&self, state: &LeakyState, now: Nanos) -> bool {
+        state.tat <= self.ticks().reading(now)
+    }
+}
+
+const QUEUE_BIT: u64 = 1 << 63;
+
+impl WordAlgorithm for LeakyBucket {
+    fn to_words(&self) -> [u64; 2] {
+        let mode = match self.mode {
+            LeakyMode::Meter => 0,
+            LeakyMode::Queue => QUEUE_BIT,
+        };
+        [
+            self.period | mode,
+            u64::from(self.count) << 32 | u64::from(self.capacity),
+        ]
+    }
+
+    fn from_words(words: [u64; 2]) -> Self {
+        LeakyBucket {
+            period: words[0] & !QUEUE_BIT,
+            count: (words[1] >> 32) as u32,
+            capacity: words[1] as u32,
+            mode: if words[0] & QUEUE_BIT == 0 {
+                LeakyMode::Meter
+            } else {
+                LeakyMode::Queue
+            },
+        }
+    }
+
+    fn state_to_word(state: &LeakyState) -> u64 {
+        state.tat
+    }
+
+    fn state_from_word(word: u64) -> LeakyState {
+        LeakyState { tat: word }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECOND: u64 = 1_000_000_000;
+
+    #[test]
+    fn ticks_of_a_third_of_a_second() {
+        let bucket = LeakyBucket::meter(1, 3, Duration::from_secs(1)).unwrap();
+        assert_eq!(bucket.interval(), (SECOND, 3));
+        let ticks = bucket.ticks();
+        assert_eq!(ticks.per_permit, 333_333_334);
+        // Three permits are exactly one second of ticks.
+        assert_eq!(ticks.reading(SECOND), 3 * ticks.per_permit);
+        let zero = ticks.read(0);
+        assert_eq!(ticks.until(zero, 3 * u128::from(ticks.per_permit)), SECOND);
+        // The first nanosecond that reads at least one permit of ticks is ⌈1e9/3⌉,
+        // from any reading before it.
+        for from in [0, 1, 333_333_332, 333_333_333] {
+            let waited = ticks.until(ticks.read(from), u128::from(ticks.per_permit));
+            assert_eq!(from + waited, 333_333_334);
+        }
+        assert_eq!(
+            ticks.until(ticks.read(333_333_334), u128::from(ticks.per_permit)),
+            0
+        );
+        assert_eq!(ticks.reading(333_333_333), ticks.per_permit - 1);
+    }
+
+    #[test]
+    fn the_64_bit_and_128_bit_readings_agree() {
+        // 2³² − 1 per 2⁶² ns: the excess is large, so late readings take the 128-bit
+        // path; both must agree with the plain formula.
+        for count in [3, 7, 1_000_003, u64::from(u32::MAX)] {
+            let bucket = LeakyBucket::meter(1, count, Duration::from_nanos(1 << 62)).unwrap();
+            let ticks = bucket.ticks();
+            for nanos in [0, 1, 12_345_678_901, 1 << 40, 1 << 62, u64::MAX / 3] {
+                let scaled = u128::from(nanos) * u128::from(ticks.num);
+                let read = ticks.read(nanos);
+                assert_eq!(u128::from(read.ticks), scaled / u128::from(ticks.den));
+                assert_eq!(u128::from(read.dropped), scaled % u128::from(ticks.den));
+            }
+        }
+    }
+
+    #[test]
+    fn whole_nanosecond_intervals_use_nanoseconds() {
+        let bucket = LeakyBucket::meter(1, 100, Duration::from_secs(60)).unwrap();
+        assert_eq!(bucket.interval(), (600_000_000, 1));
+        let ticks = bucket.ticks();
+        assert_eq!((ticks.num, ticks.den), (1, 1));
+        assert_eq!(ticks.reading(12_345), 12_345);
+    }
+
+    #[test]
+    fn words_round_trip() {
+        for bucket in [
+            LeakyBucket::meter(u64::from(u32::MAX), 7, Duration::from_secs(3)).unwrap(),
+            LeakyBucket::queue(1, 1, Duration::from_nanos(i64::MAX as u64)).unwrap(),
+        ] {
+            assert_eq!(LeakyBucket::from_words(bucket.to_words()), bucket);
+        }
+    }
+
+    #[test]
+    fn bad_parameters_are_typed_errors() {
+        let one = Duration::from_secs(1);
+        assert!(matches!(
+            LeakyBucket::meter(0, 1, one),
+            Err(Error::InvalidCount {
+                what: "capacity",
+                ..
+            })
+        ));
+        assert!(matches!(
+            LeakyBucket::meter(1 << 32, 1, one),
+            Err(Error::InvalidCount {
+                what: "capacity",
+                ..
+            })
+        ));
+        assert!(matches!(
+            LeakyBucket::meter(1, 0, one),
+            Err(Error::InvalidCount { what: "count", .. })
+        ));
+        assert!(matches!(
+            LeakyBucket::meter(1, 2, Duration::from_nanos(1)),
+            Err(Error::InvalidCount { what: "count", .. })
+        ));
+        assert!(matches!(
+            LeakyBucket::meter(1, 1, Duration::ZERO),
+            Err(Error::InvalidDuration { .. })
+        ));
+        assert!(matches!(
+            LeakyBucket::queue(1, 1, Duration::MAX),
+            Err(Error::InvalidDuration { .. })
+        ));
+        // 2³² + 1 is odd, so a period of 2⁶² ns does not reduce it below u32::MAX.
+        assert!(LeakyBucket::meter(1, (1 << 32) + 1, Duration::from_nanos(1 << 62)).is_err());
+    }
+
+    #[test]
+    fn time_going_backwards_grants_nothing() {
+        let meter = LeakyBucket::meter(2, 1, Duration::from_secs(1)).unwrap();
+        let mut state = meter.initial_state(10 * SECOND);
+        assert!(meter.reserve(&mut state, 10 * SECOND, 2, 0).is_allowed());
+        assert!(!meter.reserve(&mut state, 5 * SECOND, 1, 0).is_allowed());
+    }
+
+    #[test]
+    fn saturation_at_the_end_of_time_is_never_not_a_panic() {
+        let meter = LeakyBucket::meter(3, 1, Duration::from_secs(1)).unwrap();
+        let mut state = meter.initial_state(u64::MAX);
+        assert!(meter.reserve(&mut state, u64::MAX, 1, 0).is_never());
+        assert!(meter
+            .reserve(&mut state, u64::MAX, u64::MAX, u64::MAX)
+            .is_never());
+    }
+}
