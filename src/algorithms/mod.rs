@@ -19,17 +19,17 @@
 //! reserve the future, sleeping for `retry_after` and trying again).
 
 mod decision;
-pub mod multi;
 pub mod fixed_window;
 pub mod leaky_bucket;
+pub mod multi;
 pub mod sliding_window_counter;
 pub mod smooth_bursty;
 pub mod smooth_warming_up;
 
 pub use decision::{Decision, Verdict};
-pub use multi::{AllOf, AllOfState, DynLimit, DynState, Limits, LimitsState};
 pub use fixed_window::FixedWindow;
 pub use leaky_bucket::{LeakyBucket, LeakyMode};
+pub use multi::{AllOf, AllOfState, DynLimit, DynState, Limits, LimitsState};
 pub use sliding_window_counter::{Counting, Rounding, SlidingWindowCounter};
 pub use smooth_bursty::SmoothBursty;
 pub use smooth_warming_up::SmoothWarmingUp;
@@ -41,7 +41,14 @@ use crate::clock::Nanos;
 ///
 /// Contract for implementors:
 /// * [`reserve`](Algorithm::reserve) changes the state only when it returns an
-///   allowed decision; a denied or never decision leaves it untouched.
+///   allowed decision; a denied or never decision leaves it untouched. The one
+///   exception is an algorithm *configured* to record refused attempts (seed 004's
+///   sliding log, seed 000's increment-first counter), whose denials are meant to
+///   count; such an algorithm says so in its docs and keeps its state out of
+///   [`WordAlgorithm`], because the lock-free cell writes back allowed steps only.
+///   Stores that hold state behind a lock keep whatever `reserve` left, and sets of
+///   limits restore every member on a refusal, so inside a set only admitted calls
+///   count.
 /// * Costs are at least 1 (the front ends reject 0 with
 ///   [`Error::ZeroCost`](crate::Error::ZeroCost) before calling in).
 /// * Arithmetic saturates; nothing panics for any input.
@@ -65,8 +72,9 @@ pub trait Algorithm: Send + Sync + 'static {
     fn initial_state(&self, now: Nanos) -> Self::State;
 
     /// Grants `cost` permits if the caller would have to wait at most `max_wait`
-    /// nanoseconds, updating `state`; otherwise leaves `state` untouched and answers
-    /// denied (or never, when no amount of waiting would do).
+    /// nanoseconds, updating `state`; otherwise answers denied (or never, when no
+    /// amount of waiting would do) and leaves `state` untouched, unless configured
+    /// to record refused attempts (see the trait docs).
     fn reserve(&self, state: &mut Self::State, now: Nanos, cost: u64, max_wait: Nanos) -> Decision;
 
     /// The decision a zero-wait [`reserve`](Algorithm::reserve) would give now,
