@@ -19,10 +19,14 @@
 //! reserve the future, sleeping for `retry_after` and trying again).
 
 mod decision;
+pub mod sliding_log;
+pub mod sliding_window_buckets;
 pub mod smooth_bursty;
 pub mod smooth_warming_up;
 
 pub use decision::{Decision, Verdict};
+pub use sliding_log::SlidingLog;
+pub use sliding_window_buckets::SlidingWindowBuckets;
 pub use smooth_bursty::SmoothBursty;
 pub use smooth_warming_up::SmoothWarmingUp;
 

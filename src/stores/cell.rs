@@ -286,3 +286,11 @@ where
 {
     cell.reconfigure(&|algorithm, state| algorithm.set_rate(state, now, rate))
 }
+
+impl Storable for crate::algorithms::SlidingWindowBuckets {
+    type Cell = LockedCell<crate::algorithms::SlidingWindowBuckets>;
+}
+
+impl Storable for crate::algorithms::SlidingLog {
+    type Cell = LockedCell<crate::algorithms::SlidingLog>;
+}
