@@ -44,14 +44,14 @@
 //! * Without recorded rejects, the log holds at most `limit` entries: every entry
 //!   in the window costs at least 1, and expired ones are dropped before a new one
 //!   is added.
-//! * With recorded rejects, it holds at most `cap` entries, `limit < cap ≤`
-//!   [`MAX_ENTRIES`]. When a refused attempt finds the log full, the *oldest* entry
-//!   is evicted to make room. Since `cap > limit`, a full log of live entries
-//!   already exceeds the limit, so eviction never lets a call through that the
-//!   uncapped log would have refused while the evicted entry was still live: the
-//!   exactness above holds for granted calls. What the cap shortens is the ban:
-//!   after the client stops, it ends when the newest `cap` attempts have expired
-//!   rather than all of them, i.e. at most `duration` after the last attempt.
+//! * With recorded rejects, it holds at most `limit + 1` entries: when an attempt
+//!   finds `limit + 1` live entries, the *oldest* is evicted to make room. This
+//!   changes no decision, ever, compared with an unbounded log: if an evicted entry
+//!   would still be live, then so are the `limit + 1` newer ones kept, whose costs
+//!   (at least 1 each) already exceed the limit, so both logs refuse; otherwise
+//!   both hold the same live entries. And the entry whose expiry ends a refusal is
+//!   always among the newest `limit − cost + 1`, so `retry_after` agrees too. The
+//!   cap costs nothing but the memory it saves (tested against an unbounded log).
 //!
 //! # Cost
 //!
@@ -62,8 +62,8 @@
 //!
 //! # Edges
 //!
-//! * `limit = 0`, `duration = 0`, `limit` or `cap` above [`MAX_ENTRIES`], a `cap`
-//!   not above `limit`, or a period beyond about 292 years: typed errors.
+//! * `limit = 0`, `duration = 0`, `limit` above [`MAX_ENTRIES`], or a period
+//!   beyond about 292 years: typed errors.
 //! * A cost above `limit`: [`Verdict::Never`](super::Verdict::Never).
 //! * Time that goes backwards is read as the time of the newest entry (or spacing
 //!   mark): an older `now` never expires more than a later one would have.
@@ -75,8 +75,8 @@ use crate::error::Error;
 use std::collections::VecDeque;
 use std::time::Duration;
 
-/// The largest number of entries a log may hold: 2²⁰ (16 MiB per state). It bounds
-/// `limit` without recorded rejects, and `cap` with them.
+/// The largest `limit` of a log: 2²⁰ entries (16 MiB per state; one more entry
+/// when rejected attempts are recorded).
 pub const MAX_ENTRIES: u64 = 1 << 20;
 
 /// An exact sliding log: at most `limit` permits in any window of `duration`. See
@@ -101,8 +101,8 @@ pub struct SlidingLog {
     limit: u64,
     duration: Nanos,
     min_spacing: Nanos,
-    /// `Some(cap)` when refused attempts are recorded.
-    record_cap: Option<u64>,
+    /// Refused attempts are logged too (seed 004).
+    record_rejected: bool,
 }
 
 /// One logged call: when, and how many permits.
@@ -119,15 +119,15 @@ struct Entry {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LogState {
     entries: VecDeque<Entry>,
-    /// The sum of the entries' costs; u128 so that `cap` entries of any cost fit.
+    /// The sum of the entries' costs; u128 so that `limit + 1` entries of any cost fit.
     total: u128,
     /// The time of the last entry added, even if it has since been dropped.
     last: Option<Nanos>,
 }
 
 impl LogState {
-    /// The number of entries held, live or expired (at most `limit`, or `cap` when
-    /// rejected attempts are recorded).
+    /// The number of entries held, live or expired (at most `limit`, or `limit + 1`
+    /// when rejected attempts are recorded).
     ///
     /// ```
     /// use sluicegate::algorithms::{Algorithm, SlidingLog};
@@ -197,7 +197,7 @@ impl SlidingLog {
             limit,
             duration: nanos,
             min_spacing: 0,
-            record_cap: None,
+            record_rejected: false,
         })
     }
 
@@ -220,17 +220,14 @@ impl SlidingLog {
         self
     }
 
-    /// The same log, also recording refused attempts, keeping at most `cap` entries
-    /// (see the [module docs](self#memory) for what happens at the cap).
-    ///
-    /// # Errors
-    /// [`Error::InvalidCount`] unless `limit < cap ≤` [`MAX_ENTRIES`].
+    /// The same log, also recording refused attempts (seed 004), in at most
+    /// `limit + 1` entries (see the [module docs](self#memory): the bound changes no
+    /// decision).
     ///
     /// ```
     /// use sluicegate::algorithms::{Algorithm, SlidingLog};
     /// use std::time::Duration;
-    /// let log = SlidingLog::new(1, Duration::from_secs(10)).unwrap()
-    ///     .with_rejected_recorded(4).unwrap();
+    /// let log = SlidingLog::new(1, Duration::from_secs(10)).unwrap().with_rejected_recorded();
     /// let mut state = log.initial_state(0);
     /// let s = 1_000_000_000;
     /// assert!(log.reserve(&mut state, 0, 1, 0).is_allowed());
@@ -238,16 +235,9 @@ impl SlidingLog {
     /// assert!(!log.reserve(&mut state, 10 * s, 1, 0).is_allowed()); // still banned
     /// assert!(log.reserve(&mut state, 20 * s, 1, 0).is_allowed());
     /// ```
-    pub fn with_rejected_recorded(mut self, cap: u64) -> Result<Self, Error> {
-        if cap <= self.limit || cap > MAX_ENTRIES {
-            return Err(Error::InvalidCount {
-                what: "cap on recorded entries",
-                value: cap,
-                requirement: "above the limit and at most 2^20",
-            });
-        }
-        self.record_cap = Some(cap);
-        Ok(self)
+    pub fn with_rejected_recorded(mut self) -> Self {
+        self.record_rejected = true;
+        self
     }
 
     /// The most permits any window of `duration` holds.
@@ -265,15 +255,15 @@ impl SlidingLog {
         Duration::from_nanos(self.min_spacing)
     }
 
-    /// `Some(cap)` if refused attempts are recorded, with at most `cap` entries.
-    pub fn rejected_recorded(&self) -> Option<u64> {
-        self.record_cap
+    /// True if refused attempts are recorded.
+    pub fn rejected_recorded(&self) -> bool {
+        self.record_rejected
     }
 
-    /// The most entries the log can hold: `limit`, or `cap` when rejected attempts
-    /// are recorded. The state allocates this many once.
+    /// The most entries the log can hold: `limit`, or `limit + 1` when rejected
+    /// attempts are recorded. The state allocates this many once.
     pub fn capacity(&self) -> u64 {
-        self.record_cap.unwrap_or(self.limit)
+        self.limit + u64::from(self.record_rejected)
     }
 
     /// The entries that count at `now`, oldest first, as `(time in clock
@@ -428,7 +418,7 @@ impl Algorithm for SlidingLog {
     /// one allocation this algorithm makes).
     fn initial_state(&self, _now: Nanos) -> LogState {
         LogState {
-            // capacity() <= 2^20, so it fits any usize.
+            // capacity() <= 2^20 + 1, so it fits any usize.
             entries: VecDeque::with_capacity(self.capacity() as usize),
             total: 0,
             last: None,
@@ -445,7 +435,7 @@ impl Algorithm for SlidingLog {
                 self.append(state, &view, Entry { at: view.at, cost });
                 granted
             }
-            Err(refused) if refused.is_never() || self.record_cap.is_none() => refused,
+            Err(refused) if refused.is_never() || !self.record_rejected => refused,
             Err(_) => {
                 let decision = self.recorded_refusal(state, &view, now, cost);
                 self.append(state, &view, Entry { at: view.at, cost });
@@ -458,7 +448,7 @@ impl Algorithm for SlidingLog {
         let view = self.view(state, now);
         match self.judge(state, &view, now, cost) {
             Ok(decision) => decision,
-            Err(refused) if refused.is_never() || self.record_cap.is_none() => refused,
+            Err(refused) if refused.is_never() || !self.record_rejected => refused,
             Err(_) => self.recorded_refusal(state, &view, now, cost),
         }
     }
