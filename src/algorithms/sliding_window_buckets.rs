@@ -402,10 +402,13 @@ impl SlidingWindowBuckets {
 
     /// Nanoseconds from `now` until nothing counted remains.
     fn reset_after(&self, state: &BucketsState, view: &View, now: Nanos) -> Nanos {
-        let Some(bucket) = self.newest_nonempty(state, view) else {
-            return 0;
-        };
-        let gone = match self.oldest {
+        self.newest_nonempty(state, view)
+            .map_or(0, |bucket| self.gone_at(bucket).saturating_sub(now))
+    }
+
+    /// When `bucket` stops counting at all.
+    fn gone_at(&self, bucket: u64) -> Nanos {
+        match self.oldest {
             // Dropped once it is B buckets old.
             OldestBucket::Drop => bucket
                 .saturating_add(self.buckets)
@@ -415,8 +418,7 @@ impl SlidingWindowBuckets {
                 .saturating_add(1)
                 .saturating_mul(self.precision)
                 .saturating_add(self.duration),
-        };
-        gone.saturating_sub(now)
+        }
     }
 
     /// The first instant at which `excess` (scaled by precision) has left the window.
@@ -482,15 +484,18 @@ impl SlidingWindowBuckets {
         let view = self.view(state, now);
         let scaled = self.used_scaled(state, &view);
         let used = self.used(scaled);
-        let reset = self.reset_after(state, &view, now);
         if cost > self.limit {
+            let reset = self.reset_after(state, &view, now);
             return (Decision::never(self.limit, self.limit.saturating_sub(used), reset), view);
         }
         let allowed_scaled = u128::from(self.limit - cost) * u128::from(self.precision);
         if scaled <= allowed_scaled {
             let remaining = self.limit - cost - used;
+            // The grant lands in the current bucket, the newest one.
+            let reset = self.gone_at(view.current).saturating_sub(now);
             return (Decision::allowed(self.limit, remaining, reset), view);
         }
+        let reset = self.reset_after(state, &view, now);
         let at = self.retry_at(state, &view, scaled - allowed_scaled);
         let decision = Decision::denied(
             self.limit,
@@ -537,9 +542,7 @@ impl Algorithm for SlidingWindowBuckets {
         let slot = self.slot(view.current);
         state.slots[slot] = state.slots[slot].saturating_add(cost);
         state.total = state.total.saturating_add(cost);
-        // reset_after may have grown with this grant in a bucket newer than the rest.
-        let reset = self.reset_after(state, &view, now);
-        Decision::allowed(self.limit, decision.remaining(), reset)
+        decision
     }
 
     fn peek(&self, state: &BucketsState, now: Nanos, cost: u64) -> Decision {
