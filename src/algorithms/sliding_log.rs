@@ -295,9 +295,16 @@ impl SlidingLog {
     fn view(&self, state: &LogState, now: Nanos) -> View {
         let newest = state.entries.back().map_or(0, |entry| entry.at);
         let at = now.max(newest).max(state.last.unwrap_or(0));
-        let first_live = state
-            .entries
-            .partition_point(|entry| entry.at.saturating_add(self.duration) <= at);
+        let expired = |entry: &Entry| entry.at.saturating_add(self.duration) <= at;
+        // Usually the oldest entry is still live, or only it has expired: skip the
+        // binary search then.
+        let first_live = match (state.entries.front(), state.entries.get(1)) {
+            (Some(oldest), _) if !expired(oldest) => 0,
+            (Some(_), Some(next)) if !expired(next) => 1,
+            (Some(_), None) => 1,
+            (None, _) => 0,
+            _ => state.entries.partition_point(expired),
+        };
         let expired: u128 = state
             .entries
             .range(..first_live)

@@ -352,7 +352,6 @@ impl SlidingWindowBuckets {
     /// `(first whole bucket, partial bucket and the nanoseconds of it inside the
     /// window)`; the partial bucket is `None` when dropping or before the origin.
     fn bounds(&self, view: &View) -> (u64, Option<(u64, Nanos)>) {
-        let oldest_in_ring = view.current.saturating_sub(self.buckets);
         match self.oldest {
             OldestBucket::Drop => (
                 view.current.saturating_add(1).saturating_sub(self.buckets),
@@ -362,7 +361,9 @@ impl SlidingWindowBuckets {
                 // The window starts before the clock's origin: every bucket is whole.
                 None => (0, None),
                 Some(start) => {
-                    let partial = (start / self.precision).max(oldest_in_ring);
+                    // At least current − B, as the ring holds nothing older.
+                    let partial = (start / self.precision)
+                        .max(view.current.saturating_sub(self.buckets));
                     let end = (partial + 1).saturating_mul(self.precision);
                     (partial + 1, Some((partial, end.saturating_sub(start))))
                 }
@@ -370,32 +371,62 @@ impl SlidingWindowBuckets {
         }
     }
 
+    /// The counts of buckets `first ..= last` (all within the ring at `current`),
+    /// oldest first, stopping at the newest bucket written (later ones are empty).
+    /// Walks the ring's slots without a division per bucket.
+    fn counts<'a>(
+        &self,
+        state: &'a BucketsState,
+        first: u64,
+        last: u64,
+    ) -> impl Iterator<Item = u64> + 'a {
+        let last = last.min(state.newest);
+        let len = if last < first { 0 } else { last - first + 1 };
+        let start = self.slot(first);
+        let (older, newer) = state.slots.split_at(start);
+        // len <= B + 1 <= 4097.
+        newer.iter().chain(older).take(len as usize).copied()
+    }
+
+    /// The sum of the whole buckets at `view`: the ring's total less the one or two
+    /// buckets before `first_whole`.
+    fn whole(&self, state: &BucketsState, view: &View, first_whole: u64) -> u64 {
+        let oldest = view.current.saturating_sub(self.buckets);
+        if first_whole <= oldest {
+            return view.total;
+        }
+        let before: u64 = self.counts(state, oldest, first_whole - 1).sum();
+        view.total.saturating_sub(before)
+    }
+
     /// The permits counted at `view`, scaled by `precision` (so the weighted part
     /// stays exact): `Σ whole · precision + partial · inside`.
     fn used_scaled(&self, state: &BucketsState, view: &View) -> u128 {
         let (first_whole, partial) = self.bounds(view);
-        let mut whole = view.total;
-        let mut bucket = view.current.saturating_sub(self.buckets);
-        while bucket < first_whole {
-            whole = whole.saturating_sub(self.count(state, bucket));
-            bucket += 1;
-        }
-        let mut scaled = u128::from(whole) * u128::from(self.precision);
+        let mut scaled =
+            u128::from(self.whole(state, view, first_whole)) * u128::from(self.precision);
         if let Some((bucket, inside)) = partial {
             scaled += u128::from(self.count(state, bucket)) * u128::from(inside);
         }
         scaled
     }
 
-    /// The counted permits rounded up.
+    /// The counted permits, rounded up.
     fn used(&self, scaled: u128) -> u64 {
-        u64::try_from(scaled.div_ceil(u128::from(self.precision))).unwrap_or(u64::MAX)
+        // Most values fit a u64, whose division is much cheaper than a u128's.
+        match u64::try_from(scaled) {
+            Ok(small) => small.div_ceil(self.precision),
+            Err(_) => {
+                u64::try_from(scaled.div_ceil(u128::from(self.precision))).unwrap_or(u64::MAX)
+            }
+        }
     }
 
     /// The newest non-empty bucket among `current − B ..= current`, if any.
     fn newest_nonempty(&self, state: &BucketsState, view: &View) -> Option<u64> {
         let oldest = view.current.saturating_sub(self.buckets);
-        (oldest..=view.current)
+        let newest = view.current.min(state.newest);
+        (oldest..=newest)
             .rev()
             .find(|&bucket| self.count(state, bucket) > 0)
     }
@@ -422,61 +453,58 @@ impl SlidingWindowBuckets {
     }
 
     /// The first instant at which `excess` (scaled by precision) has left the window.
-    fn retry_at(&self, state: &BucketsState, view: &View, mut excess: u128) -> Nanos {
+    fn retry_at(&self, state: &BucketsState, view: &View, excess: u128) -> Nanos {
         let (first_whole, partial) = self.bounds(view);
-        let precision = u128::from(self.precision);
         match self.oldest {
             OldestBucket::Drop => {
-                // Bucket b stops counting at (b + B) · precision.
+                // Bucket b stops counting at (b + B) · precision; the excess is a
+                // whole number of permits here.
+                let mut excess = excess / u128::from(self.precision);
                 let mut bucket = first_whole;
-                while bucket <= view.current {
-                    let freed = u128::from(self.count(state, bucket)) * precision;
-                    if freed >= excess {
+                for count in self.counts(state, first_whole, view.current) {
+                    if u128::from(count) >= excess {
                         break;
                     }
-                    excess -= freed;
+                    excess -= u128::from(count);
                     bucket += 1;
                 }
-                bucket
-                    .saturating_add(self.buckets)
-                    .saturating_mul(self.precision)
+                self.gone_at(bucket)
             }
             OldestBucket::Weighted => {
                 // The window's start sweeps forward; while it crosses bucket b, the
                 // estimate falls by count(b) per nanosecond (scaled).
-                let mut start = view.at.saturating_sub(self.duration);
-                let mut bucket = first_whole;
-                if let Some((partial, inside)) = partial {
-                    let count = u128::from(self.count(state, partial));
-                    let freed = count * u128::from(inside);
-                    if count > 0 && freed >= excess {
-                        return self.crossed(start, excess, count);
+                let mut excess = excess;
+                let mut start = match partial {
+                    Some((partial, inside)) => {
+                        let start = view.at.saturating_sub(self.duration);
+                        let count = u128::from(self.count(state, partial));
+                        if count * u128::from(inside) >= excess {
+                            return self.crossed(start, excess, count);
+                        }
+                        excess -= count * u128::from(inside);
+                        start.saturating_add(inside)
                     }
-                    excess = excess.saturating_sub(freed);
-                    start = start.saturating_add(inside);
-                } else {
                     // Before the origin: nothing leaves until the start reaches 0.
-                    start = first_whole.saturating_mul(self.precision);
-                }
-                while bucket <= view.current {
-                    let count = u128::from(self.count(state, bucket));
-                    let freed = count * precision;
-                    if count > 0 && freed >= excess {
+                    None => 0,
+                };
+                for count in self.counts(state, first_whole, view.current) {
+                    let count = u128::from(count);
+                    if count * u128::from(self.precision) >= excess {
                         return self.crossed(start, excess, count);
                     }
-                    excess = excess.saturating_sub(freed);
+                    excess -= count * u128::from(self.precision);
                     start = start.saturating_add(self.precision);
-                    bucket += 1;
                 }
+                // Unreachable while cost <= limit: everything counted leaves.
                 start.saturating_add(self.duration)
             }
         }
     }
 
     /// The instant at which a window start at `start`, moving over a bucket holding
-    /// `count`, has freed `excess`.
+    /// `count` (> 0, since `excess` > 0), has freed `excess`.
     fn crossed(&self, start: Nanos, excess: u128, count: u128) -> Nanos {
-        let nanos = u64::try_from(excess.div_ceil(count)).unwrap_or(u64::MAX);
+        let nanos = u64::try_from(excess.div_ceil(count.max(1))).unwrap_or(u64::MAX);
         start.saturating_add(nanos).saturating_add(self.duration)
     }
 
