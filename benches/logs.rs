@@ -27,17 +27,31 @@ fn print_state_sizes() {
     let hour = Duration::from_secs(3600);
     let minute = Duration::from_secs(60);
     let windows = [
-        ("SlidingWindowBuckets 100/min, 10 x 6 s", SlidingWindowBuckets::dropping(100, minute, Duration::from_secs(6)).unwrap()),
-        ("SlidingWindowBuckets 240/h, 60 x 1 min (seed 002)", SlidingWindowBuckets::dropping(240, hour, minute).unwrap()),
+        (
+            "SlidingWindowBuckets 100/min, 10 x 6 s",
+            SlidingWindowBuckets::dropping(100, minute, Duration::from_secs(6)).unwrap(),
+        ),
+        (
+            "SlidingWindowBuckets 240/h, 60 x 1 min (seed 002)",
+            SlidingWindowBuckets::dropping(240, hour, minute).unwrap(),
+        ),
     ];
     for (name, w) in windows {
         let state = w.initial_state(0);
-        let heap = (w.buckets() + 1) * 8;
-        println!("state size: {name}: {} B inline + {heap} B heap", std::mem::size_of_val(&state));
+        println!(
+            "state size: {name}: {} B inline + {} B heap",
+            std::mem::size_of_val(&state),
+            state.heap_bytes()
+        );
     }
     for (name, log) in [
         ("SlidingLog 100/min", SlidingLog::new(100, minute).unwrap()),
-        ("SlidingLog 100/min, rejects recorded", SlidingLog::new(100, minute).unwrap().with_rejected_recorded()),
+        (
+            "SlidingLog 100/min, rejects recorded",
+            SlidingLog::new(100, minute)
+                .unwrap()
+                .with_rejected_recorded(),
+        ),
     ] {
         let state = log.initial_state(0);
         println!(
@@ -56,17 +70,33 @@ fn bench(c: &mut Criterion) {
         .warm_up_time(Duration::from_secs(1));
 
     let allowed = governor_allowed();
-    group.bench_function("governor check allowed", |b| b.iter(|| black_box(allowed())));
+    group.bench_function("governor check allowed", |b| {
+        b.iter(|| black_box(allowed()))
+    });
     let denied = governor_denied();
     group.bench_function("governor check denied", |b| b.iter(|| black_box(denied())));
 
     // Allowed: a limit never reached, so every call is granted (and the ring rolls).
-    let w = SlidingWindowBuckets::dropping(u64::MAX / 2, Duration::from_secs(1), Duration::from_millis(100)).unwrap();
+    let w = SlidingWindowBuckets::dropping(
+        u64::MAX / 2,
+        Duration::from_secs(1),
+        Duration::from_millis(100),
+    )
+    .unwrap();
     let limiter = RateLimiter::new(w);
-    group.bench_function("buckets (drop, 10) allowed", |b| b.iter(|| black_box(limiter.try_acquire())));
-    let w = SlidingWindowBuckets::weighted(u64::MAX / 2, Duration::from_secs(1), Duration::from_millis(100)).unwrap();
+    group.bench_function("buckets (drop, 10) allowed", |b| {
+        b.iter(|| black_box(limiter.try_acquire()))
+    });
+    let w = SlidingWindowBuckets::weighted(
+        u64::MAX / 2,
+        Duration::from_secs(1),
+        Duration::from_millis(100),
+    )
+    .unwrap();
     let limiter = RateLimiter::new(w);
-    group.bench_function("buckets (weighted, 10) allowed", |b| b.iter(|| black_box(limiter.try_acquire())));
+    group.bench_function("buckets (weighted, 10) allowed", |b| {
+        b.iter(|| black_box(limiter.try_acquire()))
+    });
 
     // Denied: one permit per hour, spent; each refusal computes an exact retry_after.
     for (name, precision) in [("10", 360), ("60", 60)] {
@@ -92,12 +122,18 @@ fn bench(c: &mut Criterion) {
     // Allowed: a log whose entries expire within a microsecond, so it stays short.
     let log = SlidingLog::new(1 << 20, Duration::from_micros(1)).unwrap();
     let limiter = RateLimiter::new(log);
-    group.bench_function("sliding log allowed", |b| b.iter(|| black_box(limiter.try_acquire())));
+    group.bench_function("sliding log allowed", |b| {
+        b.iter(|| black_box(limiter.try_acquire()))
+    });
     let log = SlidingLog::new(100, Duration::from_secs(3600)).unwrap();
     let limiter = RateLimiter::new(log);
     assert!(limiter.try_acquire_n(100).unwrap());
-    group.bench_function("sliding log (100) denied", |b| b.iter(|| black_box(limiter.try_acquire())));
-    let log = SlidingLog::new(100, Duration::from_secs(3600)).unwrap().with_rejected_recorded();
+    group.bench_function("sliding log (100) denied", |b| {
+        b.iter(|| black_box(limiter.try_acquire()))
+    });
+    let log = SlidingLog::new(100, Duration::from_secs(3600))
+        .unwrap()
+        .with_rejected_recorded();
     let limiter = RateLimiter::new(log);
     assert!(limiter.try_acquire_n(100).unwrap());
     group.bench_function("sliding log (100, recording) denied", |b| {
@@ -105,13 +141,15 @@ fn bench(c: &mut Criterion) {
     });
 
     // The pure step, no clock and no lock, for comparison.
-    let w = SlidingWindowBuckets::dropping(1, Duration::from_secs(3600), Duration::from_secs(60)).unwrap();
+    let w = SlidingWindowBuckets::dropping(1, Duration::from_secs(3600), Duration::from_secs(60))
+        .unwrap();
     let mut state = w.initial_state(0);
     w.reserve(&mut state, 0, 1, 0);
     group.bench_function("pure buckets (drop, 60) denied", |b| {
         b.iter(|| black_box(w.reserve(&mut state, black_box(5), 1, 0)))
     });
-    let w = SlidingWindowBuckets::weighted(1, Duration::from_secs(3600), Duration::from_secs(60)).unwrap();
+    let w = SlidingWindowBuckets::weighted(1, Duration::from_secs(3600), Duration::from_secs(60))
+        .unwrap();
     let mut state = w.initial_state(0);
     w.reserve(&mut state, 0, 1, 0);
     group.bench_function("pure buckets (weighted, 60) denied", |b| {
@@ -124,7 +162,9 @@ fn bench(c: &mut Criterion) {
         b.iter(|| black_box(log.reserve(&mut state, black_box(5), 1, 0)))
     });
     let clock = sluicegate::DefaultClock::new();
-    group.bench_function("clock read", |b| b.iter(|| black_box(sluicegate::Clock::now(&clock))));
+    group.bench_function("clock read", |b| {
+        b.iter(|| black_box(sluicegate::Clock::now(&clock)))
+    });
     group.finish();
 }
 

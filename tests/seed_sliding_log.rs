@@ -22,7 +22,9 @@ fn live(log: &SlidingLog, state: &<SlidingLog as Algorithm>::State, at: u64) -> 
 /// keeps only granted calls. Both replays below.
 #[test]
 fn seed_001_sliding_log_table_recording_refusals_as_the_seed_does() {
-    let log = SlidingLog::new(3, secs(60)).unwrap().with_rejected_recorded();
+    let log = SlidingLog::new(3, secs(60))
+        .unwrap()
+        .with_rejected_recorded();
     let mut state = log.initial_state(0);
     // (time, allowed, remaining, the set after the call)
     let steps: [(u64, bool, u64, &[u64]); 7] = [
@@ -75,7 +77,12 @@ fn seed_001_sliding_log_table_counting_only_granted_calls() {
 fn seed_001_retry_after_is_exact_in_both_modes() {
     for (log, retry) in [
         (SlidingLog::new(3, secs(60)).unwrap(), 11),
-        (SlidingLog::new(3, secs(60)).unwrap().with_rejected_recorded(), 20),
+        (
+            SlidingLog::new(3, secs(60))
+                .unwrap()
+                .with_rejected_recorded(),
+            20,
+        ),
     ] {
         let mut state = log.initial_state(0);
         for t in [5, 15, 61, 70, 100] {
@@ -96,7 +103,9 @@ fn seed_001_retry_after_is_exact_in_both_modes() {
 /// allowed rate, all of their actions will be blocked until they pause".
 #[test]
 fn seed_004_hammering_client_stays_blocked_until_it_pauses() {
-    let log = SlidingLog::new(3, secs(10)).unwrap().with_rejected_recorded();
+    let log = SlidingLog::new(3, secs(10))
+        .unwrap()
+        .with_rejected_recorded();
     let mut state = log.initial_state(0);
     let mut granted = vec![];
     for t in 0..=60 {
@@ -176,13 +185,19 @@ fn variable_cost_never_and_decision_fields() {
     );
     let d = limiter.check(2).unwrap(); // POST /user costs 2 (seed 001)
     assert!(d.is_allowed());
-    assert_eq!((d.limit(), d.remaining(), d.reset_after()), (5, 3, secs(10)));
+    assert_eq!(
+        (d.limit(), d.remaining(), d.reset_after()),
+        (5, 3, secs(10))
+    );
     clock.advance(secs(3));
     assert!(limiter.try_acquire_n(3).unwrap());
     clock.advance(secs(1));
     let d = limiter.check(2).unwrap();
     assert_eq!(d.verdict(), Verdict::Denied);
-    assert_eq!((d.remaining(), d.retry_after(), d.reset_after()), (0, secs(6), secs(9)));
+    assert_eq!(
+        (d.remaining(), d.retry_after(), d.reset_after()),
+        (0, secs(6), secs(9))
+    );
     // The cost-2 entry leaves at 10 s: a blocking acquire of 2 waits exactly that.
     assert_eq!(limiter.acquire_n(2).unwrap(), secs(6));
     assert_eq!(clock.now(), 10 * S);
@@ -231,7 +246,10 @@ fn bad_parameters_are_typed_errors() {
     assert!(SlidingLog::new(1 << 20, secs(1)).is_ok());
     assert!(matches!(
         SlidingLog::new(1, Duration::ZERO),
-        Err(Error::InvalidDuration { what: "duration", .. })
+        Err(Error::InvalidDuration {
+            what: "duration",
+            ..
+        })
     ));
     assert!(matches!(
         SlidingLog::new(1, Duration::MAX),

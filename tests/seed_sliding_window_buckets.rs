@@ -21,7 +21,7 @@ fn seed_001_sliding_window_table() {
     let mut state = w.initial_state(0);
     // (time, allowed, remaining, buckets that count after the call)
     let steps: [(u64, bool, u64, &[(u64, u64)]); 7] = [
-        (5, true, 2, &[(0, 1)]),          // 12:00:05
+        (5, true, 2, &[(0, 1)]),           // 12:00:05
         (15, true, 1, &[(0, 1), (15, 1)]), // 12:00:15
         // 12:01:01: bucket 12:00:00 is expired and dropped.
         (61, true, 1, &[(15, 1), (60, 1)]),
@@ -150,7 +150,9 @@ fn seed_003_hundred_per_hour_in_twenty_minute_buckets() {
     let w = SlidingWindowBuckets::dropping(100, secs(3600), secs(1200)).unwrap();
     let mut state = w.initial_state(0);
     for (at, n) in [(5, 10), (25, 20), (45, 30)] {
-        assert!(w.reserve(&mut state, two_am + at * minute, n, 0).is_allowed());
+        assert!(w
+            .reserve(&mut state, two_am + at * minute, n, 0)
+            .is_allowed());
     }
     let at = two_am + 50 * minute;
     let d = w.reserve(&mut state, at, 1, 0);
@@ -202,15 +204,24 @@ fn bad_parameters_are_typed_errors() {
     ));
     assert!(matches!(
         SlidingWindowBuckets::dropping(1, Duration::ZERO, Duration::ZERO),
-        Err(Error::InvalidDuration { what: "duration", .. })
+        Err(Error::InvalidDuration {
+            what: "duration",
+            ..
+        })
     ));
     assert!(matches!(
         SlidingWindowBuckets::weighted(1, m, Duration::ZERO),
-        Err(Error::InvalidDuration { what: "precision", .. })
+        Err(Error::InvalidDuration {
+            what: "precision",
+            ..
+        })
     ));
     assert!(matches!(
         SlidingWindowBuckets::weighted(1, m, secs(61)),
-        Err(Error::InvalidDuration { what: "precision", .. })
+        Err(Error::InvalidDuration {
+            what: "precision",
+            ..
+        })
     ));
     assert!(matches!(
         SlidingWindowBuckets::dropping(1, m, Duration::from_millis(14)),

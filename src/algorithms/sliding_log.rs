@@ -327,7 +327,12 @@ impl SlidingLog {
 
     /// The first instant at which the `live` entries, oldest first, have expired
     /// enough that `cost` more fits the limit.
-    fn fits_at<'a>(&self, live_entries: impl Iterator<Item = &'a Entry>, live: u128, cost: u64) -> Nanos {
+    fn fits_at<'a>(
+        &self,
+        live_entries: impl Iterator<Item = &'a Entry>,
+        live: u128,
+        cost: u64,
+    ) -> Nanos {
         let allowed = u128::from(self.limit - cost);
         let mut live = live;
         if live <= allowed {
@@ -372,7 +377,13 @@ impl SlidingLog {
     }
 
     /// The decision at `view`, without recording a refused attempt.
-    fn judge(&self, state: &LogState, view: &View, now: Nanos, cost: u64) -> Result<Decision, Decision> {
+    fn judge(
+        &self,
+        state: &LogState,
+        view: &View,
+        now: Nanos,
+        cost: u64,
+    ) -> Result<Decision, Decision> {
         let newest = state.entries.back().map(|entry| entry.at);
         let reset = self.reset_at(newest, state.last).saturating_sub(now);
         let remaining = self.remaining(view.live);
@@ -382,7 +393,9 @@ impl SlidingLog {
         let fits = view.live.saturating_add(u128::from(cost)) <= u128::from(self.limit);
         let spaced = view.at >= self.spaced_at(state.last);
         if fits && spaced {
-            let reset = self.reset_at(Some(view.at), Some(view.at)).saturating_sub(now);
+            let reset = self
+                .reset_at(Some(view.at), Some(view.at))
+                .saturating_sub(now);
             let remaining = self.remaining(view.live.saturating_add(u128::from(cost)));
             return Ok(Decision::allowed(self.limit, remaining, reset));
         }
@@ -390,7 +403,12 @@ impl SlidingLog {
         let at = self
             .fits_at(live_entries, view.live, cost)
             .max(self.spaced_at(state.last));
-        Err(Decision::denied(self.limit, remaining, at.saturating_sub(now), reset))
+        Err(Decision::denied(
+            self.limit,
+            remaining,
+            at.saturating_sub(now),
+            reset,
+        ))
     }
 
     /// The decision a recorded refusal gives: as if the attempt were already in the
@@ -413,8 +431,15 @@ impl SlidingLog {
         let at = self
             .fits_at(kept.chain(std::iter::once(&attempt)), live, cost)
             .max(self.spaced_at(Some(view.at)));
-        let reset = self.reset_at(Some(view.at), Some(view.at)).saturating_sub(now);
-        Decision::denied(self.limit, self.remaining(live), at.saturating_sub(now), reset)
+        let reset = self
+            .reset_at(Some(view.at), Some(view.at))
+            .saturating_sub(now);
+        Decision::denied(
+            self.limit,
+            self.remaining(live),
+            at.saturating_sub(now),
+            reset,
+        )
     }
 }
 
