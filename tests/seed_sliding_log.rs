@@ -277,3 +277,21 @@ fn the_log_allocates_once_for_its_capacity() {
     }
     assert_eq!(state.heap_bytes(), bytes);
 }
+
+#[test]
+fn extreme_times_and_costs_do_not_panic() {
+    let log = SlidingLog::new(3, secs(200 * 365 * 86_400))
+        .unwrap()
+        .with_min_spacing(Duration::MAX)
+        .with_rejected_recorded();
+    let mut state = log.initial_state(u64::MAX);
+    for now in [u64::MAX - 5, u64::MAX, 0] {
+        for cost in [1, 3, 4, u64::MAX] {
+            let d = log.reserve(&mut state, now, cost, 0);
+            let _ = (d.retry_after(), d.reset_after(), d.remaining());
+            let _ = log.peek(&state, now, cost);
+            let _ = log.is_replenished(&state, now);
+        }
+    }
+    assert!(state.len() <= 4);
+}

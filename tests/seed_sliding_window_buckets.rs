@@ -293,3 +293,26 @@ fn time_going_backwards_grants_nothing_extra() {
     assert!(!w.reserve(&mut state, 5 * S, 1, 0).is_allowed());
     assert!(!w.reserve(&mut state, 0, 1, 0).is_allowed());
 }
+
+#[test]
+fn extreme_times_and_costs_do_not_panic() {
+    let (d, p) = (Duration::from_nanos(3), Duration::from_nanos(1));
+    for w in [
+        SlidingWindowBuckets::dropping(u64::MAX, d, p).unwrap(),
+        SlidingWindowBuckets::weighted(u64::MAX, d, p).unwrap(),
+    ] {
+        let mut state = w.initial_state(u64::MAX - 5);
+        assert!(w
+            .reserve(&mut state, u64::MAX - 5, u64::MAX / 2, 0)
+            .is_allowed());
+        assert!(!w
+            .reserve(&mut state, u64::MAX - 4, u64::MAX, 0)
+            .is_allowed());
+        for now in [u64::MAX - 1, u64::MAX, 0] {
+            let d = w.reserve(&mut state, now, u64::MAX, 0);
+            let _ = (d.retry_after(), d.reset_after(), d.remaining());
+            let _ = w.peek(&state, now, 1);
+            let _ = w.is_replenished(&state, now);
+        }
+    }
+}

@@ -508,7 +508,7 @@ impl SlidingWindowBuckets {
                         break;
                     }
                     excess -= count;
-                    bucket += 1;
+                    bucket = bucket.saturating_add(1);
                 }
                 self.gone_at(bucket)
             }
