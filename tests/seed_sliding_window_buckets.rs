@@ -316,3 +316,27 @@ fn extreme_times_and_costs_do_not_panic() {
         }
     }
 }
+
+/// Seed 002: "if you have 240 tokens that can be used in an hour, and you used 20
+/// tokens at 6:05PM, you would only be able to make up to another 220 requests until
+/// 7:04PM. At 7:05PM, you would get those 20 tokens back". One-minute buckets.
+#[test]
+fn seed_002_tokens_come_back_an_hour_later() {
+    let clock = ManualClock::new();
+    let hour = secs(3600);
+    let w = SlidingWindowBuckets::dropping(240, hour, secs(60)).unwrap();
+    let limiter = RateLimiter::with_clock(w, clock.clone());
+    clock.advance(secs(5 * 60)); // 6:05 PM, with 6:00 PM at the origin
+    assert!(limiter.try_acquire_n(20).unwrap());
+    clock.advance(secs(30 * 60)); // 6:35
+    let d = limiter.check(220).unwrap();
+    assert!(d.is_allowed());
+    assert_eq!(d.remaining(), 0);
+    let refused = limiter.check(1).unwrap();
+    assert_eq!(refused.retry_after(), secs(30 * 60)); // 7:05
+    clock.advance(secs(29 * 60 + 59)); // 7:04:59
+    assert!(!limiter.try_acquire());
+    clock.advance(secs(1)); // 7:05
+    assert!(limiter.try_acquire_n(20).unwrap());
+    assert!(!limiter.try_acquire());
+}

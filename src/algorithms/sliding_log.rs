@@ -36,6 +36,29 @@
 //!   exceeds the limit ([`Verdict::Never`](super::Verdict::Never)) is not recorded.
 //!   The minimum spacing then runs from the last attempt, granted or not.
 //!
+//! ```
+//! use sluicegate::{algorithms::SlidingLog, clock::ManualClock, RateLimiter};
+//! use std::time::Duration;
+//!
+//! let clock = ManualClock::new();
+//! // 3 calls per minute, at least 1 s apart.
+//! let log = SlidingLog::new(3, Duration::from_secs(60))
+//!     .unwrap()
+//!     .with_min_spacing(Duration::from_secs(1));
+//! let limiter = RateLimiter::with_clock(log, clock.clone());
+//! assert!(limiter.try_acquire());
+//! assert!(!limiter.try_acquire()); // too soon after the previous call
+//! clock.advance(Duration::from_secs(1));
+//! assert!(limiter.try_acquire());
+//! clock.advance(Duration::from_secs(1));
+//! assert!(limiter.try_acquire());
+//! clock.advance(Duration::from_secs(1));
+//! let refused = limiter.check(1).unwrap();
+//! assert!(!refused.is_allowed());
+//! // Exact: the first call leaves the window at 60 s.
+//! assert_eq!(refused.retry_after(), Duration::from_secs(57));
+//! ```
+//!
 //! # Memory
 //!
 //! The log is a ring allocated once, at [`initial_state`](Algorithm::initial_state);

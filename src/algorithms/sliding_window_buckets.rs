@@ -51,6 +51,32 @@
 //! otherwise. Seed 002's `precision == duration` with [`OldestBucket::Drop`] is a
 //! fixed window.
 //!
+//! Seed 002's example, 240 per hour in one-minute buckets: 20 permits used at 6:05
+//! come back at 7:05.
+//!
+//! ```
+//! use sluicegate::{algorithms::SlidingWindowBuckets, clock::ManualClock, RateLimiter};
+//! use std::time::Duration;
+//!
+//! let clock = ManualClock::new(); // 6:00 PM
+//! let hour = Duration::from_secs(3600);
+//! let window = SlidingWindowBuckets::dropping(240, hour, Duration::from_secs(60)).unwrap();
+//! let limiter = RateLimiter::with_clock(window, clock.clone());
+//! clock.advance(Duration::from_secs(5 * 60));
+//! assert!(limiter.try_acquire_n(20).unwrap()); // 6:05
+//! assert!(limiter.try_acquire_n(220).unwrap());
+//! let refused = limiter.check(1).unwrap();
+//! assert_eq!(refused.retry_after(), hour); // 7:05
+//!
+//! // Seed 000: 100 per minute in 30 s buckets, the oldest one weighted.
+//! let window = SlidingWindowBuckets::weighted(100, Duration::from_secs(60), Duration::from_secs(30)).unwrap();
+//! let limiter = RateLimiter::with_clock(window, ManualClock::new());
+//! assert!(limiter.try_acquire_n(100).unwrap()); // at 0 s
+//! limiter.clock().advance(Duration::from_secs(75)); // half of bucket 0-30 s is in the window
+//! assert!(limiter.try_acquire_n(50).unwrap());
+//! assert!(!limiter.try_acquire());
+//! ```
+//!
 //! # State and cost
 //!
 //! A ring of bucket counters, allocated once by
