@@ -295,3 +295,42 @@ fn extreme_times_and_costs_do_not_panic() {
     }
     assert!(state.len() <= 4);
 }
+
+/// Many threads at one virtual instant: the cell serialises them, so exactly the
+/// limit is granted: the log in both modes and the bucketed window.
+#[test]
+fn concurrent_callers_get_exactly_the_limit() {
+    let clock = ManualClock::new();
+    let log = RateLimiter::with_clock(SlidingLog::new(50, secs(60)).unwrap(), clock.clone());
+    let recording = RateLimiter::with_clock(
+        SlidingLog::new(50, secs(60))
+            .unwrap()
+            .with_rejected_recorded(),
+        clock.clone(),
+    );
+    let window = RateLimiter::with_clock(
+        sluicegate::algorithms::SlidingWindowBuckets::weighted(50, secs(60), secs(1)).unwrap(),
+        clock.clone(),
+    );
+    let granted = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let (log, recording, window) = (&log, &recording, &window);
+                scope.spawn(move || {
+                    let mut granted = [0u32; 3];
+                    for _ in 0..100 {
+                        granted[0] += u32::from(log.try_acquire());
+                        granted[1] += u32::from(recording.try_acquire());
+                        granted[2] += u32::from(window.try_acquire());
+                    }
+                    granted
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .fold([0u32; 3], |a, b| [a[0] + b[0], a[1] + b[1], a[2] + b[2]])
+    });
+    assert_eq!(granted, [50, 50, 50]);
+}
