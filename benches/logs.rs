@@ -76,6 +76,17 @@ fn bench(c: &mut Criterion) {
     let denied = governor_denied();
     group.bench_function("governor check denied", |b| b.iter(|| black_box(denied())));
 
+    // The floor every LockedCell algorithm pays (clock read + mutex + a trivial
+    // step), and the lock-free WordCell's, for reference.
+    let floor = RateLimiter::warming_up(1e12, Duration::ZERO).unwrap();
+    group.bench_function("floor: LockedCell (warming-up) allowed", |b| {
+        b.iter(|| black_box(floor.try_acquire()))
+    });
+    let floor = RateLimiter::bursty(1e12).unwrap();
+    group.bench_function("floor: WordCell (bursty) allowed", |b| {
+        b.iter(|| black_box(floor.try_acquire()))
+    });
+
     // Allowed: a limit never reached, so every call is granted (and the ring rolls).
     let w = SlidingWindowBuckets::dropping(
         u64::MAX / 2,
