@@ -79,9 +79,11 @@
 //! # Cost
 //!
 //! A granted call drops the expired entries (amortized O(1)) and appends one. A
-//! refused call computes its exact `retry_after` by finding the first live entry
-//! (binary search) and walking entries from the oldest until enough would have
-//! expired: O(log n + entries walked).
+//! refused call leaves the log as it is (unless it records the attempt), so it
+//! finds the first live entry (at once when the oldest is live, else by binary
+//! search), subtracts the expired entries' costs, and walks live entries from the
+//! oldest until enough would have expired for its exact `retry_after`: O(1) in
+//! the common cases, O(limit) at worst.
 //!
 //! # Edges
 //!
