@@ -172,6 +172,12 @@ fn bench(c: &mut Criterion) {
     group.bench_function("pure sliding log (100) denied", |b| {
         b.iter(|| black_box(log.reserve(&mut state, black_box(5), 1, 0)))
     });
+    let bursty = sluicegate::algorithms::SmoothBursty::new(1.0).unwrap();
+    let mut state = bursty.initial_state(0);
+    bursty.reserve(&mut state, 0, 1, 0);
+    group.bench_function("pure SmoothBursty denied (reference)", |b| {
+        b.iter(|| black_box(bursty.reserve(&mut state, black_box(5), 1, 0)))
+    });
     let clock = sluicegate::DefaultClock::new();
     group.bench_function("clock read", |b| {
         b.iter(|| black_box(sluicegate::Clock::now(&clock)))
