@@ -310,3 +310,11 @@ impl Storable for crate::algorithms::FixedWindow {
 impl Storable for crate::algorithms::SlidingWindowCounter {
     type Cell = LockedCell<crate::algorithms::SlidingWindowCounter>;
 }
+
+impl Storable for crate::algorithms::SlidingWindowBuckets {
+    type Cell = LockedCell<crate::algorithms::SlidingWindowBuckets>;
+}
+
+impl Storable for crate::algorithms::SlidingLog {
+    type Cell = LockedCell<crate::algorithms::SlidingLog>;
+}

@@ -1,0 +1,662 @@
+//! A sliding window made of sub-buckets: `limit` permits per `duration`, counted in
+//! buckets of length `precision` (seed 002's duration/precision, seed 003's 1/60th
+//! buckets, seed 000's "tweaking the resolution").
+//!
+//! # The model
+//!
+//! Time is cut into buckets of length `precision`, aligned to the clock's origin:
+//! bucket `i` spans `[i·precision, (i+1)·precision)`. Each bucket counts the permits
+//! *granted* in it (refused calls are not counted, as seed 002 argues). The window is
+//! the last `duration`, and it is made of `B = ⌈duration / precision⌉` buckets:
+//!
+//! ```text
+//!   duration = 60 s, precision = 15 s, B = 4; a call at now = 12:01:50
+//!
+//!          window = (now − 60 s, now]
+//!        ├──────────────────────────────────────┤
+//!   ─────┼─────────┼─────────┼─────────┼─────────┼────→ time
+//!   12:00:45  12:01:00  12:01:15  12:01:30  12:01:45
+//!   bucket  n−B   n−3        n−2       n−1        n  (n holds now)
+//!          ╰partial╯ ╰──────────── counted whole ───────╯
+//! ```
+//!
+//! The oldest bucket the window touches (`n−B` above, or `n−B+1` when `duration`
+//! is not a multiple of `precision`) lies only partly inside it. We do not know
+//! *when* inside that bucket its calls came, so there are two ways to count it,
+//! chosen by [`OldestBucket`]:
+//!
+//! * [`OldestBucket::Drop`] (seeds 002 and 003, and seed 001's sliding window
+//!   table): count the `B` most recent buckets, the current one included, and
+//!   nothing older. The bucket that is partly outside is dropped whole. Seed 002's
+//!   Lua script computes exactly this (`trim_before = block_id − blocks + 1`), and
+//!   seed 003's note says what it costs: at 2:50 a window of 1:50-2:50 should count
+//!   1:50-2:00, but the 1:40-2:00 bucket is ignored.
+//!   **Guarantee**: any span of time that lies within `B` consecutive buckets
+//!   admits at most `limit`; any span of length `duration` (which touches at most
+//!   `B + 1` buckets) admits at most `2·limit`: the dropped bucket's calls plus a
+//!   full window.
+//! * [`OldestBucket::Weighted`] (seed 000): count the partial bucket in proportion to
+//!   the part of it still inside the window, assuming its calls were spread evenly.
+//!   The estimate is rounded *up* before comparing with the limit, so rounding
+//!   never admits a call. With `precision == duration` this is the classic sliding
+//!   window counter (previous window weighted by the unelapsed fraction).
+//!   **Guarantee**: any span of time that lies within `K = ⌊duration / precision⌋`
+//!   consecutive buckets admits at most `limit` (those buckets always count
+//!   whole). When `duration` is a multiple of `precision` (`K = B`, the usual
+//!   set-up) it is at least as strict as [`OldestBucket::Drop`], so any span of
+//!   length `duration` admits at most `2·limit`, and at most `limit` when the
+//!   partial bucket's calls were in fact spread evenly over it.
+//!
+//! A call of cost `c` is granted iff `counted + c ≤ limit`; nothing is taken
+//! otherwise. Seed 002's `precision == duration` with [`OldestBucket::Drop`] is a
+//! fixed window.
+//!
+//! Seed 002's example, 240 per hour in one-minute buckets: 20 permits used at 6:05
+//! come back at 7:05.
+//!
+//! ```
+//! use sluicegate::{algorithms::SlidingWindowBuckets, clock::ManualClock, RateLimiter};
+//! use std::time::Duration;
+//!
+//! let clock = ManualClock::new(); // 6:00 PM
+//! let hour = Duration::from_secs(3600);
+//! let window = SlidingWindowBuckets::dropping(240, hour, Duration::from_secs(60)).unwrap();
+//! let limiter = RateLimiter::with_clock(window, clock.clone());
+//! clock.advance(Duration::from_secs(5 * 60));
+//! assert!(limiter.try_acquire_n(20).unwrap()); // 6:05
+//! assert!(limiter.try_acquire_n(220).unwrap());
+//! let refused = limiter.check(1).unwrap();
+//! assert_eq!(refused.retry_after(), hour); // 7:05
+//!
+//! // Seed 000: 100 per minute in 30 s buckets, the oldest one weighted.
+//! let window = SlidingWindowBuckets::weighted(100, Duration::from_secs(60), Duration::from_secs(30)).unwrap();
+//! let limiter = RateLimiter::with_clock(window, ManualClock::new());
+//! assert!(limiter.try_acquire_n(100).unwrap()); // at 0 s
+//! limiter.clock().advance(Duration::from_secs(75)); // half of bucket 0-30 s is in the window
+//! assert!(limiter.try_acquire_n(50).unwrap());
+//! assert!(!limiter.try_acquire());
+//! ```
+//!
+//! # State and cost
+//!
+//! A ring of bucket counters, allocated once by
+//! [`initial_state`](Algorithm::initial_state): `B + 1` are needed (the window's
+//! buckets plus the partial one), rounded up to a power of two so that finding a
+//! bucket's slot is a mask rather than a division (8 bytes each: 488 → 512 bytes
+//! for seed 002's 60 one-minute buckets). Plus the newest bucket's number and the
+//! ring's total; nothing is allocated afterwards. Old buckets are cleared lazily
+//! when a granted call moves the ring forward, so an allowed call costs O(1)
+//! amortized. A refused call computes its exact `retry_after` by walking the
+//! ring from the oldest counted bucket: O(B) at worst. `B` is capped at
+//! [`MAX_BUCKETS`].
+//!
+//! # Edges
+//!
+//! * `limit = 0`, `duration = 0`, `precision = 0`, `precision > duration`, more than
+//!   [`MAX_BUCKETS`] buckets, or a period beyond about 292 years: typed errors.
+//! * A cost above `limit` can never be granted: [`Verdict::Never`](super::Verdict::Never).
+//! * Time that goes backwards is read as the start of the newest bucket seen, which
+//!   counts at least as much as any later instant: it never grants extra permits.
+//! * Counters saturate; they cannot overflow anyway, since a window never holds more
+//!   than `limit` granted permits per bucket.
+
+use super::smooth_bursty::validate_period;
+use super::{Algorithm, Decision};
+use crate::clock::Nanos;
+use crate::error::Error;
+use std::time::Duration;
+
+/// The largest number of buckets in a window (`⌈duration / precision⌉`): 4096,
+/// i.e. at most 64 KiB of counters per state (a ring of 8192).
+pub const MAX_BUCKETS: u64 = 4096;
+
+/// How the oldest bucket, the one only partly inside the window, is counted.
+///
+/// ```
+/// use sluicegate::algorithms::sliding_window_buckets::OldestBucket;
+/// assert_ne!(OldestBucket::Drop, OldestBucket::Weighted);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OldestBucket {
+    /// Not at all: only the `⌈duration / precision⌉` newest buckets count (seeds 002
+    /// and 003). Permissive by up to one bucket's worth of calls.
+    Drop,
+    /// In proportion to the part of it inside the window, rounded up (seed 000).
+    Weighted,
+}
+
+/// A sliding window of `limit` permits per `duration`, kept in buckets of
+/// `precision`. See the [module docs](self) for the model and its guarantees.
+///
+/// ```
+/// use sluicegate::algorithms::{Algorithm, SlidingWindowBuckets};
+/// use std::time::Duration;
+/// // Seed 001: 3 requests per 60 s, in 15 s buckets.
+/// let window = SlidingWindowBuckets::dropping(3, Duration::from_secs(60), Duration::from_secs(15)).unwrap();
+/// let mut state = window.initial_state(0);
+/// let s = 1_000_000_000;
+/// assert!(window.reserve(&mut state, 5 * s, 1, 0).is_allowed());
+/// assert!(window.reserve(&mut state, 15 * s, 1, 0).is_allowed());
+/// assert!(window.reserve(&mut state, 20 * s, 1, 0).is_allowed());
+/// let refused = window.reserve(&mut state, 21 * s, 1, 0);
+/// assert!(!refused.is_allowed());
+/// // The 12:00:05 call's bucket (0-15 s) leaves the window at 60 s.
+/// assert_eq!(refused.retry_after(), Duration::from_secs(39));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlidingWindowBuckets {
+    limit: u64,
+    duration: Nanos,
+    precision: Nanos,
+    /// `B = ⌈duration / precision⌉`, at most [`MAX_BUCKETS`].
+    buckets: u64,
+    oldest: OldestBucket,
+}
+
+/// The state of a [`SlidingWindowBuckets`] limit: a ring of bucket counters, `B + 1`
+/// rounded up to a power of two `L`.
+///
+/// Bucket number `i` lives in slot `i mod L`; only buckets `newest − B ..= newest`
+/// may be non-zero. Cloning allocates (a copy of the ring).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BucketsState {
+    /// The number of the newest bucket the ring holds.
+    newest: u64,
+    /// The sum of every slot (of buckets `newest − B ..= newest`).
+    total: u64,
+    slots: Box<[u64]>,
+}
+
+impl BucketsState {
+    /// The bytes the ring takes on the heap: 8 per slot.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, SlidingWindowBuckets};
+    /// use std::time::Duration;
+    /// let w = SlidingWindowBuckets::dropping(240, Duration::from_secs(3600), Duration::from_secs(60)).unwrap();
+    /// assert_eq!(w.initial_state(0).heap_bytes(), 64 * 8); // 61 slots needed, 64 kept
+    /// ```
+    pub fn heap_bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.slots)
+    }
+}
+
+/// What the window looks like at some instant, computed without touching the state.
+struct View {
+    /// The instant used (`now`, or the start of the newest bucket if `now` is older).
+    at: Nanos,
+    /// The bucket holding `at`.
+    current: u64,
+    /// The sum of buckets `current − B ..= current` (the ring moved to `current`).
+    total: u64,
+}
+
+impl SlidingWindowBuckets {
+    /// `limit` permits per `duration`, in buckets of `precision`, dropping the partial
+    /// oldest bucket ([`OldestBucket::Drop`], seeds 002 and 003).
+    ///
+    /// # Errors
+    /// [`Error::InvalidCount`] for a zero `limit` or more than [`MAX_BUCKETS`]
+    /// buckets; [`Error::InvalidDuration`] for a zero `duration` or `precision`, a
+    /// `precision` longer than `duration`, or a period beyond about 292 years.
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::SlidingWindowBuckets, Error};
+    /// use std::time::Duration;
+    /// let hour = Duration::from_secs(3600);
+    /// assert!(SlidingWindowBuckets::dropping(100, hour, Duration::from_secs(60)).is_ok());
+    /// assert!(matches!(
+    ///     SlidingWindowBuckets::dropping(100, hour, Duration::from_millis(1)),
+    ///     Err(Error::InvalidCount { .. }) // 3.6 million buckets
+    /// ));
+    /// ```
+    pub fn dropping(limit: u64, duration: Duration, precision: Duration) -> Result<Self, Error> {
+        Self::new(limit, duration, precision, OldestBucket::Drop)
+    }
+
+    /// `limit` permits per `duration`, in buckets of `precision`, weighting the
+    /// partial oldest bucket ([`OldestBucket::Weighted`], seed 000).
+    ///
+    /// # Errors
+    /// As [`dropping`](Self::dropping).
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{sliding_window_buckets::OldestBucket, SlidingWindowBuckets};
+    /// use std::time::Duration;
+    /// let w = SlidingWindowBuckets::weighted(100, Duration::from_secs(60), Duration::from_secs(30)).unwrap();
+    /// assert_eq!(w.oldest_bucket(), OldestBucket::Weighted);
+    /// assert_eq!(w.buckets(), 2);
+    /// ```
+    pub fn weighted(limit: u64, duration: Duration, precision: Duration) -> Result<Self, Error> {
+        Self::new(limit, duration, precision, OldestBucket::Weighted)
+    }
+
+    /// `limit` permits per `duration`, in buckets of `precision`, counting the
+    /// partial oldest bucket as `oldest` says.
+    ///
+    /// # Errors
+    /// As [`dropping`](Self::dropping).
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::sliding_window_buckets::{OldestBucket, SlidingWindowBuckets}, Error};
+    /// use std::time::Duration;
+    /// let err = SlidingWindowBuckets::new(10, Duration::from_secs(1), Duration::from_secs(2), OldestBucket::Drop);
+    /// assert!(matches!(err, Err(Error::InvalidDuration { what: "precision", .. })));
+    /// ```
+    pub fn new(
+        limit: u64,
+        duration: Duration,
+        precision: Duration,
+        oldest: OldestBucket,
+    ) -> Result<Self, Error> {
+        if limit == 0 {
+            return Err(Error::InvalidCount {
+                what: "limit",
+                value: 0,
+                requirement: "at least 1",
+            });
+        }
+        let duration_nanos = validate_period("duration", duration)?;
+        let precision_nanos = validate_period("precision", precision)?;
+        if duration_nanos == 0 {
+            return Err(Error::InvalidDuration {
+                what: "duration",
+                value: duration,
+                requirement: "positive",
+            });
+        }
+        if precision_nanos == 0 {
+            return Err(Error::InvalidDuration {
+                what: "precision",
+                value: precision,
+                requirement: "positive",
+            });
+        }
+        if precision_nanos > duration_nanos {
+            return Err(Error::InvalidDuration {
+                what: "precision",
+                value: precision,
+                requirement: "at most the window's duration",
+            });
+        }
+        let buckets = duration_nanos.div_ceil(precision_nanos);
+        if buckets > MAX_BUCKETS {
+            return Err(Error::InvalidCount {
+                what: "buckets per window (duration / precision, rounded up)",
+                value: buckets,
+                requirement: "at most 4096",
+            });
+        }
+        Ok(SlidingWindowBuckets {
+            limit,
+            duration: duration_nanos,
+            precision: precision_nanos,
+            buckets,
+            oldest,
+        })
+    }
+
+    /// The most permits a window grants.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// The window's length.
+    pub fn duration(&self) -> Duration {
+        Duration::from_nanos(self.duration)
+    }
+
+    /// The length of one bucket.
+    pub fn precision(&self) -> Duration {
+        Duration::from_nanos(self.precision)
+    }
+
+    /// The number of buckets in a window, `⌈duration / precision⌉`. The state holds
+    /// one more.
+    pub fn buckets(&self) -> u64 {
+        self.buckets
+    }
+
+    /// How the partial oldest bucket is counted.
+    pub fn oldest_bucket(&self) -> OldestBucket {
+        self.oldest
+    }
+
+    /// The buckets that count at `now`, oldest first, as `(start of the bucket in
+    /// clock nanoseconds, permits granted in it)`, leaving out empty ones: the
+    /// picture seed 001's table draws. With [`OldestBucket::Weighted`] the first may
+    /// be the partial bucket, which counts only in part. Reads without changing
+    /// anything; O(B).
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, SlidingWindowBuckets};
+    /// use std::time::Duration;
+    /// let w = SlidingWindowBuckets::dropping(3, Duration::from_secs(60), Duration::from_secs(15)).unwrap();
+    /// let mut state = w.initial_state(0);
+    /// let s = 1_000_000_000;
+    /// w.reserve(&mut state, 5 * s, 1, 0);
+    /// w.reserve(&mut state, 15 * s, 1, 0);
+    /// assert_eq!(w.counted_buckets(&state, 61 * s).collect::<Vec<_>>(), vec![(15 * s, 1)]);
+    /// ```
+    pub fn counted_buckets<'a>(
+        &'a self,
+        state: &'a BucketsState,
+        now: Nanos,
+    ) -> impl Iterator<Item = (Nanos, u64)> + 'a {
+        let view = self.view(state, now);
+        let (first_whole, partial) = self.bounds(&view);
+        let first = partial.map_or(first_whole, |(bucket, _)| bucket);
+        (first..=view.current)
+            .map(move |bucket| {
+                (
+                    bucket.saturating_mul(self.precision),
+                    self.count(state, bucket),
+                )
+            })
+            .filter(|&(_, count)| count > 0)
+    }
+
+    /// The ring's length: `B + 1` rounded up to a power of two, so that a bucket's
+    /// slot is a mask, not a division.
+    fn ring_len(&self) -> usize {
+        // B + 1 <= 4097, so this is at most 8192.
+        (self.buckets + 1).next_power_of_two() as usize
+    }
+
+    fn slot(&self, bucket: u64) -> usize {
+        // ring_len is a power of two at most 8192: the masked value fits any usize.
+        (bucket & (self.ring_len() as u64 - 1)) as usize
+    }
+
+    /// The count of `bucket`. Valid for buckets in `current − B ..= current` of a
+    /// view: the slots hold non-zero counts only for `newest − B ..= newest`.
+    fn count(&self, state: &BucketsState, bucket: u64) -> u64 {
+        if bucket > state.newest {
+            0
+        } else {
+            state.slots[self.slot(bucket)]
+        }
+    }
+
+    /// The buckets that leave the window when the ring moves from `newest` to
+    /// `current`: `newest − B ..= current − B − 1` (none below 0), or `None` if
+    /// every bucket leaves.
+    fn leaving(&self, newest: u64, current: u64) -> Option<std::ops::Range<u64>> {
+        if current - newest > self.buckets {
+            return None;
+        }
+        let end = current.saturating_sub(self.buckets);
+        Some(newest.saturating_sub(self.buckets).min(end)..end)
+    }
+
+    fn view(&self, state: &BucketsState, now: Nanos) -> View {
+        let start = state.newest.saturating_mul(self.precision);
+        let at = now.max(start);
+        // Most calls land in the newest bucket: no division then.
+        let current = if at - start < self.precision {
+            state.newest
+        } else {
+            at / self.precision
+        };
+        let total = match self.leaving(state.newest, current) {
+            None => 0,
+            Some(leaving) => {
+                let gone: u64 = leaving.map(|bucket| state.slots[self.slot(bucket)]).sum();
+                state.total.saturating_sub(gone)
+            }
+        };
+        View { at, current, total }
+    }
+
+    /// The oldest bucket that counts whole: `current − B + 1` if dropping; for the
+    /// weighted variant, the one after the bucket holding `at − duration`. Returns
+    /// `(first whole bucket, partial bucket and the nanoseconds of it inside the
+    /// window)`; the partial bucket is `None` when dropping or before the origin.
+    fn bounds(&self, view: &View) -> (u64, Option<(u64, Nanos)>) {
+        match self.oldest {
+            OldestBucket::Drop => (
+                view.current.saturating_add(1).saturating_sub(self.buckets),
+                None,
+            ),
+            OldestBucket::Weighted => match view.at.checked_sub(self.duration) {
+                // The window starts before the clock's origin: every bucket is whole.
+                None => (0, None),
+                Some(start) => {
+                    // At least current − B, as the ring holds nothing older.
+                    let partial =
+                        (start / self.precision).max(view.current.saturating_sub(self.buckets));
+                    let end = (partial + 1).saturating_mul(self.precision);
+                    (partial + 1, Some((partial, end.saturating_sub(start))))
+                }
+            },
+        }
+    }
+
+    /// The counts of buckets `first ..= last` (all within the ring at `current`),
+    /// oldest first, stopping at the newest bucket written (later ones are empty).
+    /// Walks the ring's slots without a division per bucket.
+    fn counts<'a>(
+        &self,
+        state: &'a BucketsState,
+        first: u64,
+        last: u64,
+    ) -> impl Iterator<Item = u64> + 'a {
+        let last = last.min(state.newest);
+        let len = if last < first { 0 } else { last - first + 1 };
+        let start = self.slot(first);
+        let (older, newer) = state.slots.split_at(start);
+        // len <= B + 1 <= 4097.
+        newer.iter().chain(older).take(len as usize).copied()
+    }
+
+    /// The sum of the whole buckets at `view`: the ring's total less the one or two
+    /// buckets before `first_whole`.
+    fn whole(&self, state: &BucketsState, view: &View, first_whole: u64) -> u64 {
+        let oldest = view.current.saturating_sub(self.buckets);
+        if first_whole <= oldest {
+            return view.total;
+        }
+        let before: u64 = self.counts(state, oldest, first_whole - 1).sum();
+        view.total.saturating_sub(before)
+    }
+
+    /// The permits counted at `view`, scaled by `precision` (so the weighted part
+    /// stays exact: `Σ whole · precision + partial · inside`), and rounded up.
+    fn used(&self, state: &BucketsState, view: &View) -> (u128, u64) {
+        let (first_whole, partial) = self.bounds(view);
+        let whole = self.whole(state, view, first_whole);
+        let mut scaled = u128::from(whole) * u128::from(self.precision);
+        let Some((bucket, inside)) = partial else {
+            return (scaled, whole);
+        };
+        let count = self.count(state, bucket);
+        if count == 0 {
+            return (scaled, whole);
+        }
+        scaled += u128::from(count) * u128::from(inside);
+        // Most values fit a u64, whose division is much cheaper than a u128's.
+        let used = match u64::try_from(scaled) {
+            Ok(small) => small.div_ceil(self.precision),
+            Err(_) => {
+                u64::try_from(scaled.div_ceil(u128::from(self.precision))).unwrap_or(u64::MAX)
+            }
+        };
+        (scaled, used)
+    }
+
+    /// The newest non-empty bucket among `current − B ..= current`, if any.
+    fn newest_nonempty(&self, state: &BucketsState, view: &View) -> Option<u64> {
+        let oldest = view.current.saturating_sub(self.buckets);
+        let newest = view.current.min(state.newest);
+        (oldest..=newest)
+            .rev()
+            .find(|&bucket| self.count(state, bucket) > 0)
+    }
+
+    /// Nanoseconds from `now` until nothing counted remains.
+    fn reset_after(&self, state: &BucketsState, view: &View, now: Nanos) -> Nanos {
+        self.newest_nonempty(state, view)
+            .map_or(0, |bucket| self.gone_at(bucket).saturating_sub(now))
+    }
+
+    /// When `bucket` stops counting at all.
+    fn gone_at(&self, bucket: u64) -> Nanos {
+        match self.oldest {
+            // Dropped once it is B buckets old.
+            OldestBucket::Drop => bucket
+                .saturating_add(self.buckets)
+                .saturating_mul(self.precision),
+            // Gone once the window's start passes its end.
+            OldestBucket::Weighted => bucket
+                .saturating_add(1)
+                .saturating_mul(self.precision)
+                .saturating_add(self.duration),
+        }
+    }
+
+    /// The first instant at which `excess` (scaled by precision; `excess_permits`
+    /// unscaled, used when dropping) has left the window.
+    fn retry_at(
+        &self,
+        state: &BucketsState,
+        view: &View,
+        excess: u128,
+        excess_permits: u64,
+    ) -> Nanos {
+        let (first_whole, partial) = self.bounds(view);
+        match self.oldest {
+            OldestBucket::Drop => {
+                // Bucket b stops counting at (b + B) · precision.
+                let mut excess = excess_permits;
+                let mut bucket = first_whole;
+                for count in self.counts(state, first_whole, view.current) {
+                    if count >= excess {
+                        break;
+                    }
+                    excess -= count;
+                    bucket = bucket.saturating_add(1);
+                }
+                self.gone_at(bucket)
+            }
+            OldestBucket::Weighted => {
+                // The window's start sweeps forward; while it crosses bucket b, the
+                // estimate falls by count(b) per nanosecond (scaled).
+                let mut excess = excess;
+                let mut start = match partial {
+                    Some((partial, inside)) => {
+                        let start = view.at.saturating_sub(self.duration);
+                        let count = u128::from(self.count(state, partial));
+                        if count * u128::from(inside) >= excess {
+                            return self.crossed(start, excess, count);
+                        }
+                        excess -= count * u128::from(inside);
+                        start.saturating_add(inside)
+                    }
+                    // Before the origin: nothing leaves until the start reaches 0.
+                    None => 0,
+                };
+                for count in self.counts(state, first_whole, view.current) {
+                    let count = u128::from(count);
+                    if count * u128::from(self.precision) >= excess {
+                        return self.crossed(start, excess, count);
+                    }
+                    excess -= count * u128::from(self.precision);
+                    start = start.saturating_add(self.precision);
+                }
+                // Unreachable while cost <= limit: everything counted leaves.
+                start.saturating_add(self.duration)
+            }
+        }
+    }
+
+    /// The instant at which a window start at `start`, moving over a bucket holding
+    /// `count` (> 0, since `excess` > 0), has freed `excess`.
+    fn crossed(&self, start: Nanos, excess: u128, count: u128) -> Nanos {
+        let nanos = u64::try_from(excess.div_ceil(count.max(1))).unwrap_or(u64::MAX);
+        start.saturating_add(nanos).saturating_add(self.duration)
+    }
+
+    fn decide(&self, state: &BucketsState, now: Nanos, cost: u64) -> (Decision, View) {
+        let view = self.view(state, now);
+        let (scaled, used) = self.used(state, &view);
+        if cost > self.limit {
+            let reset = self.reset_after(state, &view, now);
+            return (
+                Decision::never(self.limit, self.limit.saturating_sub(used), reset),
+                view,
+            );
+        }
+        let allowed_scaled = u128::from(self.limit - cost) * u128::from(self.precision);
+        if scaled <= allowed_scaled {
+            let remaining = self.limit - cost - used;
+            // The grant lands in the current bucket, the newest one.
+            let reset = self.gone_at(view.current).saturating_sub(now);
+            return (Decision::allowed(self.limit, remaining, reset), view);
+        }
+        let reset = self.reset_after(state, &view, now);
+        let excess_permits = used.saturating_add(cost) - self.limit;
+        let at = self.retry_at(state, &view, scaled - allowed_scaled, excess_permits);
+        let decision = Decision::denied(
+            self.limit,
+            self.limit.saturating_sub(used),
+            at.saturating_sub(now),
+            reset,
+        );
+        (decision, view)
+    }
+}
+
+impl Algorithm for SlidingWindowBuckets {
+    type State = BucketsState;
+
+    /// An empty ring of `B + 1` counters rounded up to a power of two (the one
+    /// allocation this algorithm makes).
+    fn initial_state(&self, now: Nanos) -> BucketsState {
+        BucketsState {
+            newest: now / self.precision,
+            total: 0,
+            slots: vec![0; self.ring_len()].into_boxed_slice(),
+        }
+    }
+
+    /// Grants `cost` now if the window has room, else denies with the exact
+    /// `retry_after` (it never reserves future capacity, so `max_wait` is unused).
+    fn reserve(
+        &self,
+        state: &mut BucketsState,
+        now: Nanos,
+        cost: u64,
+        _max_wait: Nanos,
+    ) -> Decision {
+        let (decision, view) = self.decide(state, now, cost);
+        if !decision.is_allowed() {
+            return decision;
+        }
+        if view.current > state.newest {
+            match self.leaving(state.newest, view.current) {
+                None => state.slots.fill(0),
+                Some(leaving) => {
+                    for bucket in leaving {
+                        let slot = self.slot(bucket);
+                        state.slots[slot] = 0;
+                    }
+                }
+            }
+            state.newest = view.current;
+            state.total = view.total;
+        }
+        let slot = self.slot(view.current);
+        state.slots[slot] = state.slots[slot].saturating_add(cost);
+        state.total = state.total.saturating_add(cost);
+        decision
+    }
+
+    fn peek(&self, state: &BucketsState, now: Nanos, cost: u64) -> Decision {
+        self.decide(state, now, cost).0
+    }
+
+    fn is_replenished(&self, state: &BucketsState, now: Nanos) -> bool {
+        let view = self.view(state, now);
+        self.used(state, &view).0 == 0
+    }
+}
