@@ -38,3 +38,4 @@ pub use algorithms::{Decision, Verdict};
 pub use clock::{Clock, DefaultClock, ManualClock};
 pub use error::Error;
 pub use limiters::{AsyncRateLimiter, RateLimiter, Reservation};
+pub use limiters::{AsyncKeyedRateLimiter, KeyedRateLimiter};
