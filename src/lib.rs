@@ -37,5 +37,5 @@ pub mod stores;
 pub use algorithms::{Decision, Verdict};
 pub use clock::{Clock, DefaultClock, ManualClock};
 pub use error::Error;
-pub use limiters::{AsyncRateLimiter, RateLimiter, Reservation};
 pub use limiters::{AsyncKeyedRateLimiter, KeyedRateLimiter};
+pub use limiters::{AsyncRateLimiter, RateLimiter, Reservation};

@@ -51,7 +51,10 @@ fn a_keyed_bursty_key_runs_guava_exactly_from_the_origin() {
     for _ in 0..6 {
         warm.acquire(&"k").unwrap();
     }
-    assert_eq!(clock.take_sleeps_secs(), vec![0.0, 1.38, 1.13, 0.88, 0.63, 0.5]);
+    assert_eq!(
+        clock.take_sleeps_secs(),
+        vec![0.0, 1.38, 1.13, 0.88, 0.63, 0.5]
+    );
 }
 
 #[test]
@@ -149,7 +152,9 @@ fn bad_input_is_a_typed_error() {
         limiter.check_all(&[], 1),
         Err(Error::InvalidCount { what: "keys", .. })
     ));
-    assert!(!limiter.try_acquire_n_timeout(&"a", 4, Duration::MAX).unwrap());
+    assert!(!limiter
+        .try_acquire_n_timeout(&"a", 4, Duration::MAX)
+        .unwrap());
 }
 
 #[test]
@@ -161,7 +166,9 @@ fn blocking_acquire_waits_for_a_window_to_roll() {
     assert!(!limiter
         .try_acquire_n_timeout(&"a", 1, Duration::from_millis(999))
         .unwrap());
-    assert!(limiter.try_acquire_n_timeout(&"a", 1, Duration::from_secs(1)).unwrap());
+    assert!(limiter
+        .try_acquire_n_timeout(&"a", 1, Duration::from_secs(1))
+        .unwrap());
     let both = limiter.acquire_all(&["a", "b"], 1).unwrap();
     assert_eq!(both, Duration::from_secs(1));
 }
@@ -194,11 +201,17 @@ fn a_dropped_async_acquire_gives_its_grant_back_on_every_key() {
     let handle = limiter.to_async();
     // Time 0: both keys empty (as if created at the origin). The first acquire is
     // free, the second must wait 1 s: poll it once, then abandon it.
-    assert!(handle.acquire_all(vec!["a", "b"], 1).now_or_never().is_some());
+    assert!(handle
+        .acquire_all(vec!["a", "b"], 1)
+        .now_or_never()
+        .is_some());
     let waiting = handle.acquire_all(vec!["a", "b"], 1).now_or_never();
     assert!(waiting.is_none());
     // Cancelled: the next caller waits 1 s (the first grant's debt), not 2 s.
-    assert_eq!(limiter.check(&"a", 1).unwrap().retry_after(), Duration::from_secs(1));
+    assert_eq!(
+        limiter.check(&"a", 1).unwrap().retry_after(),
+        Duration::from_secs(1)
+    );
     limiter.clock().0.advance(Duration::from_secs(1));
     assert!(limiter.check(&"a", 1).unwrap().is_allowed());
     assert!(limiter.check(&"b", 1).unwrap().is_allowed());
@@ -211,8 +224,14 @@ fn async_and_blocking_share_keys() {
     let handle = limiter.to_async();
     futures::executor::block_on(async {
         assert!(handle.check("k", 1).await.unwrap().is_allowed());
-        assert!(handle.try_acquire_n_timeout("k", 1, Duration::ZERO).await.unwrap());
-        assert!(!handle.try_acquire_n_timeout("k", 1, Duration::ZERO).await.unwrap());
+        assert!(handle
+            .try_acquire_n_timeout("k", 1, Duration::ZERO)
+            .await
+            .unwrap());
+        assert!(!handle
+            .try_acquire_n_timeout("k", 1, Duration::ZERO)
+            .await
+            .unwrap());
         assert_eq!(handle.acquire("k").await.unwrap(), Duration::from_secs(1));
     });
     // The async acquire took the new window's first permit; one is left.

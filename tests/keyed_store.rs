@@ -91,7 +91,10 @@ fn a_full_store_refuses_new_keys_and_keeps_old_ones_exact() {
     for key in ["a", "b", "c"] {
         assert!(limiter.try_acquire(&key));
     }
-    assert_eq!(limiter.check(&"d", 1), Err(Error::StoreFull { max_keys: 3 }));
+    assert_eq!(
+        limiter.check(&"d", 1),
+        Err(Error::StoreFull { max_keys: 3 })
+    );
     assert!(!limiter.try_acquire(&"d"));
     // Held keys keep working and keep their counts.
     assert!(limiter.try_acquire(&"a"));
@@ -119,7 +122,10 @@ fn a_full_store_still_refuses_when_nothing_has_replenished() {
         limiter.check(&key, 1).unwrap();
     }
     for key in 50..1000u32 {
-        assert!(matches!(limiter.check(&key, 1), Err(Error::StoreFull { .. })));
+        assert!(matches!(
+            limiter.check(&key, 1),
+            Err(Error::StoreFull { .. })
+        ));
     }
     assert_eq!(limiter.store().live_keys(), 50);
     for key in 0..50u32 {

@@ -224,7 +224,11 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     /// ```
     #[inline]
     pub fn check(&self, key: &K, cost: u64) -> Result<Decision, Error> {
-        self.check_all(std::slice::from_ref(key), cost)
+        let cost = nonzero(cost)?;
+        let shared = &*self.shared;
+        let now = shared.clock.now();
+        let step = Step::Reserve { cost, max_wait: 0 };
+        shared.store.apply_key(&shared.algorithm, key, now, step)
     }
 
     /// Takes `cost` permits from *every* key in `keys`, or from none: allowed only if
@@ -240,24 +244,18 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     /// use std::time::Duration;
     /// let clock = ManualClock::new();
     /// clock.advance(Duration::from_secs(1));
-    /// let limiter = KeyedRateLimiter::with_clock(SmoothBursty::new(1.0).unwrap(), clock);
-    /// limiter.check(&"user:alice", 1).unwrap();
-    /// limiter.check(&"user:alice", 1).unwrap(); // alice is in debt (pay later)
+    /// let limiter = KeyedRateLimiter::with_clock(SmoothBursty::new(2.0).unwrap(), clock);
+    /// for _ in 0..3 {
+    ///     limiter.check(&"user:alice", 1).unwrap(); // a burst of 2, then debt (pay later)
+    /// }
     /// // The IP is fresh but alice is not: refused, and the IP is not charged.
     /// assert!(!limiter.check_all(&["ip:10.0.0.1", "user:alice"], 1).unwrap().is_allowed());
-    /// assert_eq!(limiter.peek(&"ip:10.0.0.1", 1).unwrap().remaining(), 1);
+    /// assert_eq!(limiter.peek(&"ip:10.0.0.1", 1).unwrap().remaining(), 1); // 2 - this peek
     /// ```
     pub fn check_all(&self, keys: &[K], cost: u64) -> Result<Decision, Error> {
         let cost = nonzero(cost)?;
         let now = self.shared.clock.now();
-        self.step(
-            keys,
-            now,
-            Step::Reserve {
-                cost,
-                max_wait: 0,
-            },
-        )
+        self.step(keys, now, Step::Reserve { cost, max_wait: 0 })
     }
 
     /// The decision [`check`](Self::check) would give now, consuming nothing and
@@ -367,14 +365,14 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
         let shared = &*self.shared;
         match keys.len() {
             0 => Err(no_keys()),
-            1 => {
-                let mut out = [blank()];
-                shared.store.apply(&shared.algorithm, keys, now, step, &mut out)?;
-                Ok(out[0])
-            }
+            1 => shared
+                .store
+                .apply_key(&shared.algorithm, &keys[0], now, step),
             n => {
                 let mut out = vec![blank(); n];
-                shared.store.apply(&shared.algorithm, keys, now, step, &mut out)?;
+                shared
+                    .store
+                    .apply(&shared.algorithm, keys, now, step, &mut out)?;
                 Ok(combine(&out))
             }
         }
@@ -473,7 +471,9 @@ pub(crate) fn combine(decisions: &[Decision]) -> Decision {
     }
     let mut denied: Option<&Decision> = None;
     for d in decisions.iter().filter(|d| d.verdict() == Verdict::Denied) {
-        if denied.map_or(true, |best| d.retry_after_nanos() > best.retry_after_nanos()) {
+        if denied.map_or(true, |best| {
+            d.retry_after_nanos() > best.retry_after_nanos()
+        }) {
             denied = Some(d);
         }
     }
@@ -483,7 +483,11 @@ pub(crate) fn combine(decisions: &[Decision]) -> Decision {
     let Some(tightest) = decisions.iter().min_by_key(|d| d.remaining()) else {
         return blank();
     };
-    let wait = decisions.iter().map(Decision::wait_nanos).max().unwrap_or(0);
+    let wait = decisions
+        .iter()
+        .map(Decision::wait_nanos)
+        .max()
+        .unwrap_or(0);
     let reset = decisions
         .iter()
         .map(Decision::reset_after_nanos)

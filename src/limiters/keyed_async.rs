@@ -39,8 +39,7 @@ use std::time::Duration;
 /// });
 /// assert_eq!(clock.take_sleeps_secs(), vec![0.0, 0.2, 0.2, 0.0]);
 /// ```
-pub struct AsyncKeyedRateLimiter<K, A: Algorithm, S = MemoryStore<K, A>, C: Clock = DefaultClock>
-{
+pub struct AsyncKeyedRateLimiter<K, A: Algorithm, S = MemoryStore<K, A>, C: Clock = DefaultClock> {
     limiter: KeyedRateLimiter<K, A, S, C>,
 }
 
@@ -110,7 +109,10 @@ where
     ///
     /// # Errors
     /// [`Error::Never`] if the limit will never grant it; the store's errors.
-    pub fn acquire(&self, key: K) -> impl Future<Output = Result<Duration, Error>> + Send + 'static {
+    pub fn acquire(
+        &self,
+        key: K,
+    ) -> impl Future<Output = Result<Duration, Error>> + Send + 'static {
         self.acquire_n(key, 1)
     }
 

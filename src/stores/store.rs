@@ -148,6 +148,25 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
         decisions: &mut [Decision],
     ) -> Result<(), Error>;
 
+    /// [`apply`](Store::apply) for a single key, answering its decision: the hot path
+    /// of a keyed limiter, which a store may implement without the slices. The
+    /// default forwards to `apply`.
+    ///
+    /// # Errors
+    /// As [`apply`](Store::apply).
+    #[inline]
+    fn apply_key(
+        &self,
+        algorithm: &A,
+        key: &K,
+        now: Nanos,
+        step: Step<'_>,
+    ) -> Result<Decision, Error> {
+        let mut out = [blank()];
+        self.apply(algorithm, std::slice::from_ref(key), now, step, &mut out)?;
+        Ok(out[0])
+    }
+
     /// [`apply`](Store::apply) without blocking the calling task: a remote store
     /// sends its request at once and the future resolves with the reply, one
     /// decision per key. Everything the future needs is taken (rendered, copied)

@@ -40,9 +40,16 @@ impl Algorithm for Window {
         }
     }
 
-    fn reserve(&self, state: &mut WindowState, now: Nanos, cost: u64, _max_wait: Nanos) -> Decision {
+    fn reserve(
+        &self,
+        state: &mut WindowState,
+        now: Nanos,
+        cost: u64,
+        _max_wait: Nanos,
+    ) -> Decision {
         let current = self.current(state, now);
-        let reset = (current.window + 1) * self.period - now.min((current.window + 1) * self.period);
+        let reset =
+            (current.window + 1) * self.period - now.min((current.window + 1) * self.period);
         if cost > self.limit {
             return Decision::never(self.limit, self.limit - current.count, reset);
         }
@@ -78,7 +85,10 @@ impl<A: Algorithm, B: Algorithm> Algorithm for Both<A, B> {
         if !first.is_allowed() {
             return first;
         }
-        let second = self.1.reserve(&mut scratch.1, now, cost, max_wait).with_limit_index(1);
+        let second = self
+            .1
+            .reserve(&mut scratch.1, now, cost, max_wait)
+            .with_limit_index(1);
         if !second.is_allowed() {
             return second;
         }

@@ -14,12 +14,18 @@
 //! no background thread. Keys whose state has fully replenished
 //! ([`Algorithm::is_replenished`]) are forgotten lazily, paid for by ordinary calls:
 //!
-//! * every call that adds a key looks at the next 2 slots of its shard's sweep
-//!   cursor, and every 8th call on a shard looks at 1, forgetting replenished keys;
 //! * before a shard's table grows, it forgets every replenished key it holds, and
-//!   grows only if it is still more than 3/4 full (growth is O(n) anyway, so this
-//!   sweep costs no more than the growth it often avoids);
-//! * a table that falls below 1/4 full shrinks.
+//!   grows only if it is still more than 3/4 full. Growth is O(n) anyway, so this
+//!   sweep costs no more than the growth it often avoids, and it is what bounds
+//!   memory under a flood of new keys: a table grows only for keys that still
+//!   matter;
+//! * every 16th call on a shard also looks at the next slot of a sweep cursor, so
+//!   that a shard whose keys went idle empties, and a table that falls below 1/4
+//!   full shrinks, without any new key arriving.
+//!
+//! The sweep is deliberately slow: a key used steadily below its rate is replenished
+//! between its calls, and forgetting it only to add it again would cost time for no
+//! memory.
 //!
 //! So memory follows the keys *active within their limits' horizon*, not every key
 //! ever seen, without any manual call (governor needs `retain_recent`). Forgetting a
@@ -68,10 +74,11 @@ use std::hash::{BuildHasher, Hash};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Slots the sweep looks at when a call adds a key.
-const INSERT_SWEEP: usize = 2;
-/// Every this many calls on a shard, the sweep looks at one slot.
-const TICK_SWEEP_EVERY: u32 = 8;
+/// Every this many calls on a shard, the sweep looks at one slot. Rare enough that
+/// a key used steadily below its rate (so replenished between calls) is seldom
+/// forgotten and re-added; frequent enough that a shard whose keys went idle
+/// shrinks after a few passes of ordinary traffic.
+const TICK_SWEEP_EVERY: u32 = 16;
 
 /// A sharded in-memory [`Store`] for any `Hash + Eq` key and any algorithm. See the
 /// [module docs](self) for the layout, the lazy forgetting of idle keys, what a key
@@ -99,6 +106,9 @@ pub struct MemoryStore<K, A: Algorithm, H = RandomState> {
 #[repr(align(128))]
 struct Shard<S> {
     inner: Mutex<ShardState<S>>,
+    /// The table's length, published after each call for [`MemoryStore::live_keys`]
+    /// (a plain store under the lock, not a shared counter every call would contend on).
+    len: AtomicUsize,
 }
 
 struct ShardState<S> {
@@ -117,6 +127,7 @@ impl<S: Clone> Shard<S> {
                 ticks: 0,
                 refused: 0,
             }),
+            len: AtomicUsize::new(0),
         }
     }
 }
@@ -211,7 +222,10 @@ impl<K, A: Algorithm, H> MemoryStore<K, A, H> {
     /// The number of keys whose state is held now: keys active within their
     /// horizon, plus replenished ones the lazy sweep has not reached yet.
     pub fn live_keys(&self) -> usize {
-        self.live.load(Ordering::Relaxed)
+        self.shards
+            .iter()
+            .map(|shard| shard.len.load(Ordering::Relaxed))
+            .sum()
     }
 
     /// The cap on keys, if any.
@@ -233,17 +247,22 @@ impl<K, A: Algorithm, H> MemoryStore<K, A, H> {
             .sum()
     }
 
-    /// Claims room for `count` new keys under the cap.
+    /// Claims room for `count` new keys under the cap. Uncapped stores keep no
+    /// global count, so adding a key touches no shared counter.
     fn claim(&self, count: usize) -> bool {
+        if self.max_keys == usize::MAX {
+            return true;
+        }
         self.live
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |live| {
-                live.checked_add(count).filter(|&total| total <= self.max_keys)
+                live.checked_add(count)
+                    .filter(|&total| total <= self.max_keys)
             })
             .is_ok()
     }
 
     fn release(&self, count: usize) {
-        if count > 0 {
+        if count > 0 && self.max_keys != usize::MAX {
             self.live.fetch_sub(count, Ordering::Relaxed);
         }
     }
@@ -300,8 +319,6 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
             }
         }
         shard.table.insert(hash, state, &empty);
-        let freed = shard.table.sweep(INSERT_SWEEP, &empty, forget);
-        self.release(freed);
     }
 
     /// The pacing sweep every call pays for.
@@ -321,6 +338,7 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
         }
     }
 
+    #[inline]
     fn apply_one(
         &self,
         algorithm: &A,
@@ -332,8 +350,22 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
         K: Hash,
     {
         let hash = self.hash(key);
-        let mut guard = self.shards[self.shard_of(hash)].inner.lock();
-        let shard = &mut *guard;
+        let home = &self.shards[self.shard_of(hash)];
+        let mut guard = home.inner.lock();
+        let result = self.step_one(&mut guard, algorithm, hash, now, step);
+        home.len.store(guard.table.len(), Ordering::Relaxed);
+        result
+    }
+
+    #[inline]
+    fn step_one(
+        &self,
+        shard: &mut ShardState<A::State>,
+        algorithm: &A,
+        hash: u64,
+        now: Nanos,
+        step: Step<'_>,
+    ) -> Result<Decision, Error> {
         let found = shard.table.find(hash);
         let decision = match (step, found) {
             (Step::Reserve { cost, max_wait }, Probe::Found(at)) => {
@@ -418,7 +450,10 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
             }
             Step::Cancel { grants, acts_at } => {
                 for (index, &hash) in hashes.iter().enumerate() {
-                    let grant = grants.get(index).copied().unwrap_or_else(super::store::blank);
+                    let grant = grants
+                        .get(index)
+                        .copied()
+                        .unwrap_or_else(super::store::blank);
                     let table = &mut guards[lock_of[index]].table;
                     if let Probe::Found(at) = table.find(hash) {
                         algorithm.cancel(table.state_mut(at), now, &grant, acts_at);
@@ -428,8 +463,11 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
                 Ok(())
             }
         };
-        for guard in &mut guards {
+        for (guard, &id) in guards.iter_mut().zip(&shard_ids) {
             self.tick(guard, algorithm, now);
+            self.shards[id]
+                .len
+                .store(guard.table.len(), Ordering::Relaxed);
         }
         result
     }
@@ -569,6 +607,17 @@ where
             }
             _ => self.apply_many(algorithm, keys, now, step, decisions),
         }
+    }
+
+    #[inline]
+    fn apply_key(
+        &self,
+        algorithm: &A,
+        key: &K,
+        now: Nanos,
+        step: Step<'_>,
+    ) -> Result<Decision, Error> {
+        self.apply_one(algorithm, key, now, step)
     }
 
     fn apply_async(&self, algorithm: &A, keys: &[K], now: Nanos, step: Step<'_>) -> Self::Pending {
