@@ -181,3 +181,41 @@ fn store_configuration_is_validated() {
     let store = MemoryStore::<u8, Window>::new().with_max_keys(7).unwrap();
     assert_eq!(store.max_keys(), Some(7));
 }
+
+/// Every key hashes to the same value: the worst a hasher can do.
+#[derive(Default)]
+struct Constant;
+
+impl std::hash::Hasher for Constant {
+    fn finish(&self) -> u64 {
+        42
+    }
+    fn write(&mut self, _bytes: &[u8]) {}
+}
+
+#[test]
+fn keys_whose_hashes_collide_share_one_stricter_state() {
+    let store: MemoryStore<u32, Window, std::hash::BuildHasherDefault<Constant>> =
+        MemoryStore::with_hasher(Default::default());
+    let limiter = KeyedRateLimiter::with_store(window(3), store, ManualClock::new());
+    assert!(limiter.try_acquire(&1));
+    assert!(limiter.try_acquire(&2));
+    assert!(limiter.try_acquire(&3));
+    // Together they got one key's allowance, never more.
+    assert!(!limiter.try_acquire(&4));
+    assert_eq!(limiter.store().live_keys(), 1);
+}
+
+#[test]
+fn limiters_and_their_futures_cross_threads() {
+    fn send_sync<T: Send + Sync>(_: &T) {}
+    fn send<T: Send + 'static>(_: &T) {}
+    let limiter: KeyedRateLimiter<String, SmoothBursty> =
+        KeyedRateLimiter::new(SmoothBursty::new(1.0).unwrap());
+    send_sync(&limiter);
+    send_sync(limiter.store());
+    let handle = limiter.to_async();
+    send_sync(&handle);
+    send(&handle.acquire("k".to_string()));
+    send(&handle.acquire_all(vec!["a".to_string(), "b".to_string()], 1));
+}
