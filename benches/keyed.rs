@@ -338,10 +338,13 @@ fn main() {
         }
     }
     c.final_summary();
-    if wanted("interleaved") {
+    // `cargo test --benches` runs each benchmark once, without `--bench`: skip the
+    // reports, which take tens of seconds.
+    let measuring = std::env::args().any(|arg| arg == "--bench");
+    if measuring && wanted("interleaved") {
         interleaved_report();
     }
-    if wanted("memory") {
+    if measuring && wanted("memory") {
         memory_report();
     }
 }
