@@ -219,3 +219,24 @@ fn limiters_and_their_futures_cross_threads() {
     send(&handle.acquire("k".to_string()));
     send(&handle.acquire_all(vec!["a".to_string(), "b".to_string()], 1));
 }
+
+#[test]
+fn a_full_store_makes_room_at_once_when_its_keys_have_replenished() {
+    let clock = ManualClock::new();
+    let store = one_shard().with_max_keys(100).unwrap();
+    let limiter = KeyedRateLimiter::with_store(window(2), store, clock.clone());
+    for key in 0..100u32 {
+        limiter.check(&key, 1).unwrap();
+    }
+    assert!(matches!(
+        limiter.check(&100, 1),
+        Err(Error::StoreFull { .. })
+    ));
+    clock.advance(Duration::from_secs(1));
+    // Every held key has replenished: the very next new key finds room, and so do
+    // the next hundred.
+    for key in 101..201u32 {
+        assert!(limiter.check(&key, 1).unwrap().is_allowed(), "key {key}");
+    }
+    assert_eq!(limiter.store().live_keys(), 100);
+}

@@ -51,9 +51,11 @@
 //!
 //! [`with_max_keys`](MemoryStore::with_max_keys) bounds the number of keys held.
 //! When full, a call that needs a new key first forgets the replenished keys of its
-//! shard (at most once per quarter-shard of refused calls, so a flood of new keys
-//! cannot make every call scan a shard); if the store is still full the call fails
-//! with [`Error::StoreFull`] and consumes nothing. Keys already held keep working and
+//! shard (all of them on the first refusal, then a few slots per refused call and
+//! all of them again once per quarter-shard of refusals, so a flood of new keys
+//! cannot make every call scan a shard; other shards forget theirs through their
+//! own traffic); if the store is still full the call fails with
+//! [`Error::StoreFull`] and consumes nothing. Keys already held keep working and
 //! are **never evicted before they have replenished**: evicting a limited key (say,
 //! least recently used) would hand it a fresh allowance, so an attacker could reset
 //! their own limit by flooding new keys. Refusing new keys instead keeps every limit
@@ -79,6 +81,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// forgotten and re-added; frequent enough that a shard whose keys went idle
 /// shrinks after a few passes of ordinary traffic.
 const TICK_SWEEP_EVERY: u32 = 16;
+/// Slots the sweep looks at on a refusal of a full store between two full sweeps.
+const REFUSAL_SWEEP: usize = 4;
 
 /// A sharded in-memory [`Store`] for any `Hash + Eq` key and any algorithm. See the
 /// [module docs](self) for the layout, the lazy forgetting of idle keys, what a key
@@ -284,18 +288,22 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
         (hash as usize) & (self.shards.len() - 1)
     }
 
-    /// Forgets every replenished key of a shard to make room under the cap, unless
-    /// that was done too recently (a quarter of the shard's keys ago, in refusals).
+    /// Forgets replenished keys of a shard to make room under the cap: all of them
+    /// on the first refusal since a key was last added to the shard and once per
+    /// quarter of the shard's size in further refusals; the next few slots of the
+    /// sweep cursor on the refusals in between. A flood of new keys into a full
+    /// store thus costs O(1) amortized per call, never a scan each, and room that
+    /// time has made is still found within a quarter-shard of refusals.
     fn sweep_for_room(&self, shard: &mut ShardState<A::State>, algorithm: &A, now: Nanos) {
-        if shard.refused < shard.table.len() / 4 {
-            shard.refused += 1;
-            return;
-        }
-        shard.refused = 0;
         let empty = algorithm.initial_state(0);
-        let freed = shard
-            .table
-            .sweep_all(&empty, |state| algorithm.is_replenished(state, now));
+        let forget = |state: &A::State| algorithm.is_replenished(state, now);
+        let freed = if shard.refused > 0 && shard.refused < shard.table.len() / 4 {
+            shard.refused += 1;
+            shard.table.sweep(REFUSAL_SWEEP, &empty, forget)
+        } else {
+            shard.refused = 1;
+            shard.table.sweep_all(&empty, forget)
+        };
         self.release(freed);
         shard.table.maybe_shrink(&empty);
     }
@@ -309,6 +317,7 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
         algorithm: &A,
         now: Nanos,
     ) {
+        shard.refused = 0;
         let empty = algorithm.initial_state(0);
         let forget = |state: &A::State| algorithm.is_replenished(state, now);
         if !shard.table.has_room() {
