@@ -1,9 +1,9 @@
 //! Hostile keys: ten million distinct keys, each used once, over advancing virtual
 //! time. The store must hold only the keys active within their horizon.
 
-mod common;
+mod keyed_common;
 
-use common::resident_bytes;
+use keyed_common::resident_bytes;
 use sluicegate::algorithms::SmoothBursty;
 use sluicegate::clock::ManualClock;
 use sluicegate::KeyedRateLimiter;

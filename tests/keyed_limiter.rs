@@ -1,10 +1,10 @@
 //! The keyed limiter's decisions: per-key independence, the new-key rule,
 //! all-or-nothing across keys and limits, blocking and async acquires.
 
-mod common;
+mod keyed_common;
 
-use common::{Both, Window, SECOND};
 use futures::FutureExt;
+use keyed_common::{Both, Window, SECOND};
 use proptest::prelude::*;
 use sluicegate::algorithms::{SmoothBursty, SmoothWarmingUp};
 use sluicegate::clock::{Clock, ManualClock, Nanos};

@@ -1,9 +1,9 @@
 //! The in-memory store: idle keys are forgotten by ordinary calls, the cap's
 //! policy, and no lost updates under concurrency.
 
-mod common;
+mod keyed_common;
 
-use common::{Window, SECOND};
+use keyed_common::{Window, SECOND};
 use sluicegate::algorithms::SmoothBursty;
 use sluicegate::clock::ManualClock;
 use sluicegate::stores::MemoryStore;
