@@ -20,6 +20,8 @@ const MAX_LOAD_NUM: usize = 7;
 const MAX_LOAD_DEN: usize = 8;
 /// The smallest table allocated.
 pub(crate) const MIN_CAPACITY: usize = 8;
+/// Probes a lookup makes before it starts checking the Robin Hood early exit.
+const EARLY_PROBES: usize = 3;
 
 /// Where a lookup ended.
 pub(crate) enum Probe {
@@ -99,9 +101,14 @@ impl<S: Clone> Table<S> {
             if stored == hash {
                 return Probe::Found(index);
             }
+            if stored == 0 {
+                return Probe::Absent;
+            }
             // Robin Hood invariant: had `hash` been inserted, it would sit before any
-            // entry closer to its own home than we are to ours.
-            if stored == 0 || self.distance(index, stored) < probed {
+            // entry closer to its own home than we are to ours. Most keys are found
+            // within a few probes, so the check (a multiply) waits until then; it
+            // stays true once true, so checking late only costs those few probes.
+            if probed >= EARLY_PROBES && self.distance(index, stored) < probed {
                 return Probe::Absent;
             }
             index = self.next(index);
