@@ -64,6 +64,20 @@ pub enum Error {
         /// How long the caller would have had to wait.
         needed: Duration,
     },
+    /// A keyed store with a cap on its number of keys is full, and the call needed
+    /// room for a new key. Nothing was consumed; keys already held keep working.
+    StoreFull {
+        /// The store's cap, in keys.
+        max_keys: u64,
+    },
+    /// A store could not apply a step (e.g. a remote store is unreachable or replied
+    /// with an error). Nothing is known to have been consumed.
+    Store {
+        /// Which store failed (e.g. `"redis"`).
+        store: &'static str,
+        /// What went wrong.
+        message: String,
+    },
 }
 
 impl fmt::Display for Error {
@@ -94,6 +108,11 @@ impl fmt::Display for Error {
             Error::Timeout { needed } => {
                 write!(f, "could not acquire within the timeout: would have needed {needed:?}")
             }
+            Error::StoreFull { max_keys } => write!(
+                f,
+                "the keyed store holds its maximum of {max_keys} keys and none can be forgotten yet"
+            ),
+            Error::Store { store, message } => write!(f, "the {store} store failed: {message}"),
         }
     }
 }

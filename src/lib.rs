@@ -37,6 +37,7 @@ pub mod stores;
 pub use algorithms::{Decision, Verdict};
 pub use clock::{Clock, DefaultClock, ManualClock};
 pub use error::Error;
+pub use limiters::{AsyncKeyedRateLimiter, KeyedRateLimiter};
 pub use limiters::{AsyncRateLimiter, RateLimiter, Reservation};
 
 /// The README's examples, compiled and run as doctests so they cannot rot.

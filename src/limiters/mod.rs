@@ -5,6 +5,9 @@
 //!   a full [`Decision`](crate::Decision), `peek`, reservations that can be cancelled.
 //! * [`AsyncRateLimiter`]: the same limiter, with `acquire().await`. It shares state
 //!   with the [`RateLimiter`] it came from.
+//! * [`KeyedRateLimiter`]: one limit kept separately per key (IP, user id, …) in a
+//!   [`Store`](crate::stores::Store), with all-or-nothing calls over several keys;
+//!   [`AsyncKeyedRateLimiter`] is its async handle.
 //!
 //! All of them wrap one core step, "reserve `n` permits for a caller willing to wait
 //! up to `max_wait`" (Go's `reserveN`); the rest are thin wrappers that choose
@@ -12,8 +15,12 @@
 
 mod asynchronous;
 mod direct;
+mod keyed;
+mod keyed_async;
 mod reservation;
 
 pub use asynchronous::AsyncRateLimiter;
 pub use direct::RateLimiter;
+pub use keyed::KeyedRateLimiter;
+pub use keyed_async::AsyncKeyedRateLimiter;
 pub use reservation::Reservation;

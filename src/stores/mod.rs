@@ -8,7 +8,15 @@
 //!   live in a [`WordCell`]: one atomic load and one compare-and-swap per call, no
 //!   lock. The others live in a [`LockedCell`] behind an uncontended-fast
 //!   `parking_lot` mutex. Which one an algorithm uses is fixed by [`Storable`].
+//! * [`store`] is the contract for keyed state: a [`Store`] applies one algorithm
+//!   step to the states of one call's keys atomically, in memory or on a server.
+//! * [`memory`] is the default [`Store`]: a sharded, compact in-memory table that
+//!   forgets idle keys lazily, with an optional cap.
 
 pub mod cell;
+pub mod memory;
+pub mod store;
 
 pub use cell::{LockedCell, StateCell, Storable, WordCell};
+pub use memory::MemoryStore;
+pub use store::{RenderKey, Step, Store};

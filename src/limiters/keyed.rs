@@ -1,0 +1,498 @@
+//! The keyed limiter: one limit, applied separately to every key.
+//!
+//! # The model
+//!
+//! ```text
+//!   KeyedRateLimiter ── algorithm (one configuration, e.g. 10/s)
+//!                    ── store     (one state per key: "1.2.3.4" → s₁, "alice" → s₂, …)
+//!                    ── clock     (read once per call: `now`)
+//!
+//!   check_all(["1.2.3.4", "alice"], 1):  one atomic store step over both states;
+//!                                        allowed only if allowed for every key,
+//!                                        and then charged to every key
+//! ```
+//!
+//! Each key behaves exactly like its own direct limiter over the same algorithm
+//! (decisions, pay-later reservations, `retry_after`, `reset_after`), with one
+//! difference documented in the [store contract](crate::stores::store): a key seen
+//! for the first time starts as if it had been idle since the clock's origin, so a
+//! keyed [`SmoothBursty`] key gets its full burst where Guava's direct limiter starts
+//! empty. Multi-limit sets are algorithms too, so a key can carry "10/s and 100/min".
+//!
+//! The store is the in-memory [`MemoryStore`] unless another is given; see it for
+//! the cost per key and how idle keys are forgotten.
+
+use crate::algorithms::{Algorithm, Decision, SmoothBursty, Verdict};
+use crate::clock::{duration_to_nanos, nanos_to_duration, Clock, DefaultClock, Nanos};
+use crate::error::Error;
+use crate::stores::store::blank;
+use crate::stores::{MemoryStore, Step, Store};
+use std::fmt;
+use std::hash::Hash;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::direct::nonzero;
+use super::AsyncKeyedRateLimiter;
+
+/// A thread-safe rate limiter that keeps a separate limit per key (an IP, a user
+/// id, any `Hash + Eq` value), over any [algorithm](crate::algorithms) and any
+/// [`Store`].
+///
+/// Cloning is cheap (an `Arc`) and clones share the store; it is `Send + Sync`.
+///
+/// | call | waits? | answers |
+/// |---|---|---|
+/// | [`try_acquire`](Self::try_acquire) | never | granted or not |
+/// | [`check`](Self::check), [`check_all`](Self::check_all) | never | the full [`Decision`] |
+/// | [`peek`](Self::peek), [`peek_all`](Self::peek_all) | never, consumes nothing | the [`Decision`] a check would give |
+/// | [`acquire`](Self::acquire), [`acquire_n`](Self::acquire_n), [`acquire_all`](Self::acquire_all) | as long as needed | the time waited |
+/// | [`try_acquire_n_timeout`](Self::try_acquire_n_timeout) | only if the wait fits | granted or not |
+/// | [`to_async`](Self::to_async)`().acquire(key).await` | asynchronously | the time waited |
+///
+/// The `_all` calls take several keys (seed 002: the client's IP *and* its user id)
+/// and are all-or-nothing: granted only if every key allows it, and then charged to
+/// every key; a refused call changes no key. Their decision is the tightest one:
+/// when refused, the refusing key with the longest `retry_after`; when allowed, the
+/// key with the fewest permits remaining, with the longest `wait` and `reset_after`
+/// of all keys.
+///
+/// ```
+/// use sluicegate::algorithms::SmoothBursty;
+/// use sluicegate::clock::ManualClock;
+/// use sluicegate::KeyedRateLimiter;
+///
+/// let limiter = KeyedRateLimiter::with_clock(SmoothBursty::new(2.0).unwrap(), ManualClock::new());
+/// // A new key starts with a full burst once the clock has run for max_burst (1 s).
+/// limiter.clock().advance(std::time::Duration::from_secs(1));
+/// assert!(limiter.try_acquire(&"alice"));
+/// assert!(limiter.try_acquire(&"alice"));
+/// assert!(limiter.try_acquire(&"alice"));  // pay later: the next call pays for this one
+/// assert!(!limiter.try_acquire(&"alice")); // alice spent her burst...
+/// assert!(limiter.try_acquire(&"bob"));    // ...bob has his own
+/// ```
+pub struct KeyedRateLimiter<K, A: Algorithm, S = MemoryStore<K, A>, C: Clock = DefaultClock> {
+    shared: Arc<Shared<A, S, C>>,
+    _key: PhantomData<fn(&K)>,
+}
+
+struct Shared<A, S, C> {
+    algorithm: A,
+    store: S,
+    clock: C,
+}
+
+impl<K, A: Algorithm, S, C: Clock> Clone for KeyedRateLimiter<K, A, S, C> {
+    fn clone(&self) -> Self {
+        KeyedRateLimiter {
+            shared: Arc::clone(&self.shared),
+            _key: PhantomData,
+        }
+    }
+}
+
+impl<K, A: Algorithm + fmt::Debug, S: fmt::Debug, C: Clock> fmt::Debug
+    for KeyedRateLimiter<K, A, S, C>
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyedRateLimiter")
+            .field("algorithm", &self.shared.algorithm)
+            .field("store", &self.shared.store)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Hash + Eq> KeyedRateLimiter<K, SmoothBursty> {
+    /// A keyed Guava bursty limiter: `rate` permits per second per key, 1 second of
+    /// burst, in memory, on the real clock.
+    ///
+    /// # Errors
+    /// [`Error::InvalidRate`] unless `rate > 0`.
+    ///
+    /// ```
+    /// let limiter = sluicegate::KeyedRateLimiter::bursty(100.0).unwrap();
+    /// assert!(limiter.try_acquire(&"10.0.0.1"));
+    /// ```
+    pub fn bursty(rate: f64) -> Result<Self, Error> {
+        Ok(KeyedRateLimiter::new(SmoothBursty::new(rate)?))
+    }
+}
+
+impl<K: Hash + Eq, A: Algorithm> KeyedRateLimiter<K, A> {
+    /// A keyed limiter running `algorithm` per key in a new [`MemoryStore`], on the
+    /// real clock.
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::SmoothBursty, KeyedRateLimiter};
+    /// let limiter: KeyedRateLimiter<u64, _> = KeyedRateLimiter::new(SmoothBursty::new(5.0).unwrap());
+    /// assert!(limiter.try_acquire(&7));
+    /// ```
+    pub fn new(algorithm: A) -> Self {
+        Self::with_store(algorithm, MemoryStore::new(), DefaultClock::new())
+    }
+}
+
+impl<K: Hash + Eq, A: Algorithm, C: Clock> KeyedRateLimiter<K, A, MemoryStore<K, A>, C> {
+    /// A keyed limiter running `algorithm` per key in a new [`MemoryStore`], on
+    /// `clock` (e.g. a [`ManualClock`](crate::clock::ManualClock) in tests).
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::SmoothBursty, clock::ManualClock, KeyedRateLimiter};
+    /// let limiter = KeyedRateLimiter::with_clock(SmoothBursty::new(1.0).unwrap(), ManualClock::new());
+    /// assert!(limiter.try_acquire(&1u8));
+    /// assert!(!limiter.try_acquire(&1u8));
+    /// ```
+    pub fn with_clock(algorithm: A, clock: C) -> Self {
+        Self::with_store(algorithm, MemoryStore::new(), clock)
+    }
+
+    /// The number of keys the in-memory store holds now (see
+    /// [`MemoryStore::live_keys`]).
+    pub fn live_keys(&self) -> usize {
+        self.shared.store.live_keys()
+    }
+}
+
+impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
+    /// A keyed limiter running `algorithm` per key in `store`, on `clock`. The clock
+    /// gives the `now` passed to the store (which may use its own time instead, see
+    /// the [store contract](crate::stores::store)) and does the blocking waits.
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::SmoothBursty, clock::ManualClock, stores::MemoryStore, KeyedRateLimiter};
+    /// let store = MemoryStore::new().with_max_keys(10_000).unwrap();
+    /// let limiter = KeyedRateLimiter::with_store(SmoothBursty::new(1.0).unwrap(), store, ManualClock::new());
+    /// assert!(limiter.try_acquire(&"k"));
+    /// ```
+    pub fn with_store(algorithm: A, store: S, clock: C) -> Self {
+        KeyedRateLimiter {
+            shared: Arc::new(Shared {
+                algorithm,
+                store,
+                clock,
+            }),
+            _key: PhantomData,
+        }
+    }
+
+    /// The algorithm every key runs.
+    pub fn algorithm(&self) -> &A {
+        &self.shared.algorithm
+    }
+
+    /// The store holding the keys' states.
+    pub fn store(&self) -> &S {
+        &self.shared.store
+    }
+
+    /// The limiter's clock.
+    pub fn clock(&self) -> &C {
+        &self.shared.clock
+    }
+
+    /// Takes one permit for `key` if that needs no waiting. Never blocks.
+    ///
+    /// A store error (a capped store that is full, an unreachable remote store)
+    /// answers `false`: fail closed. Use [`check`](Self::check) to see the error.
+    #[inline]
+    pub fn try_acquire(&self, key: &K) -> bool {
+        matches!(self.check(key, 1), Ok(d) if d.is_allowed())
+    }
+
+    /// Takes `cost` permits for `key` if that needs no waiting, and answers with the
+    /// full [`Decision`]. Never blocks. A cost above what the limit can ever hold
+    /// answers [`Verdict::Never`].
+    ///
+    /// # Errors
+    /// [`Error::ZeroCost`] for a cost of 0; the store's errors (e.g.
+    /// [`Error::StoreFull`]). Nothing is consumed on error.
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::SmoothBursty, clock::ManualClock, KeyedRateLimiter, Verdict};
+    /// use std::time::Duration;
+    /// let clock = ManualClock::new();
+    /// clock.advance(Duration::from_secs(1));
+    /// let limiter = KeyedRateLimiter::with_clock(SmoothBursty::new(4.0).unwrap(), clock);
+    /// let burst = limiter.check(&"ip", 4).unwrap();
+    /// assert!(burst.is_allowed());
+    /// assert_eq!(burst.remaining(), 0);
+    /// assert!(limiter.check(&"ip", 1).unwrap().is_allowed()); // pay later: the next call pays
+    /// let refused = limiter.check(&"ip", 1).unwrap();
+    /// assert_eq!(refused.verdict(), Verdict::Denied);
+    /// assert_eq!(refused.retry_after(), Duration::from_millis(250));
+    /// ```
+    #[inline]
+    pub fn check(&self, key: &K, cost: u64) -> Result<Decision, Error> {
+        let cost = nonzero(cost)?;
+        let shared = &*self.shared;
+        let now = shared.clock.now();
+        let step = Step::Reserve { cost, max_wait: 0 };
+        shared.store.apply_key(&shared.algorithm, key, now, step)
+    }
+
+    /// Takes `cost` permits from *every* key in `keys`, or from none: allowed only if
+    /// each key's limit allows it. Never blocks. See the type docs for which decision
+    /// is returned.
+    ///
+    /// # Errors
+    /// [`Error::ZeroCost`] for a cost of 0; [`Error::InvalidCount`] for no keys; the
+    /// store's errors. Nothing is consumed on error or refusal.
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::SmoothBursty, clock::ManualClock, KeyedRateLimiter};
+    /// use std::time::Duration;
+    /// let clock = ManualClock::new();
+    /// clock.advance(Duration::from_secs(1));
+    /// let limiter = KeyedRateLimiter::with_clock(SmoothBursty::new(2.0).unwrap(), clock);
+    /// for _ in 0..3 {
+    ///     limiter.check(&"user:alice", 1).unwrap(); // a burst of 2, then debt (pay later)
+    /// }
+    /// // The IP is fresh but alice is not: refused, and the IP is not charged.
+    /// assert!(!limiter.check_all(&["ip:10.0.0.1", "user:alice"], 1).unwrap().is_allowed());
+    /// assert_eq!(limiter.peek(&"ip:10.0.0.1", 1).unwrap().remaining(), 1); // 2 - this peek
+    /// ```
+    pub fn check_all(&self, keys: &[K], cost: u64) -> Result<Decision, Error> {
+        let cost = nonzero(cost)?;
+        let now = self.shared.clock.now();
+        self.step(keys, now, Step::Reserve { cost, max_wait: 0 })
+    }
+
+    /// The decision [`check`](Self::check) would give now, consuming nothing and
+    /// creating no state.
+    ///
+    /// # Errors
+    /// As [`check`](Self::check).
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::SmoothBursty, clock::ManualClock, KeyedRateLimiter};
+    /// let limiter = KeyedRateLimiter::with_clock(SmoothBursty::new(1.0).unwrap(), ManualClock::new());
+    /// assert!(limiter.peek(&3u32, 1).unwrap().is_allowed());
+    /// assert!(limiter.peek(&3u32, 1).unwrap().is_allowed());
+    /// assert_eq!(limiter.live_keys(), 0);
+    /// ```
+    pub fn peek(&self, key: &K, cost: u64) -> Result<Decision, Error> {
+        self.peek_all(std::slice::from_ref(key), cost)
+    }
+
+    /// The decision [`check_all`](Self::check_all) would give now, consuming
+    /// nothing.
+    ///
+    /// # Errors
+    /// As [`check_all`](Self::check_all).
+    pub fn peek_all(&self, keys: &[K], cost: u64) -> Result<Decision, Error> {
+        let cost = nonzero(cost)?;
+        let now = self.shared.clock.now();
+        self.step(keys, now, Step::Peek { cost })
+    }
+
+    /// Takes one permit for `key`, blocking as long as needed; returns the time
+    /// waited.
+    ///
+    /// # Errors
+    /// [`Error::Never`] if the limit will never grant it; the store's errors.
+    pub fn acquire(&self, key: &K) -> Result<Duration, Error> {
+        self.acquire_n(key, 1)
+    }
+
+    /// Takes `cost` permits for `key`, blocking as long as needed; returns the time
+    /// waited. Under Guava's limiters the wait pays for the key's *previous* request.
+    ///
+    /// # Errors
+    /// [`Error::ZeroCost`] for 0; [`Error::Never`] if the cost can never be granted
+    /// (it fails at once rather than sleeping for ever); the store's errors.
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::SmoothBursty, clock::ManualClock, KeyedRateLimiter};
+    /// use std::time::Duration;
+    /// let clock = ManualClock::new();
+    /// let limiter = KeyedRateLimiter::with_clock(SmoothBursty::new(5.0).unwrap(), clock.clone());
+    /// for _ in 0..3 {
+    ///     limiter.acquire(&"a").unwrap();
+    /// }
+    /// assert_eq!(clock.take_sleeps_secs(), vec![0.0, 0.2, 0.2]); // as Guava, at time 0
+    /// ```
+    pub fn acquire_n(&self, key: &K, cost: u64) -> Result<Duration, Error> {
+        self.acquire_within(std::slice::from_ref(key), cost, u64::MAX)
+    }
+
+    /// Takes `cost` permits from every key in `keys` (all-or-nothing), blocking as
+    /// long as needed; returns the time waited.
+    ///
+    /// # Errors
+    /// As [`acquire_n`](Self::acquire_n), plus [`Error::InvalidCount`] for no keys.
+    pub fn acquire_all(&self, keys: &[K], cost: u64) -> Result<Duration, Error> {
+        self.acquire_within(keys, cost, u64::MAX)
+    }
+
+    /// Takes `cost` permits for `key` if they can be had within `timeout`, waiting
+    /// for them; answers `false` at once, consuming nothing, if they cannot.
+    ///
+    /// # Errors
+    /// [`Error::ZeroCost`] for 0; the store's errors.
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::SmoothBursty, clock::ManualClock, KeyedRateLimiter};
+    /// use std::time::Duration;
+    /// let limiter = KeyedRateLimiter::with_clock(SmoothBursty::new(5.0).unwrap(), ManualClock::new());
+    /// assert!(limiter.try_acquire_n_timeout(&1, 1, Duration::ZERO).unwrap());
+    /// assert!(!limiter.try_acquire_n_timeout(&1, 1, Duration::from_millis(199)).unwrap());
+    /// assert!(limiter.try_acquire_n_timeout(&1, 1, Duration::from_millis(200)).unwrap());
+    /// ```
+    pub fn try_acquire_n_timeout(
+        &self,
+        key: &K,
+        cost: u64,
+        timeout: Duration,
+    ) -> Result<bool, Error> {
+        let keys = std::slice::from_ref(key);
+        match self.acquire_within(keys, cost, duration_to_nanos(timeout)) {
+            Ok(_) => Ok(true),
+            Err(Error::Timeout { .. } | Error::Never { .. }) => Ok(false),
+            Err(other) => Err(other),
+        }
+    }
+
+    /// An async handle on this limiter, sharing its store:
+    /// `to_async().acquire(key).await`.
+    pub fn to_async(&self) -> AsyncKeyedRateLimiter<K, A, S, C> {
+        AsyncKeyedRateLimiter::from(self.clone())
+    }
+
+    /// One store step over `keys`, combined into one decision.
+    #[inline]
+    pub(crate) fn step(&self, keys: &[K], now: Nanos, step: Step<'_>) -> Result<Decision, Error> {
+        let shared = &*self.shared;
+        match keys.len() {
+            0 => Err(no_keys()),
+            1 => shared
+                .store
+                .apply_key(&shared.algorithm, &keys[0], now, step),
+            n => {
+                let mut out = vec![blank(); n];
+                shared
+                    .store
+                    .apply(&shared.algorithm, keys, now, step, &mut out)?;
+                Ok(combine(&out))
+            }
+        }
+    }
+
+    /// The blocking core, as the direct limiter's: reserve for a caller willing to
+    /// wait up to `budget`, then sleep until the grant may act; algorithms that
+    /// cannot reserve the future deny with a `retry_after`, slept and retried while
+    /// the budget lasts.
+    fn acquire_within(&self, keys: &[K], cost: u64, budget: Nanos) -> Result<Duration, Error> {
+        let cost = nonzero(cost)?;
+        let clock = &self.shared.clock;
+        let deadline = clock.now().saturating_add(budget);
+        let mut waited: Nanos = 0;
+        loop {
+            let now = clock.now();
+            let left = deadline.saturating_sub(now);
+            let decision = self.step(
+                keys,
+                now,
+                Step::Reserve {
+                    cost,
+                    max_wait: left,
+                },
+            )?;
+            match next_move(&decision, cost, left, waited)? {
+                Move::Done(wait) => {
+                    clock.sleep(nanos_to_duration(wait));
+                    return Ok(nanos_to_duration(waited.saturating_add(wait)));
+                }
+                Move::Retry(retry) => {
+                    clock.sleep(nanos_to_duration(retry));
+                    waited = waited.saturating_add(retry);
+                }
+            }
+        }
+    }
+
+    pub(crate) fn shared_parts(&self) -> (&A, &S, &C) {
+        (
+            &self.shared.algorithm,
+            &self.shared.store,
+            &self.shared.clock,
+        )
+    }
+}
+
+/// What an acquire loop does after a decision.
+pub(crate) enum Move {
+    /// Granted: wait this long, then act.
+    Done(Nanos),
+    /// Refused for now: sleep this long and ask again.
+    Retry(Nanos),
+}
+
+/// The shared rule of the blocking and async acquire loops.
+pub(crate) fn next_move(
+    decision: &Decision,
+    cost: u64,
+    left: Nanos,
+    waited: Nanos,
+) -> Result<Move, Error> {
+    match decision.verdict() {
+        Verdict::Allowed => Ok(Move::Done(decision.wait_nanos())),
+        Verdict::Never => Err(Error::Never { cost }),
+        Verdict::Denied => {
+            let retry = decision.retry_after_nanos();
+            if retry > left {
+                Err(Error::Timeout {
+                    needed: nanos_to_duration(waited.saturating_add(retry)),
+                })
+            } else {
+                Ok(Move::Retry(retry))
+            }
+        }
+    }
+}
+
+pub(crate) fn no_keys() -> Error {
+    Error::InvalidCount {
+        what: "keys",
+        value: 0,
+        requirement: "at least 1",
+    }
+}
+
+/// The one decision of a multi-key call: any never wins; else the denial with the
+/// longest `retry_after`; else (all allowed) the key with the fewest permits left,
+/// with the longest wait and reset of all keys.
+pub(crate) fn combine(decisions: &[Decision]) -> Decision {
+    if let [one] = decisions {
+        return *one;
+    }
+    if let Some(never) = decisions.iter().find(|d| d.is_never()) {
+        return *never;
+    }
+    let mut denied: Option<&Decision> = None;
+    for d in decisions.iter().filter(|d| d.verdict() == Verdict::Denied) {
+        if denied.map_or(true, |best| {
+            d.retry_after_nanos() > best.retry_after_nanos()
+        }) {
+            denied = Some(d);
+        }
+    }
+    if let Some(denied) = denied {
+        return *denied;
+    }
+    let Some(tightest) = decisions.iter().min_by_key(|d| d.remaining()) else {
+        return blank();
+    };
+    let wait = decisions
+        .iter()
+        .map(Decision::wait_nanos)
+        .max()
+        .unwrap_or(0);
+    let reset = decisions
+        .iter()
+        .map(Decision::reset_after_nanos)
+        .max()
+        .unwrap_or(0);
+    Decision::allowed_after(wait, tightest.limit(), tightest.remaining(), reset)
+        .with_limit_index(tightest.limit_index())
+}

@@ -1,0 +1,269 @@
+//! Async waiting on a [`KeyedRateLimiter`].
+
+use super::direct::nonzero;
+use super::keyed::{combine, next_move, no_keys, Move};
+use super::KeyedRateLimiter;
+use crate::algorithms::{Algorithm, Decision};
+use crate::clock::{duration_to_nanos, nanos_to_duration, Clock, DefaultClock, Nanos};
+use crate::error::Error;
+use crate::stores::store::blank;
+use crate::stores::{MemoryStore, Step, Store};
+use std::future::Future;
+use std::time::Duration;
+
+/// An async handle on a [`KeyedRateLimiter`]: `limiter.acquire(key).await`.
+///
+/// Made with [`KeyedRateLimiter::to_async`] (or `From`); it shares the store with the
+/// limiter, so blocking and async callers mix on the same keys. Cloning is cheap.
+///
+/// The store step itself runs through [`Store::apply_async`], so a remote store
+/// does not block the executor while its reply travels; the in-memory store answers
+/// at once. Waits use the limiter's clock (virtual under a
+/// [`ManualClock`](crate::clock::ManualClock)).
+///
+/// The futures are `Send + 'static` (they own their keys). **Dropping an acquire
+/// before its wait ends cancels its grant** on every key, as far as later grants
+/// allow (Go's `Reservation.Cancel` rule), so abandoned tasks do not consume
+/// capacity. That cancellation runs synchronously in `drop`, through
+/// [`Store::apply`].
+///
+/// ```
+/// use sluicegate::{algorithms::SmoothBursty, clock::ManualClock, KeyedRateLimiter};
+/// let clock = ManualClock::new();
+/// let limiter = KeyedRateLimiter::with_clock(SmoothBursty::new(5.0).unwrap(), clock.clone()).to_async();
+/// futures::executor::block_on(async {
+///     for _ in 0..3 {
+///         limiter.acquire("alice").await.unwrap();
+///     }
+///     limiter.acquire("bob").await.unwrap();
+/// });
+/// assert_eq!(clock.take_sleeps_secs(), vec![0.0, 0.2, 0.2, 0.0]);
+/// ```
+pub struct AsyncKeyedRateLimiter<K, A: Algorithm, S = MemoryStore<K, A>, C: Clock = DefaultClock> {
+    limiter: KeyedRateLimiter<K, A, S, C>,
+}
+
+impl<K, A: Algorithm, S, C: Clock> Clone for AsyncKeyedRateLimiter<K, A, S, C> {
+    fn clone(&self) -> Self {
+        AsyncKeyedRateLimiter {
+            limiter: self.limiter.clone(),
+        }
+    }
+}
+
+impl<K, A: Algorithm, S, C: Clock> From<KeyedRateLimiter<K, A, S, C>>
+    for AsyncKeyedRateLimiter<K, A, S, C>
+{
+    fn from(limiter: KeyedRateLimiter<K, A, S, C>) -> Self {
+        AsyncKeyedRateLimiter { limiter }
+    }
+}
+
+impl<K, A, S, C> AsyncKeyedRateLimiter<K, A, S, C>
+where
+    K: Send + Sync + 'static,
+    A: Algorithm,
+    S: Store<K, A> + 'static,
+    C: Clock,
+{
+    /// The blocking limiter this handle shares its store with.
+    pub fn blocking(&self) -> &KeyedRateLimiter<K, A, S, C> {
+        &self.limiter
+    }
+
+    /// Takes one permit for `key` if that needs no waiting (never waits; a store
+    /// error answers `false`). With a remote store this blocks the thread for one
+    /// round trip; prefer [`check`](Self::check) in async code.
+    pub fn try_acquire(&self, key: &K) -> bool {
+        self.limiter.try_acquire(key)
+    }
+
+    /// Takes `cost` permits for `key` if that needs no waiting, answering with the
+    /// full [`Decision`], without blocking the executor on the store.
+    ///
+    /// # Errors
+    /// [`Error::ZeroCost`] for 0; the store's errors.
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::SmoothBursty, clock::ManualClock, KeyedRateLimiter};
+    /// let limiter = KeyedRateLimiter::with_clock(SmoothBursty::new(1.0).unwrap(), ManualClock::new()).to_async();
+    /// let d = futures::executor::block_on(limiter.check(7u32, 1)).unwrap();
+    /// assert!(d.is_allowed());
+    /// ```
+    pub fn check(
+        &self,
+        key: K,
+        cost: u64,
+    ) -> impl Future<Output = Result<Decision, Error>> + Send + 'static {
+        let limiter = self.limiter.clone();
+        async move {
+            let cost = nonzero(cost)?;
+            let keys = [key];
+            let now = limiter.clock().now();
+            step_async(&limiter, &keys, now, Step::Reserve { cost, max_wait: 0 }).await
+        }
+    }
+
+    /// Takes one permit for `key`, waiting asynchronously as long as needed;
+    /// resolves to the time waited.
+    ///
+    /// # Errors
+    /// [`Error::Never`] if the limit will never grant it; the store's errors.
+    pub fn acquire(
+        &self,
+        key: K,
+    ) -> impl Future<Output = Result<Duration, Error>> + Send + 'static {
+        self.acquire_n(key, 1)
+    }
+
+    /// Takes `cost` permits for `key`, waiting asynchronously as long as needed.
+    ///
+    /// # Errors
+    /// [`Error::ZeroCost`] for 0; [`Error::Never`] if the cost can never be granted;
+    /// the store's errors.
+    pub fn acquire_n(
+        &self,
+        key: K,
+        cost: u64,
+    ) -> impl Future<Output = Result<Duration, Error>> + Send + 'static {
+        self.acquire_all(vec![key], cost)
+    }
+
+    /// Takes `cost` permits from every key in `keys` (all-or-nothing), waiting
+    /// asynchronously as long as needed.
+    ///
+    /// # Errors
+    /// As [`acquire_n`](Self::acquire_n), plus [`Error::InvalidCount`] for no keys.
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::SmoothBursty, clock::ManualClock, KeyedRateLimiter};
+    /// let clock = ManualClock::new();
+    /// let limiter = KeyedRateLimiter::with_clock(SmoothBursty::new(2.0).unwrap(), clock.clone()).to_async();
+    /// futures::executor::block_on(async {
+    ///     limiter.acquire_all(vec!["ip", "user"], 1).await.unwrap();
+    ///     limiter.acquire_all(vec!["ip", "user"], 1).await.unwrap();
+    /// });
+    /// assert_eq!(clock.take_sleeps_secs(), vec![0.0, 0.5]);
+    /// ```
+    pub fn acquire_all(
+        &self,
+        keys: Vec<K>,
+        cost: u64,
+    ) -> impl Future<Output = Result<Duration, Error>> + Send + 'static {
+        let limiter = self.limiter.clone();
+        async move { acquire_within(limiter, keys, cost, u64::MAX).await }
+    }
+
+    /// Takes `cost` permits for `key` if they can be had within `timeout`, waiting
+    /// asynchronously; resolves to `false` at once, consuming nothing, if not.
+    ///
+    /// # Errors
+    /// [`Error::ZeroCost`] for 0; the store's errors.
+    pub fn try_acquire_n_timeout(
+        &self,
+        key: K,
+        cost: u64,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<bool, Error>> + Send + 'static {
+        let limiter = self.limiter.clone();
+        async move {
+            match acquire_within(limiter, vec![key], cost, duration_to_nanos(timeout)).await {
+                Ok(_) => Ok(true),
+                Err(Error::Timeout { .. } | Error::Never { .. }) => Ok(false),
+                Err(other) => Err(other),
+            }
+        }
+    }
+}
+
+/// One store step through [`Store::apply_async`], combined into one decision.
+async fn step_async<K, A, S, C>(
+    limiter: &KeyedRateLimiter<K, A, S, C>,
+    keys: &[K],
+    now: Nanos,
+    step: Step<'_>,
+) -> Result<Decision, Error>
+where
+    A: Algorithm,
+    S: Store<K, A>,
+    C: Clock,
+{
+    if keys.is_empty() {
+        return Err(no_keys());
+    }
+    let (algorithm, store, _) = limiter.shared_parts();
+    let decisions = store.apply_async(algorithm, keys, now, step).await?;
+    Ok(combine(&decisions))
+}
+
+/// Gives back the grants of an acquire whose wait was abandoned.
+struct CancelOnDrop<'a, K, A: Algorithm, S: Store<K, A>, C: Clock> {
+    limiter: &'a KeyedRateLimiter<K, A, S, C>,
+    keys: &'a [K],
+    grants: Option<Vec<Decision>>,
+    acts_at: Nanos,
+}
+
+impl<K, A: Algorithm, S: Store<K, A>, C: Clock> Drop for CancelOnDrop<'_, K, A, S, C> {
+    fn drop(&mut self) {
+        if let Some(grants) = self.grants.take() {
+            let (algorithm, store, clock) = self.limiter.shared_parts();
+            let mut out = vec![blank(); self.keys.len()];
+            let step = Step::Cancel {
+                grants: &grants,
+                acts_at: self.acts_at,
+            };
+            // Nothing to report to from a drop; a failed cancel keeps the grant.
+            let _ = store.apply(algorithm, self.keys, clock.now(), step, &mut out);
+        }
+    }
+}
+
+/// The async twin of the blocking core in `keyed.rs`.
+async fn acquire_within<K, A, S, C>(
+    limiter: KeyedRateLimiter<K, A, S, C>,
+    keys: Vec<K>,
+    cost: u64,
+    budget: Nanos,
+) -> Result<Duration, Error>
+where
+    A: Algorithm,
+    S: Store<K, A>,
+    C: Clock,
+{
+    let cost = nonzero(cost)?;
+    if keys.is_empty() {
+        return Err(no_keys());
+    }
+    let clock = limiter.clock().clone();
+    let deadline = clock.now().saturating_add(budget);
+    let mut waited: Nanos = 0;
+    loop {
+        let now = clock.now();
+        let left = deadline.saturating_sub(now);
+        let (algorithm, store, _) = limiter.shared_parts();
+        let step = Step::Reserve {
+            cost,
+            max_wait: left,
+        };
+        let decisions = store.apply_async(algorithm, &keys, now, step).await?;
+        let decision = combine(&decisions);
+        match next_move(&decision, cost, left, waited)? {
+            Move::Done(wait) => {
+                let mut guard = CancelOnDrop {
+                    limiter: &limiter,
+                    keys: &keys,
+                    grants: (wait > 0).then_some(decisions),
+                    acts_at: now.saturating_add(wait),
+                };
+                clock.sleep_async(nanos_to_duration(wait)).await;
+                guard.grants = None;
+                return Ok(nanos_to_duration(waited.saturating_add(wait)));
+            }
+            Move::Retry(retry) => {
+                clock.sleep_async(nanos_to_duration(retry)).await;
+                waited = waited.saturating_add(retry);
+            }
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! The store contract: where the state of each key lives, and how one algorithm step
+//! is applied to it.
+//!
+//! # The model
+//!
+//! A keyed limiter is one [algorithm](crate::algorithms) (a configuration) applied
+//! to many states, one per key. A [`Store`] owns those states and applies one
+//! [`Step`] to the states of one call's keys *as one atomic action*:
+//!
+//! ```text
+//!   caller ──(algorithm, [key₁, key₂], now, Reserve{cost, max_wait})──▶ store
+//!                                                                       │ atomically:
+//!            state(key₁) ─reserve─▶ d₁      all allowed?  yes: commit both states
+//!            state(key₂) ─reserve─▶ d₂                    no:  change nothing
+//!   caller ◀──────────────────────────[d₁, d₂]─────────────┘
+//! ```
+//!
+//! The trait passes *what to do* (the algorithm's configuration, the keys, the
+//! step), never a closure over the store's memory, so a store can run the step
+//! wherever its states are:
+//!
+//! * [`MemoryStore`](super::MemoryStore) runs the algorithm's Rust step functions on
+//!   its own sharded table, under the shard's lock.
+//! * A remote store (Redis) runs the same step *server-side*, in one round trip: a
+//!   script per algorithm (its implementation bound, e.g. `A: RedisAlgorithm`, is the
+//!   remote store's business, not this trait's), called with every key of the call in
+//!   `KEYS` and the configuration, step and time in `ARGV`. A multi-limit set is one
+//!   algorithm, so one call is one round trip whatever the number of limits and keys.
+//!
+//! # The contract
+//!
+//! * **Atomicity.** [`Store::apply`] is linearizable per call: no other step on any
+//!   of the call's keys interleaves with it. A [`Step::Reserve`] commits the new
+//!   state of *every* key if the algorithm allows the call for every key, and
+//!   changes *nothing* otherwise (all-or-nothing across keys; across limits it is the
+//!   algorithm's own rule, which a multi-limit set also makes all-or-nothing). A key
+//!   that appears twice in one call is charged twice, in order.
+//! * **Now.** `now` is the caller's reading of its [`Clock`](crate::clock::Clock), in
+//!   nanoseconds since that clock's origin. A store runs the step at `now` unless it
+//!   documents its own time source: a remote store shared by many machines should
+//!   read the server's clock instead by default (Redis `TIME`), so that clients with
+//!   skewed clocks agree, and accept the caller's `now` only when configured to (for
+//!   tests). Either way, every duration in the returned decisions is *relative* to the
+//!   time the step ran, so callers never mix the two timelines, and a time that
+//!   appears to go backwards never grants permits (the algorithms' own rule).
+//! * **New keys.** A key the store holds no state for starts from
+//!   [`initial_state(0)`](crate::algorithms::Algorithm::initial_state): as if it had
+//!   existed, untouched, since the origin of the store's time. For every algorithm
+//!   whose initial state is also its fully replenished state (windows, logs, leaky
+//!   bucket, the warming-up limiter's cold start) that is the same as starting at
+//!   `now`. For [`SmoothBursty`](crate::algorithms::SmoothBursty), whose Guava
+//!   initial state is *empty* while its replenished state is *full*, it means a new
+//!   key gets the full burst an idle client would have saved (once the clock has run
+//!   for `max_burst`). That is what per-client limiting wants, and it is what makes
+//!   forgetting idle keys invisible (next point). The direct limiter keeps Guava's
+//!   empty start.
+//! * **Expiry.** A store may forget the state of a key at `now` once
+//!   [`is_replenished`](crate::algorithms::Algorithm::is_replenished) holds: starting
+//!   again from the new-key state changes no later decision. A remote store expresses
+//!   the same thing as a key expiry equal to the decision's
+//!   [`reset_after`](crate::Decision::reset_after). Forgetting is never required for
+//!   correctness, only for memory.
+//! * **Failures.** A store that can fail (network, capacity) returns a typed
+//!   [`Error`] and changes nothing it has not committed; it never panics. When a
+//!   remote store cannot tell whether a step ran (a timeout), it must not retry it
+//!   blindly (the call could count twice). [`MemoryStore`](super::MemoryStore) fails
+//!   only when given a key cap and full ([`Error::StoreFull`]).
+//! * **Keys.** The in-memory store takes any `Hash + Eq` key. A remote store needs
+//!   text: keys render with [`RenderKey`] (every `Display` type does), and a remote
+//!   store must keep the states of one key under one hash tag (Redis Cluster places
+//!   keys by the text inside `{…}`), e.g. `rl:{user:42}:<limit>`.
+
+use crate::algorithms::{Algorithm, Decision};
+use crate::clock::Nanos;
+use crate::error::Error;
+use std::fmt::{self, Write};
+use std::future::Future;
+
+/// One algorithm step, applied by a [`Store`] to every key of a call.
+///
+/// ```
+/// use sluicegate::stores::Step;
+/// let step = Step::Reserve { cost: 2, max_wait: 0 };
+/// assert!(matches!(step, Step::Reserve { cost: 2, .. }));
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub enum Step<'a> {
+    /// [`Algorithm::reserve`] on every key; committed only if allowed for all.
+    Reserve {
+        /// Permits asked for (at least 1).
+        cost: u64,
+        /// How long the caller is willing to wait, in nanoseconds (`u64::MAX`: for
+        /// ever; 0: not at all).
+        max_wait: Nanos,
+    },
+    /// [`Algorithm::peek`]: the decisions a zero-wait reserve would give, changing
+    /// nothing and creating no state.
+    Peek {
+        /// Permits asked for (at least 1).
+        cost: u64,
+    },
+    /// [`Algorithm::cancel`]: gives back the grants of an earlier reserve whose
+    /// caller never acted (one grant per key, in the same order). Keys the store no
+    /// longer holds have nothing to give back.
+    Cancel {
+        /// The per-key decisions the reserve returned.
+        grants: &'a [Decision],
+        /// When the caller would have acted, in the same time as `now`.
+        acts_at: Nanos,
+    },
+}
+
+/// Where the per-key states of a keyed limiter live. See the [module docs](self) for
+/// the contract (atomicity, time, new keys, expiry, failures).
+///
+/// `K` is the key type, `A` the algorithm. A store implements this for the keys and
+/// algorithms it can handle: the in-memory store for any `Hash + Eq` key and any
+/// algorithm; a remote store for keys that [render](RenderKey) and algorithms it has a
+/// server-side script for.
+///
+/// ```
+/// use sluicegate::algorithms::{Decision, SmoothBursty};
+/// use sluicegate::stores::{MemoryStore, Step, Store};
+/// let bursty = SmoothBursty::new(1.0).unwrap();
+/// let store: MemoryStore<&str, SmoothBursty> = MemoryStore::new();
+/// let mut out = [Decision::never(0, 0, 0)];
+/// store.apply(&bursty, &["a"], 0, Step::Reserve { cost: 1, max_wait: 0 }, &mut out).unwrap();
+/// assert!(out[0].is_allowed());
+/// ```
+pub trait Store<K, A: Algorithm>: Send + Sync {
+    /// The future of [`apply_async`](Store::apply_async). A store that never waits
+    /// (in memory) answers with a ready future.
+    type Pending: Future<Output = Result<Vec<Decision>, Error>> + Send + 'static;
+
+    /// Applies `step` to the states of `keys` at `now`, atomically, writing one
+    /// decision per key into `decisions` (same order; `decisions.len()` must equal
+    /// `keys.len()`). An empty `keys` does nothing.
+    ///
+    /// # Errors
+    /// A store-specific typed error ([`Error::StoreFull`], [`Error::Store`]); the
+    /// states are then unchanged.
+    fn apply(
+        &self,
+        algorithm: &A,
+        keys: &[K],
+        now: Nanos,
+        step: Step<'_>,
+        decisions: &mut [Decision],
+    ) -> Result<(), Error>;
+
+    /// [`apply`](Store::apply) for a single key, answering its decision: the hot path
+    /// of a keyed limiter, which a store may implement without the slices. The
+    /// default forwards to `apply`.
+    ///
+    /// # Errors
+    /// As [`apply`](Store::apply).
+    #[inline]
+    fn apply_key(
+        &self,
+        algorithm: &A,
+        key: &K,
+        now: Nanos,
+        step: Step<'_>,
+    ) -> Result<Decision, Error> {
+        let mut out = [blank()];
+        self.apply(algorithm, std::slice::from_ref(key), now, step, &mut out)?;
+        Ok(out[0])
+    }
+
+    /// [`apply`](Store::apply) without blocking the calling task: a remote store
+    /// sends its request at once and the future resolves with the reply, one
+    /// decision per key. Everything the future needs is taken (rendered, copied)
+    /// before this returns, so it borrows nothing.
+    fn apply_async(&self, algorithm: &A, keys: &[K], now: Nanos, step: Step<'_>) -> Self::Pending;
+}
+
+/// Renders a key as text, for stores that address states by string (Redis).
+///
+/// Every [`Display`](fmt::Display) type renders as its display form, so
+/// `42u64`, `"alice"` and an `IpAddr` work as they are. A compound key (ip and path,
+/// user and route) needs a type of its own with a `Display` impl that keeps the parts
+/// apart unambiguously (e.g. `ip:1.2.3.4|path:/api`), since two keys that render the
+/// same are the same key to a remote store.
+///
+/// ```
+/// use sluicegate::stores::RenderKey;
+/// let mut out = String::new();
+/// std::net::Ipv4Addr::new(10, 0, 0, 1).render_key(&mut out);
+/// assert_eq!(out, "10.0.0.1");
+/// ```
+pub trait RenderKey {
+    /// Appends this key's text to `out`.
+    fn render_key(&self, out: &mut String);
+}
+
+impl<T: fmt::Display + ?Sized> RenderKey for T {
+    fn render_key(&self, out: &mut String) {
+        // Writing to a String cannot fail.
+        let _ = write!(out, "{self}");
+    }
+}
+
+/// A placeholder decision to fill an output buffer before a store writes into it.
+pub(crate) fn blank() -> Decision {
+    Decision::never(0, 0, 0)
+}
