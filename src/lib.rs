@@ -1,7 +1,10 @@
 //! # sluicegate
 //!
 //! Rate limiting that is exact where Guava is exact, lock-free where it counts, and
-//! lazy everywhere: no layer starts a thread. Time-based state (refill, window
+//! lazy everywhere: Guava's bursty and warming-up token buckets, a driftless leaky
+//! bucket, fixed and sliding windows, an exact sliding log and sets of several limits
+//! (see [`algorithms`] for which to pick), used directly ([`RateLimiter`]), per key
+//! ([`KeyedRateLimiter`]), blocking, non-blocking or async. No layer starts a thread. Time-based state (refill, window
 //! roll-over, expiry) advances only when a call arrives, by comparing the clock with
 //! what the state remembers (Guava's `nextFreeTicket` resync model).
 //!
@@ -20,10 +23,11 @@
 //!    `quanta`; [`ManualClock`] is virtual time for tests.
 //! 2. [`algorithms`]: pure state machines: an immutable configuration, a small state,
 //!    a step function that answers a [`Decision`]. No locks, no clock, no I/O.
-//! 3. [`stores`]: where state lives and is updated atomically (a lock-free word, or a
-//!    mutex).
+//! 3. [`stores`]: where state lives and is updated atomically: one limit's cell (a
+//!    lock-free word, a sequence lock, or a mutex), and the [`Store`](stores::Store)
+//!    trait for keyed state with its sharded in-memory default.
 //! 4. [`limiters`]: the public front ends: the direct [`RateLimiter`], its
-//!    [`AsyncRateLimiter`] handle and [`Reservation`]s.
+//!    [`AsyncRateLimiter`] handle, [`Reservation`]s, and the [`KeyedRateLimiter`].
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]

@@ -12,6 +12,24 @@
 //! arrives, by comparing `now` with what the state remembers (Guava's
 //! `nextFreeTicket` resync model). A limiter that is never called costs nothing.
 //!
+//! # Which one
+//!
+//! | algorithm | guarantees | state | pick it when |
+//! |---|---|---|---|
+//! | [`SmoothBursty`] | Guava's token bucket: `rate` per second, up to `max_burst` saved, pay-later reservations | 1 word | Guava's `RateLimiter`: smooth pacing, a bounded burst after idle time |
+//! | [`SmoothWarmingUp`] | Guava's warm-up trapezoid: slow when cold, `rate` once warm | 2 words | the protected resource is slow when cold |
+//! | [`LeakyBucket`] (meter) | at most `b + r·t` over any span `t`, exact rational rate, no drift | 1 word | smooth traffic, bounded burst, exact long-run accounting |
+//! | [`LeakyBucket`] (queue) | callers act one interval apart, in order; at most `b` queued | 1 word | emitting work at a constant rate |
+//! | [`FixedWindow`] | at most `limit` per aligned window (up to 2× across an edge) | 1 word | the cheapest check, or the rule really is per calendar window |
+//! | [`SlidingWindowCounter`] | weighted two-window estimate within the limit; < 2× limit in any window | small, fixed | near-sliding accuracy at constant memory |
+//! | [`SlidingWindowBuckets`] | `limit` per `duration` in buckets of `precision`, oldest dropped or weighted | 1 word per bucket | rolling windows with large limits at fixed cost |
+//! | [`SlidingLog`] | exact; optional minimum spacing and recorded refusals | 2 words per permit | exactness for small limits, spacing, banning hammering clients |
+//! | [`AllOf`], [`Limits`] | several limits, all-or-nothing, atomic | the members' | "10/s and 120/min and 240/h" |
+//!
+//! Each module's docs teach its model, with the seeds' worked examples.
+//!
+//! # The step
+//!
 //! The core step is [`Algorithm::reserve`], modelled on Go's `reserveN`: "grant `cost`
 //! permits to a caller who is willing to wait up to `max_wait`". Everything else is a
 //! thin wrapper: a non-blocking try is `max_wait = 0`; a blocking acquire is
