@@ -4,6 +4,7 @@
 //! Run: `cargo bench --bench direct`. Each group holds one comparable pair, so read
 //! the ratio within a group; absolute figures move with the machine's load.
 //!
+//! * `clock_read`: one read of each default clock, the floor under all the rest.
 //! * `allowed`: a limit so generous every call is granted (1e9 permits/s, a
 //!   1-second burst: one nanosecond of budget per permit, while a call takes tens of
 //!   nanoseconds), so each call does the full grant: clock read, state update, CAS.
@@ -45,6 +46,24 @@ fn short(group: &mut BenchmarkGroup<'_, WallTime>) {
     group
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(2));
+}
+
+/// The floor under every figure: one read of each crate's default clock (both read
+/// quanta's TSC counter and scale it to nanoseconds).
+fn clock_read(c: &mut Criterion) {
+    use governor::clock::Clock as _;
+    use sluicegate::clock::Clock as _;
+    let mut group = c.benchmark_group("clock_read");
+    short(&mut group);
+    let clock = sluicegate::clock::DefaultClock::new();
+    group.bench_function("sluicegate_default_clock", |b| {
+        b.iter(|| black_box(clock.now()))
+    });
+    let clock = governor::clock::DefaultClock::default();
+    group.bench_function("governor_default_clock", |b| {
+        b.iter(|| black_box(clock.now()))
+    });
+    group.finish();
 }
 
 fn allowed(c: &mut Criterion) {
@@ -150,6 +169,7 @@ fn two_threads(c: &mut Criterion) {
 
 criterion_group!(
     benches,
+    clock_read,
     allowed,
     denied,
     unlimited_acquire,
