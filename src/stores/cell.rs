@@ -170,12 +170,20 @@ pub struct WordCell<A: WordAlgorithm>
 where
     A::State: Copy + PartialEq,
 {
+    /// Written on every grant: alone in its cache line, so that threads contending
+    /// on it do not also evict the read-mostly words below (nor the clock's
+    /// calibration next to the cell), which every call reads.
+    state: OwnLine<AtomicU64>,
     sequence: AtomicU64,
     config: [AtomicU64; 2],
-    state: AtomicU64,
     writer: Mutex<()>,
     _algorithm: std::marker::PhantomData<A>,
 }
+
+/// A value alone in a 64-byte cache line.
+#[derive(Debug)]
+#[repr(align(64))]
+struct OwnLine<T>(T);
 
 impl<A: WordAlgorithm> WordCell<A>
 where
@@ -184,6 +192,14 @@ where
     /// Reads a consistent configuration and the state word that goes with it.
     #[inline(always)]
     fn snapshot(&self) -> (A, u64) {
+        let (_, algorithm, word) = self.snapshot_at();
+        (algorithm, word)
+    }
+
+    /// [`snapshot`](Self::snapshot), with the (even) sequence number it was read
+    /// under.
+    #[inline(always)]
+    fn snapshot_at(&self) -> (u64, A, u64) {
         loop {
             let before = self.sequence.load(Ordering::Acquire);
             if before & 1 == 1 {
@@ -195,10 +211,10 @@ where
                 self.config[0].load(Ordering::Relaxed),
                 self.config[1].load(Ordering::Relaxed),
             ];
-            let word = self.state.load(Ordering::Acquire);
+            let word = self.state.0.load(Ordering::Acquire);
             fence(Ordering::Acquire);
             if self.sequence.load(Ordering::Relaxed) == before {
-                return (A::from_words(words), word);
+                return (before, A::from_words(words), word);
             }
         }
     }
@@ -208,43 +224,47 @@ where
     /// new state, `false` leaves it untouched.
     #[inline(always)]
     pub(crate) fn try_update(&self, mut step: impl FnMut(&A, &mut A::State) -> bool) -> bool {
-        loop {
-            let (algorithm, word) = self.snapshot();
-            let mut state = A::state_from_word(word);
-            if !step(&algorithm, &mut state) {
-                return false;
-            }
-            let new_word = A::state_to_word(&state);
-            if new_word == word
-                || self
-                    .state
-                    .compare_exchange_weak(word, new_word, Ordering::AcqRel, Ordering::Relaxed)
-                    .is_ok()
-            {
-                return true;
-            }
-        }
+        self.update(|algorithm, state| {
+            let granted = step(algorithm, state);
+            (granted, granted)
+        })
     }
 
-    /// Applies `step` to the state until its result is published. `step` returns the
-    /// decision and whether to write the new state.
+    /// Applies `step` to the state until its result is published. `step` returns its
+    /// answer and whether to write the new state.
+    ///
+    /// A failed compare-and-swap hands back the current word; under contention the
+    /// step is retried on it at once, as long as the sequence shows no rate change
+    /// (one load of a line the swap just fetched), rather than re-reading the whole
+    /// snapshot. Acquire on failure makes a rate change that wrote that word visible
+    /// to the sequence check.
     #[inline(always)]
-    fn update(&self, mut step: impl FnMut(&A, &mut A::State) -> (Decision, bool)) -> Decision {
+    fn update<R>(&self, mut step: impl FnMut(&A, &mut A::State) -> (R, bool)) -> R {
+        let (mut sequence, mut algorithm, mut word) = self.snapshot_at();
         loop {
-            let (algorithm, word) = self.snapshot();
             let mut state = A::state_from_word(word);
-            let (decision, write) = step(&algorithm, &mut state);
+            let (answer, write) = step(&algorithm, &mut state);
             if !write {
-                return decision;
+                return answer;
             }
             let new_word = A::state_to_word(&state);
-            if new_word == word
-                || self
-                    .state
-                    .compare_exchange_weak(word, new_word, Ordering::AcqRel, Ordering::Relaxed)
-                    .is_ok()
-            {
-                return decision;
+            if new_word == word {
+                return answer;
+            }
+            match self.state.0.compare_exchange_weak(
+                word,
+                new_word,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return answer,
+                Err(actual) => {
+                    if self.sequence.load(Ordering::Relaxed) == sequence {
+                        word = actual;
+                    } else {
+                        (sequence, algorithm, word) = self.snapshot_at();
+                    }
+                }
             }
         }
     }
@@ -259,7 +279,9 @@ where
         WordCell {
             sequence: AtomicU64::new(0),
             config: [AtomicU64::new(words[0]), AtomicU64::new(words[1])],
-            state: AtomicU64::new(A::state_to_word(&algorithm.initial_state(now))),
+            state: OwnLine(AtomicU64::new(A::state_to_word(
+                &algorithm.initial_state(now),
+            ))),
             writer: Mutex::new(()),
             _algorithm: std::marker::PhantomData,
         }
@@ -296,14 +318,14 @@ where
         // Validate on a copy first: a rejected change touches nothing.
         {
             let mut probe = current;
-            let mut state = A::state_from_word(self.state.load(Ordering::Acquire));
+            let mut state = A::state_from_word(self.state.0.load(Ordering::Acquire));
             change(&mut probe, &mut state)?;
         }
         let sequence = self.sequence.load(Ordering::Relaxed);
         self.sequence
             .store(sequence.wrapping_add(1), Ordering::Relaxed);
         fence(Ordering::Release);
-        let mut word = self.state.load(Ordering::Acquire);
+        let mut word = self.state.0.load(Ordering::Acquire);
         let new_config = loop {
             let mut algorithm = current;
             let mut state = A::state_from_word(word);
@@ -312,7 +334,7 @@ where
             if change(&mut algorithm, &mut state).is_err() {
                 break current;
             }
-            match self.state.compare_exchange_weak(
+            match self.state.0.compare_exchange_weak(
                 word,
                 A::state_to_word(&state),
                 Ordering::AcqRel,
@@ -361,6 +383,9 @@ where
 /// assert!(!cell.reserve(0, 1, 0).is_allowed()); // the first cold permit costs 1.375 s
 /// ```
 #[derive(Debug)]
+// Starts a cache line (and rounds up to two): the words every call reads share no
+// line with a neighbour such as the clock's calibration.
+#[repr(align(64))]
 pub struct WarmingUpCell {
     sequence: AtomicU64,
     config: [AtomicU64; 6],
