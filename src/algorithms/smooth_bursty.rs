@@ -174,6 +174,60 @@ impl SmoothBursty {
     }
 }
 
+/// What one reservation decided, before it is dressed as a [`Decision`]: the core
+/// shared by [`Algorithm::reserve`] and the lean [`SmoothBursty::try_grant`], so the
+/// two cannot disagree.
+enum Step {
+    Never,
+    /// Refused: `tat` is the resynced state, `wait` how long the caller would wait.
+    Denied {
+        tat: i64,
+        wait: Nanos,
+    },
+    /// Granted after `wait`; the state becomes `next`, `charge` nanoseconds later
+    /// than it was.
+    Allowed {
+        wait: Nanos,
+        next: i64,
+        charge: i64,
+    },
+}
+
+impl SmoothBursty {
+    /// Guava's resync and reservation on the folded state `tat` (see the module docs).
+    #[inline(always)]
+    fn step(&self, tat: i64, now: i64, cost: u64, max_wait: Nanos) -> Step {
+        let tat = tat.max(now.saturating_sub(self.burst_nanos()));
+        if tat == i64::MAX {
+            return Step::Never;
+        }
+        let wait = until(now, tat);
+        if wait > max_wait {
+            return Step::Denied { tat, wait };
+        }
+        let charge = self.cost_nanos(cost);
+        Step::Allowed {
+            wait,
+            next: tat.saturating_add(charge),
+            charge,
+        }
+    }
+
+    /// `reserve(state, now, cost, 0).is_allowed()`, with the same change of state,
+    /// without building the [`Decision`] (whose `remaining` and `limit` cost float
+    /// divisions): the hot path of `try_acquire`.
+    #[inline(always)]
+    pub(crate) fn try_grant(&self, state: &mut BurstyState, now: Nanos, cost: u64) -> bool {
+        match self.step(state.tat, signed(now), cost, 0) {
+            Step::Allowed { next, .. } => {
+                state.tat = next;
+                true
+            }
+            Step::Never | Step::Denied { .. } => false,
+        }
+    }
+}
+
 impl Algorithm for SmoothBursty {
     type State = BurstyState;
 
@@ -181,24 +235,22 @@ impl Algorithm for SmoothBursty {
         BurstyState { tat: signed(now) }
     }
 
-    #[inline]
+    #[inline(always)]
     fn reserve(&self, state: &mut BurstyState, now: Nanos, cost: u64, max_wait: Nanos) -> Decision {
         let now = signed(now);
-        let tat = state.tat.max(now.saturating_sub(self.burst_nanos()));
-        if tat == i64::MAX {
-            return Decision::never(self.limit(), 0, u64::MAX);
+        match self.step(state.tat, now, cost, max_wait) {
+            Step::Never => Decision::never(self.limit(), 0, u64::MAX),
+            Step::Denied { tat, wait } => {
+                let reset = until(now, tat.saturating_add(self.burst_nanos()));
+                Decision::denied(self.limit(), 0, wait, reset)
+            }
+            Step::Allowed { wait, next, charge } => {
+                state.tat = next;
+                let reset = until(now, next.saturating_add(self.burst_nanos()));
+                Decision::allowed_after(wait, self.limit(), self.remaining(next, now), reset)
+                    .with_grant(next, charge as u64)
+            }
         }
-        let wait = until(now, tat);
-        if wait > max_wait {
-            let reset = until(now, tat.saturating_add(self.burst_nanos()));
-            return Decision::denied(self.limit(), 0, wait, reset);
-        }
-        let charge = self.cost_nanos(cost);
-        let next = tat.saturating_add(charge);
-        state.tat = next;
-        let reset = until(now, next.saturating_add(self.burst_nanos()));
-        Decision::allowed_after(wait, self.limit(), self.remaining(next, now), reset)
-            .with_grant(next, charge as u64)
     }
 
     fn peek(&self, state: &BurstyState, now: Nanos, cost: u64) -> Decision {

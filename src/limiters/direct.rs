@@ -236,7 +236,7 @@ impl<A: Storable, C: Clock> RateLimiter<A, C> {
     #[inline]
     pub fn try_acquire(&self) -> bool {
         let now = self.shared.clock.now();
-        self.shared.cell.reserve(now, 1, 0).is_allowed()
+        A::try_take(&self.shared.cell, now, 1)
     }
 
     /// Takes `permits` if that needs no waiting. Never blocks.
@@ -359,7 +359,13 @@ impl<A: Storable, C: Clock> RateLimiter<A, C> {
     fn acquire_within(&self, cost: u64, budget: Nanos) -> Result<Duration, Error> {
         let cost = nonzero(cost)?;
         let clock = &self.shared.clock;
-        let deadline = clock.now().saturating_add(budget);
+        // An unbounded budget has no deadline: skip a clock read (the costliest
+        // step of an unthrottled acquire); `now + u64::MAX` saturates to it anyway.
+        let deadline = if budget == u64::MAX {
+            u64::MAX
+        } else {
+            clock.now().saturating_add(budget)
+        };
         let mut waited: Nanos = 0;
         loop {
             let now = clock.now();
