@@ -8,16 +8,14 @@
 //! * bytes per key at 1M keys: resident memory growth (`/proc/self/statm`) of a fresh
 //!   child process per limiter, printed last.
 //!
-//! Algorithms: Guava's bursty limiter, and `SlidingCounter` below, a small
-//! sliding-window-counter stand-in defined here (state: one u64) until the crate's
-//! own sliding window counter is merged.
+//! Algorithms: Guava's bursty limiter and the crate's sliding window counter (both
+//! keep one 64-bit word per key).
 //!
 //! `cargo bench --bench keyed`
 
 use criterion::{black_box, BenchmarkId, Criterion, Throughput};
 use governor::{Quota, RateLimiter as Governor};
-use sluicegate::algorithms::{Algorithm, Decision, SmoothBursty};
-use sluicegate::clock::Nanos;
+use sluicegate::algorithms::{SlidingWindowCounter, SmoothBursty};
 use sluicegate::KeyedRateLimiter;
 use std::num::NonZeroU32;
 use std::time::Duration;
@@ -30,102 +28,12 @@ use std::time::Duration;
 const RATE: u32 = 1;
 const DRAWS: usize = 1 << 22;
 
-/// A sliding window counter (seed 000): estimate = previous window's count × the
-/// part of it still inside the sliding window + the current count. Stand-in for the
-/// crate's own, with its whole state in one u64.
-#[derive(Clone, Copy, Debug)]
-struct SlidingCounter {
-    limit: u64,
-    period: Nanos,
-}
-
-#[derive(Clone, Copy, Debug)]
-struct CounterState {
-    window: u32,
-    previous: u16,
-    current: u16,
-}
-
-impl SlidingCounter {
-    fn rolled(&self, state: &CounterState, now: Nanos) -> CounterState {
-        let window = (now / self.period).min(u64::from(u32::MAX)) as u32;
-        match window.saturating_sub(state.window) {
-            0 => *state,
-            1 => CounterState {
-                window,
-                previous: state.current,
-                current: 0,
-            },
-            _ => CounterState {
-                window,
-                previous: 0,
-                current: 0,
-            },
-        }
-    }
-
-    fn estimate(&self, state: &CounterState, now: Nanos) -> u64 {
-        let into = now % self.period;
-        // previous < 2^16 and periods up to 2^47 ns (39 hours) keep this in a u64.
-        let carried = u64::from(state.previous) * (self.period - into) / self.period;
-        carried + u64::from(state.current)
-    }
-}
-
-impl Algorithm for SlidingCounter {
-    type State = CounterState;
-
-    fn initial_state(&self, now: Nanos) -> CounterState {
-        CounterState {
-            window: (now / self.period).min(u64::from(u32::MAX)) as u32,
-            previous: 0,
-            current: 0,
-        }
-    }
-
-    fn reserve(
-        &self,
-        state: &mut CounterState,
-        now: Nanos,
-        cost: u64,
-        _max_wait: Nanos,
-    ) -> Decision {
-        let rolled = self.rolled(state, now);
-        let used = self.estimate(&rolled, now);
-        if cost > self.limit {
-            return Decision::never(self.limit, self.limit.saturating_sub(used), self.period);
-        }
-        if used + cost > self.limit {
-            let retry = self.period - now % self.period;
-            return Decision::denied(
-                self.limit,
-                self.limit.saturating_sub(used),
-                retry,
-                2 * self.period,
-            );
-        }
-        *state = CounterState {
-            current: rolled.current.saturating_add(cost as u16),
-            ..rolled
-        };
-        Decision::allowed(self.limit, self.limit - used - cost, 2 * self.period)
-    }
-
-    fn is_replenished(&self, state: &CounterState, now: Nanos) -> bool {
-        let rolled = self.rolled(state, now);
-        rolled.previous == 0 && rolled.current == 0
-    }
-}
-
 fn bursty() -> SmoothBursty {
     SmoothBursty::new(f64::from(RATE)).unwrap()
 }
 
-fn counter() -> SlidingCounter {
-    SlidingCounter {
-        limit: u64::from(RATE),
-        period: 1_000_000_000,
-    }
+fn counter() -> SlidingWindowCounter {
+    SlidingWindowCounter::new(u64::from(RATE), Duration::from_secs(1)).unwrap()
 }
 
 fn quota() -> Quota {
@@ -232,10 +140,7 @@ fn memory_child(kind: &str) {
             (limiter.live_keys(), resident_bytes())
         }
         _ => {
-            let window = SlidingCounter {
-                limit: 1,
-                period: 60_000_000_000,
-            };
+            let window = SlidingWindowCounter::new(1, Duration::from_secs(60)).unwrap();
             let limiter: KeyedRateLimiter<u64, _> = KeyedRateLimiter::new(window);
             for key in 0..MEMORY_KEYS {
                 limiter.try_acquire(&splitmix(key));

@@ -17,6 +17,9 @@ fn close(actual: f64, expected: f64) -> bool {
     (actual - expected).abs() < 1e-9
 }
 
+/// One row of seed 001's table (see [`SEED_001`]).
+type Row = (u64, bool, (u64, u64), f64, f64);
+
 /// Seed 001, 3 requests per 60 s: (time, allowed, (previous, current) after the
 /// call, the seed's weighted count as it prints it, the exact weighted count).
 ///
@@ -32,7 +35,7 @@ fn close(actual: f64, expected: f64) -> bool {
 ///   limit ⇔ previous × (1 − f) + current < limit.
 /// * Its refused call at 12:01:50 still counts ("3 → 4", and the 4 is carried into
 ///   the next window's weight at 12:02:20): that is [`Counting::Attempts`].
-const SEED_001: [(u64, bool, (u64, u64), f64, f64); 7] = [
+const SEED_001: [Row; 7] = [
     (at(0, 5), true, (0, 1), 1.0, 1.0),
     (at(0, 15), true, (0, 2), 2.0, 2.0),
     (at(1, 1), true, (2, 1), 2.9, 2.0 * 59.0 / 60.0 + 1.0),

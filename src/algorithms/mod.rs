@@ -66,11 +66,11 @@ use crate::clock::Nanos;
 ///   allowed decision; a denied or never decision leaves it untouched. The one
 ///   exception is an algorithm *configured* to record refused attempts (seed 004's
 ///   sliding log, seed 000's increment-first counter), whose denials are meant to
-///   count; such an algorithm says so in its docs and keeps its state out of
-///   [`WordAlgorithm`], because the lock-free cell writes back allowed steps only.
-///   Stores that hold state behind a lock keep whatever `reserve` left, and sets of
-///   limits restore every member on a refusal, so inside a set only admitted calls
-///   count.
+///   count; such an algorithm says so in its docs. Every store keeps whatever
+///   `reserve` left, denied or not (the lock-free cell of a [`WordAlgorithm`]
+///   publishes any step that changed the state word, and writes nothing for one that
+///   did not), and sets of limits restore every member on a refusal, so inside a set
+///   only admitted calls count.
 /// * Costs are at least 1 (the front ends reject 0 with
 ///   [`Error::ZeroCost`](crate::Error::ZeroCost) before calling in).
 /// * Arithmetic saturates; nothing panics for any input.

@@ -24,10 +24,9 @@
 //! 75 more. Had the 100 calls come at 59.4 s, 25 calls would still pass at 75 s, only
 //! 16 s later: the estimate is an approximation.
 //!
-//! The state is the current window's start and two counters; memory and time per call
-//! are constant. (It takes three words, so it lives in a
-//! [`LockedCell`](crate::stores::LockedCell): two counters of up to the limit plus a
-//! window index do not fit in one word for every limit.)
+//! The state is one 64-bit word (see [the state word](#the-state-word)): memory and
+//! time per call are constant, and a direct limiter keeps it in a lock-free
+//! [`WordCell`](crate::stores::WordCell).
 //!
 //! # Options
 //!
@@ -41,7 +40,8 @@
 //!   waits `retry_after` gets in. [`Counting::Attempts`] counts refused calls too (the
 //!   `INCR`-first of seeds 000 and 001): a client that keeps hammering stays refused
 //!   for longer. In that mode, and only there, a *denied* decision moves the counter;
-//!   do not use it inside an all-or-nothing set of limits.
+//!   do not use it inside an all-or-nothing set of limits. Counts saturate (see
+//!   [the state word](#the-state-word)), which only this mode can reach.
 //!
 //! # The approximation bound
 //!
@@ -63,12 +63,60 @@
 //!   most two windows away.
 //! * Time that appears to go backwards is read as the start of the latest window seen:
 //!   the previous window then weighs fully, so it grants nothing extra.
+//! * The limit is at most 2²⁴ − 1 (16 777 215) per window, so that the state fits one
+//!   word; a larger one is [`Error::InvalidCount`]. (For more per window, use a
+//!   shorter window with a proportionally smaller limit.)
+//!
+//! # The state word
+//!
+//! With `b` bits per count, the word holds the index of the latest window counted in
+//! (window `i` is `[i × len, (i + 1) × len)`), modulo `2ᵏ` where `k = 64 − 2b`, above
+//! the two counts:
+//!
+//! ```text
+//!   bit 63            2b 2b−1         b  b−1          0
+//!   ├─ window index mod 2ᵏ ┼─── previous ───┼─── current ───┤
+//! ```
+//!
+//! * **Counts.** Under [`Counting::Admitted`] a count never exceeds the limit, and
+//!   `b` is the bits the limit needs (a limit of 100 takes 7). Under
+//!   [`Counting::Attempts`] refused calls can push a count past the limit, so `b` is
+//!   8 bits more, at most 24, and a count *saturates* at `2ᵇ − 1` rather than wrap.
+//!   Saturation keeps at least as much as a full window of admitted permits (never
+//!   looser than [`Counting::Admitted`]); what it forgets is a hammering client's
+//!   attempts beyond `2ᵇ − 1`, whose only effect would have been to extend the ban
+//!   further into the next window. With 8 spare bits a saturated previous window
+//!   still refuses every call until over 255/256 of the next window has elapsed
+//!   (the ban is cut short by less than 1/256 of a window); for limits of 2¹⁶ and
+//!   more the spare bits shrink (to none at 2²⁴ − 1), and so does that part of the
+//!   ban.
+//! * **Window index.** `k` is at least 16 bits (64 − 2 × 24). When every window index
+//!   the clock can reach fits in `k` bits (`len ≥ 2⁶⁴⁻ᵏ` ns: with admitted counting,
+//!   e.g. 100 per minute, 1 000 or 10 000 per second), the index is
+//!   stored whole and compared exactly: nothing wraps, ever. Otherwise it is stored
+//!   modulo `2ᵏ` and compared *modularly*: a forward distance `d` from the stored
+//!   window to now's, with `d < 2ᵏ⁻¹`, means time moved forward by `d` windows (one:
+//!   the current count becomes the previous one; more: both are forgotten). A
+//!   distance of `2ᵏ⁻¹` or more is read as time having gone *backwards* by `2ᵏ − d`
+//!   windows, and the counts are kept as they are, read at the start of the stored
+//!   window as any backward step is. That is right for a clock that steps back, and
+//!   conservative for the other possibility, a state idle for `2ᵏ⁻¹` windows or
+//!   more (e.g. 2²⁴ − 1 per second left untouched for 9 hours 6 minutes) whose index
+//!   has wrapped: its old counts keep counting, for at most `2ᵏ⁻¹` windows more,
+//!   until the clock reaches the window they appear to belong to. Either way no
+//!   extra permit is granted. A state whose counts are both zero carries nothing to
+//!   be conservative about and is simply moved to now's window. Only this mode
+//!   divides on every call (to find now's window index); the exact mode divides only
+//!   when a call moves to a later window.
 
 use super::smooth_bursty::validate_period;
-use super::{Algorithm, Decision};
+use super::{Algorithm, Decision, WordAlgorithm};
 use crate::clock::Nanos;
 use crate::error::Error;
 use std::time::Duration;
+
+/// The largest limit: two counts of up to 24 bits leave 16 bits of window index.
+const MAX_LIMIT: u64 = (1 << 24) - 1;
 
 /// How the weighted previous count is rounded before comparing with the limit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -88,6 +136,8 @@ pub enum Counting {
     #[default]
     Admitted,
     /// Refused calls too (except those that could never pass): hammering extends a ban.
+    /// Counts saturate at `2ᵇ − 1`, at least the limit (see the
+    /// [module docs](self#the-state-word)).
     Attempts,
 }
 
@@ -114,13 +164,35 @@ pub struct SlidingWindowCounter {
     counting: Counting,
 }
 
-/// The state of a [`SlidingWindowCounter`]: the start of the current window and the
-/// counts of the previous and current windows.
+/// The state of a [`SlidingWindowCounter`]: one word holding the index of the latest
+/// window counted in and the counts of that window and the one before (layout in the
+/// [module docs](self#the-state-word)). The layout depends on the limit and the
+/// [`Counting`], so a state is meaningful only to a counter configured like the one
+/// that made it. Read it with [`SlidingWindowCounter::counts`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlidingWindowState {
-    start: u64,
+    word: u64,
+}
+
+/// The state as of some `now`: counts rolled forward to now's window, and where
+/// `now` falls relative to the window the counts belong to.
+#[derive(Clone, Copy, Debug)]
+struct View {
+    /// The window index to store, modulo `2ᵏ`.
+    index: u64,
     previous: u64,
     current: u64,
+    /// How far into the counts' window the decision is taken (0 when time went
+    /// backwards: it is taken at the window's start).
+    elapsed: u64,
+    /// How far `now` lies before that point when time went backwards (0 otherwise);
+    /// added to every duration so that they are measured from the real `now`.
+    behind: u64,
+}
+
+/// Bits needed to write `value`.
+fn bits(value: u64) -> u32 {
+    u64::BITS - value.leading_zeros()
 }
 
 impl SlidingWindowCounter {
@@ -128,13 +200,16 @@ impl SlidingWindowCounter {
     /// and [`Counting::Admitted`].
     ///
     /// # Errors
-    /// [`Error::InvalidCount`] for a zero limit; [`Error::InvalidDuration`] for a zero
-    /// window or one above about 292 years.
+    /// [`Error::InvalidCount`] for a zero limit or one above 2²⁴ − 1 (16 777 215),
+    /// the most that packs into the one-word state; [`Error::InvalidDuration`] for a
+    /// zero window or one above about 292 years.
     ///
     /// ```
     /// use sluicegate::algorithms::SlidingWindowCounter;
     /// use std::time::Duration;
     /// assert!(SlidingWindowCounter::new(100, Duration::from_secs(60)).is_ok());
+    /// assert!(SlidingWindowCounter::new((1 << 24) - 1, Duration::from_secs(1)).is_ok());
+    /// assert!(SlidingWindowCounter::new(1 << 24, Duration::from_secs(1)).is_err());
     /// assert!(SlidingWindowCounter::new(0, Duration::from_secs(60)).is_err());
     /// assert!(SlidingWindowCounter::new(100, Duration::ZERO).is_err());
     /// ```
@@ -147,11 +222,11 @@ impl SlidingWindowCounter {
                 requirement: "positive",
             });
         }
-        if limit == 0 {
+        if limit == 0 || limit > MAX_LIMIT {
             return Err(Error::InvalidCount {
                 what: "limit",
                 value: limit,
-                requirement: "positive",
+                requirement: "between 1 and 2^24 - 1 (16777215), so that the state packs into one 64-bit word",
             });
         }
         Ok(SlidingWindowCounter {
@@ -180,7 +255,9 @@ impl SlidingWindowCounter {
         self
     }
 
-    /// The same limit with another [`Counting`] of refused calls.
+    /// The same limit with another [`Counting`] of refused calls. (This changes the
+    /// state's layout: a state made by the counter before the change is not
+    /// meaningful to the one after.)
     ///
     /// ```
     /// use sluicegate::algorithms::{Algorithm, Counting, SlidingWindowCounter};
@@ -218,7 +295,8 @@ impl SlidingWindowCounter {
 
     /// The counts `(previous, current)` of the previous and current fixed windows as
     /// of `now` (a window that has ended becomes the previous one; older ones are
-    /// forgotten).
+    /// forgotten). Under [`Counting::Attempts`] each saturates at `2ᵇ − 1` (see the
+    /// [module docs](self#the-state-word)).
     ///
     /// ```
     /// use sluicegate::algorithms::{Algorithm, SlidingWindowCounter};
@@ -231,8 +309,8 @@ impl SlidingWindowCounter {
     /// assert_eq!(counter.counts(&state, 120_000_000_000), (0, 0));
     /// ```
     pub fn counts(&self, state: &SlidingWindowState, now: Nanos) -> (u64, u64) {
-        let (state, _) = self.roll(state, now);
-        (state.previous, state.current)
+        let view = self.view(state, now);
+        (view.previous, view.current)
     }
 
     /// The estimate `previous × (1 − f) + current` at `now`, unrounded (for display
@@ -247,36 +325,115 @@ impl SlidingWindowCounter {
     /// assert_eq!(counter.estimate(&state, 75_000_000_000), 1.5);
     /// ```
     pub fn estimate(&self, state: &SlidingWindowState, now: Nanos) -> f64 {
-        let (state, elapsed) = self.roll(state, now);
-        let weight = (self.len - elapsed) as f64 / self.len as f64;
-        state.previous as f64 * weight + state.current as f64
+        let view = self.view(state, now);
+        let weight = (self.len - view.elapsed) as f64 / self.len as f64;
+        view.previous as f64 * weight + view.current as f64
     }
 
-    /// The state as of `now` and how far `now` is into its window. A later window
-    /// shifts the counters; an earlier `now` (time going backwards) is read as the
-    /// start of the stored window.
+    /// Bits per count: what the limit needs, plus 8 under [`Counting::Attempts`]
+    /// (whose counts may pass the limit), at most 24.
     #[inline]
-    fn roll(&self, state: &SlidingWindowState, now: Nanos) -> (SlidingWindowState, u64) {
-        if now < state.start {
-            return (*state, 0);
+    fn count_bits(&self) -> u32 {
+        match self.counting {
+            Counting::Admitted => bits(self.limit),
+            Counting::Attempts => (bits(self.limit) + 8).min(24),
         }
-        let elapsed = now - state.start;
-        if elapsed < self.len {
-            // Still the stored window: the common case costs no division.
-            return (*state, elapsed);
+    }
+
+    /// The window index's bits, `k = 64 − 2b`: at least 16.
+    #[inline]
+    fn index_bits(&self) -> u32 {
+        u64::BITS - 2 * self.count_bits()
+    }
+
+    /// True if every window index the clock can reach fits in the index bits
+    /// (`u64::MAX / len < 2ᵏ`), so that indices are stored whole and never wrap.
+    #[inline]
+    fn exact_index(&self) -> bool {
+        self.len > u64::MAX >> self.index_bits()
+    }
+
+    #[inline]
+    fn pack(&self, index: u64, previous: u64, current: u64) -> SlidingWindowState {
+        let b = self.count_bits();
+        SlidingWindowState {
+            word: index << (2 * b) | previous << b | current,
         }
-        let start = now - now % self.len;
-        let previous = if start - state.start == self.len {
-            state.current
-        } else {
-            0
-        };
-        let rolled = SlidingWindowState {
-            start,
+    }
+
+    /// The state as of `now` (see [`View`]). A later window shifts the counts; an
+    /// earlier one is read as the start of the stored window (exactly, or by the
+    /// modular rule of the module docs when indices wrap).
+    #[inline]
+    fn view(&self, state: &SlidingWindowState, now: Nanos) -> View {
+        let b = self.count_bits();
+        let count_mask = (1 << b) - 1;
+        let index = state.word >> (2 * b);
+        let previous = state.word >> b & count_mask;
+        let current = state.word & count_mask;
+        let stored = |elapsed, behind| View {
+            index,
             previous,
-            current: 0,
+            current,
+            elapsed,
+            behind,
         };
-        (rolled, now - start)
+        let index_mask = u64::MAX >> (2 * b);
+        let (now_index, distance) = if self.exact_index() {
+            // index < 2ᵏ ≤ u64::MAX / len + 1; saturate for a word we did not make.
+            let start = index.saturating_mul(self.len);
+            if now >= start && now - start < self.len {
+                // Still the stored window: the common case costs no division.
+                return stored(now - start, 0);
+            }
+            if now < start {
+                if previous | current == 0 {
+                    return self.fresh(now);
+                }
+                return stored(0, start - now);
+            }
+            let now_index = now / self.len;
+            (now_index, now_index - index)
+        } else {
+            let now_index = now / self.len;
+            let distance = now_index.wrapping_sub(index) & index_mask;
+            if distance > index_mask >> 1 {
+                // Backwards by 2ᵏ − distance windows (or an old state whose index
+                // wrapped: the same conservative reading).
+                if previous | current == 0 {
+                    return self.fresh(now);
+                }
+                let back = index_mask - distance + 1;
+                let start = now_index.saturating_add(back).saturating_mul(self.len);
+                return stored(0, start.saturating_sub(now));
+            }
+            (now_index, distance)
+        };
+        let (previous, current) = match distance {
+            0 => (previous, current),
+            1 => (current, 0),
+            _ => (0, 0),
+        };
+        View {
+            index: now_index & index_mask,
+            previous,
+            current,
+            elapsed: now - now_index * self.len,
+            behind: 0,
+        }
+    }
+
+    /// An empty state in now's window.
+    #[inline]
+    fn fresh(&self, now: Nanos) -> View {
+        let now_index = now / self.len;
+        View {
+            index: now_index & (u64::MAX >> (2 * self.count_bits())),
+            previous: 0,
+            current: 0,
+            elapsed: now - now_index * self.len,
+            behind: 0,
+        }
     }
 
     /// The previous count's weight at `elapsed`, rounded to whole permits (at most
@@ -307,8 +464,13 @@ impl SlidingWindowCounter {
     /// The first elapsed time in a window at which a previous count of `previous`
     /// weighs at most `room` whole permits; `None` if not within the window.
     fn first_fit(&self, previous: u64, room: u64) -> Option<u64> {
-        if previous == 0 {
+        // The common answers need no division: a count within the room fits at once
+        // (in either rounding), and none fits an exact room of zero before the end.
+        if previous <= room {
             return Some(0);
+        }
+        if room == 0 && self.rounding == Rounding::Exact {
+            return None;
         }
         let len = u128::from(self.len);
         // previous × (len − e) must be ≤ room × len (exact), or < (room + 1) × len.
@@ -325,30 +487,30 @@ impl SlidingWindowCounter {
         (first < len).then_some(first as u64)
     }
 
-    /// How long after the state's `elapsed` point a call of `cost` would first pass
+    /// How long after the view's `elapsed` point a call of `cost` would first pass
     /// (the call does not pass now).
-    fn retry_after(&self, state: &SlidingWindowState, elapsed: u64, cost: u64) -> Nanos {
-        let room = state
+    fn retry_after(&self, view: &View, cost: u64) -> Nanos {
+        let room = view
             .current
             .checked_add(cost)
             .and_then(|used| self.limit.checked_sub(used));
         if let Some(room) = room {
-            if let Some(first) = self.first_fit(state.previous, room) {
-                return first.saturating_sub(elapsed);
+            if let Some(first) = self.first_fit(view.previous, room) {
+                return first.saturating_sub(view.elapsed);
             }
         }
-        let to_next = self.len - elapsed;
-        if let Some(first) = self.first_fit(state.current, self.limit - cost) {
+        let to_next = self.len - view.elapsed;
+        if let Some(first) = self.first_fit(view.current, self.limit - cost) {
             return to_next.saturating_add(first);
         }
         to_next.saturating_add(self.len)
     }
 
-    fn reset_after(&self, state: &SlidingWindowState, elapsed: u64) -> Nanos {
-        let to_next = self.len - elapsed;
-        if state.current > 0 {
+    fn reset_after(&self, view: &View) -> Nanos {
+        let to_next = self.len - view.elapsed;
+        if view.current > 0 {
             to_next.saturating_add(self.len)
-        } else if state.previous > 0 {
+        } else if view.previous > 0 {
             to_next
         } else {
             0
@@ -359,12 +521,9 @@ impl SlidingWindowCounter {
 impl Algorithm for SlidingWindowCounter {
     type State = SlidingWindowState;
 
+    #[inline]
     fn initial_state(&self, now: Nanos) -> SlidingWindowState {
-        SlidingWindowState {
-            start: now - now % self.len,
-            previous: 0,
-            current: 0,
-        }
+        self.pack(self.fresh(now).index, 0, 0)
     }
 
     #[inline]
@@ -376,39 +535,84 @@ impl Algorithm for SlidingWindowCounter {
         _max_wait: Nanos,
     ) -> Decision {
         // Immediate or denied: an estimate cannot promise future capacity.
-        let (mut rolled, elapsed) = self.roll(state, now);
-        // Durations are measured from the state's point; `behind` is how far `now`
-        // lies before it when time went backwards (0 otherwise).
-        let behind = rolled.start.saturating_add(elapsed).saturating_sub(now);
-        let used = u128::from(self.weighted(rolled.previous, elapsed)) + u128::from(rolled.current);
-        let remaining = u64::try_from(u128::from(self.limit).saturating_sub(used)).unwrap_or(0);
+        let mut view = self.view(state, now);
+        // Counts are below 2²⁴ and the weight is at most the previous count, so
+        // neither this sum nor `used + cost` (cost ≤ limit) overflows.
+        let used = self.weighted(view.previous, view.elapsed) + view.current;
+        let remaining = self.limit.saturating_sub(used);
         if cost > self.limit {
-            let reset = self.reset_after(&rolled, elapsed);
-            return Decision::never(self.limit, remaining, reset.saturating_add(behind));
+            let reset = self.reset_after(&view);
+            return Decision::never(self.limit, remaining, reset.saturating_add(view.behind));
         }
-        if used + u128::from(cost) > u128::from(self.limit) {
+        if used + cost > self.limit {
             if self.counting == Counting::Attempts {
-                rolled.current = rolled.current.saturating_add(cost);
-                *state = rolled;
+                let saturated = (1 << self.count_bits()) - 1;
+                view.current = (view.current + cost).min(saturated);
+                *state = self.pack(view.index, view.previous, view.current);
             }
-            let retry = self.retry_after(&rolled, elapsed, cost);
-            let reset = self.reset_after(&rolled, elapsed);
+            let retry = self.retry_after(&view, cost);
+            let reset = self.reset_after(&view);
             return Decision::denied(
                 self.limit,
                 remaining,
-                retry.saturating_add(behind),
-                reset.saturating_add(behind),
+                retry.saturating_add(view.behind),
+                reset.saturating_add(view.behind),
             );
         }
-        rolled.current += cost;
-        *state = rolled;
-        let reset = self.reset_after(&rolled, elapsed);
-        Decision::allowed(self.limit, remaining - cost, reset.saturating_add(behind))
+        view.current += cost;
+        *state = self.pack(view.index, view.previous, view.current);
+        let reset = self.reset_after(&view);
+        Decision::allowed(
+            self.limit,
+            remaining - cost,
+            reset.saturating_add(view.behind),
+        )
     }
 
+    #[inline]
     fn is_replenished(&self, state: &SlidingWindowState, now: Nanos) -> bool {
-        let (rolled, _) = self.roll(state, now);
-        rolled.previous == 0 && rolled.current == 0
+        let view = self.view(state, now);
+        view.previous == 0 && view.current == 0
+    }
+}
+
+/// Configuration words: the window length in nanoseconds, then the limit (low 32
+/// bits) with the rounding (bit 32) and counting (bit 33) flags.
+impl WordAlgorithm for SlidingWindowCounter {
+    #[inline]
+    fn to_words(&self) -> [u64; 2] {
+        let floor = u64::from(self.rounding == Rounding::Floor);
+        let attempts = u64::from(self.counting == Counting::Attempts);
+        [self.len, self.limit | floor << 32 | attempts << 33]
+    }
+
+    #[inline]
+    fn from_words(words: [u64; 2]) -> Self {
+        // Clamped so that even words this type did not encode cannot panic later.
+        SlidingWindowCounter {
+            len: words[0].max(1),
+            limit: (words[1] & 0xFFFF_FFFF).clamp(1, MAX_LIMIT),
+            rounding: if words[1] >> 32 & 1 == 1 {
+                Rounding::Floor
+            } else {
+                Rounding::Exact
+            },
+            counting: if words[1] >> 33 & 1 == 1 {
+                Counting::Attempts
+            } else {
+                Counting::Admitted
+            },
+        }
+    }
+
+    #[inline]
+    fn state_to_word(state: &SlidingWindowState) -> u64 {
+        state.word
+    }
+
+    #[inline]
+    fn state_from_word(word: u64) -> SlidingWindowState {
+        SlidingWindowState { word }
     }
 }
 
@@ -462,15 +666,214 @@ mod tests {
     #[test]
     fn huge_costs_and_times_saturate() {
         let counter =
-            SlidingWindowCounter::new(u64::MAX, Duration::from_nanos(i64::MAX as u64)).unwrap();
+            SlidingWindowCounter::new(MAX_LIMIT, Duration::from_nanos(i64::MAX as u64)).unwrap();
         let mut state = counter.initial_state(u64::MAX);
         assert!(counter
-            .reserve(&mut state, u64::MAX, u64::MAX, 0)
+            .reserve(&mut state, u64::MAX, MAX_LIMIT, 0)
             .is_allowed());
         assert!(!counter.reserve(&mut state, u64::MAX, 1, 0).is_allowed());
+        assert!(counter
+            .reserve(&mut state, u64::MAX, u64::MAX, 0)
+            .is_never());
         let one = SlidingWindowCounter::new(1, Duration::from_secs(1)).unwrap();
         assert!(one
             .reserve(&mut one.initial_state(0), 0, u64::MAX, 0)
             .is_never());
+        // A word this type did not make decodes without panicking.
+        let odd = SlidingWindowCounter::from_words([0, u64::MAX]);
+        let mut state = SlidingWindowCounter::state_from_word(u64::MAX);
+        odd.reserve(&mut state, u64::MAX, 1, 0);
+        odd.reserve(&mut state, 0, 1, 0);
+    }
+
+    #[test]
+    fn the_limit_must_pack_into_one_word() {
+        assert!(SlidingWindowCounter::new(MAX_LIMIT, Duration::from_secs(1)).is_ok());
+        for limit in [0, MAX_LIMIT + 1, u64::MAX] {
+            assert!(matches!(
+                SlidingWindowCounter::new(limit, Duration::from_secs(1)),
+                Err(Error::InvalidCount { .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn configuration_words_round_trip() {
+        for rounding in [Rounding::Exact, Rounding::Floor] {
+            for counting in [Counting::Admitted, Counting::Attempts] {
+                for limit in [1, 3, 100, MAX_LIMIT] {
+                    let counter = SlidingWindowCounter::new(limit, Duration::from_millis(7))
+                        .unwrap()
+                        .with_rounding(rounding)
+                        .with_counting(counting);
+                    assert_eq!(
+                        SlidingWindowCounter::from_words(counter.to_words()),
+                        counter
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_limit_at_the_maximum_fills_and_rolls_exactly() {
+        // 2²⁴ − 1 per second: 24-bit counts, a 16-bit index that wraps every 2¹⁶ s.
+        let counter = SlidingWindowCounter::new(MAX_LIMIT, Duration::from_secs(1)).unwrap();
+        assert!(!counter.exact_index());
+        let mut state = counter.initial_state(0);
+        assert!(counter
+            .reserve(&mut state, 0, MAX_LIMIT - 1, 0)
+            .is_allowed());
+        assert!(counter.reserve(&mut state, SECOND - 1, 1, 0).is_allowed());
+        assert!(!counter.reserve(&mut state, SECOND - 1, 1, 0).is_allowed());
+        assert_eq!(counter.counts(&state, SECOND - 1), (0, MAX_LIMIT));
+        // Half a second later the full previous window weighs half the limit, rounded up.
+        let half = SECOND + SECOND / 2;
+        assert_eq!(counter.counts(&state, half), (MAX_LIMIT, 0));
+        let room = counter.peek(&state, half, 1).remaining() + 1;
+        assert_eq!(room, MAX_LIMIT - MAX_LIMIT.div_ceil(2));
+        assert!(counter.reserve(&mut state, half, room, 0).is_allowed());
+        assert!(!counter.reserve(&mut state, half, 1, 0).is_allowed());
+        assert_eq!(counter.counts(&state, half), (MAX_LIMIT, room));
+    }
+
+    #[test]
+    fn attempts_saturate_at_the_count_width_and_still_refuse() {
+        // Limit 3 counts attempts in 10 bits: saturation at 1023.
+        let counter = SlidingWindowCounter::new(3, Duration::from_secs(60))
+            .unwrap()
+            .with_counting(Counting::Attempts);
+        let mut state = counter.initial_state(0);
+        assert!(counter.reserve(&mut state, 0, 3, 0).is_allowed());
+        for _ in 0..2000 {
+            assert!(!counter.reserve(&mut state, SECOND, 3, 0).is_allowed());
+        }
+        assert_eq!(counter.counts(&state, SECOND), (0, 1023));
+        // Next window: 1023 × (60 s − e)/60 s + 1 ≤ 3 needs e ≥ 60 s × 1021/1023: the
+        // ban covers all but 2/1023 of the window, and retry_after says exactly when.
+        let refused = counter.reserve(&mut state, 60 * SECOND, 1, 0);
+        assert!(!refused.is_allowed());
+        assert_eq!(counter.counts(&state, 60 * SECOND), (1023, 1));
+        // That refusal counted too: 1023 × (60 s − e)/60 s + 1 + 1 ≤ 3.
+        assert_eq!(
+            refused.retry_after_nanos(),
+            60 * SECOND - 60 * SECOND / 1023
+        );
+        // At the largest limit the spare bits are gone: counts saturate at the limit.
+        let big = SlidingWindowCounter::new(MAX_LIMIT, Duration::from_secs(1))
+            .unwrap()
+            .with_counting(Counting::Attempts);
+        let mut state = big.initial_state(0);
+        assert!(big.reserve(&mut state, 0, MAX_LIMIT, 0).is_allowed());
+        assert!(!big.reserve(&mut state, 0, MAX_LIMIT, 0).is_allowed());
+        assert_eq!(big.counts(&state, 0), (0, MAX_LIMIT));
+        // A saturated window weighs as a full window of admitted permits.
+        let admitted = SlidingWindowCounter::new(MAX_LIMIT, Duration::from_secs(1)).unwrap();
+        let mut full = admitted.initial_state(0);
+        assert!(admitted.reserve(&mut full, 0, MAX_LIMIT, 0).is_allowed());
+        for now in [SECOND, SECOND + SECOND / 3, 2 * SECOND - 1] {
+            assert_eq!(
+                big.peek(&state, now, 1).remaining(),
+                admitted.peek(&full, now, 1).remaining()
+            );
+        }
+    }
+
+    /// A counter whose index wraps after 2¹⁶ windows of 1 µs: limit 2²⁴ − 1.
+    fn wrapping() -> SlidingWindowCounter {
+        let counter = SlidingWindowCounter::new(MAX_LIMIT, Duration::from_micros(1)).unwrap();
+        assert_eq!(counter.index_bits(), 16);
+        counter
+    }
+
+    const MICRO: u64 = 1_000;
+    const WRAP: u64 = 1 << 16;
+
+    #[test]
+    fn the_window_index_wraps_forward_across_its_modulus() {
+        let counter = wrapping();
+        // The last window before the index wraps, then the first one after it.
+        let last = (WRAP - 1) * MICRO;
+        let mut state = counter.initial_state(last);
+        assert!(counter.reserve(&mut state, last, 10, 0).is_allowed());
+        assert_eq!(counter.counts(&state, last + MICRO), (10, 0));
+        assert!(counter.reserve(&mut state, last + MICRO, 5, 0).is_allowed());
+        assert_eq!(state.word >> 48, 0); // stored as index 0
+        assert_eq!(counter.counts(&state, last + MICRO), (10, 5));
+        assert_eq!(counter.counts(&state, last + 2 * MICRO), (5, 0));
+        // Forward by up to 2¹⁵ − 1 windows: counts forgotten, a fresh window.
+        let far = last + MICRO + (WRAP / 2 - 1) * MICRO;
+        assert_eq!(counter.counts(&state, far), (0, 0));
+        assert!(counter.is_replenished(&state, far));
+        // Many wraps later, in the forward half: the same.
+        assert_eq!(
+            counter.counts(&state, last + MICRO + (7 * WRAP + 3) * MICRO),
+            (0, 0)
+        );
+    }
+
+    #[test]
+    fn a_wrapped_index_in_the_backward_half_keeps_its_counts() {
+        let counter = wrapping();
+        let mut state = counter.initial_state(0);
+        assert!(counter.reserve(&mut state, 0, MAX_LIMIT, 0).is_allowed());
+        // 2¹⁵ windows on is ambiguous (as far back as forward): counts kept, read as
+        // the start of a window 2¹⁵ µs in the future, and the retry measured from now.
+        let ambiguous = (WRAP / 2) * MICRO;
+        let refused = counter.reserve(&mut state, ambiguous, 1, 0);
+        assert!(!refused.is_allowed());
+        assert_eq!(counter.counts(&state, ambiguous), (0, MAX_LIMIT));
+        assert!(!counter.is_replenished(&state, ambiguous));
+        // It becomes the window 2¹⁶ µs (the stored index, wrapped) and is retried 1 µs
+        // plus the part of it the previous count must age by after that.
+        let retry = refused.retry_after_nanos();
+        assert!(retry > (WRAP / 2) * MICRO && retry <= (WRAP / 2 + 2) * MICRO);
+        assert!(counter.peek(&state, ambiguous + retry, 1).is_allowed());
+        // One window before 2¹⁵ is still forward: forgotten.
+        assert_eq!(counter.counts(&state, (WRAP / 2 - 1) * MICRO), (0, 0));
+        // A state with nothing counted is simply moved to now, whatever the distance.
+        let empty = counter.initial_state(0);
+        assert!(counter.peek(&empty, ambiguous, MAX_LIMIT).is_allowed());
+        // (Its one permit is counted in now's window, which starts now: gone in 2 µs.)
+        assert_eq!(
+            counter.peek(&empty, ambiguous, 1).reset_after_nanos(),
+            2 * MICRO
+        );
+    }
+
+    #[test]
+    fn time_going_backwards_never_grants_more_in_either_index_mode() {
+        let exact = SlidingWindowCounter::new(5, Duration::from_micros(1)).unwrap();
+        assert!(exact.exact_index());
+        for counter in [exact, wrapping()] {
+            let limit = counter.limit();
+            let mut state = counter.initial_state(0);
+            let now = 10 * MICRO + 300;
+            assert!(counter.reserve(&mut state, now, limit, 0).is_allowed());
+            for back in [1, 300, MICRO, 5 * MICRO, 10 * MICRO] {
+                let earlier = now - back;
+                let refused = counter.reserve(&mut state, earlier, 1, 0);
+                assert!(!refused.is_allowed(), "{back}");
+                assert_eq!(counter.counts(&state, earlier), (0, limit), "{back}");
+                // Measured from the real `now`: not before the latest window ends.
+                assert!(earlier + refused.retry_after_nanos() > 11 * MICRO, "{back}");
+            }
+            // An allowed call from the past is counted in the latest window.
+            let mut state = counter.initial_state(0);
+            assert!(counter.reserve(&mut state, now, 1, 0).is_allowed());
+            assert!(counter
+                .reserve(&mut state, now - 5 * MICRO, 1, 0)
+                .is_allowed());
+            assert_eq!(counter.counts(&state, now), (0, 2));
+        }
+    }
+
+    #[test]
+    fn the_state_is_one_word() {
+        assert_eq!(std::mem::size_of::<SlidingWindowState>(), 8);
+        let counter = SlidingWindowCounter::new(100, Duration::from_secs(60)).unwrap();
+        let state = counter.initial_state(61 * SECOND);
+        let word = SlidingWindowCounter::state_to_word(&state);
+        assert_eq!(SlidingWindowCounter::state_from_word(word), state);
     }
 }

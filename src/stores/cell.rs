@@ -151,8 +151,8 @@ impl<A: Algorithm + Clone> StateCell<A> for LockedCell<A> {
 ///
 /// A step reads the configuration (checking the sequence number has not moved),
 /// loads the state word, runs the pure algorithm step, and publishes the new word
-/// with one compare-and-swap, retrying if another thread got there first. A denied
-/// step writes nothing. Reconfiguration (a rate change) is rare: it takes a mutex to
+/// with one compare-and-swap, retrying if another thread got there first. A step
+/// that leaves the word unchanged (a denial, as a rule) writes nothing. Reconfiguration (a rate change) is rare: it takes a mutex to
 /// serialise writers, marks the sequence odd, rewrites the state word by CAS,
 /// publishes the new configuration and marks the sequence even again. A step whose
 /// CAS lands before the writer's rewrite is ordered before the rate change; one that
@@ -270,10 +270,10 @@ where
 
     #[inline(always)]
     fn reserve(&self, now: Nanos, cost: u64, max_wait: Nanos) -> Decision {
-        self.update(|algorithm, state| {
-            let decision = algorithm.reserve(state, now, cost, max_wait);
-            (decision, decision.is_allowed())
-        })
+        // Publish whatever the step left: only allowed steps change the state,
+        // except under an algorithm configured to record refused attempts. A step
+        // that changed nothing writes nothing (`update` skips an unchanged word).
+        self.update(|algorithm, state| (algorithm.reserve(state, now, cost, max_wait), true))
     }
 
     #[inline]
@@ -590,7 +590,7 @@ impl Storable for crate::algorithms::FixedWindow {
 }
 
 impl Storable for crate::algorithms::SlidingWindowCounter {
-    type Cell = LockedCell<crate::algorithms::SlidingWindowCounter>;
+    type Cell = WordCell<crate::algorithms::SlidingWindowCounter>;
 }
 
 impl Storable for crate::algorithms::SlidingWindowBuckets {
