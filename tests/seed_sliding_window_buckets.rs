@@ -20,7 +20,8 @@ fn seed_001_sliding_window_table() {
     let w = SlidingWindowBuckets::dropping(3, secs(60), secs(15)).unwrap();
     let mut state = w.initial_state(0);
     // (time, allowed, remaining, buckets that count after the call)
-    let steps: [(u64, bool, u64, &[(u64, u64)]); 7] = [
+    type Step = (u64, bool, u64, &'static [(u64, u64)]);
+    let steps: [Step; 7] = [
         (5, true, 2, &[(0, 1)]),           // 12:00:05
         (15, true, 1, &[(0, 1), (15, 1)]), // 12:00:15
         // 12:01:01: bucket 12:00:00 is expired and dropped.
