@@ -299,3 +299,15 @@ fn time_wrapping() {
         "{sleeps:?}"
     );
 }
+
+#[test]
+fn zero_warmup_at_an_infinite_rate_has_no_nan_parameters() {
+    let w = SmoothWarmingUp::new(f64::INFINITY, Duration::ZERO).unwrap();
+    assert_eq!(w.threshold_permits(), 0.0);
+    assert_eq!(w.max_permits(), 0.0);
+    let limiter = RateLimiter::with_clock(w, ManualClock::new());
+    for _ in 0..3 {
+        assert!(limiter.try_acquire());
+    }
+    assert_eq!(limiter.check(1).unwrap().limit(), 0);
+}

@@ -61,12 +61,14 @@ pub struct Decision {
 
 impl Decision {
     /// An allowed decision that may act at once.
+    #[inline]
     pub fn allowed(limit: u64, remaining: u64, reset_after: Nanos) -> Self {
         Self::allowed_after(0, limit, remaining, reset_after)
     }
 
     /// An allowed decision whose caller must first wait `wait` nanoseconds (a
     /// reservation of future capacity).
+    #[inline]
     pub fn allowed_after(wait: Nanos, limit: u64, remaining: u64, reset_after: Nanos) -> Self {
         Decision {
             verdict: Verdict::Allowed,
@@ -84,6 +86,7 @@ impl Decision {
 
     /// A denied decision. `retry_after` is raised to at least 1 ns, so that a caller
     /// that waits and retries always makes progress.
+    #[inline]
     pub fn denied(limit: u64, remaining: u64, retry_after: Nanos, reset_after: Nanos) -> Self {
         Decision {
             verdict: Verdict::Denied,
@@ -100,6 +103,7 @@ impl Decision {
     }
 
     /// A decision that can never become allowed; `retry_after` is `u64::MAX` ns.
+    #[inline]
     pub fn never(limit: u64, remaining: u64, reset_after: Nanos) -> Self {
         Decision {
             verdict: Verdict::Never,
@@ -119,6 +123,7 @@ impl Decision {
     /// ([`Algorithm::cancel`](crate::algorithms::Algorithm::cancel)): `mark` is an
     /// algorithm-defined position in its state right after the grant, `charge` how much
     /// the grant consumed, in the algorithm's own unit. Opaque to everyone else.
+    #[inline]
     pub fn with_grant(mut self, mark: i64, charge: u64) -> Self {
         self.mark = mark;
         self.charge = charge;
@@ -129,6 +134,7 @@ impl Decision {
     /// permits are worth more than time alone says (Guava's warm-up, where a cold
     /// permit costs more than a warm one): cancelling gives them back too. Opaque to
     /// everyone else.
+    #[inline]
     pub fn with_stored_spent(mut self, permits: f64) -> Self {
         self.spent = permits.to_bits();
         self
@@ -136,85 +142,101 @@ impl Decision {
 
     /// The stored permits the grant spent (see
     /// [`with_stored_spent`](Decision::with_stored_spent)); 0 unless set.
+    #[inline]
     pub fn stored_spent(&self) -> f64 {
         f64::from_bits(self.spent)
     }
 
     /// Records which limit of a set decided.
+    #[inline]
     pub fn with_limit_index(mut self, index: u32) -> Self {
         self.limit_index = index;
         self
     }
 
     /// Allowed, denied, or never.
+    #[inline]
     pub fn verdict(&self) -> Verdict {
         self.verdict
     }
 
     /// True if the call was granted.
+    #[inline]
     pub fn is_allowed(&self) -> bool {
         self.verdict == Verdict::Allowed
     }
 
     /// True if the call can never be granted.
+    #[inline]
     pub fn is_never(&self) -> bool {
         self.verdict == Verdict::Never
     }
 
     /// How long an allowed caller must wait before acting (zero if at once).
+    #[inline]
     pub fn wait(&self) -> Duration {
         nanos_to_duration(self.wait)
     }
 
     /// [`wait`](Decision::wait) in nanoseconds.
+    #[inline]
     pub fn wait_nanos(&self) -> Nanos {
         self.wait
     }
 
     /// When a denied call could first succeed on retry; zero when allowed,
     /// `Duration` of `u64::MAX` ns when never.
+    #[inline]
     pub fn retry_after(&self) -> Duration {
         nanos_to_duration(self.retry_after)
     }
 
     /// [`retry_after`](Decision::retry_after) in nanoseconds.
+    #[inline]
     pub fn retry_after_nanos(&self) -> Nanos {
         self.retry_after
     }
 
     /// When the state will be fully replenished if no further call arrives.
+    #[inline]
     pub fn reset_after(&self) -> Duration {
         nanos_to_duration(self.reset_after)
     }
 
     /// [`reset_after`](Decision::reset_after) in nanoseconds.
+    #[inline]
     pub fn reset_after_nanos(&self) -> Nanos {
         self.reset_after
     }
 
     /// Permits still available right after this call.
+    #[inline]
     pub fn remaining(&self) -> u64 {
         self.remaining
     }
 
     /// The capacity, in permits, of the limit that decided.
+    #[inline]
     pub fn limit(&self) -> u64 {
         self.limit
     }
 
     /// Which limit of a set decided (0 for a single limit).
+    #[inline]
     pub fn limit_index(&self) -> u32 {
         self.limit_index
     }
 
     /// The algorithm's opaque position mark for cancellation (see
     /// [`with_grant`](Decision::with_grant)).
+    #[inline]
     pub fn mark(&self) -> i64 {
         self.mark
     }
 
     /// The algorithm's opaque charge for cancellation (see
     /// [`with_grant`](Decision::with_grant)).
+    #[inline]
     pub fn charge(&self) -> u64 {
         self.charge
     }

@@ -164,6 +164,14 @@ impl SmoothWarmingUp {
     /// Guava's `doSetRate` for the derived parameters (not the stored permits).
     fn configure(&mut self, rate: f64) {
         self.stable_micros = 1e6 / rate;
+        if self.warmup_nanos == 0.0 {
+            // No warm-up: nothing is ever stored, so there is no trapezoid. Spelled
+            // out because Guava's formulas give 0/0 here at an infinite rate.
+            self.threshold = 0.0;
+            self.max_permits = 0.0;
+            self.slope = 0.0;
+            return;
+        }
         let stable = self.stable_nanos();
         let cold = stable * self.cold_factor;
         self.threshold = 0.5 * self.warmup_nanos / stable;

@@ -6,8 +6,12 @@
 //! * [`cell`] holds the state of one limit (a direct limiter's). Algorithms whose
 //!   state fits in one word ([`WordAlgorithm`](crate::algorithms::WordAlgorithm))
 //!   live in a [`WordCell`]: one atomic load and one compare-and-swap per call, no
-//!   lock. The others live in a [`LockedCell`] behind an uncontended-fast
-//!   `parking_lot` mutex. Which one an algorithm uses is fixed by [`Storable`].
+//!   lock. Guava's warming-up limiter (two words of state) lives in a
+//!   [`WarmingUpCell`] under a sequence number: a refusal costs loads only, a grant
+//!   one compare-and-swap. Algorithms whose state owns memory (the sliding log, the
+//!   bucketed window) and sets of limits live in a [`LockedCell`] behind an
+//!   uncontended-fast `parking_lot` mutex. Which one an algorithm uses is fixed by
+//!   [`Storable`].
 //! * [`store`] is the contract for keyed state: a [`Store`] applies one algorithm
 //!   step to the states of one call's keys atomically, in memory or on a server.
 //! * [`memory`] is the default [`Store`]: a sharded, compact in-memory table that
@@ -17,6 +21,6 @@ pub mod cell;
 pub mod memory;
 pub mod store;
 
-pub use cell::{LockedCell, StateCell, Storable, WordCell};
+pub use cell::{LockedCell, StateCell, Storable, WarmingUpCell, WordCell};
 pub use memory::MemoryStore;
 pub use store::{RenderKey, Step, Store};
