@@ -43,7 +43,7 @@
 //! * Time that appears to go backwards stays in the latest window seen, so it grants
 //!   nothing.
 
-use super::smooth_bursty::validate_period;
+use super::validate::validate_positive_period;
 use super::{Algorithm, Decision, WordAlgorithm};
 use crate::clock::Nanos;
 use crate::error::Error;
@@ -99,14 +99,7 @@ impl FixedWindow {
     /// assert!(FixedWindow::new(100, Duration::ZERO).is_err());
     /// ```
     pub fn new(limit: u64, len: Duration) -> Result<Self, Error> {
-        let len_nanos = validate_period("window", len)?;
-        if len_nanos == 0 {
-            return Err(Error::InvalidDuration {
-                what: "window",
-                value: len,
-                requirement: "positive",
-            });
-        }
+        let len_nanos = validate_positive_period("window", len)?;
         if limit == 0 || bits(u64::MAX / len_nanos) + bits(limit) > u64::BITS {
             return Err(Error::InvalidCount {
                 what: "limit",

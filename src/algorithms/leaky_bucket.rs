@@ -67,7 +67,7 @@
 //! * Time that appears to go backwards grants nothing: the bucket never drains
 //!   below what it held at the latest time seen.
 
-use super::smooth_bursty::validate_period;
+use super::validate::validate_positive_period;
 use super::{Algorithm, Decision, WordAlgorithm};
 use crate::clock::Nanos;
 use crate::error::Error;
@@ -249,14 +249,7 @@ impl LeakyBucket {
     }
 
     fn build(mode: LeakyMode, capacity: u64, count: u64, period: Duration) -> Result<Self, Error> {
-        let period_nanos = validate_period("period", period)?;
-        if period_nanos == 0 {
-            return Err(Error::InvalidDuration {
-                what: "period",
-                value: period,
-                requirement: "positive",
-            });
-        }
+        let period_nanos = validate_positive_period("period", period)?;
         let capacity =
             u32::try_from(capacity)
                 .ok()

@@ -45,6 +45,7 @@ pub mod sliding_window_buckets;
 pub mod sliding_window_counter;
 pub mod smooth_bursty;
 pub mod smooth_warming_up;
+mod validate;
 
 pub use decision::{Decision, Verdict};
 pub use fixed_window::FixedWindow;

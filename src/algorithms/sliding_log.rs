@@ -93,7 +93,7 @@
 //! * Time that goes backwards is read as the time of the newest entry (or spacing
 //!   mark): an older `now` never expires more than a later one would have.
 
-use super::smooth_bursty::validate_period;
+use super::validate::validate_positive_period;
 use super::{Algorithm, Decision};
 use crate::clock::Nanos;
 use crate::error::Error;
@@ -210,14 +210,7 @@ impl SlidingLog {
                 requirement: "between 1 and 2^20 (one log entry per permit)",
             });
         }
-        let nanos = validate_period("duration", duration)?;
-        if nanos == 0 {
-            return Err(Error::InvalidDuration {
-                what: "duration",
-                value: duration,
-                requirement: "positive",
-            });
-        }
+        let nanos = validate_positive_period("duration", duration)?;
         Ok(SlidingLog {
             limit,
             duration: nanos,

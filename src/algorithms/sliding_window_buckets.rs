@@ -100,7 +100,7 @@
 //! * Counters saturate; they cannot overflow anyway, since a window never holds more
 //!   than `limit` granted permits per bucket.
 
-use super::smooth_bursty::validate_period;
+use super::validate::validate_positive_period;
 use super::{Algorithm, Decision};
 use crate::clock::Nanos;
 use crate::error::Error;
@@ -256,22 +256,8 @@ impl SlidingWindowBuckets {
                 requirement: "at least 1",
             });
         }
-        let duration_nanos = validate_period("duration", duration)?;
-        let precision_nanos = validate_period("precision", precision)?;
-        if duration_nanos == 0 {
-            return Err(Error::InvalidDuration {
-                what: "duration",
-                value: duration,
-                requirement: "positive",
-            });
-        }
-        if precision_nanos == 0 {
-            return Err(Error::InvalidDuration {
-                what: "precision",
-                value: precision,
-                requirement: "positive",
-            });
-        }
+        let duration_nanos = validate_positive_period("duration", duration)?;
+        let precision_nanos = validate_positive_period("precision", precision)?;
         if precision_nanos > duration_nanos {
             return Err(Error::InvalidDuration {
                 what: "precision",

@@ -109,7 +109,7 @@
 //!   divides on every call (to find now's window index); the exact mode divides only
 //!   when a call moves to a later window.
 
-use super::smooth_bursty::validate_period;
+use super::validate::validate_positive_period;
 use super::{Algorithm, Decision, WordAlgorithm};
 use crate::clock::Nanos;
 use crate::error::Error;
@@ -214,14 +214,7 @@ impl SlidingWindowCounter {
     /// assert!(SlidingWindowCounter::new(100, Duration::ZERO).is_err());
     /// ```
     pub fn new(limit: u64, len: Duration) -> Result<Self, Error> {
-        let len_nanos = validate_period("window", len)?;
-        if len_nanos == 0 {
-            return Err(Error::InvalidDuration {
-                what: "window",
-                value: len,
-                requirement: "positive",
-            });
-        }
+        let len_nanos = validate_positive_period("window", len)?;
         if limit == 0 || limit > MAX_LIMIT {
             return Err(Error::InvalidCount {
                 what: "limit",

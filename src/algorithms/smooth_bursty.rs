@@ -47,8 +47,9 @@
 //! * Guava truncates each reservation to whole microseconds; this crate keeps
 //!   nanoseconds, so waits agree with Guava's to within a microsecond.
 
+use super::validate::{validate_period, validate_rate};
 use super::{signed, until, AdjustableRate, Algorithm, Decision, WordAlgorithm};
-use crate::clock::{duration_to_nanos, Nanos};
+use crate::clock::Nanos;
 use crate::error::Error;
 use std::time::Duration;
 
@@ -78,27 +79,6 @@ pub struct SmoothBursty {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BurstyState {
     tat: i64,
-}
-
-pub(crate) fn validate_rate(rate: f64) -> Result<f64, Error> {
-    if rate > 0.0 {
-        Ok(rate)
-    } else {
-        Err(Error::InvalidRate { rate })
-    }
-}
-
-/// Checks that a period fits the signed nanosecond arithmetic (under 292 years).
-pub(crate) fn validate_period(what: &'static str, period: Duration) -> Result<Nanos, Error> {
-    let nanos = duration_to_nanos(period);
-    if nanos > i64::MAX as u64 {
-        return Err(Error::InvalidDuration {
-            what,
-            value: period,
-            requirement: "at most i64::MAX nanoseconds (about 292 years)",
-        });
-    }
-    Ok(nanos)
 }
 
 impl SmoothBursty {

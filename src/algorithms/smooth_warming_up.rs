@@ -50,7 +50,7 @@
 //! * All arithmetic saturates; a rate so small that one permit costs more than the
 //!   clock can count leaves the limit exhausted for good.
 
-use super::smooth_bursty::{validate_period, validate_rate};
+use super::validate::{validate_period, validate_rate};
 use super::{signed, until, AdjustableRate, Algorithm, Decision};
 use crate::clock::Nanos;
 use crate::error::Error;
