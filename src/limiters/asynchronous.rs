@@ -1,8 +1,8 @@
 //! Async waiting on a [`RateLimiter`].
 
 use super::direct::nonzero;
+use super::waiting::{deadline, granted_within, next_move, Move};
 use super::{RateLimiter, Reservation};
-use crate::algorithms::{Decision, Verdict};
 use crate::clock::{duration_to_nanos, nanos_to_duration, Clock, DefaultClock, Nanos};
 use crate::error::Error;
 use crate::stores::{StateCell, Storable};
@@ -104,13 +104,7 @@ impl<A: Storable, C: Clock> AsyncRateLimiter<A, C> {
         timeout: Duration,
     ) -> impl Future<Output = Result<bool, Error>> + Send + 'static {
         let limiter = self.limiter.clone();
-        async move {
-            match acquire_within(limiter, permits, duration_to_nanos(timeout)).await {
-                Ok(_) => Ok(true),
-                Err(Error::Timeout { .. } | Error::Never { .. }) => Ok(false),
-                Err(other) => Err(other),
-            }
-        }
+        async move { granted_within(acquire_within(limiter, permits, duration_to_nanos(timeout)).await) }
     }
 
     /// Takes one permit if that needs no waiting (never waits; same as the blocking
@@ -141,32 +135,23 @@ async fn acquire_within<A: Storable, C: Clock>(
 ) -> Result<Duration, Error> {
     let cost = nonzero(cost)?;
     let clock = limiter.clock().clone();
-    let deadline = clock.now().saturating_add(budget);
+    let deadline = deadline(&clock, budget);
     let mut waited: Nanos = 0;
     loop {
         let now = clock.now();
         let left = deadline.saturating_sub(now);
-        let decision: Decision = limiter.cell().reserve(now, cost, left);
-        match decision.verdict() {
-            Verdict::Allowed => {
+        let decision = limiter.cell().reserve(now, cost, left);
+        match next_move(&decision, cost, left, waited)? {
+            Move::Act(wait) => {
                 let mut guard = CancelOnDrop {
                     reservation: Some(Reservation::new(limiter.clone(), decision, now)),
                 };
-                clock.sleep_async(decision.wait()).await;
+                clock.sleep_async(nanos_to_duration(wait)).await;
                 guard.reservation = None;
-                return Ok(nanos_to_duration(
-                    waited.saturating_add(decision.wait_nanos()),
-                ));
+                return Ok(nanos_to_duration(waited.saturating_add(wait)));
             }
-            Verdict::Never => return Err(Error::Never { cost }),
-            Verdict::Denied => {
-                let retry = decision.retry_after_nanos();
-                if retry > left {
-                    return Err(Error::Timeout {
-                        needed: nanos_to_duration(waited.saturating_add(retry)),
-                    });
-                }
-                clock.sleep_async(decision.retry_after()).await;
+            Move::Retry(retry) => {
+                clock.sleep_async(nanos_to_duration(retry)).await;
                 waited = waited.saturating_add(retry);
             }
         }

@@ -1,8 +1,9 @@
 //! The direct limiter: one limit, shared by every caller.
 
+use super::waiting::{granted_within, wait_blocking};
 use super::{AsyncRateLimiter, Reservation};
-use crate::algorithms::{AdjustableRate, Decision, SmoothBursty, SmoothWarmingUp, Verdict};
-use crate::clock::{duration_to_nanos, nanos_to_duration, Clock, DefaultClock, Nanos};
+use crate::algorithms::{AdjustableRate, Decision, SmoothBursty, SmoothWarmingUp};
+use crate::clock::{duration_to_nanos, Clock, DefaultClock, Nanos};
 use crate::error::Error;
 use crate::stores::cell::set_rate;
 use crate::stores::{StateCell, Storable};
@@ -270,11 +271,7 @@ impl<A: Storable, C: Clock> RateLimiter<A, C> {
     /// assert!(limiter.try_acquire_n_timeout(1, Duration::from_millis(200)).unwrap());
     /// ```
     pub fn try_acquire_n_timeout(&self, permits: u64, timeout: Duration) -> Result<bool, Error> {
-        match self.acquire_within(permits, duration_to_nanos(timeout)) {
-            Ok(_) => Ok(true),
-            Err(Error::Timeout { .. } | Error::Never { .. }) => Ok(false),
-            Err(other) => Err(other),
-        }
+        granted_within(self.acquire_within(permits, duration_to_nanos(timeout)))
     }
 
     /// Takes `permits` if that needs no waiting, and answers with the full
@@ -358,39 +355,10 @@ impl<A: Storable, C: Clock> RateLimiter<A, C> {
     /// budget lasts.
     fn acquire_within(&self, cost: u64, budget: Nanos) -> Result<Duration, Error> {
         let cost = nonzero(cost)?;
-        let clock = &self.shared.clock;
-        // An unbounded budget has no deadline: skip a clock read (the costliest
-        // step of an unthrottled acquire); `now + u64::MAX` saturates to it anyway.
-        let deadline = if budget == u64::MAX {
-            u64::MAX
-        } else {
-            clock.now().saturating_add(budget)
-        };
-        let mut waited: Nanos = 0;
-        loop {
-            let now = clock.now();
-            let left = deadline.saturating_sub(now);
-            let decision = self.shared.cell.reserve(now, cost, left);
-            match decision.verdict() {
-                Verdict::Allowed => {
-                    clock.sleep(decision.wait());
-                    return Ok(nanos_to_duration(
-                        waited.saturating_add(decision.wait_nanos()),
-                    ));
-                }
-                Verdict::Never => return Err(Error::Never { cost }),
-                Verdict::Denied => {
-                    let retry = decision.retry_after_nanos();
-                    if retry > left {
-                        return Err(Error::Timeout {
-                            needed: nanos_to_duration(waited.saturating_add(retry)),
-                        });
-                    }
-                    clock.sleep(decision.retry_after());
-                    waited = waited.saturating_add(retry);
-                }
-            }
-        }
+        let cell = &self.shared.cell;
+        wait_blocking(&self.shared.clock, cost, budget, |now, left| {
+            Ok(cell.reserve(now, cost, left))
+        })
     }
 
     pub(crate) fn cell(&self) -> &A::Cell {

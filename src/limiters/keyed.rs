@@ -23,7 +23,7 @@
 //! the cost per key and how idle keys are forgotten.
 
 use crate::algorithms::{Algorithm, Decision, SmoothBursty, Verdict};
-use crate::clock::{duration_to_nanos, nanos_to_duration, Clock, DefaultClock, Nanos};
+use crate::clock::{duration_to_nanos, Clock, DefaultClock, Nanos};
 use crate::error::Error;
 use crate::stores::store::blank;
 use crate::stores::{MemoryStore, Step, Store};
@@ -34,6 +34,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::direct::nonzero;
+use super::waiting::{granted_within, wait_blocking};
 use super::AsyncKeyedRateLimiter;
 
 /// A thread-safe rate limiter that keeps a separate limit per key (an IP, a user
@@ -346,11 +347,7 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
         timeout: Duration,
     ) -> Result<bool, Error> {
         let keys = std::slice::from_ref(key);
-        match self.acquire_within(keys, cost, duration_to_nanos(timeout)) {
-            Ok(_) => Ok(true),
-            Err(Error::Timeout { .. } | Error::Never { .. }) => Ok(false),
-            Err(other) => Err(other),
-        }
+        granted_within(self.acquire_within(keys, cost, duration_to_nanos(timeout)))
     }
 
     /// An async handle on this limiter, sharing its store:
@@ -384,31 +381,13 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     /// the budget lasts.
     fn acquire_within(&self, keys: &[K], cost: u64, budget: Nanos) -> Result<Duration, Error> {
         let cost = nonzero(cost)?;
-        let clock = &self.shared.clock;
-        let deadline = clock.now().saturating_add(budget);
-        let mut waited: Nanos = 0;
-        loop {
-            let now = clock.now();
-            let left = deadline.saturating_sub(now);
-            let decision = self.step(
-                keys,
-                now,
-                Step::Reserve {
-                    cost,
-                    max_wait: left,
-                },
-            )?;
-            match next_move(&decision, cost, left, waited)? {
-                Move::Done(wait) => {
-                    clock.sleep(nanos_to_duration(wait));
-                    return Ok(nanos_to_duration(waited.saturating_add(wait)));
-                }
-                Move::Retry(retry) => {
-                    clock.sleep(nanos_to_duration(retry));
-                    waited = waited.saturating_add(retry);
-                }
-            }
-        }
+        wait_blocking(&self.shared.clock, cost, budget, |now, left| {
+            let step = Step::Reserve {
+                cost,
+                max_wait: left,
+            };
+            self.step(keys, now, step)
+        })
     }
 
     pub(crate) fn shared_parts(&self) -> (&A, &S, &C) {
@@ -417,37 +396,6 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
             &self.shared.store,
             &self.shared.clock,
         )
-    }
-}
-
-/// What an acquire loop does after a decision.
-pub(crate) enum Move {
-    /// Granted: wait this long, then act.
-    Done(Nanos),
-    /// Refused for now: sleep this long and ask again.
-    Retry(Nanos),
-}
-
-/// The shared rule of the blocking and async acquire loops.
-pub(crate) fn next_move(
-    decision: &Decision,
-    cost: u64,
-    left: Nanos,
-    waited: Nanos,
-) -> Result<Move, Error> {
-    match decision.verdict() {
-        Verdict::Allowed => Ok(Move::Done(decision.wait_nanos())),
-        Verdict::Never => Err(Error::Never { cost }),
-        Verdict::Denied => {
-            let retry = decision.retry_after_nanos();
-            if retry > left {
-                Err(Error::Timeout {
-                    needed: nanos_to_duration(waited.saturating_add(retry)),
-                })
-            } else {
-                Ok(Move::Retry(retry))
-            }
-        }
     }
 }
 

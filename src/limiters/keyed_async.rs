@@ -1,7 +1,8 @@
 //! Async waiting on a [`KeyedRateLimiter`].
 
 use super::direct::nonzero;
-use super::keyed::{combine, next_move, no_keys, Move};
+use super::keyed::{combine, no_keys};
+use super::waiting::{deadline, granted_within, next_move, Move};
 use super::KeyedRateLimiter;
 use crate::algorithms::{Algorithm, Decision};
 use crate::clock::{duration_to_nanos, nanos_to_duration, Clock, DefaultClock, Nanos};
@@ -167,11 +168,9 @@ where
     ) -> impl Future<Output = Result<bool, Error>> + Send + 'static {
         let limiter = self.limiter.clone();
         async move {
-            match acquire_within(limiter, vec![key], cost, duration_to_nanos(timeout)).await {
-                Ok(_) => Ok(true),
-                Err(Error::Timeout { .. } | Error::Never { .. }) => Ok(false),
-                Err(other) => Err(other),
-            }
+            granted_within(
+                acquire_within(limiter, vec![key], cost, duration_to_nanos(timeout)).await,
+            )
         }
     }
 }
@@ -236,7 +235,7 @@ where
         return Err(no_keys());
     }
     let clock = limiter.clock().clone();
-    let deadline = clock.now().saturating_add(budget);
+    let deadline = deadline(&clock, budget);
     let mut waited: Nanos = 0;
     loop {
         let now = clock.now();
@@ -249,7 +248,7 @@ where
         let decisions = store.apply_async(algorithm, &keys, now, step).await?;
         let decision = combine(&decisions);
         match next_move(&decision, cost, left, waited)? {
-            Move::Done(wait) => {
+            Move::Act(wait) => {
                 let mut guard = CancelOnDrop {
                     limiter: &limiter,
                     keys: &keys,

@@ -18,6 +18,7 @@ mod direct;
 mod keyed;
 mod keyed_async;
 mod reservation;
+mod waiting;
 
 pub use asynchronous::AsyncRateLimiter;
 pub use direct::RateLimiter;
