@@ -365,6 +365,16 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
             1 => shared
                 .store
                 .apply_key(&shared.algorithm, &keys[0], now, step),
+            n if n <= STACK_KEYS => {
+                // The usual multi-key call (IP and user, a handful of keys) decides
+                // without touching the allocator.
+                let mut out = [blank(); STACK_KEYS];
+                let out = &mut out[..n];
+                shared
+                    .store
+                    .apply(&shared.algorithm, keys, now, step, out)?;
+                Ok(combine(out))
+            }
             n => {
                 let mut out = vec![blank(); n];
                 shared
@@ -398,6 +408,9 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
         )
     }
 }
+
+/// How many keys one call can decide with decisions kept on the stack.
+const STACK_KEYS: usize = 8;
 
 pub(crate) fn no_keys() -> Error {
     Error::InvalidCount {
