@@ -50,11 +50,30 @@ impl ManualClock {
     }
 
     /// Moves time forward by `duration` (saturating), without recording a sleep.
+    ///
+    /// ```
+    /// use sluicegate::clock::{Clock, ManualClock};
+    /// use std::time::Duration;
+    /// let clock = ManualClock::new();
+    /// clock.advance(Duration::from_millis(5));
+    /// assert_eq!(clock.now(), 5_000_000);
+    /// clock.advance(Duration::MAX); // saturates instead of wrapping
+    /// assert_eq!(clock.now(), u64::MAX);
+    /// assert!(clock.sleeps().is_empty());
+    /// ```
     pub fn advance(&self, duration: Duration) {
         self.advance_nanos(duration_to_nanos(duration));
     }
 
     /// Moves time forward by `nanos` (saturating), without recording a sleep.
+    ///
+    /// ```
+    /// use sluicegate::clock::{Clock, ManualClock};
+    /// let clock = ManualClock::new();
+    /// clock.advance_nanos(7);
+    /// clock.advance_nanos(u64::MAX);
+    /// assert_eq!(clock.now(), u64::MAX);
+    /// ```
     pub fn advance_nanos(&self, nanos: Nanos) {
         // fetch_update never fails with a closure that always returns Some.
         let _ = self
@@ -66,11 +85,30 @@ impl ManualClock {
     }
 
     /// Every sleep recorded so far, in order, including zero-length ones.
+    ///
+    /// ```
+    /// use sluicegate::clock::{Clock, ManualClock};
+    /// use std::time::Duration;
+    /// let clock = ManualClock::new();
+    /// clock.sleep(Duration::ZERO);
+    /// clock.sleep(Duration::from_millis(200));
+    /// assert_eq!(clock.sleeps(), vec![Duration::ZERO, Duration::from_millis(200)]);
+    /// assert_eq!(clock.sleeps().len(), 2); // reading does not clear
+    /// ```
     pub fn sleeps(&self) -> Vec<Duration> {
         self.inner.sleeps.lock().clone()
     }
 
     /// Returns the recorded sleeps and clears the record.
+    ///
+    /// ```
+    /// use sluicegate::clock::{Clock, ManualClock};
+    /// use std::time::Duration;
+    /// let clock = ManualClock::new();
+    /// clock.sleep(Duration::from_millis(200));
+    /// assert_eq!(clock.take_sleeps(), vec![Duration::from_millis(200)]);
+    /// assert!(clock.take_sleeps().is_empty());
+    /// ```
     pub fn take_sleeps(&self) -> Vec<Duration> {
         std::mem::take(&mut *self.inner.sleeps.lock())
     }
@@ -121,6 +159,17 @@ impl Clock for ManualClock {
 /// The future of [`ManualClock::sleep_async`]: on first poll it records the sleep,
 /// advances virtual time by its duration and completes. A sleep that is dropped
 /// before being polled neither advances time nor is recorded.
+///
+/// ```
+/// use sluicegate::clock::{Clock, ManualClock};
+/// use std::time::Duration;
+/// let clock = ManualClock::new();
+/// let unpolled = clock.sleep_async(Duration::from_secs(9));
+/// drop(unpolled);
+/// futures::executor::block_on(clock.sleep_async(Duration::from_secs(1)));
+/// assert_eq!(clock.now(), 1_000_000_000);
+/// assert_eq!(clock.sleeps(), vec![Duration::from_secs(1)]);
+/// ```
 #[derive(Debug)]
 pub struct ManualSleep {
     clock: ManualClock,

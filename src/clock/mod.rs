@@ -29,9 +29,23 @@ use std::time::Duration;
 
 /// Nanoseconds since a clock's origin. The unit of every instant and interval inside
 /// the crate's algorithms.
+///
+/// ```
+/// use sluicegate::clock::{Clock, ManualClock, Nanos};
+/// use std::time::Duration;
+/// let clock = ManualClock::new();
+/// clock.advance(Duration::from_millis(3));
+/// let t: Nanos = clock.now();
+/// assert_eq!(t, 3_000_000);
+/// ```
 pub type Nanos = u64;
 
 /// One second in [`Nanos`].
+///
+/// ```
+/// use sluicegate::clock::{nanos_to_duration, NANOS_PER_SECOND};
+/// assert_eq!(nanos_to_duration(NANOS_PER_SECOND).as_secs(), 1);
+/// ```
 pub const NANOS_PER_SECOND: Nanos = 1_000_000_000;
 
 /// A monotonic clock that can also wait.

@@ -27,6 +27,14 @@ pub struct DefaultClock {
 
 impl DefaultClock {
     /// A clock whose origin is now.
+    ///
+    /// ```
+    /// use sluicegate::clock::{Clock, DefaultClock};
+    /// let clock = DefaultClock::new();
+    /// let twin = clock.clone(); // same origin, same timeline
+    /// let a = clock.now();
+    /// assert!(twin.now() >= a);
+    /// ```
     pub fn new() -> Self {
         let clock = quanta::Clock::new();
         let origin = clock.raw();
