@@ -4,6 +4,12 @@ use crate::clock::{nanos_to_duration, Nanos};
 use std::time::Duration;
 
 /// Whether a call may go ahead.
+///
+/// ```
+/// use sluicegate::{Decision, Verdict};
+/// assert_eq!(Decision::allowed(10, 9, 0).verdict(), Verdict::Allowed);
+/// assert_eq!(Decision::never(10, 10, 0).verdict(), Verdict::Never);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Verdict {
     /// Granted: the permits are taken. The caller may act after
@@ -61,6 +67,15 @@ pub struct Decision {
 
 impl Decision {
     /// An allowed decision that may act at once.
+    ///
+    /// ```
+    /// use sluicegate::Decision;
+    /// use std::time::Duration;
+    /// let d = Decision::allowed(10, 9, 100_000_000);
+    /// assert!(d.is_allowed());
+    /// assert_eq!((d.wait(), d.retry_after()), (Duration::ZERO, Duration::ZERO));
+    /// assert_eq!(d.remaining(), 9);
+    /// ```
     #[inline]
     pub fn allowed(limit: u64, remaining: u64, reset_after: Nanos) -> Self {
         Self::allowed_after(0, limit, remaining, reset_after)
@@ -68,6 +83,14 @@ impl Decision {
 
     /// An allowed decision whose caller must first wait `wait` nanoseconds (a
     /// reservation of future capacity).
+    ///
+    /// ```
+    /// use sluicegate::Decision;
+    /// use std::time::Duration;
+    /// let d = Decision::allowed_after(200_000_000, 1, 0, 400_000_000);
+    /// assert!(d.is_allowed());
+    /// assert_eq!(d.wait(), Duration::from_millis(200));
+    /// ```
     #[inline]
     pub fn allowed_after(wait: Nanos, limit: u64, remaining: u64, reset_after: Nanos) -> Self {
         Decision {
@@ -86,6 +109,13 @@ impl Decision {
 
     /// A denied decision. `retry_after` is raised to at least 1 ns, so that a caller
     /// that waits and retries always makes progress.
+    ///
+    /// ```
+    /// use sluicegate::Decision;
+    /// let d = Decision::denied(10, 0, 0, 0);
+    /// assert!(!d.is_allowed() && !d.is_never());
+    /// assert_eq!(d.retry_after_nanos(), 1); // never zero
+    /// ```
     #[inline]
     pub fn denied(limit: u64, remaining: u64, retry_after: Nanos, reset_after: Nanos) -> Self {
         Decision {
@@ -103,6 +133,15 @@ impl Decision {
     }
 
     /// A decision that can never become allowed; `retry_after` is `u64::MAX` ns.
+    ///
+    /// ```
+    /// use sluicegate::Decision;
+    /// use std::time::Duration;
+    /// let d = Decision::never(10, 10, 0);
+    /// assert!(d.is_never() && !d.is_allowed());
+    /// assert_eq!(d.retry_after_nanos(), u64::MAX);
+    /// assert!(d.retry_after() > Duration::from_secs(500 * 365 * 86_400));
+    /// ```
     #[inline]
     pub fn never(limit: u64, remaining: u64, reset_after: Nanos) -> Self {
         Decision {
@@ -123,6 +162,13 @@ impl Decision {
     /// ([`Algorithm::cancel`](crate::algorithms::Algorithm::cancel)): `mark` is an
     /// algorithm-defined position in its state right after the grant, `charge` how much
     /// the grant consumed, in the algorithm's own unit. Opaque to everyone else.
+    ///
+    /// ```
+    /// use sluicegate::Decision;
+    /// let d = Decision::allowed(10, 9, 0).with_grant(42, 1);
+    /// assert_eq!((d.mark(), d.charge()), (42, 1));
+    /// assert!(d.is_allowed()); // the verdict is untouched
+    /// ```
     #[inline]
     pub fn with_grant(mut self, mark: i64, charge: u64) -> Self {
         self.mark = mark;
@@ -134,6 +180,12 @@ impl Decision {
     /// permits are worth more than time alone says (Guava's warm-up, where a cold
     /// permit costs more than a warm one): cancelling gives them back too. Opaque to
     /// everyone else.
+    ///
+    /// ```
+    /// use sluicegate::Decision;
+    /// let d = Decision::allowed(10, 9, 0).with_stored_spent(2.5);
+    /// assert_eq!(d.stored_spent(), 2.5);
+    /// ```
     #[inline]
     pub fn with_stored_spent(mut self, permits: f64) -> Self {
         self.spent = permits.to_bits();
@@ -142,12 +194,23 @@ impl Decision {
 
     /// The stored permits the grant spent (see
     /// [`with_stored_spent`](Decision::with_stored_spent)); 0 unless set.
+    ///
+    /// ```
+    /// use sluicegate::Decision;
+    /// assert_eq!(Decision::allowed(10, 9, 0).stored_spent(), 0.0);
+    /// ```
     #[inline]
     pub fn stored_spent(&self) -> f64 {
         f64::from_bits(self.spent)
     }
 
     /// Records which limit of a set decided.
+    ///
+    /// ```
+    /// use sluicegate::Decision;
+    /// let d = Decision::denied(60, 0, 1_000, 1_000).with_limit_index(2);
+    /// assert_eq!(d.limit_index(), 2);
+    /// ```
     #[inline]
     pub fn with_limit_index(mut self, index: u32) -> Self {
         self.limit_index = index;
@@ -155,30 +218,59 @@ impl Decision {
     }
 
     /// Allowed, denied, or never.
+    ///
+    /// ```
+    /// use sluicegate::{Decision, Verdict};
+    /// assert_eq!(Decision::denied(1, 0, 5, 5).verdict(), Verdict::Denied);
+    /// ```
     #[inline]
     pub fn verdict(&self) -> Verdict {
         self.verdict
     }
 
     /// True if the call was granted.
+    ///
+    /// ```
+    /// use sluicegate::Decision;
+    /// assert!(Decision::allowed_after(5, 1, 0, 5).is_allowed()); // even with a wait
+    /// assert!(!Decision::denied(1, 0, 5, 5).is_allowed());
+    /// ```
     #[inline]
     pub fn is_allowed(&self) -> bool {
         self.verdict == Verdict::Allowed
     }
 
     /// True if the call can never be granted.
+    ///
+    /// ```
+    /// use sluicegate::Decision;
+    /// assert!(Decision::never(1, 1, 0).is_never());
+    /// assert!(!Decision::denied(1, 0, 5, 5).is_never());
+    /// ```
     #[inline]
     pub fn is_never(&self) -> bool {
         self.verdict == Verdict::Never
     }
 
     /// How long an allowed caller must wait before acting (zero if at once).
+    ///
+    /// ```
+    /// use sluicegate::Decision;
+    /// use std::time::Duration;
+    /// assert_eq!(Decision::allowed_after(1_500, 1, 0, 0).wait(), Duration::from_nanos(1_500));
+    /// assert_eq!(Decision::denied(1, 0, 5, 5).wait(), Duration::ZERO);
+    /// ```
     #[inline]
     pub fn wait(&self) -> Duration {
         nanos_to_duration(self.wait)
     }
 
     /// [`wait`](Decision::wait) in nanoseconds.
+    ///
+    /// ```
+    /// use sluicegate::Decision;
+    /// assert_eq!(Decision::allowed_after(1_500, 1, 0, 0).wait_nanos(), 1_500);
+    /// ```
     #[inline]
     pub fn wait_nanos(&self) -> Nanos {
         self.wait
@@ -186,42 +278,82 @@ impl Decision {
 
     /// When a denied call could first succeed on retry; zero when allowed,
     /// `Duration` of `u64::MAX` ns when never.
+    ///
+    /// ```
+    /// use sluicegate::Decision;
+    /// use std::time::Duration;
+    /// assert_eq!(Decision::denied(1, 0, 3_000_000, 0).retry_after(), Duration::from_millis(3));
+    /// assert_eq!(Decision::allowed(1, 0, 0).retry_after(), Duration::ZERO);
+    /// ```
     #[inline]
     pub fn retry_after(&self) -> Duration {
         nanos_to_duration(self.retry_after)
     }
 
     /// [`retry_after`](Decision::retry_after) in nanoseconds.
+    ///
+    /// ```
+    /// use sluicegate::Decision;
+    /// assert_eq!(Decision::denied(1, 0, 3_000_000, 0).retry_after_nanos(), 3_000_000);
+    /// ```
     #[inline]
     pub fn retry_after_nanos(&self) -> Nanos {
         self.retry_after
     }
 
     /// When the state will be fully replenished if no further call arrives.
+    ///
+    /// ```
+    /// use sluicegate::Decision;
+    /// use std::time::Duration;
+    /// let d = Decision::allowed(100, 99, 600_000_000);
+    /// assert_eq!(d.reset_after(), Duration::from_millis(600));
+    /// ```
     #[inline]
     pub fn reset_after(&self) -> Duration {
         nanos_to_duration(self.reset_after)
     }
 
     /// [`reset_after`](Decision::reset_after) in nanoseconds.
+    ///
+    /// ```
+    /// use sluicegate::Decision;
+    /// assert_eq!(Decision::allowed(100, 99, 600).reset_after_nanos(), 600);
+    /// ```
     #[inline]
     pub fn reset_after_nanos(&self) -> Nanos {
         self.reset_after
     }
 
     /// Permits still available right after this call.
+    ///
+    /// ```
+    /// use sluicegate::Decision;
+    /// assert_eq!(Decision::allowed(100, 99, 0).remaining(), 99);
+    /// ```
     #[inline]
     pub fn remaining(&self) -> u64 {
         self.remaining
     }
 
     /// The capacity, in permits, of the limit that decided.
+    ///
+    /// ```
+    /// use sluicegate::Decision;
+    /// assert_eq!(Decision::allowed(100, 99, 0).limit(), 100);
+    /// ```
     #[inline]
     pub fn limit(&self) -> u64 {
         self.limit
     }
 
     /// Which limit of a set decided (0 for a single limit).
+    ///
+    /// ```
+    /// use sluicegate::Decision;
+    /// assert_eq!(Decision::allowed(100, 99, 0).limit_index(), 0);
+    /// assert_eq!(Decision::allowed(100, 99, 0).with_limit_index(1).limit_index(), 1);
+    /// ```
     #[inline]
     pub fn limit_index(&self) -> u32 {
         self.limit_index
@@ -229,6 +361,12 @@ impl Decision {
 
     /// The algorithm's opaque position mark for cancellation (see
     /// [`with_grant`](Decision::with_grant)).
+    ///
+    /// ```
+    /// use sluicegate::Decision;
+    /// assert_eq!(Decision::allowed(1, 0, 0).mark(), 0); // 0 until with_grant
+    /// assert_eq!(Decision::allowed(1, 0, 0).with_grant(-7, 3).mark(), -7);
+    /// ```
     #[inline]
     pub fn mark(&self) -> i64 {
         self.mark
@@ -236,6 +374,12 @@ impl Decision {
 
     /// The algorithm's opaque charge for cancellation (see
     /// [`with_grant`](Decision::with_grant)).
+    ///
+    /// ```
+    /// use sluicegate::Decision;
+    /// assert_eq!(Decision::allowed(1, 0, 0).charge(), 0); // 0 until with_grant
+    /// assert_eq!(Decision::allowed(1, 0, 0).with_grant(-7, 3).charge(), 3);
+    /// ```
     #[inline]
     pub fn charge(&self) -> u64 {
         self.charge
