@@ -73,6 +73,17 @@ pub struct FixedWindow {
 /// The state of a [`FixedWindow`]: one word, the index `k` of the window last counted
 /// in (`[k × len, (k + 1) × len)`) above the permits it granted, in as many low bits
 /// as the limit needs. Read it with [`FixedWindow::count`].
+///
+/// ```
+/// use sluicegate::algorithms::{Algorithm, FixedWindow};
+/// use std::time::Duration;
+/// let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
+/// let mut state = window.initial_state(0);
+/// assert!(window.reserve(&mut state, 0, 1, 0).is_allowed());
+/// let before = state;
+/// assert!(!window.reserve(&mut state, 0, 1, 0).is_allowed());
+/// assert_eq!(state, before); // a refusal leaves the word as it was
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FixedWindowState {
     word: u64,

@@ -74,6 +74,17 @@ use crate::error::Error;
 use std::time::Duration;
 
 /// Whether the caller acts at once (meter) or waits its turn (queue).
+///
+/// ```
+/// use sluicegate::algorithms::{Algorithm, LeakyBucket, LeakyMode};
+/// use std::time::Duration;
+/// let queue = LeakyBucket::queue(2, 1, Duration::from_secs(1)).unwrap();
+/// assert_eq!(queue.mode(), LeakyMode::Queue);
+/// let mut state = queue.initial_state(0);
+/// queue.reserve(&mut state, 0, 1, u64::MAX);
+/// // A queue makes the second caller wait its turn; a meter would let it act at once.
+/// assert_eq!(queue.reserve(&mut state, 0, 1, u64::MAX).wait_nanos(), 1_000_000_000);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LeakyMode {
     /// Leaky bucket as a meter: allowed calls act at once, bursts up to the capacity.
@@ -109,6 +120,17 @@ pub struct LeakyBucket {
 
 /// The state of a [`LeakyBucket`]: its theoretical arrival time, in ticks since the
 /// clock's origin (a tick is the bucket's interval divided into `⌈interval⌉` parts).
+///
+/// ```
+/// use sluicegate::algorithms::{Algorithm, LeakyBucket};
+/// use std::time::Duration;
+/// let meter = LeakyBucket::meter(1, 1, Duration::from_secs(1)).unwrap();
+/// let mut state = meter.initial_state(0);
+/// assert!(meter.reserve(&mut state, 0, 1, 0).is_allowed());
+/// let full = state;
+/// assert!(!meter.reserve(&mut state, 0, 1, 0).is_allowed());
+/// assert_eq!(state, full); // a refusal leaves the state untouched
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LeakyState {
     tat: u64,

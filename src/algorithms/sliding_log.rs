@@ -102,6 +102,13 @@ use std::time::Duration;
 
 /// The largest `limit` of a log: 2²⁰ entries (16 MiB per state; one more entry
 /// when rejected attempts are recorded).
+///
+/// ```
+/// use sluicegate::algorithms::sliding_log::{SlidingLog, MAX_ENTRIES};
+/// use std::time::Duration;
+/// assert!(SlidingLog::new(MAX_ENTRIES, Duration::from_secs(60)).is_ok());
+/// assert!(SlidingLog::new(MAX_ENTRIES + 1, Duration::from_secs(60)).is_err());
+/// ```
 pub const MAX_ENTRIES: u64 = 1 << 20;
 
 /// An exact sliding log: at most `limit` permits in any window of `duration`. See
@@ -141,6 +148,17 @@ struct Entry {
 /// the time of the last call that sets the minimum spacing.
 ///
 /// Cloning allocates (a copy of the log).
+///
+/// ```
+/// use sluicegate::algorithms::{Algorithm, SlidingLog};
+/// use std::time::Duration;
+/// let log = SlidingLog::new(2, Duration::from_secs(1)).unwrap();
+/// let mut state = log.initial_state(0);
+/// log.reserve(&mut state, 0, 2, 0);
+/// let copy = state.clone(); // a second ring
+/// assert!(!log.reserve(&mut state, 0, 1, 0).is_allowed());
+/// assert_eq!(state, copy); // not recording rejects: a refusal changes nothing
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LogState {
     entries: VecDeque<Entry>,
@@ -167,11 +185,34 @@ impl LogState {
     }
 
     /// True if the log holds no entry.
+    ///
+    /// Expired entries stay in the ring until a later call appends: the log can be
+    /// non-empty while nothing counts.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, SlidingLog};
+    /// use std::time::Duration;
+    /// let log = SlidingLog::new(2, Duration::from_secs(1)).unwrap();
+    /// let mut state = log.initial_state(0);
+    /// assert!(state.is_empty());
+    /// log.reserve(&mut state, 0, 1, 0);
+    /// assert!(!state.is_empty());
+    /// assert_eq!(log.live_entries(&state, 5_000_000_000).count(), 0);
+    /// assert!(!state.is_empty()); // expired, but still held
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
     /// The bytes the log's ring takes on the heap (its allocated capacity).
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, SlidingLog};
+    /// use std::time::Duration;
+    /// let log = SlidingLog::new(100, Duration::from_secs(1)).unwrap();
+    /// let state = log.initial_state(0);
+    /// assert!(state.heap_bytes() >= 100 * 16); // allocated up front, 16 bytes per entry
+    /// ```
     pub fn heap_bytes(&self) -> usize {
         self.entries.capacity() * std::mem::size_of::<Entry>()
     }
@@ -259,27 +300,59 @@ impl SlidingLog {
     }
 
     /// The most permits any window of `duration` holds.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::SlidingLog;
+    /// use std::time::Duration;
+    /// let log = SlidingLog::new(3, Duration::from_secs(60)).unwrap();
+    /// assert_eq!((log.limit(), log.duration()), (3, Duration::from_secs(60)));
+    /// ```
     pub fn limit(&self) -> u64 {
         self.limit
     }
 
-    /// The window's length.
+    /// The window's length (see [`limit`](SlidingLog::limit) for an example).
     pub fn duration(&self) -> Duration {
         Duration::from_nanos(self.duration)
     }
 
     /// The minimum time between two calls (zero if none).
+    ///
+    /// ```
+    /// use sluicegate::algorithms::SlidingLog;
+    /// use std::time::Duration;
+    /// let log = SlidingLog::new(3, Duration::from_secs(60)).unwrap();
+    /// assert_eq!(log.min_spacing(), Duration::ZERO);
+    /// let spaced = log.with_min_spacing(Duration::from_secs(1));
+    /// assert_eq!(spaced.min_spacing(), Duration::from_secs(1));
+    /// ```
     pub fn min_spacing(&self) -> Duration {
         Duration::from_nanos(self.min_spacing)
     }
 
     /// True if refused attempts are recorded.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::SlidingLog;
+    /// use std::time::Duration;
+    /// let log = SlidingLog::new(3, Duration::from_secs(60)).unwrap();
+    /// assert!(!log.rejected_recorded());
+    /// assert!(log.with_rejected_recorded().rejected_recorded());
+    /// ```
     pub fn rejected_recorded(&self) -> bool {
         self.record_rejected
     }
 
     /// The most entries the log can hold: `limit`, or `limit + 1` when rejected
     /// attempts are recorded. The state allocates this many once.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::SlidingLog;
+    /// use std::time::Duration;
+    /// let log = SlidingLog::new(3, Duration::from_secs(60)).unwrap();
+    /// assert_eq!(log.capacity(), 3);
+    /// assert_eq!(log.with_rejected_recorded().capacity(), 4);
+    /// ```
     pub fn capacity(&self) -> u64 {
         self.limit + u64::from(self.record_rejected)
     }

@@ -108,6 +108,14 @@ use std::time::Duration;
 
 /// The largest number of buckets in a window (`⌈duration / precision⌉`): 4096,
 /// i.e. at most 64 KiB of counters per state (a ring of 8192).
+///
+/// ```
+/// use sluicegate::algorithms::sliding_window_buckets::{SlidingWindowBuckets, MAX_BUCKETS};
+/// use std::time::Duration;
+/// let ms = Duration::from_millis(1);
+/// assert!(SlidingWindowBuckets::dropping(10, ms * MAX_BUCKETS as u32, ms).is_ok());
+/// assert!(SlidingWindowBuckets::dropping(10, ms * (MAX_BUCKETS as u32 + 1), ms).is_err());
+/// ```
 pub const MAX_BUCKETS: u64 = 4096;
 
 /// How the oldest bucket, the one only partly inside the window, is counted.
@@ -158,6 +166,17 @@ pub struct SlidingWindowBuckets {
 ///
 /// Bucket number `i` lives in slot `i mod L`; only buckets `newest − B ..= newest`
 /// may be non-zero. Cloning allocates (a copy of the ring).
+///
+/// ```
+/// use sluicegate::algorithms::{Algorithm, SlidingWindowBuckets};
+/// use std::time::Duration;
+/// let w = SlidingWindowBuckets::dropping(1, Duration::from_secs(60), Duration::from_secs(15)).unwrap();
+/// let mut state = w.initial_state(0);
+/// assert!(w.reserve(&mut state, 0, 1, 0).is_allowed());
+/// let full = state.clone();
+/// assert!(!w.reserve(&mut state, 0, 1, 0).is_allowed());
+/// assert_eq!(state, full); // a refusal leaves the ring as it was
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BucketsState {
     /// The number of the newest bucket the ring holds.
@@ -283,22 +302,39 @@ impl SlidingWindowBuckets {
     }
 
     /// The most permits a window grants.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::SlidingWindowBuckets;
+    /// use std::time::Duration;
+    /// let w = SlidingWindowBuckets::dropping(3, Duration::from_secs(60), Duration::from_secs(15)).unwrap();
+    /// assert_eq!(w.limit(), 3);
+    /// assert_eq!((w.duration(), w.precision()), (Duration::from_secs(60), Duration::from_secs(15)));
+    /// ```
     pub fn limit(&self) -> u64 {
         self.limit
     }
 
-    /// The window's length.
+    /// The window's length (see [`limit`](SlidingWindowBuckets::limit) for an
+    /// example).
     pub fn duration(&self) -> Duration {
         Duration::from_nanos(self.duration)
     }
 
-    /// The length of one bucket.
+    /// The length of one bucket (see [`limit`](SlidingWindowBuckets::limit) for an
+    /// example).
     pub fn precision(&self) -> Duration {
         Duration::from_nanos(self.precision)
     }
 
     /// The number of buckets in a window, `⌈duration / precision⌉`. The state holds
     /// one more.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::SlidingWindowBuckets;
+    /// use std::time::Duration;
+    /// let w = SlidingWindowBuckets::dropping(3, Duration::from_secs(60), Duration::from_secs(25)).unwrap();
+    /// assert_eq!(w.buckets(), 3); // ⌈60 / 25⌉
+    /// ```
     pub fn buckets(&self) -> u64 {
         self.buckets
     }

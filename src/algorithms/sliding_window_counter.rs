@@ -119,6 +119,17 @@ use std::time::Duration;
 const MAX_LIMIT: u64 = (1 << 24) - 1;
 
 /// How the weighted previous count is rounded before comparing with the limit.
+///
+/// ```
+/// use sluicegate::algorithms::{Algorithm, Rounding, SlidingWindowCounter};
+/// use std::time::Duration;
+/// assert_eq!(Rounding::default(), Rounding::Exact);
+/// let floor = SlidingWindowCounter::new(2, Duration::from_secs(60)).unwrap().with_rounding(Rounding::Floor);
+/// let mut state = floor.initial_state(0);
+/// floor.reserve(&mut state, 0, 2, 0);
+/// // 45 s into the next minute the previous 2 weigh 0.5, rounded down to 0.
+/// assert!(floor.peek(&state, 105_000_000_000, 2).is_allowed());
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Rounding {
     /// Compared exactly (equivalently, rounded up): the estimate never exceeds the
@@ -130,6 +141,17 @@ pub enum Rounding {
 }
 
 /// Which calls add to the counters.
+///
+/// ```
+/// use sluicegate::algorithms::{Algorithm, Counting, SlidingWindowCounter};
+/// use std::time::Duration;
+/// assert_eq!(Counting::default(), Counting::Admitted);
+/// let counter = SlidingWindowCounter::new(1, Duration::from_secs(60)).unwrap();
+/// let mut state = counter.initial_state(0);
+/// counter.reserve(&mut state, 0, 1, 0);
+/// assert!(!counter.reserve(&mut state, 0, 1, 0).is_allowed());
+/// assert_eq!(counter.counts(&state, 0), (0, 1)); // the refusal was not counted
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Counting {
     /// Only granted permits. The default: a denied call changes nothing.
@@ -169,6 +191,16 @@ pub struct SlidingWindowCounter {
 /// [module docs](self#the-state-word)). The layout depends on the limit and the
 /// [`Counting`], so a state is meaningful only to a counter configured like the one
 /// that made it. Read it with [`SlidingWindowCounter::counts`].
+///
+/// ```
+/// use sluicegate::algorithms::{Algorithm, SlidingWindowCounter};
+/// use std::time::Duration;
+/// let counter = SlidingWindowCounter::new(5, Duration::from_secs(1)).unwrap();
+/// let mut state = counter.initial_state(0);
+/// counter.reserve(&mut state, 0, 3, 0);
+/// assert_eq!(std::mem::size_of_val(&state), 8); // one word
+/// assert_eq!(counter.counts(&state, 0), (0, 3));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlidingWindowState {
     word: u64,
