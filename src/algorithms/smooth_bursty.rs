@@ -76,6 +76,17 @@ pub struct SmoothBursty {
 
 /// The state of a [`SmoothBursty`] limit: the instant `T` at which its bucket would
 /// have been empty, in signed nanoseconds of the clock.
+///
+/// ```
+/// use sluicegate::algorithms::{Algorithm, SmoothBursty};
+/// let bursty = SmoothBursty::new(1.0).unwrap();
+/// let mut state = bursty.initial_state(0);
+/// assert!(bursty.reserve(&mut state, 0, 1, 0).is_allowed());
+/// let after = state;
+/// assert!(!bursty.reserve(&mut state, 0, 1, 0).is_allowed());
+/// assert_eq!(state, after); // a refusal leaves `T` where it was
+/// assert_eq!(std::mem::size_of::<sluicegate::algorithms::smooth_bursty::BurstyState>(), 8);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BurstyState {
     tat: i64,
@@ -87,6 +98,15 @@ impl SmoothBursty {
     /// # Errors
     /// [`Error::InvalidRate`] unless `rate > 0` (so 0, negative, NaN and -inf are
     /// refused; +inf means unlimited).
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::SmoothBursty, Error};
+    /// assert!(SmoothBursty::new(5.0).is_ok());
+    /// assert!(SmoothBursty::new(f64::INFINITY).is_ok()); // unlimited
+    /// for bad in [0.0, -1.0, f64::NAN, f64::NEG_INFINITY] {
+    ///     assert!(matches!(SmoothBursty::new(bad), Err(Error::InvalidRate { .. })));
+    /// }
+    /// ```
     pub fn new(rate: f64) -> Result<Self, Error> {
         let rate = validate_rate(rate)?;
         Ok(SmoothBursty {
@@ -100,6 +120,17 @@ impl SmoothBursty {
     ///
     /// # Errors
     /// [`Error::InvalidDuration`] if `max_burst` exceeds about 292 years.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, SmoothBursty};
+    /// use std::time::Duration;
+    /// let strict = SmoothBursty::new(2.0).unwrap().with_max_burst(Duration::ZERO).unwrap();
+    /// let mut state = strict.initial_state(0);
+    /// // After 10 idle seconds nothing was saved: the second call still pays 0.5 s.
+    /// strict.reserve(&mut state, 10_000_000_000, 1, u64::MAX);
+    /// assert_eq!(strict.reserve(&mut state, 10_000_000_000, 1, u64::MAX).wait_nanos(), 500_000_000);
+    /// assert!(SmoothBursty::new(2.0).unwrap().with_max_burst(Duration::MAX).is_err());
+    /// ```
     pub fn with_max_burst(mut self, max_burst: Duration) -> Result<Self, Error> {
         validate_period("max_burst", max_burst)?;
         self.max_burst_seconds = max_burst.as_secs_f64();
@@ -109,11 +140,25 @@ impl SmoothBursty {
     /// The rate in permits per second, recomputed as Guava does from the stable
     /// interval (`1e6 / stableIntervalMicros`), so 7.0 reads back as
     /// 6.999999999999999. `+inf` for an unlimited limit.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::SmoothBursty;
+    /// assert_eq!(SmoothBursty::new(7.0).unwrap().rate(), 6.999999999999999);
+    /// assert_eq!(SmoothBursty::new(f64::INFINITY).unwrap().rate(), f64::INFINITY);
+    /// ```
     pub fn rate(&self) -> f64 {
         1e6 / self.stable_micros
     }
 
     /// The maximum number of stored permits: `max_burst` seconds × rate.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::SmoothBursty;
+    /// use std::time::Duration;
+    /// assert_eq!(SmoothBursty::new(5.0).unwrap().max_permits(), 5.0);
+    /// let none = SmoothBursty::new(5.0).unwrap().with_max_burst(Duration::ZERO).unwrap();
+    /// assert_eq!(none.max_permits(), 0.0);
+    /// ```
     pub fn max_permits(&self) -> f64 {
         self.max_burst_seconds * self.rate()
     }

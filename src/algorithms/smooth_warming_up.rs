@@ -80,6 +80,17 @@ pub struct SmoothWarmingUp {
 
 /// The state of a [`SmoothWarmingUp`] limit: Guava's `storedPermits` and
 /// `nextFreeTicket` (signed nanoseconds of the clock).
+///
+/// ```
+/// use sluicegate::algorithms::{Algorithm, SmoothWarmingUp};
+/// use std::time::Duration;
+/// let w = SmoothWarmingUp::new(2.0, Duration::from_secs(4)).unwrap();
+/// let mut state = w.initial_state(0);
+/// w.reserve(&mut state, 0, 1, 0);
+/// let after = state;
+/// assert!(!w.reserve(&mut state, 0, 1, 0).is_allowed());
+/// assert_eq!(state, after); // a refusal changes nothing
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct WarmingUpState {
     stored: f64,
@@ -88,6 +99,16 @@ pub struct WarmingUpState {
 
 impl WarmingUpState {
     /// Permits currently stored (before any resync to a later `now`).
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, SmoothWarmingUp};
+    /// use std::time::Duration;
+    /// let w = SmoothWarmingUp::new(2.0, Duration::from_secs(4)).unwrap();
+    /// let mut state = w.initial_state(0);
+    /// assert_eq!(state.stored_permits(), 8.0); // starts cold: full
+    /// w.reserve(&mut state, 0, 1, 0);
+    /// assert_eq!(state.stored_permits(), 7.0);
+    /// ```
     pub fn stored_permits(&self) -> f64 {
         self.stored
     }
@@ -100,6 +121,16 @@ impl SmoothWarmingUp {
     /// # Errors
     /// [`Error::InvalidRate`] unless `rate > 0`; [`Error::InvalidDuration`] if `warmup`
     /// exceeds about 292 years. A zero warm-up is valid (see the module docs).
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::SmoothWarmingUp, Error};
+    /// use std::time::Duration;
+    /// let w = SmoothWarmingUp::new(2.0, Duration::from_secs(4)).unwrap();
+    /// assert_eq!(w.cold_factor(), 3.0);
+    /// let flat = SmoothWarmingUp::new(2.0, Duration::ZERO).unwrap(); // nothing to store
+    /// assert_eq!(flat.max_permits(), 0.0);
+    /// assert!(matches!(SmoothWarmingUp::new(0.0, Duration::from_secs(4)), Err(Error::InvalidRate { .. })));
+    /// ```
     pub fn new(rate: f64, warmup: Duration) -> Result<Self, Error> {
         let warmup_nanos = validate_period("warmup period", warmup)? as f64;
         let rate = validate_rate(rate)?;
@@ -121,6 +152,16 @@ impl SmoothWarmingUp {
     ///
     /// # Errors
     /// [`Error::InvalidColdFactor`] if `cold_factor` is below 1, NaN or infinite.
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::SmoothWarmingUp, Error};
+    /// use std::time::Duration;
+    /// let w = SmoothWarmingUp::new(2.0, Duration::from_secs(4)).unwrap();
+    /// assert_eq!(w.with_cold_factor(1.0).unwrap().max_permits(), 12.0);
+    /// for bad in [0.5, f64::NAN, f64::INFINITY] {
+    ///     assert!(matches!(w.with_cold_factor(bad), Err(Error::InvalidColdFactor { .. })));
+    /// }
+    /// ```
     pub fn with_cold_factor(mut self, cold_factor: f64) -> Result<Self, Error> {
         if !(cold_factor >= 1.0 && cold_factor.is_finite()) {
             return Err(Error::InvalidColdFactor { cold_factor });
@@ -133,6 +174,13 @@ impl SmoothWarmingUp {
 
     /// The rate in permits per second, recomputed from the stable interval as Guava
     /// does.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::SmoothWarmingUp;
+    /// use std::time::Duration;
+    /// assert_eq!(SmoothWarmingUp::new(2.0, Duration::from_secs(4)).unwrap().rate(), 2.0);
+    /// assert_eq!(SmoothWarmingUp::new(7.0, Duration::from_secs(4)).unwrap().rate(), 6.999999999999999);
+    /// ```
     pub fn rate(&self) -> f64 {
         1e6 / self.stable_micros
     }
@@ -143,16 +191,39 @@ impl SmoothWarmingUp {
     }
 
     /// Stored permits below which permits cost the stable interval.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::SmoothWarmingUp;
+    /// use std::time::Duration;
+    /// // Guava: half the warm-up's worth of permits at the stable rate.
+    /// let w = SmoothWarmingUp::new(10.0, Duration::from_secs(2)).unwrap();
+    /// assert_eq!(w.threshold_permits(), 10.0);
+    /// ```
     pub fn threshold_permits(&self) -> f64 {
         self.threshold
     }
 
     /// The most permits that can be stored.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::SmoothWarmingUp;
+    /// use std::time::Duration;
+    /// // threshold + 2 × warmup / (stable + cold interval) = 10 + 2 × 2 s / 0.4 s
+    /// let w = SmoothWarmingUp::new(10.0, Duration::from_secs(2)).unwrap();
+    /// assert_eq!(w.max_permits(), 20.0);
+    /// ```
     pub fn max_permits(&self) -> f64 {
         self.max_permits
     }
 
     /// The warm-up period.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::SmoothWarmingUp;
+    /// use std::time::Duration;
+    /// let w = SmoothWarmingUp::new(2.0, Duration::from_secs(4)).unwrap();
+    /// assert_eq!(w.warmup(), Duration::from_secs(4));
+    /// ```
     pub fn warmup(&self) -> Duration {
         Duration::from_nanos(self.warmup_nanos as u64)
     }

@@ -266,7 +266,17 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// An empty set, which admits every call.
+    /// An empty set, which admits every call, of any cost, answering `u64::MAX` for
+    /// both `limit` and `remaining`.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, Limits};
+    /// let empty = Limits::new();
+    /// let mut state = empty.initial_state(0);
+    /// let d = empty.reserve(&mut state, 0, 1_000_000, 0);
+    /// assert!(d.is_allowed());
+    /// assert_eq!((d.limit(), d.remaining()), (u64::MAX, u64::MAX));
+    /// ```
     pub fn new() -> Self {
         Limits::default()
     }
@@ -279,6 +289,16 @@ impl Limits {
 
     /// Adds `limit` as the last member. States made before this call belong to a
     /// different set: steps on them answer never (see [`DynLimit`]).
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, Limits, SmoothBursty};
+    /// let mut limits = Limits::new();
+    /// let mut stale = limits.initial_state(0);
+    /// limits.push(SmoothBursty::new(1.0).unwrap());
+    /// assert!(limits.reserve(&mut stale, 0, 1, 0).is_never()); // made for the empty set
+    /// let mut fresh = limits.initial_state(0);
+    /// assert!(limits.reserve(&mut fresh, 0, 1, 0).is_allowed());
+    /// ```
     pub fn push<A: Algorithm + Clone>(&mut self, limit: A) {
         self.members.push(Box::new(limit));
     }
@@ -300,11 +320,24 @@ impl Limits {
     }
 
     /// True if the set has no member (and so admits everything).
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Limits, SmoothBursty};
+    /// assert!(Limits::new().is_empty());
+    /// assert!(!Limits::new().with(SmoothBursty::new(1.0).unwrap()).is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.members.is_empty()
     }
 
     /// The member limits, in order.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Limits, SmoothBursty};
+    /// let limits = Limits::new().with(SmoothBursty::new(1.0).unwrap());
+    /// let mut state = limits.members()[0].initial_dyn_state(0);
+    /// assert!(limits.members()[0].reserve_dyn(&mut state, 0, 1, 0).is_allowed());
+    /// ```
     pub fn members(&self) -> &[Box<dyn DynLimit>] {
         &self.members
     }
@@ -378,6 +411,14 @@ impl LimitsState {
     }
 
     /// The member states, in order.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, Limits, SmoothBursty};
+    /// let limits = Limits::new()
+    ///     .with(SmoothBursty::new(1.0).unwrap())
+    ///     .with(SmoothBursty::new(2.0).unwrap());
+    /// assert_eq!(limits.initial_state(0).members().len(), 2);
+    /// ```
     pub fn members(&self) -> &[DynState] {
         &self.members
     }
