@@ -56,6 +56,13 @@ impl<A: Storable, C: Clock> From<RateLimiter<A, C>> for AsyncRateLimiter<A, C> {
 
 impl<A: Storable, C: Clock> AsyncRateLimiter<A, C> {
     /// The blocking limiter this handle shares state with.
+    ///
+    /// ```
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// let handle = RateLimiter::bursty_with_clock(1.0, ManualClock::new()).unwrap().to_async();
+    /// assert!(handle.blocking().try_acquire());
+    /// assert!(!handle.try_acquire()); // the same state
+    /// ```
     pub fn blocking(&self) -> &RateLimiter<A, C> {
         &self.limiter
     }
@@ -65,6 +72,16 @@ impl<A: Storable, C: Clock> AsyncRateLimiter<A, C> {
     ///
     /// # Errors
     /// [`Error::Never`] if the limit will never grant again.
+    ///
+    /// ```
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// use std::time::Duration;
+    /// let handle = RateLimiter::bursty_with_clock(4.0, ManualClock::new()).unwrap().to_async();
+    /// futures::executor::block_on(async {
+    ///     assert_eq!(handle.acquire().await.unwrap(), Duration::ZERO);
+    ///     assert_eq!(handle.acquire().await.unwrap(), Duration::from_millis(250));
+    /// });
+    /// ```
     pub fn acquire(&self) -> impl Future<Output = Result<Duration, Error>> + Send + 'static {
         self.acquire_n(1)
     }
@@ -74,6 +91,19 @@ impl<A: Storable, C: Clock> AsyncRateLimiter<A, C> {
     /// # Errors
     /// [`Error::ZeroCost`] for 0 permits; [`Error::Never`] if the cost can never be
     /// granted.
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::FixedWindow, clock::ManualClock, Error, RateLimiter};
+    /// use std::time::Duration;
+    /// let window = FixedWindow::new(3, Duration::from_secs(1)).unwrap();
+    /// let handle = RateLimiter::with_clock(window, ManualClock::new()).to_async();
+    /// futures::executor::block_on(async {
+    ///     assert_eq!(handle.acquire_n(3).await.unwrap(), Duration::ZERO);
+    ///     assert_eq!(handle.acquire_n(1).await.unwrap(), Duration::from_secs(1)); // next window
+    ///     assert!(matches!(handle.acquire_n(4).await, Err(Error::Never { .. })));
+    ///     assert!(matches!(handle.acquire_n(0).await, Err(Error::ZeroCost)));
+    /// });
+    /// ```
     pub fn acquire_n(
         &self,
         permits: u64,
@@ -109,6 +139,13 @@ impl<A: Storable, C: Clock> AsyncRateLimiter<A, C> {
 
     /// Takes one permit if that needs no waiting (never waits; same as the blocking
     /// limiter's).
+    ///
+    /// ```
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// let handle = RateLimiter::bursty_with_clock(1.0, ManualClock::new()).unwrap().to_async();
+    /// assert!(handle.try_acquire());
+    /// assert!(!handle.try_acquire());
+    /// ```
     pub fn try_acquire(&self) -> bool {
         self.limiter.try_acquire()
     }

@@ -185,11 +185,26 @@ impl<A: Storable, C: Clock> RateLimiter<A, C> {
     }
 
     /// The limiter's clock.
+    ///
+    /// ```
+    /// use sluicegate::{clock::{Clock, ManualClock}, RateLimiter};
+    /// let limiter = RateLimiter::bursty_with_clock(5.0, ManualClock::new()).unwrap();
+    /// limiter.acquire().unwrap();
+    /// limiter.acquire().unwrap();
+    /// assert_eq!(limiter.clock().now(), 200_000_000); // the second acquire slept 0.2 s
+    /// ```
     pub fn clock(&self) -> &C {
         &self.shared.clock
     }
 
     /// A copy of the current configuration.
+    ///
+    /// ```
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// let limiter = RateLimiter::bursty_with_clock(5.0, ManualClock::new()).unwrap();
+    /// limiter.set_rate(8.0).unwrap();
+    /// assert_eq!(limiter.algorithm().rate(), 8.0); // a snapshot of the live configuration
+    /// ```
     pub fn algorithm(&self) -> A {
         self.shared.cell.algorithm()
     }
@@ -202,6 +217,18 @@ impl<A: Storable, C: Clock> RateLimiter<A, C> {
     /// [`Error::Never`] if the limit will never grant a permit again (e.g. the smallest
     /// positive rate after its one permit); it fails at once instead of sleeping
     /// forever.
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::SmoothBursty, clock::ManualClock, Error, RateLimiter};
+    /// use std::time::Duration;
+    /// let limiter = RateLimiter::bursty_with_clock(2.0, ManualClock::new()).unwrap();
+    /// assert_eq!(limiter.acquire().unwrap(), Duration::ZERO);
+    /// assert_eq!(limiter.acquire().unwrap(), Duration::from_millis(500));
+    /// // One permit in 10^308 seconds: after the first, the next can never come.
+    /// let frozen = RateLimiter::with_clock(SmoothBursty::new(f64::MIN_POSITIVE).unwrap(), ManualClock::new());
+    /// frozen.acquire().unwrap();
+    /// assert!(matches!(frozen.acquire(), Err(Error::Never { .. })));
+    /// ```
     pub fn acquire(&self) -> Result<Duration, Error> {
         self.acquire_n(1)
     }
@@ -240,10 +267,23 @@ impl<A: Storable, C: Clock> RateLimiter<A, C> {
         A::try_take(&self.shared.cell, now, 1)
     }
 
-    /// Takes `permits` if that needs no waiting. Never blocks.
+    /// Takes `permits` if that needs no waiting. Never blocks. A cost that can never
+    /// be granted (above a window's capacity) answers `false`, not an error.
     ///
     /// # Errors
     /// [`Error::ZeroCost`] for 0 permits.
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::FixedWindow, clock::ManualClock, RateLimiter};
+    /// use std::time::Duration;
+    /// let window = FixedWindow::new(3, Duration::from_secs(1)).unwrap();
+    /// let limiter = RateLimiter::with_clock(window, ManualClock::new());
+    /// assert!(limiter.try_acquire_n(2).unwrap());
+    /// assert!(!limiter.try_acquire_n(2).unwrap()); // only 1 left: nothing taken
+    /// assert!(limiter.try_acquire_n(1).unwrap());
+    /// assert!(!limiter.try_acquire_n(4).unwrap()); // above capacity: never, so false
+    /// assert!(limiter.try_acquire_n(0).is_err());
+    /// ```
     pub fn try_acquire_n(&self, permits: u64) -> Result<bool, Error> {
         Ok(self.check(permits)?.is_allowed())
     }
@@ -251,6 +291,18 @@ impl<A: Storable, C: Clock> RateLimiter<A, C> {
     /// Takes one permit if it can be had within `timeout`, waiting for it; answers
     /// `false` at once, without waiting, if it cannot. A timeout of `Duration::MAX`
     /// means no limit (it saturates, as Guava's does).
+    ///
+    /// ```
+    /// use sluicegate::{clock::{Clock, ManualClock}, RateLimiter};
+    /// use std::time::Duration;
+    /// let clock = ManualClock::new();
+    /// let limiter = RateLimiter::bursty_with_clock(5.0, clock.clone()).unwrap();
+    /// assert!(limiter.try_acquire_timeout(Duration::ZERO));
+    /// assert!(!limiter.try_acquire_timeout(Duration::from_millis(100))); // needs 200 ms
+    /// assert_eq!(clock.now(), 0); // a refusal does not wait
+    /// assert!(limiter.try_acquire_timeout(Duration::MAX));
+    /// assert_eq!(clock.now(), 200_000_000);
+    /// ```
     pub fn try_acquire_timeout(&self, timeout: Duration) -> bool {
         matches!(self.try_acquire_n_timeout(1, timeout), Ok(true))
     }
@@ -301,6 +353,16 @@ impl<A: Storable, C: Clock> RateLimiter<A, C> {
     ///
     /// # Errors
     /// [`Error::ZeroCost`] for 0 permits.
+    ///
+    /// ```
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// let limiter = RateLimiter::bursty_with_clock(1.0, ManualClock::new()).unwrap();
+    /// assert!(limiter.peek(1).unwrap().is_allowed());
+    /// assert!(limiter.peek(1).unwrap().is_allowed()); // peeking took nothing
+    /// assert!(limiter.try_acquire());
+    /// assert!(!limiter.peek(1).unwrap().is_allowed());
+    /// assert!(limiter.peek(0).is_err());
+    /// ```
     pub fn peek(&self, permits: u64) -> Result<Decision, Error> {
         let permits = nonzero(permits)?;
         let now = self.shared.clock.now();

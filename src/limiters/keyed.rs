@@ -150,6 +150,16 @@ impl<K: Hash + Eq, A: Algorithm, C: Clock> KeyedRateLimiter<K, A, MemoryStore<K,
 
     /// The number of keys the in-memory store holds now (see
     /// [`MemoryStore::live_keys`]).
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::SmoothBursty, clock::ManualClock, KeyedRateLimiter};
+    /// let limiter = KeyedRateLimiter::with_clock(SmoothBursty::new(1.0).unwrap(), ManualClock::new());
+    /// assert_eq!(limiter.live_keys(), 0);
+    /// limiter.try_acquire(&"a");
+    /// limiter.try_acquire(&"b");
+    /// limiter.peek(&"c", 1).unwrap(); // a peek creates no state
+    /// assert_eq!(limiter.live_keys(), 2);
+    /// ```
     pub fn live_keys(&self) -> usize {
         self.shared.store.live_keys()
     }
@@ -178,16 +188,37 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     }
 
     /// The algorithm every key runs.
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::SmoothBursty, KeyedRateLimiter};
+    /// let limiter: KeyedRateLimiter<u32, _> = KeyedRateLimiter::bursty(4.0).unwrap();
+    /// assert_eq!(limiter.algorithm().rate(), 4.0);
+    /// ```
     pub fn algorithm(&self) -> &A {
         &self.shared.algorithm
     }
 
     /// The store holding the keys' states.
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::SmoothBursty, clock::ManualClock, KeyedRateLimiter};
+    /// let limiter = KeyedRateLimiter::with_clock(SmoothBursty::new(1.0).unwrap(), ManualClock::new());
+    /// limiter.try_acquire(&7u64);
+    /// assert_eq!(limiter.store().live_keys(), 1);
+    /// ```
     pub fn store(&self) -> &S {
         &self.shared.store
     }
 
     /// The limiter's clock.
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::SmoothBursty, clock::{Clock, ManualClock}, KeyedRateLimiter};
+    /// let limiter = KeyedRateLimiter::with_clock(SmoothBursty::new(5.0).unwrap(), ManualClock::new());
+    /// limiter.acquire(&"k").unwrap();
+    /// limiter.acquire(&"k").unwrap();
+    /// assert_eq!(limiter.clock().now(), 200_000_000);
+    /// ```
     pub fn clock(&self) -> &C {
         &self.shared.clock
     }
@@ -196,6 +227,16 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     ///
     /// A store error (a capped store that is full, an unreachable remote store)
     /// answers `false`: fail closed. Use [`check`](Self::check) to see the error.
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::SmoothBursty, clock::ManualClock, stores::MemoryStore, KeyedRateLimiter};
+    /// let store = MemoryStore::new().with_max_keys(1).unwrap();
+    /// let limiter = KeyedRateLimiter::with_store(SmoothBursty::new(1.0).unwrap(), store, ManualClock::new());
+    /// assert!(limiter.try_acquire(&"a"));
+    /// assert!(!limiter.try_acquire(&"a")); // a's permit is spent
+    /// assert!(!limiter.try_acquire(&"b")); // the store is full: fail closed
+    /// assert!(limiter.check(&"b", 1).is_err());
+    /// ```
     #[inline]
     pub fn try_acquire(&self, key: &K) -> bool {
         matches!(self.check(key, 1), Ok(d) if d.is_allowed())
@@ -281,6 +322,18 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     ///
     /// # Errors
     /// As [`check_all`](Self::check_all).
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::FixedWindow, clock::ManualClock, KeyedRateLimiter};
+    /// use std::time::Duration;
+    /// let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
+    /// let limiter = KeyedRateLimiter::with_clock(window, ManualClock::new());
+    /// limiter.try_acquire(&"user");
+    /// let d = limiter.peek_all(&["ip", "user"], 1).unwrap();
+    /// assert!(!d.is_allowed()); // the user key refuses
+    /// assert!(limiter.peek_all(&[], 1).is_err()); // no keys
+    /// assert!(limiter.try_acquire(&"ip")); // nothing was taken from "ip"
+    /// ```
     pub fn peek_all(&self, keys: &[K], cost: u64) -> Result<Decision, Error> {
         let cost = nonzero(cost)?;
         let now = self.shared.clock.now();
@@ -292,6 +345,17 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     ///
     /// # Errors
     /// [`Error::Never`] if the limit will never grant it; the store's errors.
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::FixedWindow, clock::ManualClock, Error, KeyedRateLimiter};
+    /// use std::time::Duration;
+    /// let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
+    /// let limiter = KeyedRateLimiter::with_clock(window, ManualClock::new());
+    /// assert_eq!(limiter.acquire(&"k").unwrap(), Duration::ZERO);
+    /// assert_eq!(limiter.acquire(&"k").unwrap(), Duration::from_secs(1)); // the next window
+    /// assert_eq!(limiter.acquire(&"other").unwrap(), Duration::ZERO);
+    /// assert!(matches!(limiter.acquire_n(&"k", 2), Err(Error::Never { .. })));
+    /// ```
     pub fn acquire(&self, key: &K) -> Result<Duration, Error> {
         self.acquire_n(key, 1)
     }
@@ -322,6 +386,17 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     ///
     /// # Errors
     /// As [`acquire_n`](Self::acquire_n), plus [`Error::InvalidCount`] for no keys.
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::FixedWindow, clock::ManualClock, KeyedRateLimiter};
+    /// use std::time::Duration;
+    /// let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
+    /// let limiter = KeyedRateLimiter::with_clock(window, ManualClock::new());
+    /// assert_eq!(limiter.acquire_all(&["ip", "alice"], 1).unwrap(), Duration::ZERO);
+    /// // "bob" is fresh, but "ip" is spent until the next window: both wait.
+    /// assert_eq!(limiter.acquire_all(&["ip", "bob"], 1).unwrap(), Duration::from_secs(1));
+    /// assert!(limiter.acquire_all(&[], 1).is_err());
+    /// ```
     pub fn acquire_all(&self, keys: &[K], cost: u64) -> Result<Duration, Error> {
         self.acquire_within(keys, cost, u64::MAX)
     }
@@ -352,6 +427,18 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
 
     /// An async handle on this limiter, sharing its store:
     /// `to_async().acquire(key).await`.
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::SmoothBursty, clock::ManualClock, KeyedRateLimiter};
+    /// let limiter = KeyedRateLimiter::with_clock(SmoothBursty::new(5.0).unwrap(), ManualClock::new());
+    /// let handle = limiter.to_async();
+    /// futures::executor::block_on(async {
+    ///     handle.acquire("k").await.unwrap();
+    ///     handle.acquire("k").await.unwrap();
+    /// });
+    /// assert_eq!(limiter.clock().take_sleeps_secs(), vec![0.0, 0.2]);
+    /// assert!(!limiter.try_acquire(&"k")); // the handle shares the store
+    /// ```
     pub fn to_async(&self) -> AsyncKeyedRateLimiter<K, A, S, C> {
         AsyncKeyedRateLimiter::from(self.clone())
     }

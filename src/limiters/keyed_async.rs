@@ -68,6 +68,13 @@ where
     C: Clock,
 {
     /// The blocking limiter this handle shares its store with.
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::SmoothBursty, clock::ManualClock, KeyedRateLimiter};
+    /// let handle = KeyedRateLimiter::with_clock(SmoothBursty::new(1.0).unwrap(), ManualClock::new()).to_async();
+    /// assert!(handle.blocking().try_acquire(&"k"));
+    /// assert!(!handle.try_acquire(&"k")); // the same store
+    /// ```
     pub fn blocking(&self) -> &KeyedRateLimiter<K, A, S, C> {
         &self.limiter
     }
@@ -75,6 +82,14 @@ where
     /// Takes one permit for `key` if that needs no waiting (never waits; a store
     /// error answers `false`). With a remote store this blocks the thread for one
     /// round trip; prefer [`check`](Self::check) in async code.
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::SmoothBursty, clock::ManualClock, KeyedRateLimiter};
+    /// let handle = KeyedRateLimiter::with_clock(SmoothBursty::new(1.0).unwrap(), ManualClock::new()).to_async();
+    /// assert!(handle.try_acquire(&"a"));
+    /// assert!(!handle.try_acquire(&"a"));
+    /// assert!(handle.try_acquire(&"b"));
+    /// ```
     pub fn try_acquire(&self, key: &K) -> bool {
         self.limiter.try_acquire(key)
     }
@@ -110,6 +125,16 @@ where
     ///
     /// # Errors
     /// [`Error::Never`] if the limit will never grant it; the store's errors.
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::SmoothBursty, clock::ManualClock, KeyedRateLimiter};
+    /// use std::time::Duration;
+    /// let handle = KeyedRateLimiter::with_clock(SmoothBursty::new(4.0).unwrap(), ManualClock::new()).to_async();
+    /// futures::executor::block_on(async {
+    ///     assert_eq!(handle.acquire("k").await.unwrap(), Duration::ZERO);
+    ///     assert_eq!(handle.acquire("k").await.unwrap(), Duration::from_millis(250));
+    /// });
+    /// ```
     pub fn acquire(
         &self,
         key: K,
@@ -122,6 +147,19 @@ where
     /// # Errors
     /// [`Error::ZeroCost`] for 0; [`Error::Never`] if the cost can never be granted;
     /// the store's errors.
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::FixedWindow, clock::ManualClock, Error, KeyedRateLimiter};
+    /// use std::time::Duration;
+    /// let window = FixedWindow::new(3, Duration::from_secs(1)).unwrap();
+    /// let handle = KeyedRateLimiter::with_clock(window, ManualClock::new()).to_async();
+    /// futures::executor::block_on(async {
+    ///     assert_eq!(handle.acquire_n("k", 3).await.unwrap(), Duration::ZERO);
+    ///     assert_eq!(handle.acquire_n("k", 2).await.unwrap(), Duration::from_secs(1));
+    ///     assert!(matches!(handle.acquire_n("k", 4).await, Err(Error::Never { .. })));
+    ///     assert!(matches!(handle.acquire_n("k", 0).await, Err(Error::ZeroCost)));
+    /// });
+    /// ```
     pub fn acquire_n(
         &self,
         key: K,
@@ -160,6 +198,18 @@ where
     ///
     /// # Errors
     /// [`Error::ZeroCost`] for 0; the store's errors.
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::SmoothBursty, clock::ManualClock, KeyedRateLimiter};
+    /// use std::time::Duration;
+    /// let handle = KeyedRateLimiter::with_clock(SmoothBursty::new(5.0).unwrap(), ManualClock::new()).to_async();
+    /// futures::executor::block_on(async {
+    ///     assert!(handle.try_acquire_n_timeout("k", 1, Duration::ZERO).await.unwrap());
+    ///     assert!(!handle.try_acquire_n_timeout("k", 1, Duration::from_millis(199)).await.unwrap());
+    ///     assert!(handle.try_acquire_n_timeout("k", 1, Duration::from_millis(200)).await.unwrap());
+    ///     assert!(handle.try_acquire_n_timeout("k", 0, Duration::ZERO).await.is_err());
+    /// });
+    /// ```
     pub fn try_acquire_n_timeout(
         &self,
         key: K,

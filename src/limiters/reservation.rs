@@ -48,22 +48,62 @@ impl<A: Storable, C: Clock> Reservation<A, C> {
     }
 
     /// True if the permits were reserved.
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::FixedWindow, clock::ManualClock, RateLimiter};
+    /// use std::time::Duration;
+    /// let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
+    /// let limiter = RateLimiter::with_clock(window, ManualClock::new());
+    /// assert!(limiter.reserve(1).unwrap().is_ok());
+    /// assert!(!limiter.reserve(1).unwrap().is_ok()); // a window cannot reserve the future
+    /// ```
     pub fn is_ok(&self) -> bool {
         self.decision.is_allowed()
     }
 
     /// The decision behind this reservation.
+    ///
+    /// ```
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// let limiter = RateLimiter::bursty_with_clock(2.0, ManualClock::new()).unwrap();
+    /// limiter.acquire().unwrap();
+    /// let r = limiter.reserve(1).unwrap();
+    /// assert_eq!(r.decision().wait_nanos(), 500_000_000);
+    /// ```
     pub fn decision(&self) -> &Decision {
         &self.decision
     }
 
     /// When the caller may act, on the limiter's clock (nanoseconds).
+    ///
+    /// ```
+    /// use sluicegate::{clock::{Clock, ManualClock}, RateLimiter};
+    /// use std::time::Duration;
+    /// let clock = ManualClock::new();
+    /// clock.advance(Duration::from_secs(10));
+    /// let limiter = RateLimiter::bursty_with_clock(2.0, clock.clone()).unwrap();
+    /// limiter.acquire().unwrap();
+    /// assert_eq!(limiter.reserve(1).unwrap().acts_at(), clock.now() + 500_000_000);
+    /// ```
     pub fn acts_at(&self) -> Nanos {
         self.acts_at
     }
 
     /// How long from now until the caller may act (zero if already). For a
     /// reservation that is not ok, its `retry_after` as of when it was made.
+    ///
+    /// ```
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// use std::time::Duration;
+    /// let clock = ManualClock::new();
+    /// let limiter = RateLimiter::bursty_with_clock(2.0, clock.clone()).unwrap();
+    /// limiter.acquire().unwrap();
+    /// let r = limiter.reserve(1).unwrap();
+    /// clock.advance(Duration::from_millis(200));
+    /// assert_eq!(r.delay(), Duration::from_millis(300)); // counts down with the clock
+    /// clock.advance(Duration::from_secs(1));
+    /// assert_eq!(r.delay(), Duration::ZERO); // never negative
+    /// ```
     pub fn delay(&self) -> Duration {
         if !self.is_ok() {
             return self.decision.retry_after();
@@ -74,6 +114,18 @@ impl<A: Storable, C: Clock> Reservation<A, C> {
 
     /// Blocks until the caller may act, and returns how long that was. Returns at
     /// once for a reservation that is not ok.
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::FixedWindow, clock::ManualClock, RateLimiter};
+    /// use std::time::Duration;
+    /// let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
+    /// let clock = ManualClock::new();
+    /// let limiter = RateLimiter::with_clock(window, clock.clone());
+    /// limiter.acquire().unwrap();
+    /// let refused = limiter.reserve(1).unwrap();
+    /// assert_eq!(refused.wait(), Duration::ZERO); // not ok: no sleep
+    /// assert_eq!(clock.take_sleeps().len(), 1); // only the acquire's
+    /// ```
     pub fn wait(self) -> Duration {
         if !self.is_ok() {
             return Duration::ZERO;
@@ -86,6 +138,19 @@ impl<A: Storable, C: Clock> Reservation<A, C> {
     /// Gives the reserved permits back, as far as later reservations allow (see the
     /// type's docs). Does nothing once the time to act has passed, or for a
     /// reservation that is not ok.
+    ///
+    /// ```
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// use std::time::Duration;
+    /// let clock = ManualClock::new();
+    /// let limiter = RateLimiter::bursty_with_clock(1.0, clock.clone()).unwrap();
+    /// limiter.acquire().unwrap();
+    /// let late = limiter.reserve(1).unwrap();
+    /// clock.advance(Duration::from_secs(2)); // past its time to act
+    /// late.cancel(); // nothing comes back
+    /// assert!(limiter.try_acquire()); // the reserved permit's interval has run out
+    /// assert!(!limiter.try_acquire()); // a restoring cancel would have let this pass too
+    /// ```
     pub fn cancel(self) {
         self.cancel_at(self.limiter.clock().now());
     }
