@@ -11,6 +11,21 @@ use std::sync::atomic::{fence, AtomicU64, Ordering};
 
 /// A change of configuration and state applied by [`StateCell::reconfigure`]: a pure
 /// function of its inputs that may refuse with an error.
+///
+/// ```
+/// use sluicegate::algorithms::SmoothBursty;
+/// use sluicegate::stores::{StateCell, WordCell};
+/// use sluicegate::Error;
+/// let cell = WordCell::new(SmoothBursty::new(1.0).unwrap(), 0);
+/// assert!(cell.reconfigure(&|_, _| Err(Error::ZeroCost)).is_err());
+/// assert_eq!(cell.algorithm().rate(), 1.0); // a refused change changes nothing
+/// cell.reconfigure(&|algorithm, _| {
+///     *algorithm = SmoothBursty::new(2.0)?;
+///     Ok(())
+/// })
+/// .unwrap();
+/// assert_eq!(cell.algorithm().rate(), 2.0);
+/// ```
 pub type Reconfiguration<'a, A> =
     dyn Fn(&mut A, &mut <A as Algorithm>::State) -> Result<(), Error> + 'a;
 
@@ -19,6 +34,20 @@ pub type Reconfiguration<'a, A> =
 /// Every method applies one algorithm step as a single atomic action: concurrent
 /// callers are serialised (by a lock or a compare-and-swap loop) and never lose an
 /// update.
+///
+/// ```
+/// use sluicegate::algorithms::{Algorithm, FixedWindow};
+/// use sluicegate::stores::{LockedCell, StateCell, WordCell};
+/// use std::time::Duration;
+/// // Code generic over the cell sees the same decisions from every kind.
+/// fn two_calls<A: Algorithm + Clone, C: StateCell<A>>(algorithm: A) -> (bool, bool) {
+///     let cell = C::new(algorithm, 0);
+///     (cell.reserve(0, 1, 0).is_allowed(), cell.reserve(0, 1, 0).is_allowed())
+/// }
+/// let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
+/// assert_eq!(two_calls::<_, WordCell<_>>(window), (true, false));
+/// assert_eq!(two_calls::<_, LockedCell<_>>(window), (true, false));
+/// ```
 pub trait StateCell<A: Algorithm + Clone>: Send + Sync + 'static {
     /// A cell holding `algorithm` with its initial state at `now`.
     fn new(algorithm: A, now: Nanos) -> Self;
@@ -50,6 +79,19 @@ pub trait StateCell<A: Algorithm + Clone>: Send + Sync + 'static {
 /// an algorithm may override it with a lean step that answers only "granted or not",
 /// skipping the [`Decision`]'s other fields (`remaining`, `reset_after`, `limit`),
 /// which cost float divisions on every call.
+///
+/// ```
+/// use sluicegate::algorithms::{FixedWindow, SlidingLog};
+/// use sluicegate::stores::{LockedCell, StateCell, Storable, WordCell};
+/// use std::time::Duration;
+/// // A one-word algorithm gets the lock-free cell; the sliding log, a mutex.
+/// let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
+/// let word: WordCell<FixedWindow> = <FixedWindow as Storable>::Cell::new(window, 0);
+/// assert!(word.reserve(0, 1, 0).is_allowed());
+/// let log = SlidingLog::new(1, Duration::from_secs(1)).unwrap();
+/// let locked: LockedCell<SlidingLog> = <SlidingLog as Storable>::Cell::new(log, 0);
+/// assert!(locked.reserve(0, 1, 0).is_allowed());
+/// ```
 pub trait Storable: Algorithm + Clone {
     /// The cell type.
     type Cell: StateCell<Self>;
