@@ -47,7 +47,11 @@ fn keyed_matches_direct<A: Storable + std::fmt::Debug>(algorithm: A) -> (usize, 
         let actual = keyed.check(&key, cost).unwrap();
         assert_eq!(
             (actual.verdict(), actual.remaining(), actual.retry_after()),
-            (expected.verdict(), expected.remaining(), expected.retry_after()),
+            (
+                expected.verdict(),
+                expected.remaining(),
+                expected.retry_after()
+            ),
             "{algorithm:?}, key {key}, cost {cost}, at {} ns",
             clock.now()
         );
@@ -61,12 +65,17 @@ fn keyed_matches_direct<A: Storable + std::fmt::Debug>(algorithm: A) -> (usize, 
 }
 
 fn assert_mixed((allowed, denied): (usize, usize)) {
-    assert!(allowed > 20 && denied > 20, "allowed {allowed}, denied {denied}");
+    assert!(
+        allowed > 20 && denied > 20,
+        "allowed {allowed}, denied {denied}"
+    );
 }
 
 #[test]
 fn fixed_window_per_key() {
-    assert_mixed(keyed_matches_direct(FixedWindow::new(5, Duration::from_secs(1)).unwrap()));
+    assert_mixed(keyed_matches_direct(
+        FixedWindow::new(5, Duration::from_secs(1)).unwrap(),
+    ));
 }
 
 #[test]
@@ -85,13 +94,17 @@ fn sliding_window_buckets_per_key() {
 
 #[test]
 fn sliding_log_per_key() {
-    let log = SlidingLog::new(5, Duration::from_secs(1)).unwrap().with_min_spacing(ms(1));
+    let log = SlidingLog::new(5, Duration::from_secs(1))
+        .unwrap()
+        .with_min_spacing(ms(1));
     assert_mixed(keyed_matches_direct(log));
 }
 
 #[test]
 fn leaky_bucket_meter_per_key() {
-    assert_mixed(keyed_matches_direct(LeakyBucket::meter(4, 3, Duration::from_secs(1)).unwrap()));
+    assert_mixed(keyed_matches_direct(
+        LeakyBucket::meter(4, 3, Duration::from_secs(1)).unwrap(),
+    ));
 }
 
 #[test]
@@ -128,7 +141,11 @@ fn a_refused_multi_key_call_moves_no_key_under_a_set() {
     let before_ip = keyed.peek(&"ip", 1).unwrap();
     let refused = keyed.check_all(&["ip", "user"], 1).unwrap();
     assert!(!refused.is_allowed());
-    assert_eq!(keyed.peek(&"ip", 1).unwrap(), before_ip, "the IP was not charged");
+    assert_eq!(
+        keyed.peek(&"ip", 1).unwrap(),
+        before_ip,
+        "the IP was not charged"
+    );
     clock.advance(Duration::from_secs(1));
     assert!(keyed.check_all(&["ip", "user"], 2).unwrap().is_allowed());
     // The user's 10 s log now holds 5: refused for both, the IP still has room.
