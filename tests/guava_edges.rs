@@ -309,5 +309,25 @@ fn zero_warmup_at_an_infinite_rate_has_no_nan_parameters() {
     for _ in 0..3 {
         assert!(limiter.try_acquire());
     }
-    assert_eq!(limiter.check(1).unwrap().limit(), 0);
+    assert_eq!(limiter.check(1).unwrap().limit(), u64::MAX); // unlimited
+}
+
+#[test]
+fn limits_report_at_least_one_permit_and_unlimited_as_max() {
+    let zero_burst = SmoothBursty::new(2.0)
+        .unwrap()
+        .with_max_burst(Duration::ZERO)
+        .unwrap();
+    let limiter = RateLimiter::with_clock(zero_burst, ManualClock::new());
+    assert_eq!(limiter.check(1).unwrap().limit(), 1);
+    let unlimited = SmoothBursty::new(f64::INFINITY)
+        .unwrap()
+        .with_max_burst(Duration::ZERO)
+        .unwrap();
+    assert_eq!(unlimited.max_permits(), f64::INFINITY);
+    let limiter = RateLimiter::with_clock(unlimited, ManualClock::new());
+    assert_eq!(limiter.check(1).unwrap().limit(), u64::MAX);
+    let zero_warmup = SmoothWarmingUp::new(2.0, Duration::ZERO).unwrap();
+    let limiter = RateLimiter::with_clock(zero_warmup, ManualClock::new());
+    assert_eq!(limiter.check(1).unwrap().limit(), 1);
 }

@@ -92,6 +92,18 @@ pub struct BurstyState {
     tat: i64,
 }
 
+/// The `limit` a Guava-style limiter reports in its decisions: the permits a full
+/// burst holds, but at least 1, because a request of any size can always go once
+/// (its cost is paid by the next one), and a `RateLimit-Limit: 0` header would tell
+/// clients nothing can pass; `u64::MAX` when unlimited.
+pub(crate) fn smooth_limit(max_permits: f64) -> u64 {
+    if max_permits == f64::INFINITY {
+        u64::MAX
+    } else {
+        (max_permits as u64).max(1)
+    }
+}
+
 impl SmoothBursty {
     /// A bursty limit of `rate` permits per second with a 1-second burst.
     ///
@@ -160,6 +172,10 @@ impl SmoothBursty {
     /// assert_eq!(none.max_permits(), 0.0);
     /// ```
     pub fn max_permits(&self) -> f64 {
+        if self.is_unlimited() {
+            // Guava's 0 × inf would be NaN for a zero burst; unlimited is unlimited.
+            return f64::INFINITY;
+        }
         self.max_burst_seconds * self.rate()
     }
 
@@ -187,7 +203,7 @@ impl SmoothBursty {
     }
 
     fn limit(&self) -> u64 {
-        self.max_permits() as u64
+        smooth_limit(self.max_permits())
     }
 
     fn remaining(&self, tat: i64, now: i64) -> u64 {

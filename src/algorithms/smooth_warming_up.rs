@@ -50,6 +50,7 @@
 //! * All arithmetic saturates; a rate so small that one permit costs more than the
 //!   clock can count leaves the limit exhausted for good.
 
+use super::smooth_bursty::smooth_limit;
 use super::validate::{validate_period, validate_rate};
 use super::{signed, until, AdjustableRate, Algorithm, Decision};
 use crate::clock::Nanos;
@@ -313,7 +314,11 @@ impl SmoothWarmingUp {
     }
 
     fn limit(&self) -> u64 {
-        self.max_permits as u64
+        if self.stable_micros == 0.0 {
+            u64::MAX
+        } else {
+            smooth_limit(self.max_permits)
+        }
     }
 
     fn reset_after(&self, state: &WarmingUpState, now: i64) -> Nanos {

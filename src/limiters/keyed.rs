@@ -275,7 +275,9 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
 
     /// Takes `cost` permits from *every* key in `keys`, or from none: allowed only if
     /// each key's limit allows it. Never blocks. See the type docs for which decision
-    /// is returned.
+    /// is returned. A key listed twice is charged twice (the store's contract: one
+    /// charge per listed key), so `check_all(&[a, a], 1)` needs room for 2 in `a`;
+    /// pass each key once.
     ///
     /// # Errors
     /// [`Error::ZeroCost`] for a cost of 0; [`Error::InvalidCount`] for no keys; the
