@@ -165,7 +165,9 @@ where
         key: K,
         cost: u64,
     ) -> impl Future<Output = Result<Duration, Error>> + Send + 'static {
-        self.acquire_all(vec![key], cost)
+        let limiter = self.limiter.clone();
+        // One key travels in a one-element array: no allocation per call.
+        async move { acquire_within(limiter, [key], cost, u64::MAX).await }
     }
 
     /// Takes `cost` permits from every key in `keys` (all-or-nothing), waiting
@@ -218,9 +220,7 @@ where
     ) -> impl Future<Output = Result<bool, Error>> + Send + 'static {
         let limiter = self.limiter.clone();
         async move {
-            granted_within(
-                acquire_within(limiter, vec![key], cost, duration_to_nanos(timeout)).await,
-            )
+            granted_within(acquire_within(limiter, [key], cost, duration_to_nanos(timeout)).await)
         }
     }
 }
@@ -268,10 +268,11 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> Drop for CancelOnDrop<'_, K, A, 
     }
 }
 
-/// The async twin of the blocking core in `keyed.rs`.
-async fn acquire_within<K, A, S, C>(
+/// The async twin of the blocking core in `keyed.rs`. `keys` is owned by the future
+/// (a `Vec`, or a one-element array for a single key).
+async fn acquire_within<K, A, S, C, Keys>(
     limiter: KeyedRateLimiter<K, A, S, C>,
-    keys: Vec<K>,
+    keys: Keys,
     cost: u64,
     budget: Nanos,
 ) -> Result<Duration, Error>
@@ -279,7 +280,9 @@ where
     A: Algorithm,
     S: Store<K, A>,
     C: Clock,
+    Keys: AsRef<[K]>,
 {
+    let keys = keys.as_ref();
     let cost = nonzero(cost)?;
     if keys.is_empty() {
         return Err(no_keys());
@@ -295,13 +298,13 @@ where
             cost,
             max_wait: left,
         };
-        let decisions = store.apply_async(algorithm, &keys, now, step).await?;
+        let decisions = store.apply_async(algorithm, keys, now, step).await?;
         let decision = combine(&decisions);
         match next_move(&decision, cost, left, waited)? {
             Move::Act(wait) => {
                 let mut guard = CancelOnDrop {
                     limiter: &limiter,
-                    keys: &keys,
+                    keys,
                     grants: (wait > 0).then_some(decisions),
                     acts_at: now.saturating_add(wait),
                 };
