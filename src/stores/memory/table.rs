@@ -11,16 +11,31 @@
 //! per slot (see the store's docs for why two keys sharing a hash is safe). Robin Hood
 //! probing keeps probe sequences short at a high load factor (7/8), and lets a lookup
 //! for an absent key stop early; deletion shifts the following run back by one, so
-//! there are no tombstones. Capacity grows by half (not doubling) and the table
-//! shrinks when it falls below a quarter full, so memory tracks the live keys
-//! closely.
+//! there are no tombstones. A lookup in a small table compares the four slots from
+//! the key's home without branching (see `WINDOW`), because *where* in its run a key
+//! sits is unpredictable; large tables, whose lookups wait on memory anyway, use the
+//! plain probe loop (see `WINDOW_MAX_SLOTS` for the measurements). Capacity grows by
+//! half (not doubling) and the table shrinks when it falls below a quarter full, so
+//! memory tracks the live keys closely.
 
 /// The most a table is filled before it grows: 7/8.
 const MAX_LOAD_NUM: usize = 7;
 const MAX_LOAD_DEN: usize = 8;
 /// The smallest table allocated.
 pub(crate) const MIN_CAPACITY: usize = 8;
-/// Probes a lookup makes before it starts checking the Robin Hood early exit.
+/// Slots from a key's home that a lookup compares at once, without branching: four
+/// 16-byte slots, one cache line or two adjacent ones. Tables are never smaller
+/// (`MIN_CAPACITY`), so the window never laps the table.
+const WINDOW: usize = 4;
+/// Tables above this many slots (256 KiB of 16-byte slots; 4 MiB over 16 shards)
+/// skip the window. Their first probe usually misses the cache, and then the plain
+/// loop measured faster (about 105 vs 145 ns per check at 1M keys, 39 vs 40-80 at
+/// 300k): its branch, predicted "found at home", lets the CPU run ahead while the
+/// line arrives, where the window's compare-and-select chain waits for every slot it
+/// reads, sometimes on a second line. Below it, lookups mostly hit the cache and the
+/// window's saved mispredictions win (21 vs 28 ns at 10k keys, 29 vs 35 at 100k).
+const WINDOW_MAX_SLOTS: usize = 1 << 14;
+/// Probes the loop makes before it starts checking the Robin Hood early exit.
 const EARLY_PROBES: usize = 3;
 
 /// Where a lookup ended.
@@ -94,8 +109,38 @@ impl<S: Clone> Table<S> {
         if self.len == 0 {
             return Probe::Absent;
         }
-        let mut index = self.home(hash);
-        let mut probed = 0;
+        let home = self.home(hash);
+        // Most keys sit within a few slots of their home, but *which* slot is a coin
+        // toss per key: a probe loop that exits on the first match mispredicts its
+        // exit about once a call. So the first `WINDOW` slots from home are compared
+        // without branching (hashes are unique in the table, so any match is the
+        // entry), and the loop below only runs for the few keys displaced further,
+        // or absent ones.
+        let capacity = self.slots.len();
+        if capacity > WINDOW_MAX_SLOTS {
+            return self.probe(home, 0, hash);
+        }
+        let mut found = usize::MAX;
+        for step in (0..WINDOW).rev() {
+            let at = home + step;
+            let at = if at >= capacity { at - capacity } else { at };
+            found = if self.slots[at].0 == hash { at } else { found };
+        }
+        if found != usize::MAX {
+            return Probe::Found(found);
+        }
+        // Not in the window: probe on after it.
+        let after = if home + WINDOW >= capacity {
+            home + WINDOW - capacity
+        } else {
+            home + WINDOW
+        };
+        self.probe(after, WINDOW, hash)
+    }
+
+    /// The probe loop, from slot `index`, `probed` slots past the home of `hash`.
+    #[inline]
+    fn probe(&self, mut index: usize, mut probed: usize, hash: u64) -> Probe {
         loop {
             let stored = self.slots[index].0;
             if stored == hash {
@@ -321,6 +366,54 @@ mod tests {
         }
         assert_eq!(swept, 100);
         assert_eq!(table.len(), 0);
+    }
+
+    #[test]
+    fn lookups_agree_with_a_set_in_long_runs_and_after_removals() {
+        // Homes squeezed into a few slots make runs far longer than the branch-free
+        // window, so lookups go through the window, the probe loop after it and the
+        // Robin Hood early exit, for present and absent keys, across the wrap.
+        let clustered = |i: u64| (spread(i) >> 62 << 62) | (i + 1);
+        let mut table: Table<u64> = Table::new();
+        let mut model = std::collections::HashSet::new();
+        for round in 0..3u64 {
+            for i in 0..200 {
+                let hash = clustered(round * 1000 + i);
+                if !model.contains(&hash) {
+                    table.insert(hash, i, &0);
+                    model.insert(hash);
+                }
+            }
+            for i in (0..200).step_by(3) {
+                let hash = clustered(round * 1000 + i);
+                if let Probe::Found(at) = table.find(hash) {
+                    table.remove(at, &0);
+                    model.remove(&hash);
+                }
+            }
+            for i in 0..4000 {
+                let hash = clustered(i);
+                let found = matches!(table.find(hash), Probe::Found(_));
+                assert_eq!(found, model.contains(&hash), "hash {hash:#x}");
+            }
+        }
+        assert_eq!(table.len(), model.len());
+    }
+
+    #[test]
+    fn tables_too_large_for_the_window_find_the_same_keys() {
+        let mut table: Table<u64> = Table::new();
+        let keys = 20_000;
+        for i in 0..keys {
+            table.insert(spread(i), i, &0);
+        }
+        assert!(table.capacity() > WINDOW_MAX_SLOTS);
+        for i in 0..2 * keys {
+            match table.find(spread(i)) {
+                Probe::Found(at) => assert_eq!(*table.state(at), i),
+                Probe::Absent => assert!(i >= keys, "lost {i}"),
+            }
+        }
     }
 
     #[test]
