@@ -302,11 +302,13 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
         self.step(keys, now, Step::Reserve { cost, max_wait: 0 })
     }
 
-    /// The decision [`check`](Self::check) would give now, consuming nothing and
-    /// creating no state.
+    /// The decision the key's limit would give a [`check`](Self::check) now,
+    /// consuming nothing and creating no state. It asks the limit, not the store's
+    /// capacity: on a capped store that is full, a new key peeks allowed while a
+    /// `check` of it fails with [`Error::StoreFull`].
     ///
     /// # Errors
-    /// As [`check`](Self::check).
+    /// [`Error::ZeroCost`] for a cost of 0; the store's errors.
     ///
     /// ```
     /// use sluicegate::{algorithms::SmoothBursty, clock::ManualClock, KeyedRateLimiter};
