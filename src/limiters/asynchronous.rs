@@ -1,7 +1,7 @@
 //! Async waiting on a [`RateLimiter`].
 
 use super::direct::nonzero;
-use super::waiting::{deadline, granted_within, next_move, Move};
+use super::waiting::{granted_within, next_move, Move};
 use super::{RateLimiter, Reservation};
 use crate::clock::{duration_to_nanos, nanos_to_duration, Clock, DefaultClock, Nanos};
 use crate::error::Error;
@@ -172,10 +172,11 @@ async fn acquire_within<A: Storable, C: Clock>(
 ) -> Result<Duration, Error> {
     let cost = nonzero(cost)?;
     let clock = limiter.clock().clone();
-    let deadline = deadline(&clock, budget);
+    // One clock read per attempt: the first also fixes the deadline.
+    let mut now = clock.now();
+    let deadline = now.saturating_add(budget);
     let mut waited: Nanos = 0;
     loop {
-        let now = clock.now();
         let left = deadline.saturating_sub(now);
         let decision = limiter.cell().reserve(now, cost, left);
         match next_move(&decision, cost, left, waited)? {
@@ -190,6 +191,7 @@ async fn acquire_within<A: Storable, C: Clock>(
             Move::Retry(retry) => {
                 clock.sleep_async(nanos_to_duration(retry)).await;
                 waited = waited.saturating_add(retry);
+                now = clock.now();
             }
         }
     }

@@ -2,7 +2,7 @@
 
 use super::direct::nonzero;
 use super::keyed::{combine, no_keys};
-use super::waiting::{deadline, granted_within, next_move, Move};
+use super::waiting::{granted_within, next_move, Move};
 use super::KeyedRateLimiter;
 use crate::algorithms::{Algorithm, Decision};
 use crate::clock::{duration_to_nanos, nanos_to_duration, Clock, DefaultClock, Nanos};
@@ -288,10 +288,11 @@ where
         return Err(no_keys());
     }
     let clock = limiter.clock().clone();
-    let deadline = deadline(&clock, budget);
+    // One clock read per attempt: the first also fixes the deadline.
+    let mut now = clock.now();
+    let deadline = now.saturating_add(budget);
     let mut waited: Nanos = 0;
     loop {
-        let now = clock.now();
         let left = deadline.saturating_sub(now);
         let (algorithm, store, _) = limiter.shared_parts();
         let step = Step::Reserve {
@@ -315,6 +316,7 @@ where
             Move::Retry(retry) => {
                 clock.sleep_async(nanos_to_duration(retry)).await;
                 waited = waited.saturating_add(retry);
+                now = clock.now();
             }
         }
     }

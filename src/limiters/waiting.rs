@@ -7,7 +7,8 @@
 //! future). A refusal whose `retry_after` does not fit the budget ends the wait with
 //! [`Error::Timeout`], a "never" ends it at once with [`Error::Never`]. The direct
 //! and keyed front ends, blocking and async, all decide with [`next_move`]; the
-//! blocking ones share the whole loop, [`wait_blocking`].
+//! blocking ones share the whole loop, [`wait_blocking`]. Each attempt reads the
+//! clock once; the first reading also fixes the deadline.
 
 use crate::algorithms::{Decision, Verdict};
 use crate::clock::{nanos_to_duration, Clock, Nanos};
@@ -48,18 +49,6 @@ pub(crate) fn next_move(
     }
 }
 
-/// When a wait of `budget` nanoseconds starting now must end. An unbounded budget
-/// skips the clock read (the costliest part of an unthrottled acquire):
-/// `now + u64::MAX` saturates to `u64::MAX` anyway.
-#[inline]
-pub(crate) fn deadline<C: Clock>(clock: &C, budget: Nanos) -> Nanos {
-    if budget == u64::MAX {
-        u64::MAX
-    } else {
-        clock.now().saturating_add(budget)
-    }
-}
-
 /// The blocking loop: `reserve(now, left)` until a grant, sleeping on `clock` as
 /// [`next_move`] says; returns the total time slept.
 pub(crate) fn wait_blocking<C: Clock>(
@@ -68,10 +57,11 @@ pub(crate) fn wait_blocking<C: Clock>(
     budget: Nanos,
     mut reserve: impl FnMut(Nanos, Nanos) -> Result<Decision, Error>,
 ) -> Result<Duration, Error> {
-    let deadline = deadline(clock, budget);
+    // One clock read per attempt: the first also fixes the deadline.
+    let mut now = clock.now();
+    let deadline = now.saturating_add(budget);
     let mut waited: Nanos = 0;
     loop {
-        let now = clock.now();
         let left = deadline.saturating_sub(now);
         let decision = reserve(now, left)?;
         match next_move(&decision, cost, left, waited)? {
@@ -82,6 +72,7 @@ pub(crate) fn wait_blocking<C: Clock>(
             Move::Retry(retry) => {
                 clock.sleep(nanos_to_duration(retry));
                 waited = waited.saturating_add(retry);
+                now = clock.now();
             }
         }
     }
