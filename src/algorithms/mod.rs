@@ -46,6 +46,7 @@ pub mod sliding_window_counter;
 pub mod smooth_bursty;
 pub mod smooth_warming_up;
 mod validate;
+pub mod word_array;
 
 pub use decision::{Decision, Verdict};
 pub use fixed_window::FixedWindow;

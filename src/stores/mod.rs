@@ -21,6 +21,6 @@ pub mod cell;
 pub mod memory;
 pub mod store;
 
-pub use cell::{LockedCell, StateCell, Storable, WarmingUpCell, WordCell};
+pub use cell::{LockedCell, StateCell, Storable, WarmingUpCell, WordArrayCell, WordCell};
 pub use memory::MemoryStore;
 pub use store::{RenderKey, Step, Store};

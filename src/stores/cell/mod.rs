@@ -9,6 +9,10 @@ use crate::error::Error;
 use parking_lot::Mutex;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
+mod word_array;
+
+pub use word_array::WordArrayCell;
+
 /// A change of configuration and state applied by [`StateCell::reconfigure`]: a pure
 /// function of its inputs that may refuse with an error.
 ///
