@@ -151,11 +151,17 @@ impl<A: WordArrayAlgorithm> WordArrayCell<A> {
             .is_ok();
         // Readers that see any store made after a claim must also see the odd sequence.
         fence(Ordering::Release);
-        claimed.then_some(Claim {
-            sequence: &self.sequence,
-            seen,
-            wrote: false,
-        })
+        // Built only on success: a `Claim` releases the sequence when dropped, so one
+        // made for a failed swap would release somebody else's claim.
+        if claimed {
+            Some(Claim {
+                sequence: &self.sequence,
+                seen,
+                wrote: false,
+            })
+        } else {
+            None
+        }
     }
 
     /// Claims the sequence whatever its value, waiting for a writer to finish.
