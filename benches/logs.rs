@@ -4,6 +4,9 @@
 //!
 //! Run: `cargo bench --bench logs`
 
+mod common;
+
+use common::{fastest_batches, BATCH};
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use governor::{Quota, RateLimiter as Governor};
 use sluicegate::algorithms::{Algorithm, SlidingLog, SlidingWindowBuckets};
@@ -62,6 +65,72 @@ fn print_state_sizes() {
     }
 }
 
+/// A limiter that grants every call (a limit never reached, with entries or buckets
+/// that keep expiring) and one that refuses every call (its limit spent for an hour).
+fn pair<A: sluicegate::stores::Storable>(
+    allowed: A,
+    denied: A,
+) -> (RateLimiter<A>, RateLimiter<A>) {
+    let denied = RateLimiter::new(denied);
+    while denied.try_acquire() {}
+    (RateLimiter::new(allowed), denied)
+}
+
+/// Every case of this bench round-robin with governor, each case's fastest batch
+/// (see `common::fastest_batches`), as ratios to governor's.
+fn interleaved_ratios(_: &mut Criterion) {
+    let second = Duration::from_secs(1);
+    let hour = Duration::from_secs(3600);
+    let lots = u64::MAX / 2;
+    let (tenth, sixtieth) = (Duration::from_millis(100), Duration::from_secs(60));
+    let drop = pair(
+        SlidingWindowBuckets::dropping(lots, second, tenth).unwrap(),
+        SlidingWindowBuckets::dropping(1, hour, sixtieth).unwrap(),
+    );
+    let weighted = pair(
+        SlidingWindowBuckets::weighted(lots, second, tenth).unwrap(),
+        SlidingWindowBuckets::weighted(1, hour, sixtieth).unwrap(),
+    );
+    let log = pair(
+        SlidingLog::new(1 << 20, Duration::from_micros(1)).unwrap(),
+        SlidingLog::new(100, hour).unwrap(),
+    );
+    let recording = pair(
+        SlidingLog::new(1 << 20, Duration::from_micros(1))
+            .unwrap()
+            .with_rejected_recorded(),
+        SlidingLog::new(100, hour).unwrap().with_rejected_recorded(),
+    );
+    let allowed_governor = governor_allowed();
+    let denied_governor = governor_denied();
+    let cases: [(&str, &dyn Fn() -> bool); 10] = [
+        ("allowed/governor", &allowed_governor),
+        ("allowed/buckets_drop_10", &|| drop.0.try_acquire()),
+        ("allowed/buckets_weighted_10", &|| weighted.0.try_acquire()),
+        ("allowed/sliding_log", &|| log.0.try_acquire()),
+        ("allowed/sliding_log_recording", &|| {
+            recording.0.try_acquire()
+        }),
+        ("denied/governor", &denied_governor),
+        ("denied/buckets_drop_60", &|| drop.1.try_acquire()),
+        ("denied/buckets_weighted_60", &|| weighted.1.try_acquire()),
+        ("denied/sliding_log_100", &|| log.1.try_acquire()),
+        ("denied/sliding_log_100_recording", &|| {
+            recording.1.try_acquire()
+        }),
+    ];
+    let best = fastest_batches(&cases, 200);
+    println!("interleaved, fastest batch of {BATCH} calls:");
+    for (index, (name, _)) in cases.iter().enumerate() {
+        let governor = if index < 5 { best[0] } else { best[5] };
+        println!(
+            "  {name:34} {:6.2} ns  {:4.2}x governor",
+            best[index],
+            best[index] / governor
+        );
+    }
+}
+
 fn bench(c: &mut Criterion) {
     print_state_sizes();
     let mut group = c.benchmark_group("logs");
@@ -76,12 +145,7 @@ fn bench(c: &mut Criterion) {
     let denied = governor_denied();
     group.bench_function("governor check denied", |b| b.iter(|| black_box(denied())));
 
-    // The floor every LockedCell algorithm pays (clock read + mutex + a trivial
-    // step), and the lock-free WordCell's, for reference.
-    let floor = RateLimiter::warming_up(1e12, Duration::ZERO).unwrap();
-    group.bench_function("floor: LockedCell (warming-up) allowed", |b| {
-        b.iter(|| black_box(floor.try_acquire()))
-    });
+    // The floor: a clock read and a one-word compare-and-swap, for reference.
     let floor = RateLimiter::bursty(1e12).unwrap();
     group.bench_function("floor: WordCell (bursty) allowed", |b| {
         b.iter(|| black_box(floor.try_acquire()))
@@ -185,5 +249,5 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+criterion_group!(benches, interleaved_ratios, bench);
 criterion_main!(benches);

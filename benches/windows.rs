@@ -4,6 +4,9 @@
 //!
 //! `cargo bench --bench windows`
 
+mod common;
+
+use common::{fastest_batches, BATCH};
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use governor::{Quota, RateLimiter as Governor};
 use sluicegate::algorithms::{FixedWindow, LeakyBucket, SlidingWindowCounter};
@@ -171,17 +174,7 @@ fn interleaved_ratios(_: &mut Criterion) {
         ("denied/leaky_queue", &|| queue.1.try_acquire()),
         ("denied/sliding_window_counter", &|| sliding.1.try_acquire()),
     ];
-    const BATCH: u32 = 20_000;
-    let mut best = [f64::MAX; 12];
-    for _ in 0..200 {
-        for (slot, (_, case)) in best.iter_mut().zip(&cases) {
-            let start = std::time::Instant::now();
-            for _ in 0..BATCH {
-                black_box(case());
-            }
-            *slot = slot.min(start.elapsed().as_nanos() as f64 / f64::from(BATCH));
-        }
-    }
+    let best = fastest_batches(&cases, 200);
     println!("interleaved, fastest batch of {BATCH} calls:");
     for (index, (name, _)) in cases.iter().enumerate() {
         let governor = if index < 6 { best[0] } else { best[6] };

@@ -2,7 +2,7 @@
 //! and concurrent callers never lose an update (the lock-free cell of the bursty
 //! limiter and the locked cell of the warming-up one alike).
 
-use sluicegate::algorithms::{SmoothBursty, SmoothWarmingUp};
+use sluicegate::algorithms::{SlidingWindowBuckets, SmoothBursty, SmoothWarmingUp};
 use sluicegate::clock::{Clock, DefaultClock, ManualClock};
 use sluicegate::stores::Storable;
 use sluicegate::{AsyncRateLimiter, RateLimiter};
@@ -238,5 +238,53 @@ fn set_rate_racing_with_try_acquire_keeps_the_invariants() {
             clock.advance(Duration::from_secs(1_000));
             assert_eq!((0..100).take_while(|_| bursty.try_acquire()).count(), 11);
         }
+    }
+}
+
+/// Two threads on a frozen clock, one trying leanly and one checking (the full
+/// step), each round after the window has emptied: every round must grant exactly
+/// `limit`, neither more (a lost update) nor fewer.
+fn window_grants_exactly_its_limit_per_round<A: Storable>(
+    limiter: &RateLimiter<A, ManualClock>,
+    clock: &ManualClock,
+    window: Duration,
+    limit: usize,
+) {
+    for round in 0..20 {
+        clock.advance(window);
+        let barrier = Barrier::new(2);
+        let granted: usize = thread::scope(|scope| {
+            let lean = scope.spawn(|| {
+                barrier.wait();
+                (0..limit).filter(|_| limiter.try_acquire()).count()
+            });
+            let full = scope.spawn(|| {
+                barrier.wait();
+                (0..limit)
+                    .filter(|_| limiter.check(1).unwrap().is_allowed())
+                    .count()
+            });
+            lean.join().unwrap() + full.join().unwrap()
+        });
+        assert_eq!(granted, limit, "round {round}");
+    }
+}
+
+#[test]
+fn bucketed_windows_under_two_threads_grant_exactly_their_limit() {
+    let minute = Duration::from_secs(60);
+    for weighted in [false, true] {
+        let clock = ManualClock::new();
+        let precision = Duration::from_secs(6);
+        let window = if weighted {
+            SlidingWindowBuckets::weighted(3_000, minute, precision)
+        } else {
+            SlidingWindowBuckets::dropping(3_000, minute, precision)
+        }
+        .unwrap();
+        let limiter = RateLimiter::with_clock(window, clock.clone());
+        // The weighted window needs a whole extra bucket for the previous round's
+        // bucket to stop counting.
+        window_grants_exactly_its_limit_per_round(&limiter, &clock, minute + precision, 3_000);
     }
 }

@@ -83,12 +83,19 @@
 //! [`initial_state`](Algorithm::initial_state): `B + 1` are needed (the window's
 //! buckets plus the partial one), rounded up to a power of two so that finding a
 //! bucket's slot is a mask rather than a division (8 bytes each: 488 → 512 bytes
-//! for seed 002's 60 one-minute buckets). Plus the newest bucket's number and the
-//! ring's total; nothing is allocated afterwards. Old buckets are cleared lazily
-//! when a granted call moves the ring forward, so an allowed call costs O(1)
-//! amortized. A refused call computes its exact `retry_after` by walking the
-//! ring from the oldest counted bucket: O(B) at worst. `B` is capped at
-//! [`MAX_BUCKETS`].
+//! for seed 002's 60 one-minute buckets). Plus two words, the newest bucket's
+//! number and the ring's total; nothing is allocated afterwards. The state is
+//! these words and nothing else ([`WordArrayAlgorithm`]), so a direct limiter
+//! keeps them as atomics in a lock-free
+//! [`WordArrayCell`](crate::stores::WordArrayCell).
+//!
+//! Old buckets are cleared lazily when a granted call moves the ring forward, so
+//! an allowed call costs O(1) amortized. A non-blocking try
+//! ([`plan_try`](WordArrayAlgorithm::plan_try)) reads the newest bucket's number,
+//! the total and one or two slots, and divides only when the ring moves to a new
+//! bucket. A full decision on a refused call also computes its exact
+//! `retry_after` by walking the ring from the oldest counted bucket: O(B) at
+//! worst. `B` is capped at [`MAX_BUCKETS`].
 //!
 //! # Edges
 //!
@@ -101,6 +108,7 @@
 //!   than `limit` granted permits per bucket.
 
 use super::validate::validate_positive_period;
+use super::word_array::{WordArrayAlgorithm, Words, WordsMut};
 use super::{Algorithm, Decision};
 use crate::clock::Nanos;
 use crate::error::Error;
@@ -161,8 +169,9 @@ pub struct SlidingWindowBuckets {
     oldest: OldestBucket,
 }
 
-/// The state of a [`SlidingWindowBuckets`] limit: a ring of bucket counters, `B + 1`
-/// rounded up to a power of two `L`.
+/// The state of a [`SlidingWindowBuckets`] limit: the newest bucket's number, the
+/// ring's total, and a ring of bucket counters (`B + 1` rounded up to a power of
+/// two `L`), in `L + 2` words.
 ///
 /// Bucket number `i` lives in slot `i mod L`; only buckets `newest − B ..= newest`
 /// may be non-zero. Cloning allocates (a copy of the ring).
@@ -179,31 +188,61 @@ pub struct SlidingWindowBuckets {
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BucketsState {
-    /// The number of the newest bucket the ring holds.
-    newest: u64,
-    /// The sum of every slot (of buckets `newest − B ..= newest`).
-    total: u64,
-    slots: Box<[u64]>,
+    /// `[newest, total, slot 0, slot 1, ...]`.
+    words: Box<[u64]>,
 }
 
+/// Word 0: the number of the newest bucket the ring holds.
+const NEWEST: usize = 0;
+/// Word 1: the sum of every slot (of buckets `newest − B ..= newest`).
+const TOTAL: usize = 1;
+/// Words 2..: the ring of counters.
+const SLOTS: usize = 2;
+
 impl BucketsState {
-    /// The bytes the ring takes on the heap: 8 per slot.
+    /// The bytes the state takes on the heap: 8 per slot, plus 16 for the newest
+    /// bucket's number and the total.
     ///
     /// ```
     /// use sluicegate::algorithms::{Algorithm, SlidingWindowBuckets};
     /// use std::time::Duration;
     /// let w = SlidingWindowBuckets::dropping(240, Duration::from_secs(3600), Duration::from_secs(60)).unwrap();
-    /// assert_eq!(w.initial_state(0).heap_bytes(), 64 * 8); // 61 slots needed, 64 kept
+    /// assert_eq!(w.initial_state(0).heap_bytes(), 16 + 64 * 8); // 61 slots needed, 64 kept
     /// ```
     pub fn heap_bytes(&self) -> usize {
-        std::mem::size_of_val(&*self.slots)
+        std::mem::size_of_val(&*self.words)
     }
 }
 
+/// What a granted lean try of a [`SlidingWindowBuckets`] writes, planned by
+/// [`WordArrayAlgorithm::plan_try`]: where the ring moves and the cost to count.
+/// Opaque; it is only handed back to
+/// [`apply_try`](WordArrayAlgorithm::apply_try).
+///
+/// ```
+/// use sluicegate::algorithms::{word_array::WordArrayAlgorithm, SlidingWindowBuckets};
+/// use std::time::Duration;
+/// let w = SlidingWindowBuckets::dropping(1, Duration::from_secs(60), Duration::from_secs(15)).unwrap();
+/// let mut words = vec![0; w.state_words()];
+/// w.init_words(&mut words[..], 0);
+/// let (granted, take) = w.plan_try(&words[..], 0, 1);
+/// assert!(granted && take.is_some());
+/// w.apply_try(&mut words[..], take.unwrap());
+/// assert_eq!(w.plan_try(&words[..], 0, 1), (false, None));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BucketsTake {
+    view: View,
+    cost: u64,
+}
+
 /// What the window looks like at some instant, computed without touching the state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct View {
     /// The instant used (`now`, or the start of the newest bucket if `now` is older).
     at: Nanos,
+    /// The newest bucket the ring holds.
+    newest: u64,
     /// The bucket holding `at`.
     current: u64,
     /// The sum of buckets `current − B ..= current` (the ring moved to `current`).
@@ -365,14 +404,15 @@ impl SlidingWindowBuckets {
         state: &'a BucketsState,
         now: Nanos,
     ) -> impl Iterator<Item = (Nanos, u64)> + 'a {
-        let view = self.view(state, now);
+        let words = &state.words[..];
+        let view = self.view(words, now);
         let (first_whole, partial) = self.bounds(&view);
         let first = partial.map_or(first_whole, |(bucket, _)| bucket);
         (first..=view.current)
             .map(move |bucket| {
                 (
                     bucket.saturating_mul(self.precision),
-                    self.count(state, bucket),
+                    self.count(words, &view, bucket),
                 )
             })
             .filter(|&(_, count)| count > 0)
@@ -385,68 +425,90 @@ impl SlidingWindowBuckets {
         (self.buckets + 1).next_power_of_two() as usize
     }
 
+    /// The word holding `bucket`'s counter.
+    #[inline(always)]
     fn slot(&self, bucket: u64) -> usize {
         // ring_len is a power of two at most 8192: the masked value fits any usize.
-        (bucket & (self.ring_len() as u64 - 1)) as usize
+        SLOTS + (bucket & (self.ring_len() as u64 - 1)) as usize
     }
 
     /// The count of `bucket`. Valid for buckets in `current − B ..= current` of a
     /// view: the slots hold non-zero counts only for `newest − B ..= newest`.
-    fn count(&self, state: &BucketsState, bucket: u64) -> u64 {
-        if bucket > state.newest {
+    #[inline(always)]
+    fn count<W: Words + ?Sized>(&self, words: &W, view: &View, bucket: u64) -> u64 {
+        if bucket > view.newest {
             0
         } else {
-            state.slots[self.slot(bucket)]
+            words.word(self.slot(bucket))
         }
     }
 
     /// The buckets that leave the window when the ring moves from `newest` to
     /// `current`: `newest − B ..= current − B − 1` (none below 0), or `None` if
     /// every bucket leaves.
+    #[inline(always)]
     fn leaving(&self, newest: u64, current: u64) -> Option<std::ops::Range<u64>> {
-        if current - newest > self.buckets {
+        if current.saturating_sub(newest) > self.buckets {
             return None;
         }
         let end = current.saturating_sub(self.buckets);
         Some(newest.saturating_sub(self.buckets).min(end)..end)
     }
 
-    fn view(&self, state: &BucketsState, now: Nanos) -> View {
-        let start = state.newest.saturating_mul(self.precision);
+    /// The window at `now`. Total on any words: at most `B` slots are read, and the
+    /// arithmetic saturates.
+    #[inline(always)]
+    fn view<W: Words + ?Sized>(&self, words: &W, now: Nanos) -> View {
+        let newest = words.word(NEWEST);
+        let start = newest.saturating_mul(self.precision);
         let at = now.max(start);
         // Most calls land in the newest bucket: no division then.
         let current = if at - start < self.precision {
-            state.newest
+            newest
         } else {
             at / self.precision
         };
-        let total = match self.leaving(state.newest, current) {
+        let total = match self.leaving(newest, current) {
+            // The usual case, kept apart so that it costs one load.
+            _ if current == newest => words.word(TOTAL),
             None => 0,
             Some(leaving) => {
-                let gone: u64 = leaving.map(|bucket| state.slots[self.slot(bucket)]).sum();
-                state.total.saturating_sub(gone)
+                let gone = leaving.fold(0u64, |gone, bucket| {
+                    gone.saturating_add(words.word(self.slot(bucket)))
+                });
+                words.word(TOTAL).saturating_sub(gone)
             }
         };
-        View { at, current, total }
+        View {
+            at,
+            newest,
+            current,
+            total,
+        }
     }
 
     /// The oldest bucket that counts whole: `current − B + 1` if dropping; for the
     /// weighted variant, the one after the bucket holding `at − duration`. Returns
     /// `(first whole bucket, partial bucket and the nanoseconds of it inside the
     /// window)`; the partial bucket is `None` when dropping or before the origin.
+    #[inline(always)]
     fn bounds(&self, view: &View) -> (u64, Option<(u64, Nanos)>) {
+        let next = view.current.saturating_add(1).saturating_sub(self.buckets);
         match self.oldest {
-            OldestBucket::Drop => (
-                view.current.saturating_add(1).saturating_sub(self.buckets),
-                None,
-            ),
+            OldestBucket::Drop => (next, None),
             OldestBucket::Weighted => match view.at.checked_sub(self.duration) {
                 // The window starts before the clock's origin: every bucket is whole.
                 None => (0, None),
                 Some(start) => {
-                    // At least current − B, as the ring holds nothing older.
-                    let partial =
-                        (start / self.precision).max(view.current.saturating_sub(self.buckets));
+                    // `at` lies in bucket `current` and (B − 1)·precision < duration
+                    // <= B·precision, so `start` lies in bucket current − B or the
+                    // one after: one multiplication finds which, where a division
+                    // would cost several times more on every call.
+                    let partial = if start >= next.saturating_mul(self.precision) {
+                        next
+                    } else {
+                        next.saturating_sub(1)
+                    };
                     let end = (partial + 1).saturating_mul(self.precision);
                     (partial + 1, Some((partial, end.saturating_sub(start))))
                 }
@@ -454,70 +516,77 @@ impl SlidingWindowBuckets {
         }
     }
 
-    /// The counts of buckets `first ..= last` (all within the ring at `current`),
+    /// The counts of buckets `first ..= last` (all within the ring at `view`),
     /// oldest first, stopping at the newest bucket written (later ones are empty).
-    /// Walks the ring's slots without a division per bucket.
-    fn counts<'a>(
-        &self,
-        state: &'a BucketsState,
+    fn counts<'a, W: Words + ?Sized>(
+        &'a self,
+        words: &'a W,
+        view: &View,
         first: u64,
         last: u64,
     ) -> impl Iterator<Item = u64> + 'a {
-        let last = last.min(state.newest);
-        let len = if last < first { 0 } else { last - first + 1 };
-        let start = self.slot(first);
-        let (older, newer) = state.slots.split_at(start);
-        // len <= B + 1 <= 4097.
-        newer.iter().chain(older).take(len as usize).copied()
+        (first..=last.min(view.newest)).map(move |bucket| words.word(self.slot(bucket)))
     }
 
     /// The sum of the whole buckets at `view`: the ring's total less the one or two
     /// buckets before `first_whole`.
-    fn whole(&self, state: &BucketsState, view: &View, first_whole: u64) -> u64 {
+    #[inline(always)]
+    fn whole<W: Words + ?Sized>(&self, words: &W, view: &View, first_whole: u64) -> u64 {
         let oldest = view.current.saturating_sub(self.buckets);
         if first_whole <= oldest {
             return view.total;
         }
-        let before: u64 = self.counts(state, oldest, first_whole - 1).sum();
+        let before = self
+            .counts(words, view, oldest, first_whole - 1)
+            .fold(0u64, u64::saturating_add);
         view.total.saturating_sub(before)
     }
 
     /// The permits counted at `view`, scaled by `precision` (so the weighted part
-    /// stays exact: `Σ whole · precision + partial · inside`), and rounded up.
-    fn used(&self, state: &BucketsState, view: &View) -> (u128, u64) {
+    /// stays exact: `Σ whole · precision + partial · inside`).
+    #[inline(always)]
+    fn used_scaled<W: Words + ?Sized>(&self, words: &W, view: &View) -> u128 {
         let (first_whole, partial) = self.bounds(view);
-        let whole = self.whole(state, view, first_whole);
-        let mut scaled = u128::from(whole) * u128::from(self.precision);
-        let Some((bucket, inside)) = partial else {
-            return (scaled, whole);
-        };
-        let count = self.count(state, bucket);
-        if count == 0 {
-            return (scaled, whole);
+        let whole = self.whole(words, view, first_whole);
+        let scaled = u128::from(whole) * u128::from(self.precision);
+        match partial {
+            Some((bucket, inside)) => {
+                scaled + u128::from(self.count(words, view, bucket)) * u128::from(inside)
+            }
+            None => scaled,
         }
-        scaled += u128::from(count) * u128::from(inside);
+    }
+
+    /// A scaled count in permits, rounded up.
+    fn permits(&self, scaled: u128) -> u64 {
         // Most values fit a u64, whose division is much cheaper than a u128's.
-        let used = match u64::try_from(scaled) {
+        match u64::try_from(scaled) {
             Ok(small) => small.div_ceil(self.precision),
             Err(_) => {
                 u64::try_from(scaled.div_ceil(u128::from(self.precision))).unwrap_or(u64::MAX)
             }
-        };
-        (scaled, used)
+        }
+    }
+
+    /// True if `cost` (at most `limit`) fits at `view`: counted + cost <= limit,
+    /// compared scaled, so that no division is needed.
+    #[inline(always)]
+    fn fits(&self, scaled: u128, cost: u64) -> bool {
+        scaled <= u128::from(self.limit - cost) * u128::from(self.precision)
     }
 
     /// The newest non-empty bucket among `current − B ..= current`, if any.
-    fn newest_nonempty(&self, state: &BucketsState, view: &View) -> Option<u64> {
+    fn newest_nonempty<W: Words + ?Sized>(&self, words: &W, view: &View) -> Option<u64> {
         let oldest = view.current.saturating_sub(self.buckets);
-        let newest = view.current.min(state.newest);
+        let newest = view.current.min(view.newest);
         (oldest..=newest)
             .rev()
-            .find(|&bucket| self.count(state, bucket) > 0)
+            .find(|&bucket| self.count(words, view, bucket) > 0)
     }
 
     /// Nanoseconds from `now` until nothing counted remains.
-    fn reset_after(&self, state: &BucketsState, view: &View, now: Nanos) -> Nanos {
-        self.newest_nonempty(state, view)
+    fn reset_after<W: Words + ?Sized>(&self, words: &W, view: &View, now: Nanos) -> Nanos {
+        self.newest_nonempty(words, view)
             .map_or(0, |bucket| self.gone_at(bucket).saturating_sub(now))
     }
 
@@ -538,9 +607,9 @@ impl SlidingWindowBuckets {
 
     /// The first instant at which `excess` (scaled by precision; `excess_permits`
     /// unscaled, used when dropping) has left the window.
-    fn retry_at(
+    fn retry_at<W: Words + ?Sized>(
         &self,
-        state: &BucketsState,
+        words: &W,
         view: &View,
         excess: u128,
         excess_permits: u64,
@@ -551,7 +620,7 @@ impl SlidingWindowBuckets {
                 // Bucket b stops counting at (b + B) · precision.
                 let mut excess = excess_permits;
                 let mut bucket = first_whole;
-                for count in self.counts(state, first_whole, view.current) {
+                for count in self.counts(words, view, first_whole, view.current) {
                     if count >= excess {
                         break;
                     }
@@ -567,7 +636,7 @@ impl SlidingWindowBuckets {
                 let mut start = match partial {
                     Some((partial, inside)) => {
                         let start = view.at.saturating_sub(self.duration);
-                        let count = u128::from(self.count(state, partial));
+                        let count = u128::from(self.count(words, view, partial));
                         if count * u128::from(inside) >= excess {
                             return self.crossed(start, excess, count);
                         }
@@ -577,7 +646,7 @@ impl SlidingWindowBuckets {
                     // Before the origin: nothing leaves until the start reaches 0.
                     None => 0,
                 };
-                for count in self.counts(state, first_whole, view.current) {
+                for count in self.counts(words, view, first_whole, view.current) {
                     let count = u128::from(count);
                     if count * u128::from(self.precision) >= excess {
                         return self.crossed(start, excess, count);
@@ -598,26 +667,27 @@ impl SlidingWindowBuckets {
         start.saturating_add(nanos).saturating_add(self.duration)
     }
 
-    fn decide(&self, state: &BucketsState, now: Nanos, cost: u64) -> (Decision, View) {
-        let view = self.view(state, now);
-        let (scaled, used) = self.used(state, &view);
+    fn decide<W: Words + ?Sized>(&self, words: &W, now: Nanos, cost: u64) -> (Decision, View) {
+        let view = self.view(words, now);
+        let scaled = self.used_scaled(words, &view);
+        let used = self.permits(scaled);
         if cost > self.limit {
-            let reset = self.reset_after(state, &view, now);
+            let reset = self.reset_after(words, &view, now);
             return (
                 Decision::never(self.limit, self.limit.saturating_sub(used), reset),
                 view,
             );
         }
-        let allowed_scaled = u128::from(self.limit - cost) * u128::from(self.precision);
-        if scaled <= allowed_scaled {
+        if self.fits(scaled, cost) {
             let remaining = self.limit - cost - used;
             // The grant lands in the current bucket, the newest one.
             let reset = self.gone_at(view.current).saturating_sub(now);
             return (Decision::allowed(self.limit, remaining, reset), view);
         }
-        let reset = self.reset_after(state, &view, now);
+        let reset = self.reset_after(words, &view, now);
+        let allowed_scaled = u128::from(self.limit - cost) * u128::from(self.precision);
         let excess_permits = used.saturating_add(cost) - self.limit;
-        let at = self.retry_at(state, &view, scaled - allowed_scaled, excess_permits);
+        let at = self.retry_at(words, &view, scaled - allowed_scaled, excess_permits);
         let decision = Decision::denied(
             self.limit,
             self.limit.saturating_sub(used),
@@ -626,19 +696,142 @@ impl SlidingWindowBuckets {
         );
         (decision, view)
     }
+
+    /// Moves the ring to `view.current` (clearing the buckets that left) and counts
+    /// `cost` in the current bucket.
+    #[inline(always)]
+    fn commit<W: WordsMut + ?Sized>(&self, words: &mut W, view: &View, cost: u64) {
+        let mut total = words.word(TOTAL);
+        if view.current > view.newest {
+            match self.leaving(view.newest, view.current) {
+                None => {
+                    for slot in SLOTS..SLOTS + self.ring_len() {
+                        words.set_word(slot, 0);
+                    }
+                }
+                Some(leaving) => {
+                    for bucket in leaving {
+                        words.set_word(self.slot(bucket), 0);
+                    }
+                }
+            }
+            words.set_word(NEWEST, view.current);
+            total = view.total;
+        }
+        let slot = self.slot(view.current);
+        words.set_word(slot, words.word(slot).saturating_add(cost));
+        words.set_word(TOTAL, total.saturating_add(cost));
+    }
+}
+
+impl WordArrayAlgorithm for SlidingWindowBuckets {
+    type Take = BucketsTake;
+
+    fn state_words(&self) -> usize {
+        SLOTS + self.ring_len()
+    }
+
+    fn init_words<W: WordsMut + ?Sized>(&self, words: &mut W, now: Nanos) {
+        words.set_word(NEWEST, now / self.precision);
+    }
+
+    fn reserve_words<W: WordsMut + ?Sized>(
+        &self,
+        words: &mut W,
+        now: Nanos,
+        cost: u64,
+        _max_wait: Nanos,
+    ) -> Decision {
+        let (decision, view) = self.decide(words, now, cost);
+        if decision.is_allowed() {
+            self.commit(words, &view, cost);
+        }
+        decision
+    }
+
+    fn peek_words<W: Words + ?Sized>(&self, words: &W, now: Nanos, cost: u64) -> Decision {
+        self.decide(words, now, cost).0
+    }
+
+    /// Decides from the newest bucket's number, the total and at most two slots
+    /// (more only when the ring moves to a new bucket, once per bucket): no
+    /// division in the common case, and no `retry_after`.
+    #[inline(always)]
+    fn plan_try<W: Words + ?Sized>(
+        &self,
+        words: &W,
+        now: Nanos,
+        cost: u64,
+    ) -> (bool, Option<BucketsTake>) {
+        if cost > self.limit {
+            return (false, None);
+        }
+        let view = self.view(words, now);
+        let fits = match self.oldest {
+            // Whole buckets only: no scaling needed.
+            OldestBucket::Drop => {
+                let first_whole = view.current.saturating_add(1).saturating_sub(self.buckets);
+                self.whole(words, &view, first_whole).saturating_add(cost) <= self.limit
+            }
+            OldestBucket::Weighted => self.fits(self.used_scaled(words, &view), cost),
+        };
+        if fits {
+            (true, Some(BucketsTake { view, cost }))
+        } else {
+            (false, None)
+        }
+    }
+
+    #[inline(always)]
+    fn apply_try<W: WordsMut + ?Sized>(&self, words: &mut W, take: BucketsTake) {
+        self.commit(words, &take.view, take.cost);
+    }
+
+    fn config_words(&self) -> [u64; 4] {
+        let oldest = match self.oldest {
+            OldestBucket::Drop => 0,
+            OldestBucket::Weighted => 1,
+        };
+        [
+            self.limit,
+            self.duration,
+            self.precision,
+            self.buckets << 1 | oldest,
+        ]
+    }
+
+    fn from_config_words(words: [u64; 4]) -> Self {
+        SlidingWindowBuckets {
+            limit: words[0],
+            duration: words[1],
+            precision: words[2],
+            buckets: words[3] >> 1,
+            oldest: if words[3] & 1 == 0 {
+                OldestBucket::Drop
+            } else {
+                OldestBucket::Weighted
+            },
+        }
+    }
+
+    fn state_to_words(state: &BucketsState) -> Box<[u64]> {
+        state.words.clone()
+    }
+
+    fn state_from_words(words: Box<[u64]>) -> BucketsState {
+        BucketsState { words }
+    }
 }
 
 impl Algorithm for SlidingWindowBuckets {
     type State = BucketsState;
 
-    /// An empty ring of `B + 1` counters rounded up to a power of two (the one
-    /// allocation this algorithm makes).
+    /// An empty ring of `B + 1` counters rounded up to a power of two, plus two
+    /// words (the one allocation this algorithm makes).
     fn initial_state(&self, now: Nanos) -> BucketsState {
-        BucketsState {
-            newest: now / self.precision,
-            total: 0,
-            slots: vec![0; self.ring_len()].into_boxed_slice(),
-        }
+        let mut words = vec![0; self.state_words()].into_boxed_slice();
+        self.init_words(&mut words[..], now);
+        BucketsState { words }
     }
 
     /// Grants `cost` now if the window has room, else denies with the exact
@@ -648,37 +841,17 @@ impl Algorithm for SlidingWindowBuckets {
         state: &mut BucketsState,
         now: Nanos,
         cost: u64,
-        _max_wait: Nanos,
+        max_wait: Nanos,
     ) -> Decision {
-        let (decision, view) = self.decide(state, now, cost);
-        if !decision.is_allowed() {
-            return decision;
-        }
-        if view.current > state.newest {
-            match self.leaving(state.newest, view.current) {
-                None => state.slots.fill(0),
-                Some(leaving) => {
-                    for bucket in leaving {
-                        let slot = self.slot(bucket);
-                        state.slots[slot] = 0;
-                    }
-                }
-            }
-            state.newest = view.current;
-            state.total = view.total;
-        }
-        let slot = self.slot(view.current);
-        state.slots[slot] = state.slots[slot].saturating_add(cost);
-        state.total = state.total.saturating_add(cost);
-        decision
+        self.reserve_words(&mut state.words[..], now, cost, max_wait)
     }
 
     fn peek(&self, state: &BucketsState, now: Nanos, cost: u64) -> Decision {
-        self.decide(state, now, cost).0
+        self.peek_words(&state.words[..], now, cost)
     }
 
     fn is_replenished(&self, state: &BucketsState, now: Nanos) -> bool {
-        let view = self.view(state, now);
-        self.used(state, &view).0 == 0
+        let view = self.view(&state.words[..], now);
+        self.used_scaled(&state.words[..], &view) == 0
     }
 }

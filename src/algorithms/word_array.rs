@@ -84,15 +84,18 @@ impl WordsMut for [u64] {
 ///
 /// ```
 /// use sluicegate::algorithms::word_array::WordArrayAlgorithm;
-/// use sluicegate::algorithms::SlidingLog;
+/// use sluicegate::algorithms::SlidingWindowBuckets;
 /// use std::time::Duration;
-/// let log = SlidingLog::new(1, Duration::from_secs(1)).unwrap();
-/// let mut words = vec![0; log.state_words()];
-/// log.init_words(&mut words[..], 0);
-/// let (granted, take) = log.plan_try(&words[..], 0, 1);
+/// let window = SlidingWindowBuckets::dropping(1, Duration::from_secs(1), Duration::from_millis(100)).unwrap();
+/// let mut words = vec![0; window.state_words()];
+/// window.init_words(&mut words[..], 0);
+/// let (granted, take) = window.plan_try(&words[..], 0, 1);
 /// assert!(granted);
-/// log.apply_try(&mut words[..], take.unwrap());
-/// assert_eq!(log.plan_try(&words[..], 0, 1), (false, None)); // full: refused, nothing to write
+/// window.apply_try(&mut words[..], take.unwrap());
+/// assert_eq!(window.plan_try(&words[..], 0, 1), (false, None)); // full: refused, nothing to write
+/// // The same step, with the full decision:
+/// let refused = window.reserve_words(&mut words[..], 0, 1, 0);
+/// assert_eq!(refused.retry_after(), Duration::from_secs(1));
 /// ```
 pub trait WordArrayAlgorithm: Algorithm + Copy {
     /// What a lean try writes, decided by [`plan_try`](Self::plan_try).

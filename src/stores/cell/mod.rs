@@ -640,7 +640,12 @@ impl Storable for crate::algorithms::SlidingWindowCounter {
 }
 
 impl Storable for crate::algorithms::SlidingWindowBuckets {
-    type Cell = LockedCell<crate::algorithms::SlidingWindowBuckets>;
+    type Cell = WordArrayCell<crate::algorithms::SlidingWindowBuckets>;
+
+    #[inline]
+    fn try_take(cell: &Self::Cell, now: Nanos, cost: u64) -> bool {
+        cell.try_take(now, cost)
+    }
 }
 
 impl Storable for crate::algorithms::SlidingLog {

@@ -115,16 +115,22 @@ impl<A: WordArrayAlgorithm> WordArrayCell<A> {
         loop {
             let seen = self.sequence.load(Ordering::Acquire);
             if seen & 1 == 0 {
-                let config = [
-                    self.config[0].load(Ordering::Relaxed),
-                    self.config[1].load(Ordering::Relaxed),
-                    self.config[2].load(Ordering::Relaxed),
-                    self.config[3].load(Ordering::Relaxed),
-                ];
-                return (seen, A::from_config_words(config));
+                return (seen, self.configuration());
             }
             backoff(&mut spins);
         }
+    }
+
+    /// The configuration as the words now read (consistent only under a claim, or
+    /// once [`unchanged_since`](Self::unchanged_since) agrees).
+    #[inline(always)]
+    fn configuration(&self) -> A {
+        A::from_config_words([
+            self.config[0].load(Ordering::Relaxed),
+            self.config[1].load(Ordering::Relaxed),
+            self.config[2].load(Ordering::Relaxed),
+            self.config[3].load(Ordering::Relaxed),
+        ])
     }
 
     /// True if nothing was written since `seen` was read, so every load made in
@@ -171,8 +177,7 @@ impl<A: WordArrayAlgorithm> WordArrayCell<A> {
             let seen = self.sequence.load(Ordering::Relaxed);
             if seen & 1 == 0 {
                 if let Some(claim) = self.claim(seen) {
-                    let config = self.config.each_ref().map(|w| w.load(Ordering::Relaxed));
-                    return (claim, A::from_config_words(config));
+                    return (claim, self.configuration());
                 }
             }
             backoff(&mut spins);

@@ -1,0 +1,27 @@
+//! What the benches share: an interleaved timing harness that stands up to noise.
+
+use criterion::black_box;
+
+/// Calls per timed batch.
+pub const BATCH: u32 = 20_000;
+
+/// Runs every case round-robin, `rounds` times, in batches of [`BATCH`] calls, and
+/// returns each case's fastest batch in nanoseconds per call.
+///
+/// Criterion runs each case on its own, seconds apart, so a burst of other load
+/// lands on some cases and not others. Here every case is timed in every round, and
+/// preemption only ever slows a batch down, so the fastest batch is the figure least
+/// disturbed by other load, and ratios between cases compare like with like.
+pub fn fastest_batches(cases: &[(&str, &dyn Fn() -> bool)], rounds: usize) -> Vec<f64> {
+    let mut best = vec![f64::MAX; cases.len()];
+    for _ in 0..rounds {
+        for (slot, (_, case)) in best.iter_mut().zip(cases) {
+            let start = std::time::Instant::now();
+            for _ in 0..BATCH {
+                black_box(case());
+            }
+            *slot = slot.min(start.elapsed().as_nanos() as f64 / f64::from(BATCH));
+        }
+    }
+    best
+}

@@ -1,0 +1,110 @@
+//! The bucketed sliding window on words: the lean try (`plan_try` then `apply_try`)
+//! is the full step with `max_wait = 0`, word for word, and it is total on any words
+//! (the lock-free cell runs it on reads that may mix two states).
+
+use proptest::prelude::*;
+use sluicegate::algorithms::sliding_window_buckets::OldestBucket;
+use sluicegate::algorithms::word_array::WordArrayAlgorithm;
+use sluicegate::algorithms::SlidingWindowBuckets;
+use sluicegate::stores::{StateCell, Storable, WordArrayCell};
+use sluicegate::Error;
+use std::time::Duration;
+
+/// A window of `limit` per `precision · k + extra` (so that durations that are not a
+/// multiple of the precision come up too), dropping or weighting the oldest bucket.
+fn window() -> impl Strategy<Value = SlidingWindowBuckets> {
+    (1u64..8, 1u64..1_000, 1u64..12, 0u64..1_000, any::<bool>()).prop_map(
+        |(limit, precision, k, extra, weighted)| {
+            let extra = extra % precision;
+            let duration = Duration::from_nanos(precision * k + extra);
+            let precision = Duration::from_nanos(precision);
+            let oldest = if weighted {
+                OldestBucket::Weighted
+            } else {
+                OldestBucket::Drop
+            };
+            SlidingWindowBuckets::new(limit, duration, precision, oldest).unwrap()
+        },
+    )
+}
+
+/// Steps of (time moved, cost): mostly forward, sometimes backwards.
+fn trace() -> impl Strategy<Value = Vec<(i64, u64)>> {
+    prop::collection::vec((-300i64..3_000, 1u64..10), 1..200)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn lean_try_is_the_full_step_without_waiting(window in window(), trace in trace()) {
+        let mut full = vec![0; window.state_words()];
+        window.init_words(&mut full[..], 0);
+        let mut lean = full.clone();
+        let mut now: u64 = 5_000;
+        for (step, cost) in trace {
+            now = now.saturating_add_signed(step);
+            let decision = window.reserve_words(&mut full[..], now, cost, 0);
+            let (granted, take) = window.plan_try(&lean[..], now, cost);
+            prop_assert_eq!(granted, decision.is_allowed(), "at {} cost {}", now, cost);
+            prop_assert_eq!(take.is_some(), granted, "only a grant writes");
+            if let Some(take) = take {
+                window.apply_try(&mut lean[..], take);
+            }
+            prop_assert_eq!(&lean, &full, "at {} cost {}", now, cost);
+        }
+    }
+
+    #[test]
+    fn lean_try_is_total_on_any_words(
+        window in window(),
+        words in prop::collection::vec(
+            prop_oneof![any::<u64>(), Just(u64::MAX), Just(0u64), 0u64..64],
+            0..40,
+        ),
+        now in prop_oneof![any::<u64>(), Just(u64::MAX), 0u64..10_000],
+        cost in 1u64..10,
+    ) {
+        // Whatever it answers on garbage, it answers (no panic, no endless loop),
+        // and applying what it planned stays within the words.
+        let (granted, take) = window.plan_try(&words[..], now, cost);
+        prop_assert_eq!(take.is_some(), granted);
+        let mut words = words;
+        if let Some(take) = take {
+            window.apply_try(&mut words[..], take);
+        }
+    }
+}
+
+#[test]
+fn the_cell_reconfigures_only_to_a_state_of_the_same_size() {
+    let minute = Duration::from_secs(60);
+    let window = SlidingWindowBuckets::dropping(2, minute, Duration::from_secs(15)).unwrap();
+    let cell = WordArrayCell::new(window, 0);
+    assert!(SlidingWindowBuckets::try_take(&cell, 0, 2));
+    // Four buckets to three: the ring keeps 8 slots (4 + 1 and 3 + 1 round up alike).
+    let coarser = SlidingWindowBuckets::dropping(5, minute, Duration::from_secs(20)).unwrap();
+    cell.reconfigure(&|algorithm, _| {
+        *algorithm = coarser;
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(cell.algorithm(), coarser);
+    // The two permits taken still count against the new limit of 5.
+    assert!(SlidingWindowBuckets::try_take(&cell, 0, 3));
+    assert!(!SlidingWindowBuckets::try_take(&cell, 0, 1));
+    // Sixty buckets need a larger ring: refused, and nothing changes.
+    let finer = SlidingWindowBuckets::dropping(100, minute, Duration::from_secs(1)).unwrap();
+    let refused = cell.reconfigure(&|algorithm, state| {
+        *algorithm = finer;
+        *state = sluicegate::algorithms::Algorithm::initial_state(&finer, 0);
+        Ok(())
+    });
+    assert!(
+        matches!(refused, Err(Error::InvalidCount { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(cell.algorithm(), coarser);
+    assert!(!cell.reserve(0, 1, 0).is_allowed());
+    assert_eq!(cell.peek(0, 1).retry_after(), minute);
+}
