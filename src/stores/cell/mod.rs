@@ -419,6 +419,24 @@ pub struct WarmingUpCell {
     state: [AtomicU64; 2],
 }
 
+/// Claims the right to write under a sequence number still at `seen` (even), making
+/// it odd; false if another writer moved it first. The claimant must store
+/// `seen + 2` when done (or `seen` again if it wrote nothing).
+#[inline(always)]
+fn claim_sequence(sequence: &AtomicU64, seen: u64) -> bool {
+    let claimed = sequence
+        .compare_exchange_weak(
+            seen,
+            seen.wrapping_add(1),
+            Ordering::Acquire,
+            Ordering::Relaxed,
+        )
+        .is_ok();
+    // Readers that see any store made after a claim must also see the odd sequence.
+    fence(Ordering::Release);
+    claimed
+}
+
 /// Waits a little for a writer to finish: spin first (a write takes nanoseconds),
 /// then give the processor away in case the writer was descheduled mid-write.
 #[inline]
@@ -479,18 +497,7 @@ impl WarmingUpCell {
     /// odd. Every claim must be followed by [`write_and_release`](Self::write_and_release).
     #[inline(always)]
     fn claim(&self, seen: u64) -> bool {
-        let claimed = self
-            .sequence
-            .compare_exchange_weak(
-                seen,
-                seen.wrapping_add(1),
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            )
-            .is_ok();
-        // Readers that see any store made after a claim must also see the odd sequence.
-        fence(Ordering::Release);
-        claimed
+        claim_sequence(&self.sequence, seen)
     }
 
     /// Stores `state` (and `config`, if given) and releases a claim taken at `seen`.

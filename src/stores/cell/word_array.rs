@@ -1,7 +1,7 @@
 //! A lock-free cell for a state of many words (the sliding log's and the bucketed
 //! window's rings).
 
-use super::{backoff, Reconfiguration, StateCell};
+use super::{backoff, claim_sequence, Reconfiguration, StateCell};
 use crate::algorithms::word_array::{WordArrayAlgorithm, Words, WordsMut};
 use crate::algorithms::Decision;
 use crate::clock::Nanos;
@@ -146,20 +146,9 @@ impl<A: WordArrayAlgorithm> WordArrayCell<A> {
     /// Claims the right to write if the sequence is still `seen` (even).
     #[inline(always)]
     fn claim(&self, seen: u64) -> Option<Claim<'_>> {
-        let claimed = self
-            .sequence
-            .compare_exchange_weak(
-                seen,
-                seen.wrapping_add(1),
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            )
-            .is_ok();
-        // Readers that see any store made after a claim must also see the odd sequence.
-        fence(Ordering::Release);
         // Built only on success: a `Claim` releases the sequence when dropped, so one
         // made for a failed swap would release somebody else's claim.
-        if claimed {
+        if claim_sequence(&self.sequence, seen) {
             Some(Claim {
                 sequence: &self.sequence,
                 seen,
