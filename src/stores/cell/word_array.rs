@@ -40,15 +40,22 @@ use std::sync::atomic::{fence, AtomicU64, Ordering};
 /// state has another size fails with [`Error::InvalidCount`] and changes nothing.
 ///
 /// ```
-/// use sluicegate::algorithms::SlidingWindowBuckets;
+/// use sluicegate::algorithms::SlidingLog;
 /// use sluicegate::stores::{StateCell, Storable, WordArrayCell};
 /// use std::time::Duration;
-/// let window = SlidingWindowBuckets::dropping(2, Duration::from_secs(60), Duration::from_secs(15)).unwrap();
-/// let cell = WordArrayCell::new(window, 0);
-/// assert!(SlidingWindowBuckets::try_take(&cell, 0, 1));
+/// let log = SlidingLog::new(2, Duration::from_secs(60)).unwrap();
+/// let cell = WordArrayCell::new(log, 0);
+/// assert!(SlidingLog::try_take(&cell, 0, 1));
 /// assert!(cell.reserve(0, 1, 0).is_allowed());
-/// assert!(!SlidingWindowBuckets::try_take(&cell, 0, 1)); // the window is full
+/// assert!(!SlidingLog::try_take(&cell, 0, 1)); // the log is full
 /// assert_eq!(cell.peek(0, 1).retry_after(), Duration::from_secs(60));
+/// // The state's size is fixed: a new limit must keep the capacity.
+/// let err = cell.reconfigure(&|log, _| {
+///     *log = SlidingLog::new(3, Duration::from_secs(60))?;
+///     Ok(())
+/// });
+/// assert!(err.is_err());
+/// assert_eq!(cell.algorithm(), log); // refused: nothing changed
 /// ```
 #[derive(Debug)]
 // The words every call reads first (sequence and configuration) fill one cache line
@@ -105,6 +112,19 @@ impl Drop for Claim<'_> {
 }
 
 impl<A: WordArrayAlgorithm> WordArrayCell<A> {
+    /// The configuration words as they are now (the caller makes sure they are not
+    /// being written, or checks afterwards). Four plain loads: `[T; N]::each_ref`
+    /// needs Rust 1.77, above the crate's 1.75.
+    #[inline(always)]
+    fn config_now(&self) -> A {
+        A::from_config_words([
+            self.config[0].load(Ordering::Relaxed),
+            self.config[1].load(Ordering::Relaxed),
+            self.config[2].load(Ordering::Relaxed),
+            self.config[3].load(Ordering::Relaxed),
+        ])
+    }
+
     /// Waits for no write to be in progress; returns the (even) sequence seen and the
     /// configuration read under it, valid only if [`unchanged_since`] agrees later.
     ///
@@ -115,13 +135,7 @@ impl<A: WordArrayAlgorithm> WordArrayCell<A> {
         loop {
             let seen = self.sequence.load(Ordering::Acquire);
             if seen & 1 == 0 {
-                let config = [
-                    self.config[0].load(Ordering::Relaxed),
-                    self.config[1].load(Ordering::Relaxed),
-                    self.config[2].load(Ordering::Relaxed),
-                    self.config[3].load(Ordering::Relaxed),
-                ];
-                return (seen, A::from_config_words(config));
+                return (seen, self.config_now());
             }
             backoff(&mut spins);
         }
@@ -171,8 +185,7 @@ impl<A: WordArrayAlgorithm> WordArrayCell<A> {
             let seen = self.sequence.load(Ordering::Relaxed);
             if seen & 1 == 0 {
                 if let Some(claim) = self.claim(seen) {
-                    let config = self.config.each_ref().map(|w| w.load(Ordering::Relaxed));
-                    return (claim, A::from_config_words(config));
+                    return (claim, self.config_now());
                 }
             }
             backoff(&mut spins);
@@ -248,12 +261,18 @@ impl<A: WordArrayAlgorithm> StateCell<A> for WordArrayCell<A> {
         // A rejected change returns before anything is written.
         change(&mut algorithm, &mut state)?;
         let words = A::state_to_words(&state);
-        if words.len() != self.words.len() {
-            return Err(Error::InvalidCount {
-                what: "words of state after a reconfiguration",
-                value: words.len() as u64,
-                requirement: "the cell's size, fixed when it was made",
-            });
+        // Both sizes must match the cell's: the new configuration's (which the steps
+        // index by) and the state's. A change that replaces only the configuration
+        // leaves the state at the old size, so checking the state alone would let a
+        // configuration of another size step words not made for it.
+        for size in [algorithm.state_words(), words.len()] {
+            if size != self.words.len() {
+                return Err(Error::InvalidCount {
+                    what: "words of state after a reconfiguration",
+                    value: size as u64,
+                    requirement: "the cell's size, fixed when it was made",
+                });
+            }
         }
         claim.wrote = true;
         let mut shared = Shared(&self.words);
