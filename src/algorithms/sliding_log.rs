@@ -110,7 +110,6 @@ use super::word_array::{WordArrayAlgorithm, Words, WordsMut};
 use super::{Algorithm, Decision};
 use crate::clock::Nanos;
 use crate::error::Error;
-use std::borrow::Cow;
 use std::time::Duration;
 
 /// The largest `limit` of a log: 2²⁰ entries (16 MiB of ring per state, plus a
@@ -187,10 +186,10 @@ fn wrap(slot: u64, capacity: u64) -> u64 {
 /// Cloning allocates (a copy of the words). Two states are equal when they hold the
 /// same entries, wherever they sit in their rings.
 ///
-/// A state belongs with the log that made it, or one of the same capacity. A log of
-/// another capacity (say after its limit was changed inside a set) first copies
-/// the state into a ring of its own size, keeping the newest entries that fit: by
-/// the argument of the [module docs](self#memory), that changes no decision.
+/// A log may step a state made by a log of another capacity (say after its limit
+/// was changed inside a set of limits) and decides as it would on its own state
+/// holding the same entries. A ring smaller than the log's capacity is first moved
+/// into one of that size (an allocation, once); a larger one is used as it is.
 ///
 /// ```
 /// use sluicegate::algorithms::{Algorithm, SlidingLog};
@@ -336,11 +335,12 @@ struct View {
     /// The instant used: `now`, or the time of the newest entry if later.
     at: Nanos,
     /// The header: the ring slot of the oldest entry, the number of entries (at
-    /// most the capacity).
+    /// most the ring's size).
     head: u64,
     len: u64,
-    /// The ring's number of slots.
-    capacity: u64,
+    /// The ring's number of slots: the log's capacity, unless the state was made
+    /// by a log of a larger one.
+    ring: u64,
     /// The time of the newest entry (0 when there is none).
     newest: Nanos,
     /// Index (from the oldest) of the first live entry: those before have expired.
@@ -353,7 +353,7 @@ impl View {
     /// The entry `index` places after the oldest, as `(time, cost)`.
     #[inline(always)]
     fn entry<W: Words + ?Sized>(&self, words: &W, index: u64) -> (Nanos, u64) {
-        let at = at_word(wrap(self.head.wrapping_add(index), self.capacity));
+        let at = at_word(wrap(self.head.wrapping_add(index), self.ring));
         (words.word(at), words.word(at.wrapping_add(1)))
     }
 
@@ -513,23 +513,22 @@ impl SlidingLog {
         state: &'a LogState,
         now: Nanos,
     ) -> impl Iterator<Item = (Nanos, u64)> + 'a {
-        let state = self.fitted(state);
-        let view = self.view(&state.words[..], now);
+        let view = self.view(&state.words[..], state.ring_capacity(), now);
         (view.first_live..view.len).map(move |index| view.entry(&state.words[..], index))
     }
 
-    /// The log at `now`: the newest entry, and the oldest ones while they have
-    /// expired. Total on any words: at most `2 + 2 × min(len, capacity)` reads.
+    /// The log at `now`, in a ring of `ring` slots: the newest entry, and the oldest
+    /// ones while they have expired. Total on any words: at most
+    /// `4 + 2 × min(len, ring)` reads.
     #[inline(always)]
-    fn view<W: Words + ?Sized>(&self, words: &W, now: Nanos) -> View {
-        let capacity = self.capacity();
-        let len = words.word(LEN).min(capacity);
+    fn view<W: Words + ?Sized>(&self, words: &W, ring: u64, now: Nanos) -> View {
+        let len = words.word(LEN).min(ring);
         let total = words.word(TOTAL);
         let mut view = View {
             at: now,
             head: words.word(HEAD),
             len,
-            capacity,
+            ring,
             newest: 0,
             first_live: 0,
             live: total,
@@ -541,7 +540,7 @@ impl SlidingLog {
         // Entries are in time order, so the expired ones come first.
         let mut expired: u64 = 0;
         while view.first_live < len {
-            let at = at_word(wrap(view.head.wrapping_add(view.first_live), capacity));
+            let at = at_word(wrap(view.head.wrapping_add(view.first_live), ring));
             if words.word(at).saturating_add(self.duration) > view.at {
                 break;
             }
@@ -600,22 +599,23 @@ impl SlidingLog {
     }
 
     /// What appending the entry `(view.at, cost)` writes: the expired entries
-    /// dropped, then the oldest evicted if the log is still full. Total on any view.
+    /// dropped, then the oldest evicted if the log is still full. Total on any view;
+    /// room for the entry needs a ring of at least the log's capacity.
     #[inline(always)]
     fn plan_append<W: Words + ?Sized>(&self, words: &W, view: &View, cost: u64) -> LogTake {
         let mut dropped = view.first_live;
         let mut total = view.live;
-        if view.len.wrapping_sub(dropped) >= view.capacity {
+        if view.len.wrapping_sub(dropped) >= self.capacity() {
             total = total.saturating_sub(view.entry(words, dropped).1);
             dropped = dropped.wrapping_add(1);
         }
-        let head = wrap(view.head.wrapping_add(dropped), view.capacity);
+        let head = wrap(view.head.wrapping_add(dropped), view.ring);
         let len = view.len.wrapping_sub(dropped).wrapping_add(1);
         LogTake {
             head,
             len,
             total: total.saturating_add(cost),
-            slot: wrap(head.wrapping_add(len).wrapping_sub(1), view.capacity),
+            slot: wrap(head.wrapping_add(len).wrapping_sub(1), view.ring),
             at: view.at,
             cost,
         }
@@ -694,31 +694,55 @@ impl SlidingLog {
         )
     }
 
-    /// `state`'s newest entries in a ring of this log's size.
+    /// `state`'s entries in a ring of this log's capacity, for a state whose ring is
+    /// smaller (so all its entries fit).
     #[cold]
-    fn refit(&self, state: &LogState) -> LogState {
+    fn grown(&self, state: &LogState) -> LogState {
         let mut words = vec![0; self.state_words()].into_boxed_slice();
-        let skip = (state.len() as u64).saturating_sub(self.capacity());
-        let (mut len, mut total) = (0u64, 0u64);
-        for (at, cost) in state.entries().skip(skip as usize) {
+        let mut len = 0;
+        for (at, cost) in state.entries() {
             let index = at_word(len);
             words.set_word(index, at);
             words.set_word(index + 1, cost);
             len += 1;
-            total = total.saturating_add(cost);
         }
         words.set_word(LEN, len);
-        words.set_word(TOTAL, total);
+        words.set_word(TOTAL, state.words.word(TOTAL));
         LogState { words }
     }
 
-    /// `state` itself if its ring has this log's size, else a copy refitted to it.
-    #[inline]
-    fn fitted<'a>(&self, state: &'a LogState) -> Cow<'a, LogState> {
-        if state.words.len() == self.state_words() {
-            Cow::Borrowed(state)
-        } else {
-            Cow::Owned(self.refit(state))
+    /// [`Algorithm::reserve`] on words holding a ring of `ring` slots.
+    fn reserve_in<W: WordsMut + ?Sized>(
+        &self,
+        words: &mut W,
+        ring: u64,
+        now: Nanos,
+        cost: u64,
+    ) -> Decision {
+        let view = self.view(&*words, ring, now);
+        match self.judge(&*words, &view, now, cost) {
+            Ok(granted) => {
+                let take = self.plan_append(&*words, &view, cost);
+                self.apply_try(words, take);
+                granted
+            }
+            Err(refused) if refused.is_never() || !self.record_rejected => refused,
+            Err(_) => {
+                let decision = self.recorded_refusal(&*words, &view, now, cost);
+                let take = self.plan_append(&*words, &view, cost);
+                self.apply_try(words, take);
+                decision
+            }
+        }
+    }
+
+    /// [`Algorithm::peek`] on words holding a ring of `ring` slots.
+    fn peek_in<W: Words + ?Sized>(&self, words: &W, ring: u64, now: Nanos, cost: u64) -> Decision {
+        let view = self.view(words, ring, now);
+        match self.judge(words, &view, now, cost) {
+            Ok(decision) => decision,
+            Err(refused) if refused.is_never() || !self.record_rejected => refused,
+            Err(_) => self.recorded_refusal(words, &view, now, cost),
         }
     }
 }
@@ -737,20 +761,20 @@ impl Algorithm for SlidingLog {
     /// Grants `cost` now if the window has room (and the spacing has passed), else
     /// denies with the exact `retry_after`. It never reserves future capacity, so
     /// `max_wait` is unused. With recorded rejects, a denial appends the attempt.
-    fn reserve(&self, state: &mut LogState, now: Nanos, cost: u64, max_wait: Nanos) -> Decision {
-        if state.words.len() != self.state_words() {
-            *state = self.refit(state);
+    fn reserve(&self, state: &mut LogState, now: Nanos, cost: u64, _max_wait: Nanos) -> Decision {
+        if state.ring_capacity() < self.capacity() {
+            *state = self.grown(state);
         }
-        self.reserve_words(&mut state.words[..], now, cost, max_wait)
+        let ring = state.ring_capacity();
+        self.reserve_in(&mut state.words[..], ring, now, cost)
     }
 
     fn peek(&self, state: &LogState, now: Nanos, cost: u64) -> Decision {
-        self.peek_words(&self.fitted(state).words[..], now, cost)
+        self.peek_in(&state.words[..], state.ring_capacity(), now, cost)
     }
 
     fn is_replenished(&self, state: &LogState, now: Nanos) -> bool {
-        let state = self.fitted(state);
-        let view = self.view(&state.words[..], now);
+        let view = self.view(&state.words[..], state.ring_capacity(), now);
         view.live == 0 && view.at >= self.spaced_at(view.last())
     }
 }
@@ -778,30 +802,11 @@ impl WordArrayAlgorithm for SlidingLog {
         cost: u64,
         _max_wait: Nanos,
     ) -> Decision {
-        let view = self.view(&*words, now);
-        match self.judge(&*words, &view, now, cost) {
-            Ok(granted) => {
-                let take = self.plan_append(&*words, &view, cost);
-                self.apply_try(words, take);
-                granted
-            }
-            Err(refused) if refused.is_never() || !self.record_rejected => refused,
-            Err(_) => {
-                let decision = self.recorded_refusal(&*words, &view, now, cost);
-                let take = self.plan_append(&*words, &view, cost);
-                self.apply_try(words, take);
-                decision
-            }
-        }
+        self.reserve_in(words, self.capacity(), now, cost)
     }
 
     fn peek_words<W: Words + ?Sized>(&self, words: &W, now: Nanos, cost: u64) -> Decision {
-        let view = self.view(words, now);
-        match self.judge(words, &view, now, cost) {
-            Ok(decision) => decision,
-            Err(refused) if refused.is_never() || !self.record_rejected => refused,
-            Err(_) => self.recorded_refusal(words, &view, now, cost),
-        }
+        self.peek_in(words, self.capacity(), now, cost)
     }
 
     /// The verdict `reserve_words` gives, without its `retry_after` walk: reads the
@@ -817,7 +822,7 @@ impl WordArrayAlgorithm for SlidingLog {
             // Never: refused, and not recorded.
             return (false, None);
         }
-        let view = self.view(words, now);
+        let view = self.view(words, self.capacity(), now);
         let granted =
             view.live.saturating_add(cost) <= self.limit && view.at >= self.spaced_at(view.last());
         if granted || self.record_rejected {
