@@ -200,12 +200,17 @@ impl<A: WordArrayAlgorithm> WordArrayCell<A> {
         loop {
             let (seen, algorithm) = self.begin();
             let (granted, take) = algorithm.plan_try(&Shared(&self.words), now, cost);
-            if !self.unchanged_since(seen) {
-                continue;
-            }
             let Some(take) = take else {
-                return granted;
+                if self.unchanged_since(seen) {
+                    return granted;
+                }
+                continue;
             };
+            // No separate check before a write: the claim itself fails if anything
+            // was written since `seen` was read. (If a load above saw a write, the
+            // writer's claim happens before this fence, and so before the swap,
+            // which then cannot find `seen`.)
+            fence(Ordering::Acquire);
             let Some(mut claim) = self.claim(seen) else {
                 continue;
             };
