@@ -13,19 +13,20 @@ use std::sync::atomic::{fence, AtomicU64, Ordering};
 /// guards data too wide for one atomic.
 ///
 /// ```text
-///   try:    s = sequence (even)   plan from the words   sequence == s ?  else retry
-///           refused: done (loads only)
-///           granted: CAS sequence s -> s+1   write the plan   sequence = s+2
+///   try:    s = sequence (even)   plan from the words
+///           refused: sequence == s ?  done (loads only)  else retry
+///           granted: CAS sequence s -> s+1 (else retry)   write the plan   sequence = s+2
 ///   other:  CAS sequence (even) s -> s+1   step   sequence = s+2 (s if unchanged)
 /// ```
 ///
 /// A non-blocking try ([`Storable::try_take`](super::Storable::try_take)) looks
-/// first: it reads the few words its decision needs, checks that the sequence did
-/// not move meanwhile, and answers. A refusal writes nothing and costs no atomic
-/// read-modify-write. A grant claims the sequence by one compare-and-swap *from the
-/// value it read*: success proves no write landed since the look, so the planned
-/// writes are stored and the sequence released. If the swap fails another caller
-/// wrote first and the try starts over.
+/// first: it reads the few words its decision needs and plans. A refusal checks
+/// that the sequence did not move meanwhile and answers: it writes nothing and
+/// costs no atomic read-modify-write. A grant claims the sequence by one
+/// compare-and-swap *from the value it read*: success proves no write landed since
+/// the look (so it needs no check of its own), and the planned writes are stored
+/// and the sequence released. If the swap fails another caller wrote first and the
+/// try starts over.
 ///
 /// Every other step ([`reserve`](StateCell::reserve) with its full [`Decision`],
 /// [`peek`](StateCell::peek), a reconfiguration) claims the sequence first and runs
