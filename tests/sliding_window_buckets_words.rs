@@ -82,29 +82,39 @@ fn the_cell_reconfigures_only_to_a_state_of_the_same_size() {
     let window = SlidingWindowBuckets::dropping(2, minute, Duration::from_secs(15)).unwrap();
     let cell = WordArrayCell::new(window, 0);
     assert!(SlidingWindowBuckets::try_take(&cell, 0, 2));
-    // Four buckets to three: the ring keeps 8 slots (4 + 1 and 3 + 1 round up alike).
-    let coarser = SlidingWindowBuckets::dropping(5, minute, Duration::from_secs(20)).unwrap();
+    // Four buckets to five: the ring keeps 8 slots (4 + 1 and 5 + 1 round up alike).
+    let finer = SlidingWindowBuckets::dropping(5, minute, Duration::from_secs(12)).unwrap();
     cell.reconfigure(&|algorithm, _| {
-        *algorithm = coarser;
+        *algorithm = finer;
         Ok(())
     })
     .unwrap();
-    assert_eq!(cell.algorithm(), coarser);
+    assert_eq!(cell.algorithm(), finer);
     // The two permits taken still count against the new limit of 5.
     assert!(SlidingWindowBuckets::try_take(&cell, 0, 3));
     assert!(!SlidingWindowBuckets::try_take(&cell, 0, 1));
-    // Sixty buckets need a larger ring: refused, and nothing changes.
-    let finer = SlidingWindowBuckets::dropping(100, minute, Duration::from_secs(1)).unwrap();
-    let refused = cell.reconfigure(&|algorithm, state| {
-        *algorithm = finer;
-        *state = sluicegate::algorithms::Algorithm::initial_state(&finer, 0);
-        Ok(())
-    });
-    assert!(
-        matches!(refused, Err(Error::InvalidCount { .. })),
-        "{refused:?}"
-    );
-    assert_eq!(cell.algorithm(), coarser);
+    // Sixty buckets need a larger ring, three a smaller one: refused, whether the
+    // change brings a state of its own size or keeps the old one, and nothing changes.
+    let sixty = SlidingWindowBuckets::dropping(100, minute, Duration::from_secs(1)).unwrap();
+    let three = SlidingWindowBuckets::dropping(5, minute, Duration::from_secs(20)).unwrap();
+    for other in [sixty, three] {
+        let with_state = cell.reconfigure(&|algorithm, state| {
+            *algorithm = other;
+            *state = sluicegate::algorithms::Algorithm::initial_state(&other, 0);
+            Ok(())
+        });
+        let alone = cell.reconfigure(&|algorithm, _| {
+            *algorithm = other;
+            Ok(())
+        });
+        for refused in [with_state, alone] {
+            assert!(
+                matches!(refused, Err(Error::InvalidCount { .. })),
+                "{refused:?}"
+            );
+        }
+    }
+    assert_eq!(cell.algorithm(), finer);
     assert!(!cell.reserve(0, 1, 0).is_allowed());
     assert_eq!(cell.peek(0, 1).retry_after(), minute);
 }

@@ -61,8 +61,14 @@
 //!
 //! # Memory
 //!
-//! The log is a ring allocated once, at [`initial_state`](Algorithm::initial_state);
-//! nothing is allocated afterwards. Each entry takes 16 bytes.
+//! The state is a fixed array of `u64` words, allocated once, at
+//! [`initial_state`](Algorithm::initial_state); nothing is allocated afterwards.
+//! Three header words (the ring index of the oldest entry, the number of entries,
+//! the sum of their costs) precede a ring of [`capacity`](SlidingLog::capacity)
+//! entries of two words each (time, cost): `24 + 16 × capacity` bytes. Because the
+//! size is fixed by the configuration, a direct limiter keeps these words as
+//! atomics in a lock-free [`WordArrayCell`](crate::stores::WordArrayCell) (see
+//! [`word_array`](super::word_array)).
 //!
 //! * Without recorded rejects, the log holds at most `limit` entries: every entry
 //!   in the window costs at least 1, and expired ones are dropped before a new one
@@ -78,30 +84,37 @@
 //!
 //! # Cost
 //!
-//! A granted call drops the expired entries (amortized O(1)) and appends one. A
-//! refused call leaves the log as it is (unless it records the attempt), so it
-//! finds the first live entry (at once when the oldest is live, else by binary
-//! search), subtracts the expired entries' costs, and walks live entries from the
-//! oldest until enough would have expired for its exact `retry_after`: O(1) in
-//! the common cases, O(limit) at worst.
+//! Every call reads the header, the newest entry (time that goes backwards, and
+//! the minimum spacing, are judged from it) and the oldest entries while they have
+//! expired (with room for the call, the two oldest whether expired or not, judged
+//! without branching): in the common cases the oldest is live, or only a few have
+//! expired, so that is a handful of words. A granted call drops the expired entries (each entry
+//! is dropped once: amortized O(1)) and appends one. A refused call leaves the log
+//! as it is (unless it records the attempt), so expired entries it skipped are read
+//! again by the next call; for its exact `retry_after` it also walks live entries
+//! from the oldest until enough would have expired: O(1) in the common cases,
+//! O(limit) at worst. A direct limiter's non-blocking try needs no `retry_after`
+//! and skips that walk ([`plan_try`](super::word_array::WordArrayAlgorithm::plan_try)):
+//! a refusal costs loads only, a grant one compare-and-swap.
 //!
 //! # Edges
 //!
 //! * `limit = 0`, `duration = 0`, `limit` above [`MAX_ENTRIES`], or a period
 //!   beyond about 292 years: typed errors.
 //! * A cost above `limit`: [`Verdict::Never`](super::Verdict::Never).
-//! * Time that goes backwards is read as the time of the newest entry (or spacing
-//!   mark): an older `now` never expires more than a later one would have.
+//! * Time that goes backwards is read as the time of the newest entry (which is also
+//!   where the spacing runs from): an older `now` never expires more than a later
+//!   one would have.
 
 use super::validate::validate_positive_period;
+use super::word_array::{WordArrayAlgorithm, Words, WordsMut};
 use super::{Algorithm, Decision};
 use crate::clock::Nanos;
 use crate::error::Error;
-use std::collections::VecDeque;
 use std::time::Duration;
 
-/// The largest `limit` of a log: 2²⁰ entries (16 MiB per state; one more entry
-/// when rejected attempts are recorded).
+/// The largest `limit` of a log: 2²⁰ entries (16 MiB of ring per state, plus a
+/// 24-byte header; one more entry when rejected attempts are recorded).
 ///
 /// ```
 /// use sluicegate::algorithms::sliding_log::{SlidingLog, MAX_ENTRIES};
@@ -137,17 +150,47 @@ pub struct SlidingLog {
     record_rejected: bool,
 }
 
-/// One logged call: when, and how many permits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Entry {
-    at: Nanos,
-    cost: u64,
+/// Word index of the ring slot that holds the oldest entry.
+const HEAD: usize = 0;
+/// Word index of the number of entries held.
+const LEN: usize = 1;
+/// Word index of the sum of the held entries' costs.
+const TOTAL: usize = 2;
+/// The number of header words, before the ring.
+const HEADER: usize = 3;
+
+/// The word index of the time of the entry in ring slot `slot`; its cost is the
+/// next word. Wrapping: a slot computed from mixed reads gives an index past the
+/// end, where reads answer 0 and writes do nothing.
+#[inline(always)]
+fn at_word(slot: u64) -> usize {
+    (slot as usize).wrapping_mul(2).wrapping_add(HEADER)
 }
 
-/// The state of a [`SlidingLog`]: the entries in time order, their total cost, and
-/// the time of the last call that sets the minimum spacing.
+/// `slot` brought back into a ring of `capacity` slots, for a slot below twice the
+/// capacity. A conditional subtract: the capacity is rarely a power of two, and a
+/// division would cost more than the rest of a try.
+#[inline(always)]
+fn wrap(slot: u64, capacity: u64) -> u64 {
+    if slot >= capacity {
+        slot.wrapping_sub(capacity)
+    } else {
+        slot
+    }
+}
+
+/// The state of a [`SlidingLog`]: a fixed array of words, a header (the ring slot
+/// of the oldest entry, the number of entries, their total cost) and a ring of
+/// [`capacity`](SlidingLog::capacity) entries `(time, cost)` in time order. The
+/// time of the newest entry is also where the minimum spacing runs from.
 ///
-/// Cloning allocates (a copy of the log).
+/// Cloning allocates (a copy of the words). Two states are equal when they hold the
+/// same entries, wherever they sit in their rings.
+///
+/// A log may step a state made by a log of another capacity (say after its limit
+/// was changed inside a set of limits) and decides as it would on its own state
+/// holding the same entries. A ring smaller than the log's capacity is first moved
+/// into one of that size (an allocation, once); a larger one is used as it is.
 ///
 /// ```
 /// use sluicegate::algorithms::{Algorithm, SlidingLog};
@@ -159,16 +202,29 @@ struct Entry {
 /// assert!(!log.reserve(&mut state, 0, 1, 0).is_allowed());
 /// assert_eq!(state, copy); // not recording rejects: a refusal changes nothing
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct LogState {
-    entries: VecDeque<Entry>,
-    /// The sum of the entries' costs; u128 so that `limit + 1` entries of any cost fit.
-    total: u128,
-    /// The time of the last entry added, even if it has since been dropped.
-    last: Option<Nanos>,
+    /// `[head, len, total]`, then the ring: `(at, cost)` per slot.
+    words: Box<[u64]>,
 }
 
 impl LogState {
+    /// The number of ring slots these words hold.
+    fn ring_capacity(&self) -> u64 {
+        (self.words.len().saturating_sub(HEADER) / 2) as u64
+    }
+
+    /// The entries held, oldest first, as `(time, cost)`.
+    fn entries(&self) -> impl Iterator<Item = (Nanos, u64)> + '_ {
+        let capacity = self.ring_capacity();
+        let head = self.words.word(HEAD);
+        let len = self.words.word(LEN).min(capacity);
+        (0..len).map(move |index| {
+            let at = at_word(wrap(head.wrapping_add(index), capacity));
+            (self.words.word(at), self.words.word(at.wrapping_add(1)))
+        })
+    }
+
     /// The number of entries held, live or expired (at most `limit`, or `limit + 1`
     /// when rejected attempts are recorded).
     ///
@@ -181,7 +237,7 @@ impl LogState {
     /// assert_eq!(state.len(), 1);
     /// ```
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.words.word(LEN).min(self.ring_capacity()) as usize
     }
 
     /// True if the log holds no entry.
@@ -201,31 +257,112 @@ impl LogState {
     /// assert!(!state.is_empty()); // expired, but still held
     /// ```
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len() == 0
     }
 
-    /// The bytes the log's ring takes on the heap (its allocated capacity).
+    /// The bytes the state's words take on the heap: 24 for the header and 16 per
+    /// entry of the ring, all allocated up front.
     ///
     /// ```
     /// use sluicegate::algorithms::{Algorithm, SlidingLog};
     /// use std::time::Duration;
     /// let log = SlidingLog::new(100, Duration::from_secs(1)).unwrap();
     /// let state = log.initial_state(0);
-    /// assert!(state.heap_bytes() >= 100 * 16); // allocated up front, 16 bytes per entry
+    /// assert_eq!(state.heap_bytes(), 24 + 100 * 16); // a header, then 16 bytes per entry
+    /// let recording = log.with_rejected_recorded().initial_state(0);
+    /// assert_eq!(recording.heap_bytes(), 24 + 101 * 16);
     /// ```
     pub fn heap_bytes(&self) -> usize {
-        self.entries.capacity() * std::mem::size_of::<Entry>()
+        std::mem::size_of_val(&*self.words)
     }
 }
 
-/// The log as seen at one instant, computed without touching the state.
-struct View {
-    /// The instant used: `now`, or the newest time the state remembers if later.
+impl PartialEq for LogState {
+    fn eq(&self, other: &Self) -> bool {
+        self.words.word(TOTAL) == other.words.word(TOTAL) && self.entries().eq(other.entries())
+    }
+}
+
+impl Eq for LogState {}
+
+impl std::fmt::Debug for LogState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogState")
+            .field("entries", &self.entries().collect::<Vec<_>>())
+            .field("total", &self.words.word(TOTAL))
+            .field("capacity", &self.ring_capacity())
+            .finish()
+    }
+}
+
+/// What a non-blocking try of a [`SlidingLog`] writes, planned by
+/// [`plan_try`](WordArrayAlgorithm::plan_try) and written by
+/// [`apply_try`](WordArrayAlgorithm::apply_try): the header after the step (the
+/// expired entries dropped, the oldest evicted if the log was full) and the entry
+/// it appends, a grant or, with [`with_rejected_recorded`](SlidingLog::with_rejected_recorded),
+/// a refusal.
+///
+/// ```
+/// use sluicegate::algorithms::word_array::WordArrayAlgorithm;
+/// use sluicegate::algorithms::SlidingLog;
+/// use std::time::Duration;
+/// let log = SlidingLog::new(1, Duration::from_secs(1)).unwrap().with_rejected_recorded();
+/// let mut words = vec![0; log.state_words()];
+/// log.init_words(&mut words[..], 0);
+/// let (granted, take) = log.plan_try(&words[..], 0, 1);
+/// assert!(granted);
+/// log.apply_try(&mut words[..], take.unwrap());
+/// // Refused, and recorded: there is still something to write.
+/// let (granted, take) = log.plan_try(&words[..], 0, 1);
+/// assert!(!granted && take.is_some());
+/// // A cost above the limit is never granted, and never recorded.
+/// assert_eq!(log.plan_try(&words[..], 0, 2), (false, None));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogTake {
+    /// The header after the step.
+    head: u64,
+    len: u64,
+    total: u64,
+    /// The ring slot of the new entry, and the entry.
+    slot: u64,
     at: Nanos,
-    /// Index of the first live entry (those before it have expired).
-    first_live: usize,
+    cost: u64,
+}
+
+/// The log as seen at one instant, computed without touching the state.
+#[derive(Clone, Copy)]
+struct View {
+    /// The instant used: `now`, or the time of the newest entry if later.
+    at: Nanos,
+    /// The header: the ring slot of the oldest entry, the number of entries (at
+    /// most the ring's size).
+    head: u64,
+    len: u64,
+    /// The ring's number of slots: the log's capacity, unless the state was made
+    /// by a log of a larger one.
+    ring: u64,
+    /// The time of the newest entry (0 when there is none).
+    newest: Nanos,
+    /// Index (from the oldest) of the first live entry: those before have expired.
+    first_live: u64,
     /// The sum of the live entries' costs.
-    live: u128,
+    live: u64,
+}
+
+impl View {
+    /// The entry `index` places after the oldest, as `(time, cost)`.
+    #[inline(always)]
+    fn entry<W: Words + ?Sized>(&self, words: &W, index: u64) -> (Nanos, u64) {
+        let at = at_word(wrap(self.head.wrapping_add(index), self.ring));
+        (words.word(at), words.word(at.wrapping_add(1)))
+    }
+
+    /// The time of the newest entry, if any: where the minimum spacing runs from.
+    #[inline(always)]
+    fn last(&self) -> Option<Nanos> {
+        (self.len > 0).then_some(self.newest)
+    }
 }
 
 impl SlidingLog {
@@ -353,6 +490,7 @@ impl SlidingLog {
     /// assert_eq!(log.capacity(), 3);
     /// assert_eq!(log.with_rejected_recorded().capacity(), 4);
     /// ```
+    #[inline]
     pub fn capacity(&self) -> u64 {
         self.limit + u64::from(self.record_rejected)
     }
@@ -376,39 +514,67 @@ impl SlidingLog {
         state: &'a LogState,
         now: Nanos,
     ) -> impl Iterator<Item = (Nanos, u64)> + 'a {
-        let view = self.view(state, now);
-        state
-            .entries
-            .range(view.first_live..)
-            .map(|entry| (entry.at, entry.cost))
+        let view = self.view(&state.words[..], state.ring_capacity(), now, 1);
+        (view.first_live..view.len).map(move |index| view.entry(&state.words[..], index))
     }
 
-    fn view(&self, state: &LogState, now: Nanos) -> View {
-        let newest = state.entries.back().map_or(0, |entry| entry.at);
-        let at = now.max(newest).max(state.last.unwrap_or(0));
-        let expired = |entry: &Entry| entry.at.saturating_add(self.duration) <= at;
-        // Usually the oldest entry is still live, or only it has expired: skip the
-        // binary search then.
-        let first_live = match (state.entries.front(), state.entries.get(1)) {
-            (Some(oldest), _) if !expired(oldest) => 0,
-            (Some(_), Some(next)) if !expired(next) => 1,
-            (Some(_), None) => 1,
-            (None, _) => 0,
-            _ => state.entries.partition_point(expired),
+    /// The log at `now`, in a ring of `ring` slots, for a call of `cost`: the newest
+    /// entry, the two oldest, and the next ones while they have expired. Total on any
+    /// words: at most `8 + 2 × min(len, ring)` reads.
+    #[inline(always)]
+    fn view<W: Words + ?Sized>(&self, words: &W, ring: u64, now: Nanos, cost: u64) -> View {
+        let len = words.word(LEN).min(ring);
+        let total = words.word(TOTAL);
+        let mut view = View {
+            at: now,
+            head: words.word(HEAD),
+            len,
+            ring,
+            newest: 0,
+            first_live: 0,
+            live: total,
         };
-        let expired: u128 = state
-            .entries
-            .range(..first_live)
-            .map(|entry| u128::from(entry.cost))
-            .sum();
-        View {
-            at,
-            first_live,
-            live: state.total.saturating_sub(expired),
+        if len > 0 {
+            view.newest = view.entry(words, len - 1).0;
+            view.at = now.max(view.newest);
         }
+        let is_expired = |at: Nanos| at.saturating_add(self.duration) <= view.at;
+        // Entries are in time order, so the expired ones come first.
+        let mut expired: u64 = 0;
+        if total.saturating_add(cost) <= self.limit {
+            // Room whatever has expired: the call is granted (spacing allowing) and
+            // drops the expired entries. In a log in steady use 0, 1 or 2 of them
+            // expire at each call, in no pattern, so the two oldest are judged
+            // without branching (a branch on it, which waits for the clock, was
+            // mispredicted often enough to cost 4 of 22 ns, measured).
+            let (oldest, oldest_cost) = view.entry(words, 0);
+            let (second, second_cost) = view.entry(words, 1);
+            let first = (len > 0) & is_expired(oldest);
+            let both = first & (len > 1) & is_expired(second);
+            view.first_live = u64::from(first) + u64::from(both);
+            expired = (oldest_cost & 0u64.wrapping_sub(u64::from(first)))
+                .saturating_add(second_cost & 0u64.wrapping_sub(u64::from(both)));
+            if !both {
+                view.live = total.saturating_sub(expired);
+                return view;
+            }
+        }
+        // Near the limit (usually the oldest is live: one read), or more than two
+        // expired.
+        while view.first_live < len {
+            let at = at_word(wrap(view.head.wrapping_add(view.first_live), ring));
+            if !is_expired(words.word(at)) {
+                break;
+            }
+            expired = expired.saturating_add(words.word(at.wrapping_add(1)));
+            view.first_live += 1;
+        }
+        view.live = total.saturating_sub(expired);
+        view
     }
 
     /// When the minimum spacing after the last call ends (0 when there is none).
+    #[inline(always)]
     fn spaced_at(&self, last: Option<Nanos>) -> Nanos {
         match last {
             Some(last) if self.min_spacing > 0 => last.saturating_add(self.min_spacing),
@@ -416,23 +582,28 @@ impl SlidingLog {
         }
     }
 
-    /// The first instant at which the `live` entries, oldest first, have expired
-    /// enough that `cost` more fits the limit.
-    fn fits_at<'a>(
+    /// The first instant at which the entries from `from` on (oldest first, then
+    /// `attempt` if given), whose costs sum to `live`, have expired enough that
+    /// `cost` more fits the limit.
+    fn fits_at<W: Words + ?Sized>(
         &self,
-        live_entries: impl Iterator<Item = &'a Entry>,
-        live: u128,
+        words: &W,
+        view: &View,
+        from: u64,
+        attempt: Option<(Nanos, u64)>,
+        live: u64,
         cost: u64,
     ) -> Nanos {
-        let allowed = u128::from(self.limit - cost);
+        let allowed = self.limit.saturating_sub(cost);
         let mut live = live;
         if live <= allowed {
             return 0;
         }
-        for entry in live_entries {
-            live = live.saturating_sub(u128::from(entry.cost));
+        let entries = (from..view.len).map(|index| view.entry(words, index));
+        for (at, entry_cost) in entries.chain(attempt) {
+            live = live.saturating_sub(entry_cost);
             if live <= allowed {
-                return entry.at.saturating_add(self.duration);
+                return at.saturating_add(self.duration);
             }
         }
         // Unreachable while cost <= limit: every entry eventually expires.
@@ -445,55 +616,62 @@ impl SlidingLog {
         expired.max(self.spaced_at(last))
     }
 
-    fn remaining(&self, live: u128) -> u64 {
-        u64::try_from(u128::from(self.limit).saturating_sub(live)).unwrap_or(0)
+    fn remaining(&self, live: u64) -> u64 {
+        self.limit.saturating_sub(live)
     }
 
-    /// Drops the expired entries, then appends `entry`, evicting the oldest entry if
-    /// the log is full.
-    fn append(&self, state: &mut LogState, view: &View, entry: Entry) {
-        for _ in 0..view.first_live {
-            if let Some(old) = state.entries.pop_front() {
-                state.total = state.total.saturating_sub(u128::from(old.cost));
-            }
+    /// What appending the entry `(view.at, cost)` writes: the expired entries
+    /// dropped, then the oldest evicted if the log is still full. Total on any view;
+    /// room for the entry needs a ring of at least the log's capacity.
+    #[inline(always)]
+    fn plan_append<W: Words + ?Sized>(&self, words: &W, view: &View, cost: u64) -> LogTake {
+        let mut dropped = view.first_live;
+        let mut total = view.live;
+        if view.len.wrapping_sub(dropped) >= self.capacity() {
+            total = total.saturating_sub(view.entry(words, dropped).1);
+            dropped = dropped.wrapping_add(1);
         }
-        if state.entries.len() as u64 >= self.capacity() {
-            if let Some(old) = state.entries.pop_front() {
-                state.total = state.total.saturating_sub(u128::from(old.cost));
-            }
+        LogTake {
+            head: wrap(view.head.wrapping_add(dropped), view.ring),
+            len: view.len.wrapping_sub(dropped).wrapping_add(1),
+            total: total.saturating_add(cost),
+            // Just after the newest entry, whatever was dropped (the new head plus
+            // the new length less one comes to the same slot). Computed from the
+            // header alone, the address of the entry's stores is known before the
+            // decision, which waits for the clock: a later call's loads need not
+            // wait to learn whether they read what these stores write.
+            slot: wrap(view.head.wrapping_add(view.len), view.ring),
+            at: view.at,
+            cost,
         }
-        state.entries.push_back(entry);
-        state.total = state.total.saturating_add(u128::from(entry.cost));
-        state.last = Some(entry.at);
     }
 
     /// The decision at `view`, without recording a refused attempt.
-    fn judge(
+    fn judge<W: Words + ?Sized>(
         &self,
-        state: &LogState,
+        words: &W,
         view: &View,
         now: Nanos,
         cost: u64,
     ) -> Result<Decision, Decision> {
-        let newest = state.entries.back().map(|entry| entry.at);
-        let reset = self.reset_at(newest, state.last).saturating_sub(now);
+        let last = view.last();
+        let reset = self.reset_at(last, last).saturating_sub(now);
         let remaining = self.remaining(view.live);
         if cost > self.limit {
             return Err(Decision::never(self.limit, remaining, reset));
         }
-        let fits = view.live.saturating_add(u128::from(cost)) <= u128::from(self.limit);
-        let spaced = view.at >= self.spaced_at(state.last);
+        let fits = view.live.saturating_add(cost) <= self.limit;
+        let spaced = view.at >= self.spaced_at(last);
         if fits && spaced {
             let reset = self
                 .reset_at(Some(view.at), Some(view.at))
                 .saturating_sub(now);
-            let remaining = self.remaining(view.live.saturating_add(u128::from(cost)));
+            let remaining = self.remaining(view.live.saturating_add(cost));
             return Ok(Decision::allowed(self.limit, remaining, reset));
         }
-        let live_entries = state.entries.range(view.first_live..);
         let at = self
-            .fits_at(live_entries, view.live, cost)
-            .max(self.spaced_at(state.last));
+            .fits_at(words, view, view.first_live, None, view.live, cost)
+            .max(self.spaced_at(last));
         Err(Decision::denied(
             self.limit,
             remaining,
@@ -504,23 +682,31 @@ impl SlidingLog {
 
     /// The decision a recorded refusal gives: as if the attempt were already in the
     /// log, so that a retry at `retry_after` succeeds.
-    fn recorded_refusal(&self, state: &LogState, view: &View, now: Nanos, cost: u64) -> Decision {
-        let attempt = Entry { at: view.at, cost };
+    fn recorded_refusal<W: Words + ?Sized>(
+        &self,
+        words: &W,
+        view: &View,
+        now: Nanos,
+        cost: u64,
+    ) -> Decision {
         // The entries that would stay after dropping the expired and evicting for room.
-        let held = state.entries.len() - view.first_live;
-        let evicted = usize::from(held as u64 >= self.capacity());
-        let kept = state.entries.range(view.first_live + evicted..);
-        let evicted_cost: u128 = state
-            .entries
-            .range(view.first_live..view.first_live + evicted)
-            .map(|entry| u128::from(entry.cost))
-            .sum();
-        let live = view
-            .live
-            .saturating_sub(evicted_cost)
-            .saturating_add(u128::from(cost));
+        let held = view.len - view.first_live;
+        let evicted = u64::from(held >= self.capacity());
+        let evicted_cost = if evicted == 1 {
+            view.entry(words, view.first_live).1
+        } else {
+            0
+        };
+        let live = view.live.saturating_sub(evicted_cost).saturating_add(cost);
         let at = self
-            .fits_at(kept.chain(std::iter::once(&attempt)), live, cost)
+            .fits_at(
+                words,
+                view,
+                view.first_live + evicted,
+                Some((view.at, cost)),
+                live,
+                cost,
+            )
             .max(self.spaced_at(Some(view.at)));
         let reset = self
             .reset_at(Some(view.at), Some(view.at))
@@ -532,6 +718,58 @@ impl SlidingLog {
             reset,
         )
     }
+
+    /// `state`'s entries in a ring of this log's capacity, for a state whose ring is
+    /// smaller (so all its entries fit).
+    #[cold]
+    fn grown(&self, state: &LogState) -> LogState {
+        let mut words = vec![0; self.state_words()].into_boxed_slice();
+        let mut len = 0;
+        for (at, cost) in state.entries() {
+            let index = at_word(len);
+            words.set_word(index, at);
+            words.set_word(index + 1, cost);
+            len += 1;
+        }
+        words.set_word(LEN, len);
+        words.set_word(TOTAL, state.words.word(TOTAL));
+        LogState { words }
+    }
+
+    /// [`Algorithm::reserve`] on words holding a ring of `ring` slots.
+    fn reserve_in<W: WordsMut + ?Sized>(
+        &self,
+        words: &mut W,
+        ring: u64,
+        now: Nanos,
+        cost: u64,
+    ) -> Decision {
+        let view = self.view(&*words, ring, now, cost);
+        match self.judge(&*words, &view, now, cost) {
+            Ok(granted) => {
+                let take = self.plan_append(&*words, &view, cost);
+                self.apply_try(words, take);
+                granted
+            }
+            Err(refused) if refused.is_never() || !self.record_rejected => refused,
+            Err(_) => {
+                let decision = self.recorded_refusal(&*words, &view, now, cost);
+                let take = self.plan_append(&*words, &view, cost);
+                self.apply_try(words, take);
+                decision
+            }
+        }
+    }
+
+    /// [`Algorithm::peek`] on words holding a ring of `ring` slots.
+    fn peek_in<W: Words + ?Sized>(&self, words: &W, ring: u64, now: Nanos, cost: u64) -> Decision {
+        let view = self.view(words, ring, now, cost);
+        match self.judge(words, &view, now, cost) {
+            Ok(decision) => decision,
+            Err(refused) if refused.is_never() || !self.record_rejected => refused,
+            Err(_) => self.recorded_refusal(words, &view, now, cost),
+        }
+    }
 }
 
 impl Algorithm for SlidingLog {
@@ -539,45 +777,124 @@ impl Algorithm for SlidingLog {
 
     /// An empty log with room for [`capacity`](SlidingLog::capacity) entries (the
     /// one allocation this algorithm makes).
-    fn initial_state(&self, _now: Nanos) -> LogState {
-        LogState {
-            // capacity() <= 2^20 + 1, so it fits any usize.
-            entries: VecDeque::with_capacity(self.capacity() as usize),
-            total: 0,
-            last: None,
-        }
+    fn initial_state(&self, now: Nanos) -> LogState {
+        let mut words = vec![0; self.state_words()].into_boxed_slice();
+        self.init_words(&mut words[..], now);
+        LogState { words }
     }
 
     /// Grants `cost` now if the window has room (and the spacing has passed), else
     /// denies with the exact `retry_after`. It never reserves future capacity, so
     /// `max_wait` is unused. With recorded rejects, a denial appends the attempt.
     fn reserve(&self, state: &mut LogState, now: Nanos, cost: u64, _max_wait: Nanos) -> Decision {
-        let view = self.view(state, now);
-        match self.judge(state, &view, now, cost) {
-            Ok(granted) => {
-                self.append(state, &view, Entry { at: view.at, cost });
-                granted
-            }
-            Err(refused) if refused.is_never() || !self.record_rejected => refused,
-            Err(_) => {
-                let decision = self.recorded_refusal(state, &view, now, cost);
-                self.append(state, &view, Entry { at: view.at, cost });
-                decision
-            }
+        if state.ring_capacity() < self.capacity() {
+            *state = self.grown(state);
         }
+        let ring = state.ring_capacity();
+        self.reserve_in(&mut state.words[..], ring, now, cost)
     }
 
     fn peek(&self, state: &LogState, now: Nanos, cost: u64) -> Decision {
-        let view = self.view(state, now);
-        match self.judge(state, &view, now, cost) {
-            Ok(decision) => decision,
-            Err(refused) if refused.is_never() || !self.record_rejected => refused,
-            Err(_) => self.recorded_refusal(state, &view, now, cost),
-        }
+        self.peek_in(&state.words[..], state.ring_capacity(), now, cost)
     }
 
     fn is_replenished(&self, state: &LogState, now: Nanos) -> bool {
-        let view = self.view(state, now);
-        view.live == 0 && view.at >= self.spaced_at(state.last)
+        let view = self.view(&state.words[..], state.ring_capacity(), now, 1);
+        view.live == 0 && view.at >= self.spaced_at(view.last())
+    }
+}
+
+impl WordArrayAlgorithm for SlidingLog {
+    type Take = LogTake;
+
+    /// A 3-word header, then 2 words per entry of [`capacity`](SlidingLog::capacity).
+    #[inline]
+    fn state_words(&self) -> usize {
+        HEADER + 2 * self.capacity() as usize
+    }
+
+    /// An empty log: the header is all 0 (the words are 0 already; time plays no part).
+    fn init_words<W: WordsMut + ?Sized>(&self, words: &mut W, _now: Nanos) {
+        for index in [HEAD, LEN, TOTAL] {
+            words.set_word(index, 0);
+        }
+    }
+
+    fn reserve_words<W: WordsMut + ?Sized>(
+        &self,
+        words: &mut W,
+        now: Nanos,
+        cost: u64,
+        _max_wait: Nanos,
+    ) -> Decision {
+        self.reserve_in(words, self.capacity(), now, cost)
+    }
+
+    fn peek_words<W: Words + ?Sized>(&self, words: &W, now: Nanos, cost: u64) -> Decision {
+        self.peek_in(words, self.capacity(), now, cost)
+    }
+
+    /// The verdict `reserve_words` gives, without its `retry_after` walk: reads the
+    /// header, the newest entry and the oldest ones while they have expired.
+    #[inline(always)]
+    fn plan_try<W: Words + ?Sized>(
+        &self,
+        words: &W,
+        now: Nanos,
+        cost: u64,
+    ) -> (bool, Option<LogTake>) {
+        if cost > self.limit {
+            // Never: refused, and not recorded.
+            return (false, None);
+        }
+        let view = self.view(words, self.capacity(), now, cost);
+        let granted =
+            view.live.saturating_add(cost) <= self.limit && view.at >= self.spaced_at(view.last());
+        if granted || self.record_rejected {
+            (granted, Some(self.plan_append(words, &view, cost)))
+        } else {
+            (false, None)
+        }
+    }
+
+    #[inline(always)]
+    fn apply_try<W: WordsMut + ?Sized>(&self, words: &mut W, take: LogTake) {
+        let at = at_word(take.slot);
+        words.set_word(at, take.at);
+        words.set_word(at.wrapping_add(1), take.cost);
+        words.set_word(HEAD, take.head);
+        words.set_word(LEN, take.len);
+        words.set_word(TOTAL, take.total);
+    }
+
+    /// `[limit, duration, min_spacing, record_rejected]`.
+    fn config_words(&self) -> [u64; 4] {
+        [
+            self.limit,
+            self.duration,
+            self.min_spacing,
+            u64::from(self.record_rejected),
+        ]
+    }
+
+    /// The inverse of [`config_words`](Self::config_words). A limit above
+    /// [`MAX_ENTRIES`] is read as `MAX_ENTRIES`, so that no words make a log whose
+    /// capacity overflows.
+    #[inline(always)]
+    fn from_config_words(words: [u64; 4]) -> Self {
+        SlidingLog {
+            limit: words[0].min(MAX_ENTRIES),
+            duration: words[1],
+            min_spacing: words[2],
+            record_rejected: words[3] != 0,
+        }
+    }
+
+    fn state_to_words(state: &LogState) -> Box<[u64]> {
+        state.words.clone()
+    }
+
+    fn state_from_words(words: Box<[u64]>) -> LogState {
+        LogState { words }
     }
 }

@@ -76,7 +76,8 @@ pub trait StateCell<A: Algorithm + Clone>: Send + Sync + 'static {
 
 /// Chooses the cell an algorithm's state lives in when it is the one state of a
 /// direct limiter. Word-sized algorithms get a lock-free [`WordCell`];
-/// [`SmoothWarmingUp`] (two words of state) the lock-free [`WarmingUpCell`]; any other
+/// [`SmoothWarmingUp`] (two words of state) the lock-free [`WarmingUpCell`]; the
+/// sliding log (a fixed array of words) the lock-free [`WordArrayCell`]; any other
 /// algorithm can use a [`LockedCell`].
 ///
 /// It also holds the hot path of a non-blocking try, [`try_take`](Storable::try_take):
@@ -85,15 +86,19 @@ pub trait StateCell<A: Algorithm + Clone>: Send + Sync + 'static {
 /// which cost float divisions on every call.
 ///
 /// ```
-/// use sluicegate::algorithms::{FixedWindow, SlidingLog};
-/// use sluicegate::stores::{LockedCell, StateCell, Storable, WordCell};
+/// use sluicegate::algorithms::{FixedWindow, Limits, SlidingLog};
+/// use sluicegate::stores::{LockedCell, StateCell, Storable, WordArrayCell, WordCell};
 /// use std::time::Duration;
-/// // A one-word algorithm gets the lock-free cell; the sliding log, a mutex.
+/// // A one-word algorithm gets the lock-free cell; the sliding log, the lock-free
+/// // cell of many words; a set of limits, a mutex.
 /// let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
 /// let word: WordCell<FixedWindow> = <FixedWindow as Storable>::Cell::new(window, 0);
 /// assert!(word.reserve(0, 1, 0).is_allowed());
 /// let log = SlidingLog::new(1, Duration::from_secs(1)).unwrap();
-/// let locked: LockedCell<SlidingLog> = <SlidingLog as Storable>::Cell::new(log, 0);
+/// let words: WordArrayCell<SlidingLog> = <SlidingLog as Storable>::Cell::new(log, 0);
+/// assert!(words.reserve(0, 1, 0).is_allowed());
+/// let set = Limits::new().with(window);
+/// let locked: LockedCell<Limits> = <Limits as Storable>::Cell::new(set, 0);
 /// assert!(locked.reserve(0, 1, 0).is_allowed());
 /// ```
 pub trait Storable: Algorithm + Clone {
@@ -656,5 +661,10 @@ impl Storable for crate::algorithms::SlidingWindowBuckets {
 }
 
 impl Storable for crate::algorithms::SlidingLog {
-    type Cell = LockedCell<crate::algorithms::SlidingLog>;
+    type Cell = WordArrayCell<crate::algorithms::SlidingLog>;
+
+    #[inline]
+    fn try_take(cell: &Self::Cell, now: Nanos, cost: u64) -> bool {
+        cell.try_take(now, cost)
+    }
 }

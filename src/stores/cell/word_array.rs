@@ -13,19 +13,20 @@ use std::sync::atomic::{fence, AtomicU64, Ordering};
 /// guards data too wide for one atomic.
 ///
 /// ```text
-///   try:    s = sequence (even)   plan from the words   sequence == s ?  else retry
-///           refused: done (loads only)
-///           granted: CAS sequence s -> s+1   write the plan   sequence = s+2
+///   try:    s = sequence (even)   plan from the words
+///           refused: sequence == s ?  done (loads only)  else retry
+///           granted: CAS sequence s -> s+1 (else retry)   write the plan   sequence = s+2
 ///   other:  CAS sequence (even) s -> s+1   step   sequence = s+2 (s if unchanged)
 /// ```
 ///
 /// A non-blocking try ([`Storable::try_take`](super::Storable::try_take)) looks
-/// first: it reads the few words its decision needs, checks that the sequence did
-/// not move meanwhile, and answers. A refusal writes nothing and costs no atomic
-/// read-modify-write. A grant claims the sequence by one compare-and-swap *from the
-/// value it read*: success proves no write landed since the look, so the planned
-/// writes are stored and the sequence released. If the swap fails another caller
-/// wrote first and the try starts over.
+/// first: it reads the few words its decision needs and plans. A refusal checks
+/// that the sequence did not move meanwhile and answers: it writes nothing and
+/// costs no atomic read-modify-write. A grant claims the sequence by one
+/// compare-and-swap *from the value it read*: success proves no write landed since
+/// the look (so it needs no check of its own), and the planned writes are stored
+/// and the sequence released. If the swap fails another caller wrote first and the
+/// try starts over.
 ///
 /// Every other step ([`reserve`](StateCell::reserve) with its full [`Decision`],
 /// [`peek`](StateCell::peek), a reconfiguration) claims the sequence first and runs
@@ -40,15 +41,22 @@ use std::sync::atomic::{fence, AtomicU64, Ordering};
 /// state has another size fails with [`Error::InvalidCount`] and changes nothing.
 ///
 /// ```
-/// use sluicegate::algorithms::SlidingWindowBuckets;
+/// use sluicegate::algorithms::SlidingLog;
 /// use sluicegate::stores::{StateCell, Storable, WordArrayCell};
 /// use std::time::Duration;
-/// let window = SlidingWindowBuckets::dropping(2, Duration::from_secs(60), Duration::from_secs(15)).unwrap();
-/// let cell = WordArrayCell::new(window, 0);
-/// assert!(SlidingWindowBuckets::try_take(&cell, 0, 1));
+/// let log = SlidingLog::new(2, Duration::from_secs(60)).unwrap();
+/// let cell = WordArrayCell::new(log, 0);
+/// assert!(SlidingLog::try_take(&cell, 0, 1));
 /// assert!(cell.reserve(0, 1, 0).is_allowed());
-/// assert!(!SlidingWindowBuckets::try_take(&cell, 0, 1)); // the window is full
+/// assert!(!SlidingLog::try_take(&cell, 0, 1)); // the log is full
 /// assert_eq!(cell.peek(0, 1).retry_after(), Duration::from_secs(60));
+/// // The state's size is fixed: a new limit must keep the capacity.
+/// let err = cell.reconfigure(&|log, _| {
+///     *log = SlidingLog::new(3, Duration::from_secs(60))?;
+///     Ok(())
+/// });
+/// assert!(err.is_err());
+/// assert_eq!(cell.algorithm(), log); // refused: nothing changed
 /// ```
 #[derive(Debug)]
 // The words every call reads first (sequence and configuration) fill one cache line
@@ -181,12 +189,17 @@ impl<A: WordArrayAlgorithm> WordArrayCell<A> {
         loop {
             let (seen, algorithm) = self.begin();
             let (granted, take) = algorithm.plan_try(&Shared(&self.words), now, cost);
-            if !self.unchanged_since(seen) {
-                continue;
-            }
             let Some(take) = take else {
-                return granted;
+                if self.unchanged_since(seen) {
+                    return granted;
+                }
+                continue;
             };
+            // No separate check before a write: the claim itself fails if anything
+            // was written since `seen` was read. (If a load above saw a write, the
+            // writer's claim happens before this fence, and so before the swap,
+            // which then cannot find `seen`.)
+            fence(Ordering::Acquire);
             let Some(mut claim) = self.claim(seen) else {
                 continue;
             };
@@ -242,12 +255,18 @@ impl<A: WordArrayAlgorithm> StateCell<A> for WordArrayCell<A> {
         // A rejected change returns before anything is written.
         change(&mut algorithm, &mut state)?;
         let words = A::state_to_words(&state);
-        if words.len() != self.words.len() {
-            return Err(Error::InvalidCount {
-                what: "words of state after a reconfiguration",
-                value: words.len() as u64,
-                requirement: "the cell's size, fixed when it was made",
-            });
+        // Both sizes must match the cell's: the new configuration's (which the steps
+        // index by) and the state's. A change that replaces only the configuration
+        // leaves the state at the old size, so checking the state alone would let a
+        // configuration of another size step words not made for it.
+        for size in [algorithm.state_words(), words.len()] {
+            if size != self.words.len() {
+                return Err(Error::InvalidCount {
+                    what: "words of state after a reconfiguration",
+                    value: size as u64,
+                    requirement: "the cell's size, fixed when it was made",
+                });
+            }
         }
         claim.wrote = true;
         let mut shared = Shared(&self.words);
