@@ -64,15 +64,17 @@
 //! The state is a fixed array of `u64` words, allocated once, at
 //! [`initial_state`](Algorithm::initial_state); nothing is allocated afterwards.
 //! Three header words (the ring index of the oldest entry, the number of entries,
-//! the sum of their costs) precede a ring of [`capacity`](SlidingLog::capacity)
-//! entries of two words each (time, cost): `24 + 16 × capacity` bytes. Because the
-//! size is fixed by the configuration, a direct limiter keeps these words as
-//! atomics in a lock-free [`WordArrayCell`](crate::stores::WordArrayCell) (see
+//! and the running count of permits logged before the oldest) precede a ring of
+//! [`capacity`](SlidingLog::capacity) entries of two words each (time, running
+//! count after it): `24 + 16 × capacity` bytes. Because the size is fixed by the
+//! configuration, a direct limiter keeps these words as atomics in a lock-free
+//! [`WordArrayCell`](crate::stores::WordArrayCell) (see
 //! [`word_array`](super::word_array)).
 //!
 //! * Without recorded rejects, the log holds at most `limit` entries: every entry
-//!   in the window costs at least 1, and expired ones are dropped before a new one
-//!   is added.
+//!   costs at least 1, a call is appended without dropping anything only while the
+//!   entries held (expired ones included) leave room for it, and otherwise the
+//!   expired ones are dropped first.
 //! * With recorded rejects, it holds at most `limit + 1` entries: when an attempt
 //!   finds `limit + 1` live entries, the *oldest* is evicted to make room. This
 //!   changes no decision, ever, compared with an unbounded log: if an evicted entry
@@ -84,18 +86,21 @@
 //!
 //! # Cost
 //!
-//! Every call reads the header, the newest entry (time that goes backwards, and
-//! the minimum spacing, are judged from it) and the oldest entries while they have
-//! expired (with room for the call, the two oldest whether expired or not, judged
-//! without branching): in the common cases the oldest is live, or only a few have
-//! expired, so that is a handful of words. A granted call drops the expired entries (each entry
-//! is dropped once: amortized O(1)) and appends one. A refused call leaves the log
-//! as it is (unless it records the attempt), so expired entries it skipped are read
-//! again by the next call; for its exact `retry_after` it also walks live entries
-//! from the oldest until enough would have expired: O(1) in the common cases,
-//! O(limit) at worst. A direct limiter's non-blocking try needs no `retry_after`
-//! and skips that walk ([`plan_try`](super::word_array::WordArrayAlgorithm::plan_try)):
-//! a refusal costs loads only, a grant one compare-and-swap.
+//! Entries keep running counts rather than their own costs, so the permits in any
+//! run of entries are one subtraction away, and nothing ever walks the log:
+//!
+//! * Every call reads the header and the newest entry (time that goes backwards,
+//!   and the minimum spacing, are judged from it). If the entries held, expired
+//!   ones included, leave room for the call, that is all: it is granted (spacing
+//!   allowing) and appended, and expired entries stay until their room is needed.
+//! * Otherwise the call finds the first live entry: at once when the oldest is
+//!   live, else by binary search, O(log limit). A granted call then drops the
+//!   expired entries (one header write, however many they are) and appends.
+//! * A refused call's exact `retry_after` is another binary search, for the entry
+//!   whose expiry makes room. A direct limiter's non-blocking try needs no
+//!   `retry_after` and skips it
+//!   ([`plan_try`](super::word_array::WordArrayAlgorithm::plan_try)): a refusal
+//!   costs loads only, a grant (or a recorded refusal) one compare-and-swap.
 //!
 //! # Edges
 //!
@@ -154,35 +159,48 @@ pub struct SlidingLog {
 const HEAD: usize = 0;
 /// Word index of the number of entries held.
 const LEN: usize = 1;
-/// Word index of the sum of the held entries' costs.
-const TOTAL: usize = 2;
+/// Word index of the running count just before the oldest entry (see
+/// [`LogState`]).
+const BASE: usize = 2;
 /// The number of header words, before the ring.
 const HEADER: usize = 3;
 
-/// The word index of the time of the entry in ring slot `slot`; its cost is the
-/// next word. Wrapping: a slot computed from mixed reads gives an index past the
-/// end, where reads answer 0 and writes do nothing.
+/// The word index of the time of the entry in ring slot `slot`; its running count
+/// is the next word. Wrapping: a slot computed from mixed reads gives an index
+/// past the end, where reads answer 0 and writes do nothing.
 #[inline(always)]
 fn at_word(slot: u64) -> usize {
     (slot as usize).wrapping_mul(2).wrapping_add(HEADER)
 }
 
-/// `slot` brought back into a ring of `capacity` slots, for a slot below twice the
-/// capacity. A conditional subtract: the capacity is rarely a power of two, and a
+/// `slot` brought back into a ring of `ring` slots, for a slot below twice the
+/// ring. A conditional subtract: the capacity is rarely a power of two, and a
 /// division would cost more than the rest of a try.
 #[inline(always)]
-fn wrap(slot: u64, capacity: u64) -> u64 {
-    if slot >= capacity {
-        slot.wrapping_sub(capacity)
+fn wrap(slot: u64, ring: u64) -> u64 {
+    if slot >= ring {
+        slot.wrapping_sub(ring)
     } else {
         slot
     }
 }
 
 /// The state of a [`SlidingLog`]: a fixed array of words, a header (the ring slot
-/// of the oldest entry, the number of entries, their total cost) and a ring of
-/// [`capacity`](SlidingLog::capacity) entries `(time, cost)` in time order. The
-/// time of the newest entry is also where the minimum spacing runs from.
+/// of the oldest entry, the number of entries, and a *base*) and a ring of
+/// [`capacity`](SlidingLog::capacity) entries `(time, running count)` in time
+/// order.
+///
+/// An entry keeps, instead of its own cost, the running count of permits logged
+/// up to and including it; the base is the running count just before the oldest
+/// entry. The cost of any run of entries is then one subtraction, so the permits
+/// still live are found by a binary search for the first live entry, and the
+/// instant a refused call would fit by another, without walking the log. Running
+/// counts wrap around 2⁶⁴ and only their differences are used.
+///
+/// Expired entries are dropped lazily: only when a call needs their room, or
+/// needs to know how many permits are live because the entries held, expired ones
+/// included, would not leave room for it. The time of the newest entry is also
+/// where the minimum spacing runs from.
 ///
 /// Cloning allocates (a copy of the words). Two states are equal when they hold the
 /// same entries, wherever they sit in their rings.
@@ -190,7 +208,10 @@ fn wrap(slot: u64, capacity: u64) -> u64 {
 /// A log may step a state made by a log of another capacity (say after its limit
 /// was changed inside a set of limits) and decides as it would on its own state
 /// holding the same entries. A ring smaller than the log's capacity is first moved
-/// into one of that size (an allocation, once); a larger one is used as it is.
+/// into one of that size (an allocation, once); a larger one is used as it is. A
+/// log of another *duration* judges the entries held by its own window: an entry
+/// that had expired under a shorter window counts again under a longer one if it
+/// is still held.
 ///
 /// ```
 /// use sluicegate::algorithms::{Algorithm, SlidingLog};
@@ -204,7 +225,7 @@ fn wrap(slot: u64, capacity: u64) -> u64 {
 /// ```
 #[derive(Clone)]
 pub struct LogState {
-    /// `[head, len, total]`, then the ring: `(at, cost)` per slot.
+    /// `[head, len, base]`, then the ring: `(at, running count)` per slot.
     words: Box<[u64]>,
 }
 
@@ -216,12 +237,16 @@ impl LogState {
 
     /// The entries held, oldest first, as `(time, cost)`.
     fn entries(&self) -> impl Iterator<Item = (Nanos, u64)> + '_ {
-        let capacity = self.ring_capacity();
+        let ring = self.ring_capacity();
         let head = self.words.word(HEAD);
-        let len = self.words.word(LEN).min(capacity);
+        let len = self.words.word(LEN).min(ring);
+        let mut before = self.words.word(BASE);
         (0..len).map(move |index| {
-            let at = at_word(wrap(head.wrapping_add(index), capacity));
-            (self.words.word(at), self.words.word(at.wrapping_add(1)))
+            let at = at_word(wrap(head.wrapping_add(index), ring));
+            let count = self.words.word(at.wrapping_add(1));
+            let cost = count.wrapping_sub(before);
+            before = count;
+            (self.words.word(at), cost)
         })
     }
 
@@ -242,8 +267,8 @@ impl LogState {
 
     /// True if the log holds no entry.
     ///
-    /// Expired entries stay in the ring until a later call appends: the log can be
-    /// non-empty while nothing counts.
+    /// Expired entries stay in the ring until a call needs their room (or needs to
+    /// count what is live): the log can be non-empty while nothing counts.
     ///
     /// ```
     /// use sluicegate::algorithms::{Algorithm, SlidingLog};
@@ -279,7 +304,7 @@ impl LogState {
 
 impl PartialEq for LogState {
     fn eq(&self, other: &Self) -> bool {
-        self.words.word(TOTAL) == other.words.word(TOTAL) && self.entries().eq(other.entries())
+        self.entries().eq(other.entries())
     }
 }
 
@@ -289,7 +314,6 @@ impl std::fmt::Debug for LogState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LogState")
             .field("entries", &self.entries().collect::<Vec<_>>())
-            .field("total", &self.words.word(TOTAL))
             .field("capacity", &self.ring_capacity())
             .finish()
     }
@@ -298,9 +322,9 @@ impl std::fmt::Debug for LogState {
 /// What a non-blocking try of a [`SlidingLog`] writes, planned by
 /// [`plan_try`](WordArrayAlgorithm::plan_try) and written by
 /// [`apply_try`](WordArrayAlgorithm::apply_try): the header after the step (the
-/// expired entries dropped, the oldest evicted if the log was full) and the entry
-/// it appends, a grant or, with [`with_rejected_recorded`](SlidingLog::with_rejected_recorded),
-/// a refusal.
+/// expired entries dropped if the call needed their room, the oldest evicted if
+/// the log was full) and the entry it appends, a grant or, with
+/// [`with_rejected_recorded`](SlidingLog::with_rejected_recorded), a refusal.
 ///
 /// ```
 /// use sluicegate::algorithms::word_array::WordArrayAlgorithm;
@@ -323,39 +347,66 @@ pub struct LogTake {
     /// The header after the step.
     head: u64,
     len: u64,
-    total: u64,
+    base: u64,
     /// The ring slot of the new entry, and the entry.
     slot: u64,
     at: Nanos,
-    cost: u64,
+    count: u64,
 }
 
-/// The log as seen at one instant, computed without touching the state.
+/// The log's header and newest entry at one instant: what every call reads.
 #[derive(Clone, Copy)]
-struct View {
+struct Header {
     /// The instant used: `now`, or the time of the newest entry if later.
     at: Nanos,
-    /// The header: the ring slot of the oldest entry, the number of entries (at
-    /// most the ring's size).
+    /// The ring slot of the oldest entry, and the number of entries (at most the
+    /// ring's size).
     head: u64,
     len: u64,
     /// The ring's number of slots: the log's capacity, unless the state was made
     /// by a log of a larger one.
     ring: u64,
+    /// The running count before the oldest entry, and after the newest.
+    base: u64,
+    end: u64,
     /// The time of the newest entry (0 when there is none).
     newest: Nanos,
-    /// Index (from the oldest) of the first live entry: those before have expired.
-    first_live: u64,
-    /// The sum of the live entries' costs.
-    live: u64,
 }
 
-impl View {
-    /// The entry `index` places after the oldest, as `(time, cost)`.
+impl Header {
+    /// The word index of the time of entry `index` (from the oldest); its running
+    /// count is the next word.
     #[inline(always)]
-    fn entry<W: Words + ?Sized>(&self, words: &W, index: u64) -> (Nanos, u64) {
-        let at = at_word(wrap(self.head.wrapping_add(index), self.ring));
-        (words.word(at), words.word(at.wrapping_add(1)))
+    fn at_word(&self, index: u64) -> usize {
+        at_word(wrap(self.head.wrapping_add(index), self.ring))
+    }
+
+    /// The time of entry `index`.
+    #[inline(always)]
+    fn time<W: Words + ?Sized>(&self, words: &W, index: u64) -> Nanos {
+        words.word(self.at_word(index))
+    }
+
+    /// The running count just before entry `index` (after the newest for `len`).
+    #[inline(always)]
+    fn count_before<W: Words + ?Sized>(&self, words: &W, index: u64) -> u64 {
+        if index == 0 {
+            self.base
+        } else {
+            words.word(self.at_word(index - 1).wrapping_add(1))
+        }
+    }
+
+    /// The permits logged from entry `index` on.
+    #[inline(always)]
+    fn from<W: Words + ?Sized>(&self, words: &W, index: u64) -> u64 {
+        self.end.wrapping_sub(self.count_before(words, index))
+    }
+
+    /// The permits of every entry held, expired ones included.
+    #[inline(always)]
+    fn total(&self) -> u64 {
+        self.end.wrapping_sub(self.base)
     }
 
     /// The time of the newest entry, if any: where the minimum spacing runs from.
@@ -363,6 +414,17 @@ impl View {
     fn last(&self) -> Option<Nanos> {
         (self.len > 0).then_some(self.newest)
     }
+}
+
+/// The log at one instant with what counts: the header, and where the live
+/// entries start.
+#[derive(Clone, Copy)]
+struct View {
+    header: Header,
+    /// Index (from the oldest) of the first live entry: those before have expired.
+    first_live: u64,
+    /// The sum of the live entries' costs.
+    live: u64,
 }
 
 impl SlidingLog {
@@ -514,63 +576,74 @@ impl SlidingLog {
         state: &'a LogState,
         now: Nanos,
     ) -> impl Iterator<Item = (Nanos, u64)> + 'a {
-        let view = self.view(&state.words[..], state.ring_capacity(), now, 1);
-        (view.first_live..view.len).map(move |index| view.entry(&state.words[..], index))
+        let view = self.view(&state.words[..], state.ring_capacity(), now);
+        state.entries().skip(view.first_live as usize)
     }
 
-    /// The log at `now`, in a ring of `ring` slots, for a call of `cost`: the newest
-    /// entry, the two oldest, and the next ones while they have expired. Total on any
-    /// words: at most `8 + 2 × min(len, ring)` reads.
+    /// The header and the newest entry at `now`, in a ring of `ring` slots: five
+    /// reads.
     #[inline(always)]
-    fn view<W: Words + ?Sized>(&self, words: &W, ring: u64, now: Nanos, cost: u64) -> View {
-        let len = words.word(LEN).min(ring);
-        let total = words.word(TOTAL);
-        let mut view = View {
+    fn header<W: Words + ?Sized>(&self, words: &W, ring: u64, now: Nanos) -> Header {
+        let mut header = Header {
             at: now,
             head: words.word(HEAD),
-            len,
+            len: words.word(LEN).min(ring),
             ring,
+            base: words.word(BASE),
+            end: 0,
             newest: 0,
-            first_live: 0,
-            live: total,
         };
-        if len > 0 {
-            view.newest = view.entry(words, len - 1).0;
-            view.at = now.max(view.newest);
+        header.end = header.base;
+        if header.len > 0 {
+            let newest = header.at_word(header.len - 1);
+            header.newest = words.word(newest);
+            header.end = words.word(newest.wrapping_add(1));
+            header.at = now.max(header.newest);
         }
-        let is_expired = |at: Nanos| at.saturating_add(self.duration) <= view.at;
-        // Entries are in time order, so the expired ones come first.
-        let mut expired: u64 = 0;
-        if total.saturating_add(cost) <= self.limit {
-            // Room whatever has expired: the call is granted (spacing allowing) and
-            // drops the expired entries. In a log in steady use 0, 1 or 2 of them
-            // expire at each call, in no pattern, so the two oldest are judged
-            // without branching (a branch on it, which waits for the clock, was
-            // mispredicted often enough to cost 4 of 22 ns, measured).
-            let (oldest, oldest_cost) = view.entry(words, 0);
-            let (second, second_cost) = view.entry(words, 1);
-            let first = (len > 0) & is_expired(oldest);
-            let both = first & (len > 1) & is_expired(second);
-            view.first_live = u64::from(first) + u64::from(both);
-            expired = (oldest_cost & 0u64.wrapping_sub(u64::from(first)))
-                .saturating_add(second_cost & 0u64.wrapping_sub(u64::from(both)));
-            if !both {
-                view.live = total.saturating_sub(expired);
-                return view;
+        header
+    }
+
+    /// True if the entries held, expired ones included, leave room for `cost`: the
+    /// call then needs neither to count what is live nor to drop anything.
+    #[inline(always)]
+    fn roomy(&self, header: &Header, cost: u64) -> bool {
+        // Every entry costs at least 1, so a total within the limit also means a
+        // free slot; the length is checked all the same, should a caller break that.
+        header.total().saturating_add(cost) <= self.limit && header.len < self.capacity()
+    }
+
+    /// The index of the first live entry: the oldest, at once, in the common case,
+    /// else a binary search (entries are in time order). Total on any words: at
+    /// most 2 + log₂(len) reads.
+    #[inline(always)]
+    fn first_live<W: Words + ?Sized>(&self, words: &W, header: &Header) -> u64 {
+        let expired =
+            |index: u64| header.time(words, index).saturating_add(self.duration) <= header.at;
+        if header.len == 0 || !expired(0) {
+            return 0;
+        }
+        // Entry `low` has expired; the first live one is in (low, high].
+        let (mut low, mut high) = (0, header.len);
+        while high - low > 1 {
+            let middle = low + (high - low) / 2;
+            if expired(middle) {
+                low = middle;
+            } else {
+                high = middle;
             }
         }
-        // Near the limit (usually the oldest is live: one read), or more than two
-        // expired.
-        while view.first_live < len {
-            let at = at_word(wrap(view.head.wrapping_add(view.first_live), ring));
-            if !is_expired(words.word(at)) {
-                break;
-            }
-            expired = expired.saturating_add(words.word(at.wrapping_add(1)));
-            view.first_live += 1;
+        high
+    }
+
+    /// The log at `now` with its live entries found.
+    fn view<W: Words + ?Sized>(&self, words: &W, ring: u64, now: Nanos) -> View {
+        let header = self.header(words, ring, now);
+        let first_live = self.first_live(words, &header);
+        View {
+            header,
+            first_live,
+            live: header.from(words, first_live),
         }
-        view.live = total.saturating_sub(expired);
-        view
     }
 
     /// When the minimum spacing after the last call ends (0 when there is none).
@@ -582,32 +655,53 @@ impl SlidingLog {
         }
     }
 
-    /// The first instant at which the entries from `from` on (oldest first, then
-    /// `attempt` if given), whose costs sum to `live`, have expired enough that
-    /// `cost` more fits the limit.
+    /// The first instant at which the entries from `from` on, plus `attempt` (a
+    /// recorded refusal's own entry) if given, have expired enough that `cost` more
+    /// fits the limit. A binary search on the running counts: O(log len).
     fn fits_at<W: Words + ?Sized>(
         &self,
         words: &W,
-        view: &View,
+        header: &Header,
         from: u64,
         attempt: Option<(Nanos, u64)>,
-        live: u64,
         cost: u64,
     ) -> Nanos {
         let allowed = self.limit.saturating_sub(cost);
-        let mut live = live;
+        let extra = attempt.map_or(0, |(_, cost)| cost);
+        // Permits still logged once entries `from ..= index` have expired (the
+        // attempt is entry `len`).
+        let after = |index: u64| {
+            if index >= header.len {
+                0
+            } else {
+                header.from(words, index + 1).saturating_add(extra)
+            }
+        };
+        let live = header.from(words, from).saturating_add(extra);
         if live <= allowed {
             return 0;
         }
-        let entries = (from..view.len).map(|index| view.entry(words, index));
-        for (at, entry_cost) in entries.chain(attempt) {
-            live = live.saturating_sub(entry_cost);
-            if live <= allowed {
-                return at.saturating_add(self.duration);
+        // The first index whose expiry brings the count within `allowed`: in
+        // [from, last], where `last` (the newest, or the attempt) always does.
+        let last = if attempt.is_some() {
+            header.len
+        } else {
+            header.len.saturating_sub(1)
+        };
+        let (mut low, mut high) = (from, last);
+        while low < high {
+            let middle = low + (high - low) / 2;
+            if after(middle) <= allowed {
+                high = middle;
+            } else {
+                low = middle + 1;
             }
         }
-        // Unreachable while cost <= limit: every entry eventually expires.
-        Nanos::MAX
+        let at = match attempt {
+            Some((at, _)) if low >= header.len => at,
+            _ => header.time(words, low),
+        };
+        at.saturating_add(self.duration)
     }
 
     /// When everything that blocks a call has gone.
@@ -620,29 +714,45 @@ impl SlidingLog {
         self.limit.saturating_sub(live)
     }
 
-    /// What appending the entry `(view.at, cost)` writes: the expired entries
-    /// dropped, then the oldest evicted if the log is still full. Total on any view;
-    /// room for the entry needs a ring of at least the log's capacity.
+    /// What appending the entry `(header.at, cost)` writes, after dropping the
+    /// first `dropped` entries (the expired ones, when the call had to find them;
+    /// none otherwise), and then the oldest if the log is still full. Total on any
+    /// header; room for the entry needs a ring of at least the log's capacity.
     #[inline(always)]
-    fn plan_append<W: Words + ?Sized>(&self, words: &W, view: &View, cost: u64) -> LogTake {
-        let mut dropped = view.first_live;
-        let mut total = view.live;
-        if view.len.wrapping_sub(dropped) >= self.capacity() {
-            total = total.saturating_sub(view.entry(words, dropped).1);
+    fn plan_append<W: Words + ?Sized>(
+        &self,
+        words: &W,
+        header: &Header,
+        dropped: u64,
+        cost: u64,
+    ) -> LogTake {
+        let mut dropped = dropped;
+        if header.len.wrapping_sub(dropped) >= self.capacity() {
             dropped = dropped.wrapping_add(1);
         }
         LogTake {
-            head: wrap(view.head.wrapping_add(dropped), view.ring),
-            len: view.len.wrapping_sub(dropped).wrapping_add(1),
-            total: total.saturating_add(cost),
-            // Just after the newest entry, whatever was dropped (the new head plus
-            // the new length less one comes to the same slot). Computed from the
-            // header alone, the address of the entry's stores is known before the
-            // decision, which waits for the clock: a later call's loads need not
-            // wait to learn whether they read what these stores write.
-            slot: wrap(view.head.wrapping_add(view.len), view.ring),
-            at: view.at,
-            cost,
+            head: wrap(header.head.wrapping_add(dropped), header.ring),
+            len: header.len.wrapping_sub(dropped).wrapping_add(1),
+            base: if dropped == 0 {
+                header.base
+            } else {
+                header.count_before(words, dropped)
+            },
+            // Just after the newest entry, whatever was dropped.
+            slot: wrap(header.head.wrapping_add(header.len), header.ring),
+            at: header.at,
+            count: header.end.wrapping_add(cost),
+        }
+    }
+
+    /// The entries a call drops before appending: none when the entries held leave
+    /// room for it (it did not look for the live ones), else the expired ones.
+    #[inline(always)]
+    fn dropped(&self, view: &View, cost: u64) -> u64 {
+        if self.roomy(&view.header, cost) {
+            0
+        } else {
+            view.first_live
         }
     }
 
@@ -654,23 +764,24 @@ impl SlidingLog {
         now: Nanos,
         cost: u64,
     ) -> Result<Decision, Decision> {
-        let last = view.last();
+        let header = &view.header;
+        let last = header.last();
         let reset = self.reset_at(last, last).saturating_sub(now);
         let remaining = self.remaining(view.live);
         if cost > self.limit {
             return Err(Decision::never(self.limit, remaining, reset));
         }
         let fits = view.live.saturating_add(cost) <= self.limit;
-        let spaced = view.at >= self.spaced_at(last);
+        let spaced = header.at >= self.spaced_at(last);
         if fits && spaced {
             let reset = self
-                .reset_at(Some(view.at), Some(view.at))
+                .reset_at(Some(header.at), Some(header.at))
                 .saturating_sub(now);
             let remaining = self.remaining(view.live.saturating_add(cost));
             return Ok(Decision::allowed(self.limit, remaining, reset));
         }
         let at = self
-            .fits_at(words, view, view.first_live, None, view.live, cost)
+            .fits_at(words, header, view.first_live, None, cost)
             .max(self.spaced_at(last));
         Err(Decision::denied(
             self.limit,
@@ -689,27 +800,16 @@ impl SlidingLog {
         now: Nanos,
         cost: u64,
     ) -> Decision {
-        // The entries that would stay after dropping the expired and evicting for room.
-        let held = view.len - view.first_live;
-        let evicted = u64::from(held >= self.capacity());
-        let evicted_cost = if evicted == 1 {
-            view.entry(words, view.first_live).1
-        } else {
-            0
-        };
-        let live = view.live.saturating_sub(evicted_cost).saturating_add(cost);
+        let header = &view.header;
+        // The entries that stay after dropping the expired and evicting for room.
+        let held = header.len - view.first_live;
+        let kept = view.first_live + u64::from(held >= self.capacity());
+        let live = header.from(words, kept).saturating_add(cost);
         let at = self
-            .fits_at(
-                words,
-                view,
-                view.first_live + evicted,
-                Some((view.at, cost)),
-                live,
-                cost,
-            )
-            .max(self.spaced_at(Some(view.at)));
+            .fits_at(words, header, kept, Some((header.at, cost)), cost)
+            .max(self.spaced_at(Some(header.at)));
         let reset = self
-            .reset_at(Some(view.at), Some(view.at))
+            .reset_at(Some(header.at), Some(header.at))
             .saturating_sub(now);
         Decision::denied(
             self.limit,
@@ -725,14 +825,16 @@ impl SlidingLog {
     fn grown(&self, state: &LogState) -> LogState {
         let mut words = vec![0; self.state_words()].into_boxed_slice();
         let mut len = 0;
+        let mut count = state.words.word(BASE);
         for (at, cost) in state.entries() {
+            count = count.wrapping_add(cost);
             let index = at_word(len);
             words.set_word(index, at);
-            words.set_word(index + 1, cost);
+            words.set_word(index + 1, count);
             len += 1;
         }
         words.set_word(LEN, len);
-        words.set_word(TOTAL, state.words.word(TOTAL));
+        words.set_word(BASE, state.words.word(BASE));
         LogState { words }
     }
 
@@ -744,26 +846,20 @@ impl SlidingLog {
         now: Nanos,
         cost: u64,
     ) -> Decision {
-        let view = self.view(&*words, ring, now, cost);
-        match self.judge(&*words, &view, now, cost) {
-            Ok(granted) => {
-                let take = self.plan_append(&*words, &view, cost);
-                self.apply_try(words, take);
-                granted
-            }
-            Err(refused) if refused.is_never() || !self.record_rejected => refused,
-            Err(_) => {
-                let decision = self.recorded_refusal(&*words, &view, now, cost);
-                let take = self.plan_append(&*words, &view, cost);
-                self.apply_try(words, take);
-                decision
-            }
-        }
+        let view = self.view(&*words, ring, now);
+        let decision = match self.judge(&*words, &view, now, cost) {
+            Ok(granted) => granted,
+            Err(refused) if refused.is_never() || !self.record_rejected => return refused,
+            Err(_) => self.recorded_refusal(&*words, &view, now, cost),
+        };
+        let take = self.plan_append(&*words, &view.header, self.dropped(&view, cost), cost);
+        self.apply_try(words, take);
+        decision
     }
 
     /// [`Algorithm::peek`] on words holding a ring of `ring` slots.
     fn peek_in<W: Words + ?Sized>(&self, words: &W, ring: u64, now: Nanos, cost: u64) -> Decision {
-        let view = self.view(words, ring, now, cost);
+        let view = self.view(words, ring, now);
         match self.judge(words, &view, now, cost) {
             Ok(decision) => decision,
             Err(refused) if refused.is_never() || !self.record_rejected => refused,
@@ -799,8 +895,8 @@ impl Algorithm for SlidingLog {
     }
 
     fn is_replenished(&self, state: &LogState, now: Nanos) -> bool {
-        let view = self.view(&state.words[..], state.ring_capacity(), now, 1);
-        view.live == 0 && view.at >= self.spaced_at(view.last())
+        let view = self.view(&state.words[..], state.ring_capacity(), now);
+        view.live == 0 && view.header.at >= self.spaced_at(view.header.last())
     }
 }
 
@@ -815,7 +911,7 @@ impl WordArrayAlgorithm for SlidingLog {
 
     /// An empty log: the header is all 0 (the words are 0 already; time plays no part).
     fn init_words<W: WordsMut + ?Sized>(&self, words: &mut W, _now: Nanos) {
-        for index in [HEAD, LEN, TOTAL] {
+        for index in [HEAD, LEN, BASE] {
             words.set_word(index, 0);
         }
     }
@@ -834,8 +930,9 @@ impl WordArrayAlgorithm for SlidingLog {
         self.peek_in(words, self.capacity(), now, cost)
     }
 
-    /// The verdict `reserve_words` gives, without its `retry_after` walk: reads the
-    /// header, the newest entry and the oldest ones while they have expired.
+    /// The verdict `reserve_words` gives, without its `retry_after`: reads the
+    /// header and the newest entry, and only when the entries held (expired ones
+    /// included) leave no room, searches for the first live one.
     #[inline(always)]
     fn plan_try<W: Words + ?Sized>(
         &self,
@@ -847,11 +944,23 @@ impl WordArrayAlgorithm for SlidingLog {
             // Never: refused, and not recorded.
             return (false, None);
         }
-        let view = self.view(words, self.capacity(), now, cost);
-        let granted =
-            view.live.saturating_add(cost) <= self.limit && view.at >= self.spaced_at(view.last());
+        let header = self.header(words, self.capacity(), now);
+        let spaced = header.at >= self.spaced_at(header.last());
+        let (granted, dropped) = if self.roomy(&header, cost) {
+            (spaced, 0)
+        } else {
+            let first_live = self.first_live(words, &header);
+            let live = header.from(words, first_live);
+            (
+                live.saturating_add(cost) <= self.limit && spaced,
+                first_live,
+            )
+        };
         if granted || self.record_rejected {
-            (granted, Some(self.plan_append(words, &view, cost)))
+            (
+                granted,
+                Some(self.plan_append(words, &header, dropped, cost)),
+            )
         } else {
             (false, None)
         }
@@ -861,10 +970,10 @@ impl WordArrayAlgorithm for SlidingLog {
     fn apply_try<W: WordsMut + ?Sized>(&self, words: &mut W, take: LogTake) {
         let at = at_word(take.slot);
         words.set_word(at, take.at);
-        words.set_word(at.wrapping_add(1), take.cost);
+        words.set_word(at.wrapping_add(1), take.count);
         words.set_word(HEAD, take.head);
         words.set_word(LEN, take.len);
-        words.set_word(TOTAL, take.total);
+        words.set_word(BASE, take.base);
     }
 
     /// `[limit, duration, min_spacing, record_rejected]`.
