@@ -504,12 +504,12 @@ impl SlidingWindowBuckets {
                     // <= B·precision, so `start` lies in bucket current − B or the
                     // one after: one multiplication finds which, where a division
                     // would cost several times more on every call.
-                    let partial = if start >= next.saturating_mul(self.precision) {
-                        next
+                    let boundary = next.saturating_mul(self.precision);
+                    let (partial, end) = if start >= boundary {
+                        (next, boundary.saturating_add(self.precision))
                     } else {
-                        next.saturating_sub(1)
+                        (next.saturating_sub(1), boundary)
                     };
-                    let end = (partial + 1).saturating_mul(self.precision);
                     (partial + 1, Some((partial, end.saturating_sub(start))))
                 }
             },
@@ -532,14 +532,15 @@ impl SlidingWindowBuckets {
     /// buckets before `first_whole`.
     #[inline(always)]
     fn whole<W: Words + ?Sized>(&self, words: &W, view: &View, first_whole: u64) -> u64 {
-        let oldest = view.current.saturating_sub(self.buckets);
-        if first_whole <= oldest {
-            return view.total;
+        // `first_whole` is at most two buckets past the oldest the ring holds
+        // (see `bounds`), so this loop runs at most twice.
+        let mut whole = view.total;
+        let mut bucket = view.current.saturating_sub(self.buckets);
+        while bucket < first_whole {
+            whole = whole.saturating_sub(self.count(words, view, bucket));
+            bucket += 1;
         }
-        let before = self
-            .counts(words, view, oldest, first_whole - 1)
-            .fold(0u64, u64::saturating_add);
-        view.total.saturating_sub(before)
+        whole
     }
 
     /// The permits counted at `view`, scaled by `precision` (so the weighted part
@@ -573,6 +574,26 @@ impl SlidingWindowBuckets {
     #[inline(always)]
     fn fits(&self, scaled: u128, cost: u64) -> bool {
         scaled <= u128::from(self.limit - cost) * u128::from(self.precision)
+    }
+
+    /// [`fits`](Self::fits) for the weighted variant, multiplying only when the
+    /// partial bucket's count could matter: `whole + count · inside / precision +
+    /// cost <= limit`, and `inside <= precision`, so a count within the room left
+    /// by the whole buckets fits whatever part of the bucket is inside.
+    #[inline(always)]
+    fn fits_weighted<W: Words + ?Sized>(&self, words: &W, view: &View, cost: u64) -> bool {
+        let (first_whole, partial) = self.bounds(view);
+        let whole = self.whole(words, view, first_whole);
+        let Some(room) = (self.limit - cost).checked_sub(whole) else {
+            return false;
+        };
+        let Some((bucket, inside)) = partial else {
+            return true;
+        };
+        let count = self.count(words, view, bucket);
+        count <= room
+            || u128::from(count) * u128::from(inside)
+                <= u128::from(room) * u128::from(self.precision)
     }
 
     /// The newest non-empty bucket among `current − B ..= current`, if any.
@@ -773,7 +794,7 @@ impl WordArrayAlgorithm for SlidingWindowBuckets {
                 let first_whole = view.current.saturating_add(1).saturating_sub(self.buckets);
                 self.whole(words, &view, first_whole).saturating_add(cost) <= self.limit
             }
-            OldestBucket::Weighted => self.fits(self.used_scaled(words, &view), cost),
+            OldestBucket::Weighted => self.fits_weighted(words, &view, cost),
         };
         if fits {
             (true, Some(BucketsTake { view, cost }))
