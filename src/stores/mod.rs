@@ -8,10 +8,10 @@
 //!   live in a [`WordCell`]: one atomic load and one compare-and-swap per call, no
 //!   lock. Guava's warming-up limiter (two words of state) lives in a
 //!   [`WarmingUpCell`] under a sequence number: a refusal costs loads only, a grant
-//!   one compare-and-swap. The sliding log, whose state is a fixed array of words,
-//!   lives in a [`WordArrayCell`] under a sequence number too: a refusal costs
-//!   loads only, a grant one compare-and-swap. Algorithms whose state owns memory
-//!   (the bucketed window) and sets of limits live in a [`LockedCell`] behind an
+//!   one compare-and-swap. The sliding log and the bucketed window, whose states
+//!   are fixed arrays of words (their rings), live in a [`WordArrayCell`] under a
+//!   sequence number too: a refusal costs loads only, a grant one
+//!   compare-and-swap. Sets of limits live in a [`LockedCell`] behind an
 //!   uncontended-fast `parking_lot` mutex. Which one an algorithm uses is fixed by
 //!   [`Storable`].
 //! * [`store`] is the contract for keyed state: a [`Store`] applies one algorithm

@@ -77,8 +77,8 @@ pub trait StateCell<A: Algorithm + Clone>: Send + Sync + 'static {
 /// Chooses the cell an algorithm's state lives in when it is the one state of a
 /// direct limiter. Word-sized algorithms get a lock-free [`WordCell`];
 /// [`SmoothWarmingUp`] (two words of state) the lock-free [`WarmingUpCell`]; the
-/// sliding log (a fixed array of words) the lock-free [`WordArrayCell`]; any other
-/// algorithm can use a [`LockedCell`].
+/// sliding log and the bucketed window (fixed arrays of words) the lock-free
+/// [`WordArrayCell`]; any other algorithm can use a [`LockedCell`].
 ///
 /// It also holds the hot path of a non-blocking try, [`try_take`](Storable::try_take):
 /// an algorithm may override it with a lean step that answers only "granted or not",
