@@ -227,11 +227,11 @@ impl Algorithm for FixedWindow {
 }
 
 impl WordAlgorithm for FixedWindow {
-    fn to_words(&self) -> [u64; 2] {
-        [self.len, self.limit]
+    fn to_words(&self) -> [u64; 3] {
+        [self.len, self.limit, 0]
     }
 
-    fn from_words(words: [u64; 2]) -> Self {
+    fn from_words(words: [u64; 3]) -> Self {
         FixedWindow {
             len: words[0],
             limit: words[1],

@@ -114,6 +114,8 @@ pub struct LeakyBucket {
     period: u64,
     /// The reduced count: permits per `period`.
     count: u32,
+    /// Ticks per permit, `⌈period / count⌉`: kept, so that no call divides for it.
+    per_permit: u64,
     capacity: u32,
     mode: LeakyMode,
 }
@@ -295,9 +297,11 @@ impl LeakyBucket {
             value: count,
             requirement: "at most u32::MAX once the fraction count/period is reduced",
         })?;
+        let period = period_nanos / common;
         Ok(LeakyBucket {
-            period: period_nanos / common,
+            period,
             count: reduced,
+            per_permit: period.div_ceil(u64::from(reduced)),
             capacity,
             mode,
         })
@@ -376,13 +380,49 @@ impl LeakyBucket {
                 den: 1,
             };
         }
-        let per_permit = self.period.div_ceil(count);
         // count × ⌈period / count⌉ < period + count ≤ 2⁶³ + 2³², so it fits.
         Ticks {
-            per_permit,
-            num: count * per_permit,
+            per_permit: self.per_permit,
+            num: count.wrapping_mul(self.per_permit),
             den: self.period,
         }
+    }
+}
+
+impl LeakyBucket {
+    /// The lean non-blocking try: exactly `reserve(state, now, cost, 0).is_allowed()`,
+    /// with the same change of state, but without the decision's other fields. It
+    /// compares instants by cross-multiplying (`t ≤ ⌊now · num / den⌋` is
+    /// `t · den ≤ now · num`), so unless the bucket has drained empty (when `now`
+    /// itself becomes the start), it divides nothing, even at a rate such as 3 per
+    /// second whose ticks are not nanoseconds.
+    #[inline]
+    pub(crate) fn try_grant(&self, state: &mut LeakyState, now: Nanos, cost: u64) -> bool {
+        let ticks = self.ticks();
+        let per_permit = u128::from(ticks.per_permit);
+        let capacity = u128::from(self.capacity) * per_permit;
+        let charge = u128::from(cost) * per_permit;
+        // now · num < 2⁶⁴ · (2⁶³ + 2³²) and a tick count times den < 2⁶⁴ · 2⁶³:
+        // both fit a u128.
+        let now_scaled = u128::from(now) * u128::from(ticks.num);
+        let reached = |tick: u128| tick * u128::from(ticks.den) <= now_scaled;
+        // Drained empty (TAT at or before now): the call starts now.
+        let idle = reached(u128::from(state.tat));
+        let start = if idle { ticks.reading(now) } else { state.tat };
+        let end = u128::from(start) + charge;
+        if charge > capacity || end > u128::from(u64::MAX) {
+            return false;
+        }
+        // The level after the call, end − now in ticks, must be at most the capacity.
+        let fits = end <= capacity || reached(end - capacity);
+        // A queue's caller acts at `start`: without waiting only if that is now.
+        let at_once = idle || self.mode == LeakyMode::Meter;
+        if !(fits && at_once) {
+            return false;
+        }
+        // `end` fits in u64 (checked above).
+        state.tat = end as u64;
+        true
     }
 }
 
@@ -461,7 +501,7 @@ impl Algorithm for LeakyBucket {
 const QUEUE_BIT: u64 = 1 << 63;
 
 impl WordAlgorithm for LeakyBucket {
-    fn to_words(&self) -> [u64; 2] {
+    fn to_words(&self) -> [u64; 3] {
         let mode = match self.mode {
             LeakyMode::Meter => 0,
             LeakyMode::Queue => QUEUE_BIT,
@@ -469,13 +509,15 @@ impl WordAlgorithm for LeakyBucket {
         [
             self.period | mode,
             u64::from(self.count) << 32 | u64::from(self.capacity),
+            self.per_permit,
         ]
     }
 
-    fn from_words(words: [u64; 2]) -> Self {
+    fn from_words(words: [u64; 3]) -> Self {
         LeakyBucket {
             period: words[0] & !QUEUE_BIT,
             count: (words[1] >> 32) as u32,
+            per_permit: words[2],
             capacity: words[1] as u32,
             mode: if words[0] & QUEUE_BIT == 0 {
                 LeakyMode::Meter
@@ -611,5 +653,40 @@ mod tests {
         assert!(meter
             .reserve(&mut state, u64::MAX, u64::MAX, u64::MAX)
             .is_never());
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// The lean try is the full step without waiting: same answer, same state,
+        /// at whole-nanosecond and fractional intervals, meter and queue, with time
+        /// that sometimes goes backwards, and near the end of time.
+        #[test]
+        fn lean_try_is_the_full_step_without_waiting(
+            capacity in 1u64..6,
+            count in 1u64..10,
+            period in proptest::prop_oneof![1u64..50, 1_000u64..1_000_000_007],
+            queue in proptest::prelude::any::<bool>(),
+            start in proptest::prop_oneof![proptest::strategy::Just(0u64), 0u64..u64::MAX],
+            steps in proptest::collection::vec((-50i64..2_000_000_000, 1u64..8), 1..80),
+        ) {
+            let period = Duration::from_nanos(period.max(count));
+            let bucket = if queue {
+                LeakyBucket::queue(capacity, count, period)
+            } else {
+                LeakyBucket::meter(capacity, count, period)
+            }
+            .unwrap();
+            let mut full = bucket.initial_state(start);
+            let mut lean = full;
+            let mut now = start;
+            for (step, cost) in steps {
+                now = now.saturating_add_signed(step);
+                let decision = bucket.reserve(&mut full, now, cost, 0);
+                let granted = bucket.try_grant(&mut lean, now, cost);
+                proptest::prop_assert_eq!(granted, decision.is_allowed(), "at {} cost {}", now, cost);
+                proptest::prop_assert_eq!(lean, full, "at {} cost {}", now, cost);
+            }
+        }
     }
 }

@@ -168,9 +168,9 @@ where
     Self::State: Copy + PartialEq,
 {
     /// Encodes the configuration.
-    fn to_words(&self) -> [u64; 2];
+    fn to_words(&self) -> [u64; 3];
     /// Decodes a configuration encoded by [`to_words`](WordAlgorithm::to_words).
-    fn from_words(words: [u64; 2]) -> Self;
+    fn from_words(words: [u64; 3]) -> Self;
     /// Encodes a state into one word.
     fn state_to_word(state: &Self::State) -> u64;
     /// Decodes a state encoded by [`state_to_word`](WordAlgorithm::state_to_word).

@@ -181,6 +181,9 @@ pub enum Counting {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlidingWindowCounter {
     len: u64,
+    /// `⌊(2⁶⁴ − 1) / len⌋`: finds the window holding an instant with a
+    /// multiplication instead of a division (see `window_of`).
+    reciprocal: u64,
     limit: u64,
     rounding: Rounding,
     counting: Counting,
@@ -256,6 +259,7 @@ impl SlidingWindowCounter {
         }
         Ok(SlidingWindowCounter {
             len: len_nanos,
+            reciprocal: u64::MAX / len_nanos,
             limit,
             rounding: Rounding::Exact,
             counting: Counting::Admitted,
@@ -417,10 +421,10 @@ impl SlidingWindowCounter {
                 }
                 return stored(0, start - now);
             }
-            let now_index = now / self.len;
+            let now_index = self.window_of(now);
             (now_index, now_index - index)
         } else {
-            let now_index = now / self.len;
+            let now_index = self.window_of(now);
             let distance = now_index.wrapping_sub(index) & index_mask;
             if distance > index_mask >> 1 {
                 // Backwards by 2ᵏ − distance windows (or an old state whose index
@@ -448,10 +452,73 @@ impl SlidingWindowCounter {
         }
     }
 
+    /// The window holding `now`, `⌊now / len⌋`, without a division: with
+    /// `m = ⌊(2⁶⁴ − 1) / len⌋ > 2⁶⁴ / len − 1`, the estimate `⌊now · m / 2⁶⁴⌋`
+    /// falls short of the quotient by less than `now / 2⁶⁴ < 1`, so one
+    /// correction step makes it exact. (Words this type did not encode may hold
+    /// another `m`: one that overshoots is caught and divided for, one that falls
+    /// short only takes more steps.)
+    #[inline(always)]
+    fn window_of(&self, now: Nanos) -> u64 {
+        let mut window = ((u128::from(now) * u128::from(self.reciprocal)) >> 64) as u64;
+        let Some(mut start) = window.checked_mul(self.len).filter(|&start| start <= now) else {
+            return now / self.len;
+        };
+        while now - start >= self.len {
+            window += 1;
+            start += self.len;
+        }
+        window
+    }
+
+    /// The lean non-blocking try: exactly `reserve(state, now, cost, 0).is_allowed()`,
+    /// with the same change of state (a denial counted when counting attempts), but
+    /// without `retry_after` and `reset_after`, and comparing the weighted count by
+    /// cross-multiplying instead of dividing.
+    #[inline]
+    pub(crate) fn try_grant(&self, state: &mut SlidingWindowState, now: Nanos, cost: u64) -> bool {
+        if cost > self.limit {
+            return false;
+        }
+        let mut view = self.view(state, now);
+        // Counts and cost are below 2²⁴: no overflow.
+        let granted = match self.limit.checked_sub(view.current + cost) {
+            None => false,
+            Some(room) => self.weight_fits(view.previous, view.elapsed, room),
+        };
+        if granted {
+            view.current += cost;
+        } else if self.counting == Counting::Attempts {
+            let saturated = (1 << self.count_bits()) - 1;
+            view.current = (view.current + cost).min(saturated);
+        } else {
+            return false;
+        }
+        *state = self.pack(view.index, view.previous, view.current);
+        granted
+    }
+
+    /// True if the previous count's weight at `elapsed` ([`weighted`](Self::weighted))
+    /// is at most `room`: `⌈p · rest / len⌉ ≤ room` is `p · rest ≤ room · len`, and
+    /// `⌊p · rest / len⌋ ≤ room` is `p · rest < (room + 1) · len`. A count within the
+    /// room fits at once, since the weight never exceeds it.
+    #[inline(always)]
+    fn weight_fits(&self, previous: u64, elapsed: u64, room: u64) -> bool {
+        if previous <= room {
+            return true;
+        }
+        let weighted = u128::from(previous) * u128::from(self.len - elapsed);
+        let len = u128::from(self.len);
+        match self.rounding {
+            Rounding::Exact => weighted <= u128::from(room) * len,
+            Rounding::Floor => weighted < (u128::from(room) + 1) * len,
+        }
+    }
+
     /// An empty state in now's window.
     #[inline]
     fn fresh(&self, now: Nanos) -> View {
-        let now_index = now / self.len;
+        let now_index = self.window_of(now);
         View {
             index: now_index & (u64::MAX >> (2 * self.count_bits())),
             previous: 0,
@@ -602,20 +669,27 @@ impl Algorithm for SlidingWindowCounter {
 }
 
 /// Configuration words: the window length in nanoseconds, then the limit (low 32
-/// bits) with the rounding (bit 32) and counting (bit 33) flags.
+/// bits) with the rounding (bit 32) and counting (bit 33) flags, then the length's
+/// reciprocal.
 impl WordAlgorithm for SlidingWindowCounter {
     #[inline]
-    fn to_words(&self) -> [u64; 2] {
+    fn to_words(&self) -> [u64; 3] {
         let floor = u64::from(self.rounding == Rounding::Floor);
         let attempts = u64::from(self.counting == Counting::Attempts);
-        [self.len, self.limit | floor << 32 | attempts << 33]
+        [
+            self.len,
+            self.limit | floor << 32 | attempts << 33,
+            self.reciprocal,
+        ]
     }
 
     #[inline]
-    fn from_words(words: [u64; 2]) -> Self {
-        // Clamped so that even words this type did not encode cannot panic later.
+    fn from_words(words: [u64; 3]) -> Self {
+        // Clamped so that even words this type did not encode cannot panic later
+        // (`window_of` checks its reciprocal as it goes).
         SlidingWindowCounter {
             len: words[0].max(1),
+            reciprocal: words[2],
             limit: (words[1] & 0xFFFF_FFFF).clamp(1, MAX_LIMIT),
             rounding: if words[1] >> 32 & 1 == 1 {
                 Rounding::Floor
@@ -705,7 +779,7 @@ mod tests {
             .reserve(&mut one.initial_state(0), 0, u64::MAX, 0)
             .is_never());
         // A word this type did not make decodes without panicking.
-        let odd = SlidingWindowCounter::from_words([0, u64::MAX]);
+        let odd = SlidingWindowCounter::from_words([0, u64::MAX, u64::MAX]);
         let mut state = SlidingWindowCounter::state_from_word(u64::MAX);
         odd.reserve(&mut state, u64::MAX, 1, 0);
         odd.reserve(&mut state, 0, 1, 0);
@@ -900,5 +974,82 @@ mod tests {
         let state = counter.initial_state(61 * SECOND);
         let word = SlidingWindowCounter::state_to_word(&state);
         assert_eq!(SlidingWindowCounter::state_from_word(word), state);
+    }
+
+    #[test]
+    fn window_of_divides_exactly_without_dividing() {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = || {
+            // xorshift64*: deterministic, spread over the whole range.
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        };
+        let mut lens = vec![
+            1,
+            2,
+            3,
+            7,
+            1 << 20,
+            999_999_937,
+            SECOND,
+            u64::MAX / 3,
+            u64::MAX,
+        ];
+        for _ in 0..200 {
+            let shift = next() % 64;
+            lens.push((next() >> shift).max(1));
+        }
+        for len in lens {
+            let counter = SlidingWindowCounter::new(1, Duration::from_nanos(len));
+            let Ok(counter) = counter else { continue };
+            let mut instants = vec![
+                0,
+                1,
+                len - 1,
+                len,
+                len.saturating_add(1),
+                u64::MAX,
+                u64::MAX - 1,
+            ];
+            instants.extend((0..200).map(|_| next()));
+            for now in instants {
+                assert_eq!(counter.window_of(now), now / counter.len, "{now} / {len}");
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// The lean try is the full step without waiting: same answer, same state
+        /// word, in both roundings and both countings, with indices stored whole or
+        /// wrapping, and with time that sometimes goes backwards.
+        #[test]
+        fn lean_try_is_the_full_step_without_waiting(
+            limit in proptest::prop_oneof![1u64..10, 1_000u64..MAX_LIMIT],
+            len in proptest::prop_oneof![1u64..100, 1_000u64..10_000_000_000],
+            floor in proptest::prelude::any::<bool>(),
+            attempts in proptest::prelude::any::<bool>(),
+            start in proptest::prop_oneof![proptest::strategy::Just(0u64), 0u64..u64::MAX / 2],
+            steps in proptest::collection::vec((-5_000i64..5_000_000, 0u64..1_000), 1..100),
+        ) {
+            let counter = SlidingWindowCounter::new(limit, Duration::from_nanos(len))
+                .unwrap()
+                .with_rounding(if floor { Rounding::Floor } else { Rounding::Exact })
+                .with_counting(if attempts { Counting::Attempts } else { Counting::Admitted });
+            let mut full = counter.initial_state(start);
+            let mut lean = full;
+            let mut now = start;
+            for (step, fraction) in steps {
+                now = now.saturating_add_signed(step);
+                let cost = 1 + fraction * limit / 900; // up to a little above the limit
+                let decision = counter.reserve(&mut full, now, cost, 0);
+                let granted = counter.try_grant(&mut lean, now, cost);
+                proptest::prop_assert_eq!(granted, decision.is_allowed(), "at {} cost {}", now, cost);
+                proptest::prop_assert_eq!(lean, full, "at {} cost {}", now, cost);
+            }
+        }
     }
 }

@@ -346,14 +346,15 @@ impl AdjustableRate for SmoothBursty {
 }
 
 impl WordAlgorithm for SmoothBursty {
-    fn to_words(&self) -> [u64; 2] {
+    fn to_words(&self) -> [u64; 3] {
         [
             self.stable_micros.to_bits(),
             self.max_burst_seconds.to_bits(),
+            0,
         ]
     }
 
-    fn from_words(words: [u64; 2]) -> Self {
+    fn from_words(words: [u64; 3]) -> Self {
         SmoothBursty {
             stable_micros: f64::from_bits(words[0]),
             max_burst_seconds: f64::from_bits(words[1]),
