@@ -58,6 +58,12 @@
 //! The state is that one tick count: a `u64`, updated by one compare-and-swap in a
 //! [`WordCell`](crate::stores::WordCell). 2⁶⁴ ticks span at least 292 years.
 //!
+//! Converting `now` into ticks divides: `now` nanoseconds are
+//! `⌊now · K · count / period⌋` ticks. A non-blocking try avoids it: a tick count
+//! `t` has been reached iff `t · period ≤ now · K · count`, one multiplication each
+//! side, so only a call that finds the bucket drained empty (and so starts at `now`)
+//! converts.
+//!
 //! # Edges
 //!
 //! * A cost above the capacity is answered [`Verdict::Never`](super::Verdict::Never).

@@ -87,7 +87,7 @@
 //! # Cost
 //!
 //! Entries keep running counts rather than their own costs, so the permits in any
-//! run of entries are one subtraction away, and nothing ever walks the log:
+//! run of entries are one subtraction away, and no step walks the log:
 //!
 //! * Every call reads the header and the newest entry (time that goes backwards,
 //!   and the minimum spacing, are judged from it). If the entries held, expired
