@@ -502,3 +502,29 @@ fn reconfiguring_a_log_cell_keeps_its_size() {
     }
     assert!(!SlidingLog::try_take(&cell, 60_000_000_000, 1));
 }
+
+#[test]
+fn configuration_words_it_did_not_encode_never_make_a_step_panic() {
+    let odd = [0, 1, u64::MAX, 1 << 40];
+    for limit in odd {
+        for duration in odd {
+            for spacing in odd {
+                for record in [0, 1, u64::MAX] {
+                    let log = SlidingLog::from_config_words([limit, duration, spacing, record]);
+                    let mut words = vec![0; log.state_words()];
+                    log.init_words(&mut words[..], 0);
+                    for now in [0, 1, u64::MAX / 2, u64::MAX] {
+                        for cost in [1, 2, u64::MAX] {
+                            let (_, take) = log.plan_try(&words[..], now, cost);
+                            if let Some(take) = take {
+                                log.apply_try(&mut words[..], take);
+                            }
+                            let _ = log.peek_words(&words[..], now, cost);
+                            let _ = log.reserve_words(&mut words[..], now, cost, 0);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

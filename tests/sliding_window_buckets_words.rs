@@ -118,3 +118,27 @@ fn the_cell_reconfigures_only_to_a_state_of_the_same_size() {
     assert!(!cell.reserve(0, 1, 0).is_allowed());
     assert_eq!(cell.peek(0, 1).retry_after(), minute);
 }
+
+#[test]
+fn configuration_words_it_did_not_encode_never_make_a_step_panic() {
+    let odd = [0, u64::MAX, 1 << 40];
+    for limit in odd {
+        for duration in odd {
+            for precision in odd {
+                for shape in [0, 1, u64::MAX, u64::MAX - 1] {
+                    let window = SlidingWindowBuckets::from_config_words([
+                        limit, duration, precision, shape,
+                    ]);
+                    assert!(window.state_words() <= 2 + 8192, "{window:?}");
+                    let mut words = vec![0; window.state_words()];
+                    window.init_words(&mut words[..], u64::MAX / 2);
+                    for now in [0, 1, u64::MAX / 2, u64::MAX] {
+                        let _ = window.plan_try(&words[..], now, 1);
+                        let _ = window.peek_words(&words[..], now, 1);
+                        let _ = window.reserve_words(&mut words[..], now, 1, 0);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -791,7 +791,7 @@ impl WordArrayAlgorithm for SlidingWindowBuckets {
         let fits = match self.oldest {
             // Whole buckets only: no scaling needed.
             OldestBucket::Drop => {
-                let first_whole = view.current.saturating_add(1).saturating_sub(self.buckets);
+                let (first_whole, _) = self.bounds(&view);
                 self.whole(words, &view, first_whole).saturating_add(cost) <= self.limit
             }
             OldestBucket::Weighted => self.fits_weighted(words, &view, cost),
@@ -821,12 +821,16 @@ impl WordArrayAlgorithm for SlidingWindowBuckets {
         ]
     }
 
+    /// The inverse of [`config_words`](WordArrayAlgorithm::config_words). Words this
+    /// type did not encode are brought into range (a precision of at least 1 ns,
+    /// 1 to [`MAX_BUCKETS`] buckets), so that no step on them divides by zero or
+    /// sizes an absurd ring.
     fn from_config_words(words: [u64; 4]) -> Self {
         SlidingWindowBuckets {
             limit: words[0],
             duration: words[1],
-            precision: words[2],
-            buckets: words[3] >> 1,
+            precision: words[2].max(1),
+            buckets: (words[3] >> 1).clamp(1, MAX_BUCKETS),
             oldest: if words[3] & 1 == 0 {
                 OldestBucket::Drop
             } else {

@@ -150,12 +150,18 @@ pub trait WordArrayAlgorithm: Algorithm + Copy {
     /// Encodes the configuration in four words.
     fn config_words(&self) -> [u64; 4];
 
-    /// Decodes a configuration encoded by [`config_words`](Self::config_words).
+    /// Decodes a configuration encoded by [`config_words`](Self::config_words). Runs
+    /// on every call of a lock-free cell, so it should not divide. Must not panic on
+    /// any words, and must give a configuration whose steps do not panic either
+    /// (clamping what it cannot use).
     fn from_config_words(words: [u64; 4]) -> Self;
 
     /// The words of `state`.
     fn state_to_words(state: &Self::State) -> Box<[u64]>;
 
     /// The state held in `words` (as many as [`state_words`](Self::state_words)).
+    /// Words of another length never make a step panic (reads past the end see 0,
+    /// writes there are dropped); what such a state decides is the implementor's
+    /// to document.
     fn state_from_words(words: Box<[u64]>) -> Self::State;
 }
