@@ -1,6 +1,7 @@
 //! The crate's one error type.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Everything that can go wrong, each variant saying what was wrong with which value.
@@ -70,14 +71,130 @@ pub enum Error {
         /// The store's cap, in keys.
         max_keys: u64,
     },
-    /// A store could not apply a step (e.g. a remote store is unreachable or replied
-    /// with an error). Nothing is known to have been consumed.
-    Store {
-        /// Which store failed (e.g. `"redis"`).
+    /// A store could not apply a step (e.g. a remote store is unreachable, timed out
+    /// or replied with an error). [`StoreError::applied`] says whether the step may
+    /// have been applied anyway; [`source`](std::error::Error::source) returns the
+    /// underlying error.
+    Store(StoreError),
+}
+
+/// Whether a step that failed may still have been applied by the store.
+///
+/// A caller that retries a failed step must know which failure it has: a step that
+/// certainly was not applied can be retried; one whose outcome is unknown may
+/// already have counted, and retrying it could count twice.
+///
+/// ```
+/// use sluicegate::Applied;
+/// assert_ne!(Applied::No, Applied::Unknown);
+/// assert_eq!(Applied::Unknown.to_string(), "it may have been applied");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Applied {
+    /// The step certainly did not run: it was never sent (no connection, refused
+    /// connect), or the store refused it before running it (a script error, a
+    /// malformed request). Nothing was consumed; a retry is safe.
+    No,
+    /// The step was sent but no answer came back (a response timeout, a connection
+    /// dropped mid-call): it may or may not have run. Do not retry blindly.
+    Unknown,
+}
+
+impl fmt::Display for Applied {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Applied::No => "it was not applied",
+            Applied::Unknown => "it may have been applied",
+        })
+    }
+}
+
+/// A failure of a store, with its underlying error: the payload of [`Error::Store`].
+///
+/// Two store errors are equal when they name the same store, the same [`Applied`]
+/// and underlying errors that display the same text (the underlying error types need
+/// not be comparable).
+///
+/// ```
+/// use sluicegate::{Applied, Error, StoreError};
+/// use std::error::Error as _;
+/// let io = std::io::Error::new(std::io::ErrorKind::TimedOut, "no reply in 50ms");
+/// let err = Error::Store(StoreError::new("redis", Applied::Unknown, io));
+/// assert_eq!(err.to_string(), "the redis store failed and it may have been applied: no reply in 50ms");
+/// assert_eq!(err.source().unwrap().to_string(), "no reply in 50ms");
+/// let Error::Store(store) = &err else { unreachable!() };
+/// assert_eq!(store.applied(), Applied::Unknown);
+/// ```
+#[derive(Clone, Debug)]
+pub struct StoreError {
+    store: &'static str,
+    applied: Applied,
+    source: Arc<dyn std::error::Error + Send + Sync + 'static>,
+}
+
+impl StoreError {
+    /// A failure of the store named `store` (e.g. `"redis"`), caused by `source`.
+    ///
+    /// ```
+    /// use sluicegate::{Applied, StoreError};
+    /// let e = StoreError::new("redis", Applied::No, std::io::Error::other("connection refused"));
+    /// assert_eq!(e.store(), "redis");
+    /// ```
+    pub fn new(
         store: &'static str,
-        /// What went wrong.
-        message: String,
-    },
+        applied: Applied,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    ) -> Self {
+        StoreError {
+            store,
+            applied,
+            source: Arc::from(source.into()),
+        }
+    }
+
+    /// Which store failed.
+    ///
+    /// ```
+    /// use sluicegate::{Applied, StoreError};
+    /// assert_eq!(StoreError::new("redis", Applied::No, "refused").store(), "redis");
+    /// ```
+    pub fn store(&self) -> &'static str {
+        self.store
+    }
+
+    /// Whether the failed step may have been applied.
+    ///
+    /// ```
+    /// use sluicegate::{Applied, StoreError};
+    /// assert_eq!(StoreError::new("redis", Applied::No, "refused").applied(), Applied::No);
+    /// ```
+    pub fn applied(&self) -> Applied {
+        self.applied
+    }
+}
+
+impl PartialEq for StoreError {
+    fn eq(&self, other: &Self) -> bool {
+        self.store == other.store
+            && self.applied == other.applied
+            && self.source.to_string() == other.source.to_string()
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the {} store failed and {}: {}",
+            self.store, self.applied, self.source
+        )
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.source)
+    }
 }
 
 impl fmt::Display for Error {
@@ -112,9 +229,17 @@ impl fmt::Display for Error {
                 f,
                 "the keyed store holds its maximum of {max_keys} keys and none can be forgotten yet"
             ),
-            Error::Store { store, message } => write!(f, "the {store} store failed: {message}"),
+            Error::Store(error) => error.fmt(f),
         }
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    /// The underlying error of a [`Error::Store`]; `None` for every other variant.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Store(error) => std::error::Error::source(error),
+            _ => None,
+        }
+    }
+}

@@ -61,10 +61,14 @@
 //!   [`reset_after`](crate::Decision::reset_after). Forgetting is never required for
 //!   correctness, only for memory.
 //! * **Failures.** A store that can fail (network, capacity) returns a typed
-//!   [`Error`] and changes nothing it has not committed; it never panics. When a
-//!   remote store cannot tell whether a step ran (a timeout), it must not retry it
-//!   blindly (the call could count twice). [`MemoryStore`](super::MemoryStore) fails
-//!   only when given a key cap and full ([`Error::StoreFull`]).
+//!   [`Error`] and never panics. A failed step says whether it may have been applied
+//!   ([`Error::Store`] carries an [`Applied`](crate::Applied): `No` when the request
+//!   was never sent or was refused before running, `Unknown` when it was sent and no
+//!   answer came back) and keeps the underlying error as its
+//!   [`source`](std::error::Error::source). A remote store never retries a step
+//!   whose outcome is unknown (the call could count twice).
+//!   [`MemoryStore`](super::MemoryStore) fails only when given a key cap and full
+//!   ([`Error::StoreFull`], nothing applied).
 //! * **Keys.** The in-memory store takes any `Hash + Eq` key. A remote store needs
 //!   text: keys render with [`RenderKey`] (every `Display` type does), and a remote
 //!   store must keep the states of one key under one hash tag (Redis Cluster places
