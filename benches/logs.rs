@@ -67,7 +67,7 @@ fn print_state_sizes() {
 
 /// A limiter that grants every call (a limit never reached, with entries or buckets
 /// that keep expiring) and one that refuses every call (its limit spent for an hour).
-fn pair<A: sluicegate::stores::Storable>(
+fn pair<A: sluicegate::cells::CellAlgorithm>(
     allowed: A,
     denied: A,
 ) -> (RateLimiter<A>, RateLimiter<A>) {

@@ -10,7 +10,7 @@ use common::{fastest_batches, BATCH};
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use governor::{Quota, RateLimiter as Governor};
 use sluicegate::algorithms::{FixedWindow, LeakyBucket, SlidingWindowCounter};
-use sluicegate::stores::Storable;
+use sluicegate::cells::CellAlgorithm;
 use sluicegate::RateLimiter;
 use std::num::NonZeroU32;
 use std::time::Duration;
@@ -21,7 +21,7 @@ const HOUR: Duration = Duration::from_secs(3600);
 const MAX_SLIDING: u64 = (1 << 24) - 1;
 const TEN_MS: Duration = Duration::from_millis(10);
 
-fn bench_ours<A: Storable>(
+fn bench_ours<A: CellAlgorithm>(
     c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     name: &str,
     algorithm: A,

@@ -7,8 +7,8 @@
 //! Run with `cargo run --example demo`.
 
 use sluicegate::algorithms::{SmoothBursty, SmoothWarmingUp};
+use sluicegate::cells::CellAlgorithm;
 use sluicegate::clock::{Clock, ManualClock};
-use sluicegate::stores::Storable;
 use sluicegate::RateLimiter;
 use std::time::Duration;
 
@@ -21,7 +21,7 @@ enum Step {
 }
 
 /// What one limiter did at each acquire: (start time, permits, wait).
-fn run<A: Storable>(
+fn run<A: CellAlgorithm>(
     limiter: &RateLimiter<A, ManualClock>,
     workload: &[Step],
 ) -> Vec<(f64, u64, f64)> {

@@ -23,16 +23,19 @@
 //!    `quanta`; [`ManualClock`] is virtual time for tests.
 //! 2. [`algorithms`]: pure state machines: an immutable configuration, a small state,
 //!    a step function that answers a [`Decision`]. No locks, no clock, no I/O.
-//! 3. [`stores`]: where state lives and is updated atomically: one limit's cell (a
-//!    lock-free word, a sequence lock, or a mutex), and the [`Store`](stores::Store)
-//!    trait for keyed state with its sharded in-memory default.
-//! 4. [`limiters`]: the public front ends: the direct [`RateLimiter`], its
-//!    [`AsyncRateLimiter`] handle, [`Reservation`]s, and the [`KeyedRateLimiter`].
+//! 3. Where state lives, updated atomically: [`cells`] hold one limit's state (a
+//!    lock-free word, words under a sequence lock, or a mutex: the algorithm's
+//!    shape picks), and [`stores`] hold keyed state: the [`Store`](stores::Store)
+//!    contract and its sharded in-memory default.
+//! 4. [`limiters`]: the public front ends: the direct [`RateLimiter`] (over a cell),
+//!    its [`AsyncRateLimiter`] handle, [`Reservation`]s, and the
+//!    [`KeyedRateLimiter`] (over a store).
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod algorithms;
+pub mod cells;
 pub mod clock;
 mod error;
 pub mod limiters;

@@ -1,15 +1,14 @@
 //! The hot paths are shortcuts of the general step, so they must never answer or
 //! change anything differently:
-//! * the lean `Storable::try_take` (what `try_acquire` calls) against
+//! * the lean `CellAlgorithm::try_take` (what `try_acquire` calls) against
 //!   `reserve(now, cost, 0)`, for both Guava limiters;
-//! * the lock-free `WarmingUpCell` against the mutex-guarded `LockedCell`, for
+//! * the lock-free `WordsCell` against the mutex-guarded `LockedCell`, for
 //!   every step (reserve, peek, cancel, rate change);
 //! * under concurrency, no update is lost and no reader sees a torn configuration.
 
 use proptest::prelude::*;
 use sluicegate::algorithms::{AdjustableRate, Algorithm, SmoothBursty, SmoothWarmingUp};
-use sluicegate::stores::cell::WarmingUpCell;
-use sluicegate::stores::{LockedCell, StateCell, Storable};
+use sluicegate::cells::{CellAlgorithm, LockedCell, StateCell, WordsCell};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -37,7 +36,7 @@ fn op() -> impl Strategy<Value = Op> {
 /// through `reserve(now, cost, 0)`; both must agree on every answer and state.
 fn lean_matches_full<A>(algorithm: A, ops: &[Op]) -> Result<(), TestCaseError>
 where
-    A: Storable + AdjustableRate + std::fmt::Debug,
+    A: CellAlgorithm + AdjustableRate + std::fmt::Debug,
 {
     let mut now = 1_000;
     let lean = A::Cell::new(algorithm.clone(), now);
@@ -46,8 +45,8 @@ where
         match *op {
             Op::Advance(nanos) => now += nanos,
             Op::Try(cost) => {
-                let took = A::try_take(&lean, now, cost);
-                prop_assert_eq!(took, full.reserve(now, cost, 0).is_allowed());
+                let took = lean.try_take(now, cost);
+                prop_assert_eq!(took, full.reserve(now, cost, 0).0.is_allowed());
             }
             Op::Reserve { cost, max_wait } => {
                 prop_assert_eq!(
@@ -56,10 +55,10 @@ where
                 );
             }
             Op::Cancel { cost } => {
-                let grant = lean.reserve(now, cost, u64::MAX);
-                prop_assert_eq!(grant, full.reserve(now, cost, u64::MAX));
-                lean.cancel(now, &grant, now + grant.wait_nanos());
-                full.cancel(now, &grant, now + grant.wait_nanos());
+                let (grant, receipt) = lean.reserve(now, cost, u64::MAX);
+                prop_assert_eq!((grant, receipt), full.reserve(now, cost, u64::MAX));
+                lean.cancel(now, &receipt, now + grant.wait_nanos());
+                full.cancel(now, &receipt, now + grant.wait_nanos());
             }
             Op::SetRate(rate) => {
                 let change = |a: &mut A, s: &mut A::State| a.set_rate(s, now, rate);
@@ -109,7 +108,7 @@ proptest! {
     ) {
         let algorithm = SmoothWarmingUp::new(rate, Duration::from_millis(warmup_ms)).unwrap();
         let mut now = 1_000;
-        let fast = WarmingUpCell::new(algorithm, now);
+        let fast = WordsCell::new(algorithm, now);
         let locked = LockedCell::new(algorithm, now);
         for op in &ops {
             match *op {
@@ -121,10 +120,10 @@ proptest! {
                     prop_assert_eq!(fast.reserve(now, cost, max_wait), locked.reserve(now, cost, max_wait));
                 }
                 Op::Cancel { cost } => {
-                    let grant = fast.reserve(now, cost, u64::MAX);
-                    prop_assert_eq!(grant, locked.reserve(now, cost, u64::MAX));
-                    fast.cancel(now, &grant, now + grant.wait_nanos());
-                    locked.cancel(now, &grant, now + grant.wait_nanos());
+                    let (grant, receipt) = fast.reserve(now, cost, u64::MAX);
+                    prop_assert_eq!((grant, receipt), locked.reserve(now, cost, u64::MAX));
+                    fast.cancel(now, &receipt, now + grant.wait_nanos());
+                    locked.cancel(now, &receipt, now + grant.wait_nanos());
                 }
                 Op::SetRate(rate) => {
                     let change = |a: &mut SmoothWarmingUp, s: &mut _| a.set_rate(s, now, rate);
@@ -140,7 +139,7 @@ proptest! {
 
 /// Threads that all reserve at one frozen instant must leave the same state as one
 /// thread making as many reserves: every grant moves the state, none is lost.
-fn no_lost_update<A: Storable>(algorithm: A, threads: usize, per_thread: usize) {
+fn no_lost_update<A: CellAlgorithm>(algorithm: A, threads: usize, per_thread: usize) {
     let shared = A::Cell::new(algorithm.clone(), 0);
     let sequential = A::Cell::new(algorithm, 0);
     std::thread::scope(|scope| {
@@ -148,21 +147,21 @@ fn no_lost_update<A: Storable>(algorithm: A, threads: usize, per_thread: usize) 
             scope.spawn(|| {
                 for i in 0..per_thread {
                     if i % 2 == 0 {
-                        assert!(shared.reserve(5, 1, u64::MAX).is_allowed());
+                        assert!(shared.reserve(5, 1, u64::MAX).0.is_allowed());
                     } else {
                         // try_take at the same instant: refused once debt exists, and
                         // then it must not change the state either.
-                        let _ = A::try_take(&shared, 5, 1);
-                        assert!(shared.reserve(5, 1, u64::MAX).is_allowed());
+                        let _ = shared.try_take(5, 1);
+                        assert!(shared.reserve(5, 1, u64::MAX).0.is_allowed());
                     }
                 }
             });
         }
     });
-    let first = sequential.reserve(5, 1, u64::MAX);
+    let (first, _) = sequential.reserve(5, 1, u64::MAX);
     assert!(first.is_allowed());
     for _ in 1..threads * per_thread {
-        assert!(sequential.reserve(5, 1, u64::MAX).is_allowed());
+        assert!(sequential.reserve(5, 1, u64::MAX).0.is_allowed());
     }
     assert_eq!(shared.peek(5, 1), sequential.peek(5, 1));
 }
@@ -194,7 +193,7 @@ fn readers_never_see_a_torn_configuration() {
     let mut fast = slow;
     let mut scratch = fast.initial_state(0);
     fast.set_rate(&mut scratch, 0, 7.0).unwrap();
-    let cell = WarmingUpCell::new(slow, 0);
+    let cell = WordsCell::new(slow, 0);
     let done = AtomicBool::new(false);
     std::thread::scope(|scope| {
         scope.spawn(|| {
@@ -202,7 +201,7 @@ fn readers_never_see_a_torn_configuration() {
                 let rate = if i % 2 == 0 { 7.0 } else { 2.0 };
                 cell.reconfigure(&|a: &mut SmoothWarmingUp, s: &mut _| a.set_rate(s, i, rate))
                     .unwrap();
-                let _ = SmoothWarmingUp::try_take(&cell, i, 1);
+                let _ = cell.try_take(i, 1);
             }
             done.store(true, Ordering::Release);
         });

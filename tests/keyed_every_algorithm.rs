@@ -6,8 +6,8 @@ use sluicegate::algorithms::{
     AllOf, FixedWindow, LeakyBucket, Limits, SlidingLog, SlidingWindowBuckets,
     SlidingWindowCounter, SmoothBursty, SmoothWarmingUp,
 };
+use sluicegate::cells::CellAlgorithm;
 use sluicegate::clock::{Clock, ManualClock};
-use sluicegate::stores::Storable;
 use sluicegate::{Decision, KeyedRateLimiter, RateLimiter};
 use std::time::Duration;
 
@@ -33,7 +33,7 @@ fn trace() -> Vec<(u64, usize, u64)> {
 /// Runs the trace on a keyed limiter and on one direct limiter per key, all on one
 /// virtual clock, and asserts every decision is the same. Returns how many calls
 /// were allowed, so that a trivially permissive or refusing run shows up.
-fn keyed_matches_direct<A: Storable + std::fmt::Debug>(algorithm: A) -> (usize, usize) {
+fn keyed_matches_direct<A: CellAlgorithm + std::fmt::Debug>(algorithm: A) -> (usize, usize) {
     let clock = ManualClock::new();
     let keyed = KeyedRateLimiter::with_clock(algorithm.clone(), clock.clone());
     let direct = [

@@ -6,7 +6,7 @@
 use proptest::prelude::*;
 use sluicegate::algorithms::smooth_bursty::BurstyState;
 use sluicegate::algorithms::{
-    Algorithm, AllOf, Decision, DynLimit, Limits, SmoothBursty, SmoothWarmingUp, Verdict,
+    Algorithm, AllOf, Decision, DynLimit, Limits, Plain, SmoothBursty, SmoothWarmingUp, Verdict,
 };
 use sluicegate::clock::{Clock, ManualClock, Nanos};
 use sluicegate::{Error, RateLimiter};
@@ -49,6 +49,7 @@ impl FixedWindow {
 
 impl Algorithm for FixedWindow {
     type State = Window;
+    type Shape = Plain;
 
     fn initial_state(&self, now: Nanos) -> Window {
         Window {
@@ -105,6 +106,7 @@ impl SlidingLog {
 
 impl Algorithm for SlidingLog {
     type State = Vec<Nanos>;
+    type Shape = Plain;
 
     fn initial_state(&self, _now: Nanos) -> Vec<Nanos> {
         Vec::new()
@@ -142,6 +144,7 @@ struct Liar;
 
 impl Algorithm for Liar {
     type State = Vec<u8>;
+    type Shape = Plain;
     fn initial_state(&self, _now: Nanos) -> Vec<u8> {
         Vec::new()
     }
@@ -522,13 +525,13 @@ fn cancel_gives_back_every_members_permits() {
     let mut state = set.initial_state(0);
     set.reserve(&mut state, 0, 1, 0);
     let before = *state.members();
-    let grant = set.reserve(&mut state, 0, 1, u64::MAX);
+    let (grant, grant_receipt) = set.reserve_with_receipt(&mut state, 0, 1, u64::MAX);
     assert_eq!(grant.wait_nanos(), SEC);
     assert_ne!(*state.members(), before);
-    set.cancel(&mut state, 100 * MS, &grant, grant.wait_nanos());
+    set.cancel(&mut state, 100 * MS, &grant_receipt, grant.wait_nanos());
     assert_eq!(*state.members(), before);
     // A second cancel of the same grant gives nothing more back.
-    set.cancel(&mut state, 100 * MS, &grant, grant.wait_nanos());
+    set.cancel(&mut state, 100 * MS, &grant_receipt, grant.wait_nanos());
     assert_eq!(*state.members(), before);
 
     // Through a reservation: the next caller waits 1 s, not 2 s.
@@ -545,9 +548,9 @@ fn cancel_gives_back_every_members_permits() {
 fn cancel_restores_nothing_for_an_older_grant_or_one_that_acted() {
     let set = Limits::new().with(bursty(1.0)).with(bursty(2.0));
     let mut state = set.initial_state(0);
-    let first = set.reserve(&mut state, 0, 1, u64::MAX);
-    let second = set.reserve(&mut state, 0, 1, u64::MAX);
-    let third = set.reserve(&mut state, 0, 1, u64::MAX);
+    let (first, first_receipt) = set.reserve_with_receipt(&mut state, 0, 1, u64::MAX);
+    let (second, second_receipt) = set.reserve_with_receipt(&mut state, 0, 1, u64::MAX);
+    let (third, third_receipt) = set.reserve_with_receipt(&mut state, 0, 1, u64::MAX);
     let snapshot = |s: &sluicegate::algorithms::LimitsState| {
         (
             *s.member::<BurstyState>(0).unwrap(),
@@ -556,16 +559,16 @@ fn cancel_restores_nothing_for_an_older_grant_or_one_that_acted() {
     };
     let after = snapshot(&state);
     // An older grant: the set no longer knows its members' marks.
-    set.cancel(&mut state, 0, &second, second.wait_nanos());
+    set.cancel(&mut state, 0, &second_receipt, second.wait_nanos());
     assert_eq!(snapshot(&state), after);
     // The first grant acted at once (wait 0): Go's rule restores nothing.
-    set.cancel(&mut state, 0, &first, first.wait_nanos());
+    set.cancel(&mut state, 0, &first_receipt, first.wait_nanos());
     assert_eq!(snapshot(&state), after);
     // The last one, once its time to act has passed: nothing either.
-    set.cancel(&mut state, 2 * SEC, &third, third.wait_nanos());
+    set.cancel(&mut state, 2 * SEC, &third_receipt, third.wait_nanos());
     assert_eq!(snapshot(&state), after);
     // Before that, it comes back from both members.
-    set.cancel(&mut state, SEC, &third, third.wait_nanos());
+    set.cancel(&mut state, SEC, &third_receipt, third.wait_nanos());
     assert_ne!(snapshot(&state), after);
     assert_eq!(set.reserve(&mut state, SEC, 1, u64::MAX).wait_nanos(), SEC);
 }

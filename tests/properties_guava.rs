@@ -3,8 +3,8 @@
 
 use proptest::prelude::*;
 use sluicegate::algorithms::{SmoothBursty, SmoothWarmingUp};
+use sluicegate::cells::CellAlgorithm;
 use sluicegate::clock::{Clock, ManualClock};
-use sluicegate::stores::Storable;
 use sluicegate::RateLimiter;
 use std::time::Duration;
 
@@ -33,7 +33,7 @@ fn op(max_n: u64) -> impl Strategy<Value = Op> {
 }
 
 /// Runs the schedule; returns (permits granted, the last grant's size, elapsed s).
-fn run<A: Storable>(
+fn run<A: CellAlgorithm>(
     limiter: &RateLimiter<A, ManualClock>,
     clock: &ManualClock,
     ops: &[Op],

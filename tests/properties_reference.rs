@@ -6,8 +6,8 @@
 
 use proptest::prelude::*;
 use sluicegate::algorithms::{SmoothBursty, SmoothWarmingUp};
+use sluicegate::cells::CellAlgorithm;
 use sluicegate::clock::ManualClock;
-use sluicegate::stores::Storable;
 use sluicegate::RateLimiter;
 use std::time::Duration;
 
@@ -166,7 +166,7 @@ fn ops() -> impl Strategy<Value = Vec<Op>> {
     )
 }
 
-fn compare<A: Storable + sluicegate::algorithms::AdjustableRate>(
+fn compare<A: CellAlgorithm + sluicegate::algorithms::AdjustableRate>(
     limiter: &RateLimiter<A, ManualClock>,
     clock: &ManualClock,
     mut guava: Guava,

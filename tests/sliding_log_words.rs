@@ -1,14 +1,14 @@
-//! The sliding log on words: the lean try (`plan_try` then `apply_try`) against the
+//! The sliding log on words: the lean try (`plan_take` then `apply_take`) against the
 //! full step on random traces, the lean try on arbitrary words, the whole log
 //! against its implementation before words (also across changes of limit), the
 //! lock-free cell under threads on a frozen virtual clock, and the cell's
 //! reconfiguration.
 
 use proptest::prelude::*;
-use sluicegate::algorithms::word_array::{WordArrayAlgorithm, Words};
+use sluicegate::algorithms::words::{WordEncoded, Words};
 use sluicegate::algorithms::{Algorithm, SlidingLog};
+use sluicegate::cells::{StateCell, WordsCell};
 use sluicegate::clock::ManualClock;
-use sluicegate::stores::{StateCell, Storable, WordArrayCell};
 use sluicegate::{Decision, Error, RateLimiter};
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -65,7 +65,7 @@ impl Words for Counted<'_> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
-    /// `plan_try` then `apply_try` on one copy of the words, `reserve_words(now,
+    /// `plan_take` then `apply_take` on one copy of the words, `reserve_words(now,
     /// cost, 0)` on another, and `reserve` on a `LogState` give the same answer and
     /// the same words after every step.
     #[test]
@@ -82,24 +82,24 @@ proptest! {
         log.init_words(&mut lean[..], start);
         let mut full = lean.clone();
         let mut state = log.initial_state(start);
-        prop_assert_eq!(SlidingLog::state_to_words(&state).to_vec(), full.clone());
+        prop_assert_eq!(words_of(&log, &state), full.clone());
         let mut now = start;
         for (ms, fraction) in steps {
             now = step(now, ms);
             // Costs 1..=limit + 1: the last one is never granted.
             let cost = 1 + fraction * (limit + 1) / 1000;
-            let (granted, take) = log.plan_try(&lean[..], now, cost);
+            let (granted, take) = log.plan_take(&lean[..], now, cost);
             if let Some(take) = take {
-                log.apply_try(&mut lean[..], take);
+                log.apply_take(&mut lean[..], take);
             }
-            let decision = log.reserve_words(&mut full[..], now, cost, 0);
+            let (decision, _) = log.reserve_words(&mut full[..], now, cost, 0);
             prop_assert_eq!(granted, decision.is_allowed(), "at {} cost {}", now, cost);
             prop_assert_eq!(&lean, &full, "words after a call at {} of cost {}", now, cost);
             if take.is_none() {
                 prop_assert!(!granted && (!record || cost > limit));
             }
             prop_assert_eq!(log.reserve(&mut state, now, cost, 0), decision);
-            prop_assert_eq!(SlidingLog::state_to_words(&state).to_vec(), full.clone());
+            prop_assert_eq!(words_of(&log, &state), full.clone());
             prop_assert!(state.len() as u64 <= log.capacity());
         }
     }
@@ -133,7 +133,7 @@ proptest! {
             .with_min_spacing(Duration::from_nanos(spacing));
         let log = if record { log.with_rejected_recorded() } else { log };
         let counted = Counted { words: &words, reads: Cell::new(0) };
-        let (granted, take) = log.plan_try(&counted, now, cost);
+        let (granted, take) = log.plan_take(&counted, now, cost);
         let held = words.word(1).min(log.capacity());
         let bound = 9 + 2 * held as usize;
         prop_assert!(counted.reads.get() <= bound, "{} reads, bound {}", counted.reads.get(), bound);
@@ -142,7 +142,7 @@ proptest! {
         }
         if let Some(take) = take {
             let mut written = words.clone();
-            log.apply_try(&mut written[..], take);
+            log.apply_take(&mut written[..], take);
             prop_assert_eq!(written.len(), words.len());
         }
     }
@@ -471,11 +471,11 @@ fn reconfiguring_a_log_cell_keeps_its_size() {
     // Capacity 4 either way: limit 3 recording refusals, or limit 4.
     let recording = SlidingLog::new(3, s(60)).unwrap().with_rejected_recorded();
     let plain = SlidingLog::new(4, s(60)).unwrap();
-    let cell = WordArrayCell::new(recording, 0);
+    let cell = WordsCell::new(recording, 0);
     for _ in 0..3 {
-        assert!(SlidingLog::try_take(&cell, 0, 1));
+        assert!(cell.try_take(0, 1));
     }
-    assert!(!SlidingLog::try_take(&cell, 0, 1)); // refused, and recorded
+    assert!(!cell.try_take(0, 1)); // refused, and recorded
     cell.reconfigure(&|log, _| {
         *log = plain;
         Ok(())
@@ -483,7 +483,7 @@ fn reconfiguring_a_log_cell_keeps_its_size() {
     .unwrap();
     assert_eq!(cell.algorithm(), plain);
     // The recorded refusal still counts: 4 entries held, limit 4.
-    assert!(!SlidingLog::try_take(&cell, 0, 1));
+    assert!(!cell.try_take(0, 1));
     let before = cell.peek(0, 1);
     assert_eq!(before.remaining(), 0);
 
@@ -498,9 +498,9 @@ fn reconfiguring_a_log_cell_keeps_its_size() {
     assert_eq!(cell.peek(0, 1), before);
     // A minute later every entry has gone: the 4 permits of the unchanged limit.
     for _ in 0..4 {
-        assert!(SlidingLog::try_take(&cell, 60_000_000_000, 1));
+        assert!(cell.try_take(60_000_000_000, 1));
     }
-    assert!(!SlidingLog::try_take(&cell, 60_000_000_000, 1));
+    assert!(!cell.try_take(60_000_000_000, 1));
 }
 
 #[test]
@@ -515,9 +515,9 @@ fn configuration_words_it_did_not_encode_never_make_a_step_panic() {
                     log.init_words(&mut words[..], 0);
                     for now in [0, 1, u64::MAX / 2, u64::MAX] {
                         for cost in [1, 2, u64::MAX] {
-                            let (_, take) = log.plan_try(&words[..], now, cost);
+                            let (_, take) = log.plan_take(&words[..], now, cost);
                             if let Some(take) = take {
-                                log.apply_try(&mut words[..], take);
+                                log.apply_take(&mut words[..], take);
                             }
                             let _ = log.peek_words(&words[..], now, cost);
                             let _ = log.reserve_words(&mut words[..], now, cost, 0);
@@ -527,4 +527,11 @@ fn configuration_words_it_did_not_encode_never_make_a_step_panic() {
             }
         }
     }
+}
+
+/// The words `state` holds, as the log encodes them.
+fn words_of(log: &SlidingLog, state: &<SlidingLog as Algorithm>::State) -> Vec<u64> {
+    let mut words = vec![0; log.state_words()];
+    log.write_state(state, &mut words[..]);
+    words
 }

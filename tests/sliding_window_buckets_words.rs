@@ -1,12 +1,12 @@
-//! The bucketed sliding window on words: the lean try (`plan_try` then `apply_try`)
+//! The bucketed sliding window on words: the lean try (`plan_take` then `apply_take`)
 //! is the full step with `max_wait = 0`, word for word, and it is total on any words
 //! (the lock-free cell runs it on reads that may mix two states).
 
 use proptest::prelude::*;
 use sluicegate::algorithms::sliding_window_buckets::OldestBucket;
-use sluicegate::algorithms::word_array::WordArrayAlgorithm;
+use sluicegate::algorithms::words::WordEncoded;
 use sluicegate::algorithms::SlidingWindowBuckets;
-use sluicegate::stores::{StateCell, Storable, WordArrayCell};
+use sluicegate::cells::{StateCell, WordsCell};
 use sluicegate::Error;
 use std::time::Duration;
 
@@ -44,12 +44,12 @@ proptest! {
         let mut now: u64 = 5_000;
         for (step, cost) in trace {
             now = now.saturating_add_signed(step);
-            let decision = window.reserve_words(&mut full[..], now, cost, 0);
-            let (granted, take) = window.plan_try(&lean[..], now, cost);
+            let (decision, _) = window.reserve_words(&mut full[..], now, cost, 0);
+            let (granted, take) = window.plan_take(&lean[..], now, cost);
             prop_assert_eq!(granted, decision.is_allowed(), "at {} cost {}", now, cost);
             prop_assert_eq!(take.is_some(), granted, "only a grant writes");
             if let Some(take) = take {
-                window.apply_try(&mut lean[..], take);
+                window.apply_take(&mut lean[..], take);
             }
             prop_assert_eq!(&lean, &full, "at {} cost {}", now, cost);
         }
@@ -67,11 +67,11 @@ proptest! {
     ) {
         // Whatever it answers on garbage, it answers (no panic, no endless loop),
         // and applying what it planned stays within the words.
-        let (granted, take) = window.plan_try(&words[..], now, cost);
+        let (granted, take) = window.plan_take(&words[..], now, cost);
         prop_assert_eq!(take.is_some(), granted);
         let mut words = words;
         if let Some(take) = take {
-            window.apply_try(&mut words[..], take);
+            window.apply_take(&mut words[..], take);
         }
     }
 }
@@ -80,8 +80,8 @@ proptest! {
 fn the_cell_reconfigures_only_to_a_state_of_the_same_size() {
     let minute = Duration::from_secs(60);
     let window = SlidingWindowBuckets::dropping(2, minute, Duration::from_secs(15)).unwrap();
-    let cell = WordArrayCell::new(window, 0);
-    assert!(SlidingWindowBuckets::try_take(&cell, 0, 2));
+    let cell = WordsCell::new(window, 0);
+    assert!(cell.try_take(0, 2));
     // Four buckets to five: the ring keeps 8 slots (4 + 1 and 5 + 1 round up alike).
     let finer = SlidingWindowBuckets::dropping(5, minute, Duration::from_secs(12)).unwrap();
     cell.reconfigure(&|algorithm, _| {
@@ -91,8 +91,8 @@ fn the_cell_reconfigures_only_to_a_state_of_the_same_size() {
     .unwrap();
     assert_eq!(cell.algorithm(), finer);
     // The two permits taken still count against the new limit of 5.
-    assert!(SlidingWindowBuckets::try_take(&cell, 0, 3));
-    assert!(!SlidingWindowBuckets::try_take(&cell, 0, 1));
+    assert!(cell.try_take(0, 3));
+    assert!(!cell.try_take(0, 1));
     // Sixty buckets need a larger ring, three a smaller one: refused, whether the
     // change brings a state of its own size or keeps the old one, and nothing changes.
     let sixty = SlidingWindowBuckets::dropping(100, minute, Duration::from_secs(1)).unwrap();
@@ -115,7 +115,7 @@ fn the_cell_reconfigures_only_to_a_state_of_the_same_size() {
         }
     }
     assert_eq!(cell.algorithm(), finer);
-    assert!(!cell.reserve(0, 1, 0).is_allowed());
+    assert!(!cell.reserve(0, 1, 0).0.is_allowed());
     assert_eq!(cell.peek(0, 1).retry_after(), minute);
 }
 
@@ -133,7 +133,7 @@ fn configuration_words_it_did_not_encode_never_make_a_step_panic() {
                     let mut words = vec![0; window.state_words()];
                     window.init_words(&mut words[..], u64::MAX / 2);
                     for now in [0, 1, u64::MAX / 2, u64::MAX] {
-                        let _ = window.plan_try(&words[..], now, 1);
+                        let _ = window.plan_take(&words[..], now, 1);
                         let _ = window.peek_words(&words[..], now, 1);
                         let _ = window.reserve_words(&mut words[..], now, 1, 0);
                     }

@@ -4,8 +4,8 @@
 //! of the bucketed window (the sliding log's are in `sliding_log_words.rs`).
 
 use sluicegate::algorithms::{SlidingWindowBuckets, SmoothBursty, SmoothWarmingUp};
+use sluicegate::cells::CellAlgorithm;
 use sluicegate::clock::{Clock, DefaultClock, ManualClock};
-use sluicegate::stores::Storable;
 use sluicegate::{AsyncRateLimiter, RateLimiter};
 use std::sync::Barrier;
 use std::thread;
@@ -42,7 +42,7 @@ fn clones_share_one_state() {
 
 /// Two threads hammer `try_acquire` on a frozen clock, for several rounds with time
 /// advanced between them. Returns the number of grants in each round.
-fn grants_per_round_two_threads<A: Storable>(
+fn grants_per_round_two_threads<A: CellAlgorithm>(
     limiter: &RateLimiter<A, ManualClock>,
     clock: &ManualClock,
     rounds: &[Duration],
@@ -245,7 +245,7 @@ fn set_rate_racing_with_try_acquire_keeps_the_invariants() {
 /// Two threads on a frozen clock, one trying leanly and one checking (the full
 /// step), each round after the window has emptied: every round must grant exactly
 /// `limit`, neither more (a lost update) nor fewer.
-fn window_grants_exactly_its_limit_per_round<A: Storable>(
+fn window_grants_exactly_its_limit_per_round<A: CellAlgorithm>(
     limiter: &RateLimiter<A, ManualClock>,
     clock: &ManualClock,
     window: Duration,

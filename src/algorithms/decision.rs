@@ -60,9 +60,6 @@ pub struct Decision {
     remaining: u64,
     limit: u64,
     limit_index: u32,
-    mark: i64,
-    charge: u64,
-    spent: u64,
 }
 
 impl Decision {
@@ -101,9 +98,6 @@ impl Decision {
             remaining,
             limit,
             limit_index: 0,
-            mark: 0,
-            charge: 0,
-            spent: 0,
         }
     }
 
@@ -126,9 +120,6 @@ impl Decision {
             remaining,
             limit,
             limit_index: 0,
-            mark: 0,
-            charge: 0,
-            spent: 0,
         }
     }
 
@@ -152,56 +143,7 @@ impl Decision {
             remaining,
             limit,
             limit_index: 0,
-            mark: 0,
-            charge: 0,
-            spent: 0,
         }
-    }
-
-    /// Attaches the bookkeeping an algorithm needs to cancel this grant later
-    /// ([`Algorithm::cancel`](crate::algorithms::Algorithm::cancel)): `mark` is an
-    /// algorithm-defined position in its state right after the grant, `charge` how much
-    /// the grant consumed, in the algorithm's own unit. Opaque to everyone else.
-    ///
-    /// ```
-    /// use sluicegate::Decision;
-    /// let d = Decision::allowed(10, 9, 0).with_grant(42, 1);
-    /// assert_eq!((d.mark(), d.charge()), (42, 1));
-    /// assert!(d.is_allowed()); // the verdict is untouched
-    /// ```
-    #[inline]
-    pub fn with_grant(mut self, mark: i64, charge: u64) -> Self {
-        self.mark = mark;
-        self.charge = charge;
-        self
-    }
-
-    /// Records how many *stored* permits the grant spent, for algorithms whose stored
-    /// permits are worth more than time alone says (Guava's warm-up, where a cold
-    /// permit costs more than a warm one): cancelling gives them back too. Opaque to
-    /// everyone else.
-    ///
-    /// ```
-    /// use sluicegate::Decision;
-    /// let d = Decision::allowed(10, 9, 0).with_stored_spent(2.5);
-    /// assert_eq!(d.stored_spent(), 2.5);
-    /// ```
-    #[inline]
-    pub fn with_stored_spent(mut self, permits: f64) -> Self {
-        self.spent = permits.to_bits();
-        self
-    }
-
-    /// The stored permits the grant spent (see
-    /// [`with_stored_spent`](Decision::with_stored_spent)); 0 unless set.
-    ///
-    /// ```
-    /// use sluicegate::Decision;
-    /// assert_eq!(Decision::allowed(10, 9, 0).stored_spent(), 0.0);
-    /// ```
-    #[inline]
-    pub fn stored_spent(&self) -> f64 {
-        f64::from_bits(self.spent)
     }
 
     /// Records which limit of a set decided.
@@ -357,31 +299,5 @@ impl Decision {
     #[inline]
     pub fn limit_index(&self) -> u32 {
         self.limit_index
-    }
-
-    /// The algorithm's opaque position mark for cancellation (see
-    /// [`with_grant`](Decision::with_grant)).
-    ///
-    /// ```
-    /// use sluicegate::Decision;
-    /// assert_eq!(Decision::allowed(1, 0, 0).mark(), 0); // 0 until with_grant
-    /// assert_eq!(Decision::allowed(1, 0, 0).with_grant(-7, 3).mark(), -7);
-    /// ```
-    #[inline]
-    pub fn mark(&self) -> i64 {
-        self.mark
-    }
-
-    /// The algorithm's opaque charge for cancellation (see
-    /// [`with_grant`](Decision::with_grant)).
-    ///
-    /// ```
-    /// use sluicegate::Decision;
-    /// assert_eq!(Decision::allowed(1, 0, 0).charge(), 0); // 0 until with_grant
-    /// assert_eq!(Decision::allowed(1, 0, 0).with_grant(-7, 3).charge(), 3);
-    /// ```
-    #[inline]
-    pub fn charge(&self) -> u64 {
-        self.charge
     }
 }

@@ -44,7 +44,8 @@
 //!   nothing.
 
 use super::validate::validate_positive_period;
-use super::{Algorithm, Decision, WordAlgorithm};
+use super::words::{Words, WordsMut};
+use super::{Algorithm, Decision, OneWord, WordEncoded};
 use crate::clock::Nanos;
 use crate::error::Error;
 use std::time::Duration;
@@ -192,6 +193,7 @@ impl FixedWindow {
 
 impl Algorithm for FixedWindow {
     type State = FixedWindowState;
+    type Shape = OneWord;
 
     fn initial_state(&self, now: Nanos) -> FixedWindowState {
         self.pack(now / self.len, 0)
@@ -226,24 +228,57 @@ impl Algorithm for FixedWindow {
     }
 }
 
-impl WordAlgorithm for FixedWindow {
-    fn to_words(&self) -> [u64; 3] {
-        [self.len, self.limit, 0]
+impl WordEncoded for FixedWindow {
+    type Config = [u64; 2];
+    type Take = FixedWindowState;
+
+    #[inline(always)]
+    fn config_words(&self) -> [u64; 2] {
+        [self.len, self.limit]
     }
 
-    fn from_words(words: [u64; 3]) -> Self {
+    #[inline(always)]
+    fn from_config_words(words: [u64; 2]) -> Self {
         FixedWindow {
             len: words[0],
             limit: words[1],
         }
     }
 
-    fn state_to_word(state: &FixedWindowState) -> u64 {
-        state.word
+    #[inline(always)]
+    fn state_words(&self) -> usize {
+        1
     }
 
-    fn state_from_word(word: u64) -> FixedWindowState {
-        FixedWindowState { word }
+    #[inline(always)]
+    fn read_state<W: Words + ?Sized>(&self, words: &W) -> FixedWindowState {
+        FixedWindowState {
+            word: words.word(0),
+        }
+    }
+
+    #[inline(always)]
+    fn write_state<W: WordsMut + ?Sized>(&self, state: &FixedWindowState, words: &mut W) {
+        words.set_word(0, state.word);
+    }
+
+    /// The full step is already lean: a window's decision costs no division beyond
+    /// finding the window.
+    #[inline(always)]
+    fn plan_take<W: Words + ?Sized>(
+        &self,
+        words: &W,
+        now: Nanos,
+        cost: u64,
+    ) -> (bool, Option<FixedWindowState>) {
+        let mut state = self.read_state(words);
+        let granted = self.reserve(&mut state, now, cost, 0).is_allowed();
+        (granted, granted.then_some(state))
+    }
+
+    #[inline(always)]
+    fn apply_take<W: WordsMut + ?Sized>(&self, words: &mut W, take: FixedWindowState) {
+        self.write_state(&take, words);
     }
 }
 

@@ -74,7 +74,8 @@
 //!   below what it held at the latest time seen.
 
 use super::validate::validate_positive_period;
-use super::{Algorithm, Decision, WordAlgorithm};
+use super::words::{Words, WordsMut};
+use super::{Algorithm, Decision, OneWord, Receipt, WordEncoded};
 use crate::clock::Nanos;
 use crate::error::Error;
 use std::time::Duration;
@@ -396,14 +397,15 @@ impl LeakyBucket {
 }
 
 impl LeakyBucket {
-    /// The lean non-blocking try: exactly `reserve(state, now, cost, 0).is_allowed()`,
-    /// with the same change of state, but without the decision's other fields. It
+    /// The lean non-blocking take: the state a zero-wait grant of `cost` at `now`
+    /// leaves, or `None` for a refusal (exactly `reserve(state, now, cost, 0)`), but
+    /// without the decision's other fields. It
     /// compares instants by cross-multiplying (`t ≤ ⌊now · num / den⌋` is
     /// `t · den ≤ now · num`), so unless the bucket has drained empty (when `now`
     /// itself becomes the start), it divides nothing, even at a rate such as 3 per
     /// second whose ticks are not nanoseconds.
-    #[inline]
-    pub(crate) fn try_grant(&self, state: &mut LeakyState, now: Nanos, cost: u64) -> bool {
+    #[inline(always)]
+    fn take(&self, state: LeakyState, now: Nanos, cost: u64) -> Option<LeakyState> {
         let ticks = self.ticks();
         let per_permit = u128::from(ticks.per_permit);
         let capacity = u128::from(self.capacity) * per_permit;
@@ -417,23 +419,20 @@ impl LeakyBucket {
         let start = if idle { ticks.reading(now) } else { state.tat };
         let end = u128::from(start) + charge;
         if charge > capacity || end > u128::from(u64::MAX) {
-            return false;
+            return None;
         }
         // The level after the call, end − now in ticks, must be at most the capacity.
         let fits = end <= capacity || reached(end - capacity);
         // A queue's caller acts at `start`: without waiting only if that is now.
         let at_once = idle || self.mode == LeakyMode::Meter;
-        if !(fits && at_once) {
-            return false;
-        }
         // `end` fits in u64 (checked above).
-        state.tat = end as u64;
-        true
+        (fits && at_once).then_some(LeakyState { tat: end as u64 })
     }
 }
 
 impl Algorithm for LeakyBucket {
     type State = LeakyState;
+    type Shape = OneWord;
 
     fn initial_state(&self, now: Nanos) -> LeakyState {
         LeakyState {
@@ -441,8 +440,19 @@ impl Algorithm for LeakyBucket {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn reserve(&self, state: &mut LeakyState, now: Nanos, cost: u64, max_wait: Nanos) -> Decision {
+        self.reserve_with_receipt(state, now, cost, max_wait).0
+    }
+
+    #[inline]
+    fn reserve_with_receipt(
+        &self,
+        state: &mut LeakyState,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+    ) -> (Decision, Receipt) {
         let ticks = self.ticks();
         let per_permit = u128::from(ticks.per_permit);
         let limit = u64::from(self.capacity);
@@ -456,7 +466,10 @@ impl Algorithm for LeakyBucket {
         let charge = u128::from(cost) * per_permit;
         let end = u128::from(start) + charge;
         if charge > capacity || end > u128::from(u64::MAX) {
-            return Decision::never(limit, free(), until(start.into()));
+            return (
+                Decision::never(limit, free(), until(start.into())),
+                Receipt::NONE,
+            );
         }
         let level = backlog + charge;
         let wait = match self.mode {
@@ -469,7 +482,10 @@ impl Algorithm for LeakyBucket {
             // shrunk to what the caller accepts.
             let drained = until(end - capacity.min(end));
             let retry = drained.max(wait.saturating_sub(max_wait));
-            return Decision::denied(limit, free(), retry, until(start.into()));
+            return (
+                Decision::denied(limit, free(), retry, until(start.into())),
+                Receipt::NONE,
+            );
         }
         // `end` fits in u64 (checked above) and `charge` ≤ `end`.
         state.tat = end as u64;
@@ -479,19 +495,21 @@ impl Algorithm for LeakyBucket {
         } else {
             whole_permits(capacity - level, ticks.per_permit)
         };
-        Decision::allowed_after(wait, limit, remaining, until(end))
-            .with_grant(end as i64, charge as u64)
+        (
+            Decision::allowed_after(wait, limit, remaining, until(end)),
+            Receipt::new(end as i64, charge as u64),
+        )
     }
 
     /// Go's rule: a grant that has not yet acted gives back its permits minus
     /// whatever later grants queued behind it; the bucket never drains below `now`.
     /// Meter grants act at once, so cancelling them restores nothing.
-    fn cancel(&self, state: &mut LeakyState, now: Nanos, grant: &Decision, acts_at: Nanos) {
-        if acts_at <= now || !grant.is_allowed() {
+    fn cancel(&self, state: &mut LeakyState, now: Nanos, receipt: &Receipt, acts_at: Nanos) {
+        if acts_at <= now {
             return;
         }
-        let queued_after = state.tat.saturating_sub(grant.mark() as u64);
-        let restore = grant.charge().saturating_sub(queued_after);
+        let queued_after = state.tat.saturating_sub(receipt.mark() as u64);
+        let restore = receipt.charge().saturating_sub(queued_after);
         if restore == 0 {
             return;
         }
@@ -506,8 +524,12 @@ impl Algorithm for LeakyBucket {
 
 const QUEUE_BIT: u64 = 1 << 63;
 
-impl WordAlgorithm for LeakyBucket {
-    fn to_words(&self) -> [u64; 3] {
+impl WordEncoded for LeakyBucket {
+    type Config = [u64; 3];
+    type Take = LeakyState;
+
+    #[inline(always)]
+    fn config_words(&self) -> [u64; 3] {
         let mode = match self.mode {
             LeakyMode::Meter => 0,
             LeakyMode::Queue => QUEUE_BIT,
@@ -519,7 +541,8 @@ impl WordAlgorithm for LeakyBucket {
         ]
     }
 
-    fn from_words(words: [u64; 3]) -> Self {
+    #[inline(always)]
+    fn from_config_words(words: [u64; 3]) -> Self {
         LeakyBucket {
             period: words[0] & !QUEUE_BIT,
             count: (words[1] >> 32) as u32,
@@ -533,18 +556,53 @@ impl WordAlgorithm for LeakyBucket {
         }
     }
 
-    fn state_to_word(state: &LeakyState) -> u64 {
-        state.tat
+    #[inline(always)]
+    fn state_words(&self) -> usize {
+        1
     }
 
-    fn state_from_word(word: u64) -> LeakyState {
-        LeakyState { tat: word }
+    #[inline(always)]
+    fn read_state<W: Words + ?Sized>(&self, words: &W) -> LeakyState {
+        LeakyState { tat: words.word(0) }
+    }
+
+    #[inline(always)]
+    fn write_state<W: WordsMut + ?Sized>(&self, state: &LeakyState, words: &mut W) {
+        words.set_word(0, state.tat);
+    }
+
+    #[inline(always)]
+    fn plan_take<W: Words + ?Sized>(
+        &self,
+        words: &W,
+        now: Nanos,
+        cost: u64,
+    ) -> (bool, Option<LeakyState>) {
+        let take = self.take(self.read_state(words), now, cost);
+        (take.is_some(), take)
+    }
+
+    #[inline(always)]
+    fn apply_take<W: WordsMut + ?Sized>(&self, words: &mut W, take: LeakyState) {
+        self.write_state(&take, words);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The lean take, plan then apply, on a plain state.
+    fn lean_take(bucket: &LeakyBucket, state: &mut LeakyState, now: Nanos, cost: u64) -> bool {
+        let mut words = [0];
+        bucket.write_state(state, &mut words[..]);
+        let (granted, take) = bucket.plan_take(&words[..], now, cost);
+        if let Some(take) = take {
+            bucket.apply_take(&mut words[..], take);
+        }
+        *state = bucket.read_state(&words[..]);
+        granted
+    }
 
     const SECOND: u64 = 1_000_000_000;
 
@@ -602,7 +660,10 @@ mod tests {
             LeakyBucket::meter(u64::from(u32::MAX), 7, Duration::from_secs(3)).unwrap(),
             LeakyBucket::queue(1, 1, Duration::from_nanos(i64::MAX as u64)).unwrap(),
         ] {
-            assert_eq!(LeakyBucket::from_words(bucket.to_words()), bucket);
+            assert_eq!(
+                LeakyBucket::from_config_words(bucket.config_words()),
+                bucket
+            );
         }
     }
 
@@ -689,7 +750,7 @@ mod tests {
             for (step, cost) in steps {
                 now = now.saturating_add_signed(step);
                 let decision = bucket.reserve(&mut full, now, cost, 0);
-                let granted = bucket.try_grant(&mut lean, now, cost);
+                let granted = lean_take(&bucket, &mut lean, now, cost);
                 proptest::prop_assert_eq!(granted, decision.is_allowed(), "at {} cost {}", now, cost);
                 proptest::prop_assert_eq!(lean, full, "at {} cost {}", now, cost);
             }

@@ -40,23 +40,26 @@ mod decision;
 pub mod fixed_window;
 pub mod leaky_bucket;
 pub mod multi;
+mod receipt;
 pub mod sliding_log;
 pub mod sliding_window_buckets;
 pub mod sliding_window_counter;
 pub mod smooth_bursty;
 pub mod smooth_warming_up;
 mod validate;
-pub mod word_array;
+pub mod words;
 
 pub use decision::{Decision, Verdict};
 pub use fixed_window::FixedWindow;
 pub use leaky_bucket::{LeakyBucket, LeakyMode};
 pub use multi::{AllOf, AllOfState, DynLimit, DynState, Limits, LimitsState};
+pub use receipt::Receipt;
 pub use sliding_log::SlidingLog;
 pub use sliding_window_buckets::SlidingWindowBuckets;
 pub use sliding_window_counter::{Counting, Rounding, SlidingWindowCounter};
 pub use smooth_bursty::SmoothBursty;
 pub use smooth_warming_up::SmoothWarmingUp;
+pub use words::{OneWord, Plain, Shape, WordArray, WordEncoded};
 
 use crate::clock::Nanos;
 
@@ -64,21 +67,23 @@ use crate::clock::Nanos;
 /// separate, plain-data [`State`](Algorithm::State).
 ///
 /// Contract for implementors:
-/// * [`reserve`](Algorithm::reserve) changes the state only when it returns an
-///   allowed decision; a denied or never decision leaves it untouched. The one
-///   exception is an algorithm *configured* to record refused attempts (seed 004's
-///   sliding log, seed 000's increment-first counter), whose denials are meant to
-///   count; such an algorithm says so in its docs. Every store keeps whatever
-///   `reserve` left, denied or not (the lock-free cell of a [`WordAlgorithm`]
-///   publishes any step that changed the state word, and writes nothing for one that
-///   did not), and sets of limits restore every member on a refusal, so inside a set
-///   only admitted calls count.
+/// * [`reserve_with_receipt`](Algorithm::reserve_with_receipt) changes the state
+///   only when it returns an allowed decision; a denied or never decision leaves it
+///   untouched. The one exception is an algorithm *configured* to record refused
+///   attempts (the sliding log's recorded refusals, the counter's counted attempts),
+///   whose denials are meant to count; such an algorithm says so in its docs. Every
+///   cell and store keeps whatever the step left, denied or not, and sets of limits
+///   restore every member on a refusal, so inside a set only admitted calls count.
 /// * Costs are at least 1 (the front ends reject 0 with
 ///   [`Error::ZeroCost`](crate::Error::ZeroCost) before calling in).
 /// * Arithmetic saturates; nothing panics for any input.
 /// * `now` may be smaller than a value seen before (another thread read the clock
 ///   earlier, or a remote store's clock stepped back): time that appears to go
 ///   backwards must never grant extra permits.
+///
+/// An algorithm also says where a direct limiter keeps its state, with its
+/// [`Shape`](Algorithm::Shape): that is all it takes for
+/// [`RateLimiter`](crate::RateLimiter) to hold it (see [`words`]).
 ///
 /// ```
 /// use sluicegate::algorithms::{Algorithm, SmoothBursty};
@@ -92,14 +97,35 @@ pub trait Algorithm: Send + Sync + 'static {
     /// The mutable part: what a store keeps per key.
     type State: Clone + Send + Sync + 'static;
 
+    /// Where a direct limiter keeps the state: [`OneWord`] or [`WordArray`] (the
+    /// algorithm then implements [`WordEncoded`]), or [`Plain`] (behind a mutex).
+    type Shape: Shape;
+
     /// The state of a limit first used at `now`.
     fn initial_state(&self, now: Nanos) -> Self::State;
 
-    /// Grants `cost` permits if the caller would have to wait at most `max_wait`
-    /// nanoseconds, updating `state`; otherwise answers denied (or never, when no
-    /// amount of waiting would do) and leaves `state` untouched, unless configured
-    /// to record refused attempts (see the trait docs).
+    /// The core step, modelled on Go's `reserveN`: grants `cost` permits if the
+    /// caller would have to wait at most `max_wait` nanoseconds, updating `state`;
+    /// otherwise answers denied (or never, when no amount of waiting would do) and
+    /// leaves `state` untouched, unless configured to record refused attempts (see
+    /// the trait docs).
     fn reserve(&self, state: &mut Self::State, now: Nanos, cost: u64, max_wait: Nanos) -> Decision;
+
+    /// [`reserve`](Algorithm::reserve), also answering the [`Receipt`] that
+    /// [`cancel`](Algorithm::cancel) needs to give the grant back. The default
+    /// answers [`Receipt::NONE`], right for an algorithm whose grants cannot be
+    /// given back; one that overrides [`cancel`](Algorithm::cancel) overrides this
+    /// too, and its `reserve` must answer this method's decision.
+    #[inline(always)]
+    fn reserve_with_receipt(
+        &self,
+        state: &mut Self::State,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+    ) -> (Decision, Receipt) {
+        (self.reserve(state, now, cost, max_wait), Receipt::NONE)
+    }
 
     /// The decision a zero-wait [`reserve`](Algorithm::reserve) would give now,
     /// without consuming anything.
@@ -108,12 +134,15 @@ pub trait Algorithm: Send + Sync + 'static {
         self.reserve(&mut scratch, now, cost, 0)
     }
 
-    /// Gives back, as far as later grants allow, the permits of an allowed
-    /// `grant` whose caller never acted on it (Go's `Reservation.Cancel` rule: nothing
-    /// is restored once the grant's time to act, `acts_at`, has passed). The default
-    /// restores nothing, which is right for algorithms whose grants act at once.
-    fn cancel(&self, state: &mut Self::State, now: Nanos, grant: &Decision, acts_at: Nanos) {
-        let _ = (state, now, grant, acts_at);
+    /// Gives back, as far as later grants allow, the permits of a grant whose
+    /// caller never acted on it, given its `receipt` and the time `acts_at` it was
+    /// to act. Go's `Reservation.Cancel` rule: nothing is restored once that time
+    /// has passed (`now > acts_at`); until then, including at the very instant of
+    /// acting, the grant's permits come back except what later grants reserved after
+    /// it. The default restores nothing, which is right for algorithms whose grants
+    /// act at once and cannot be told apart from later ones.
+    fn cancel(&self, state: &mut Self::State, now: Nanos, receipt: &Receipt, acts_at: Nanos) {
+        let _ = (state, now, receipt, acts_at);
     }
 
     /// True if `state` at `now` has fully replenished, so that dropping it and starting
@@ -149,32 +178,6 @@ pub trait AdjustableRate: Algorithm {
         now: Nanos,
         rate: f64,
     ) -> Result<(), crate::Error>;
-}
-
-/// An [`Algorithm`] whose state and configuration each fit in a few 64-bit words,
-/// so that a store can keep the state in one atomic word and update it with a single
-/// compare-and-swap, with no lock on the hot path.
-///
-/// ```
-/// use sluicegate::algorithms::{Algorithm, SmoothBursty, WordAlgorithm};
-/// let bursty = SmoothBursty::new(2.0).unwrap();
-/// let words = bursty.to_words();
-/// assert_eq!(SmoothBursty::from_words(words).to_words(), words);
-/// let state = bursty.initial_state(7);
-/// assert_eq!(SmoothBursty::state_from_word(SmoothBursty::state_to_word(&state)), state);
-/// ```
-pub trait WordAlgorithm: Algorithm + Copy
-where
-    Self::State: Copy + PartialEq,
-{
-    /// Encodes the configuration.
-    fn to_words(&self) -> [u64; 3];
-    /// Decodes a configuration encoded by [`to_words`](WordAlgorithm::to_words).
-    fn from_words(words: [u64; 3]) -> Self;
-    /// Encodes a state into one word.
-    fn state_to_word(state: &Self::State) -> u64;
-    /// Decodes a state encoded by [`state_to_word`](WordAlgorithm::state_to_word).
-    fn state_from_word(word: u64) -> Self::State;
 }
 
 /// Helpers shared by the algorithms for time arithmetic on `i64` nanoseconds.

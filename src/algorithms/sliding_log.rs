@@ -69,7 +69,7 @@
 //! count after it): `24 + 16 × capacity` bytes. Because the size is fixed by the
 //! configuration, a direct limiter keeps these words as atomics in a lock-free
 //! [`WordArrayCell`](crate::stores::WordArrayCell) (see
-//! [`word_array`](super::word_array)).
+//! [`words`](super::words)).
 //!
 //! * Without recorded rejects, the log holds at most `limit` entries: every entry
 //!   costs at least 1, a call is appended without dropping anything only while the
@@ -99,7 +99,7 @@
 //! * A refused call's exact `retry_after` is another binary search, for the entry
 //!   whose expiry makes room. A direct limiter's non-blocking try needs no
 //!   `retry_after` and skips it
-//!   ([`plan_try`](super::word_array::WordArrayAlgorithm::plan_try)): a refusal
+//!   ([`plan_take`](super::words::WordEncoded::plan_take)): a refusal
 //!   costs loads only, a grant (or a recorded refusal) one compare-and-swap.
 //!
 //! # Edges
@@ -112,8 +112,8 @@
 //!   one would have.
 
 use super::validate::validate_positive_period;
-use super::word_array::{WordArrayAlgorithm, Words, WordsMut};
-use super::{Algorithm, Decision};
+use super::words::{WordEncoded, Words, WordsMut};
+use super::{Algorithm, Decision, Receipt, WordArray};
 use crate::clock::Nanos;
 use crate::error::Error;
 use std::time::Duration;
@@ -320,27 +320,27 @@ impl std::fmt::Debug for LogState {
 }
 
 /// What a non-blocking try of a [`SlidingLog`] writes, planned by
-/// [`plan_try`](WordArrayAlgorithm::plan_try) and written by
-/// [`apply_try`](WordArrayAlgorithm::apply_try): the header after the step (the
+/// [`plan_take`](WordEncoded::plan_take) and written by
+/// [`apply_take`](WordEncoded::apply_take): the header after the step (the
 /// expired entries dropped if the call needed their room, the oldest evicted if
 /// the log was full) and the entry it appends, a grant or, with
 /// [`with_rejected_recorded`](SlidingLog::with_rejected_recorded), a refusal.
 ///
 /// ```
-/// use sluicegate::algorithms::word_array::WordArrayAlgorithm;
+/// use sluicegate::algorithms::words::WordEncoded;
 /// use sluicegate::algorithms::SlidingLog;
 /// use std::time::Duration;
 /// let log = SlidingLog::new(1, Duration::from_secs(1)).unwrap().with_rejected_recorded();
 /// let mut words = vec![0; log.state_words()];
 /// log.init_words(&mut words[..], 0);
-/// let (granted, take) = log.plan_try(&words[..], 0, 1);
+/// let (granted, take) = log.plan_take(&words[..], 0, 1);
 /// assert!(granted);
-/// log.apply_try(&mut words[..], take.unwrap());
+/// log.apply_take(&mut words[..], take.unwrap());
 /// // Refused, and recorded: there is still something to write.
-/// let (granted, take) = log.plan_try(&words[..], 0, 1);
+/// let (granted, take) = log.plan_take(&words[..], 0, 1);
 /// assert!(!granted && take.is_some());
 /// // A cost above the limit is never granted, and never recorded.
-/// assert_eq!(log.plan_try(&words[..], 0, 2), (false, None));
+/// assert_eq!(log.plan_take(&words[..], 0, 2), (false, None));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LogTake {
@@ -853,7 +853,7 @@ impl SlidingLog {
             Err(_) => self.recorded_refusal(&*words, &view, now, cost),
         };
         let take = self.plan_append(&*words, &view.header, self.dropped(&view, cost), cost);
-        self.apply_try(words, take);
+        self.apply_take(words, take);
         decision
     }
 
@@ -870,6 +870,7 @@ impl SlidingLog {
 
 impl Algorithm for SlidingLog {
     type State = LogState;
+    type Shape = WordArray;
 
     /// An empty log with room for [`capacity`](SlidingLog::capacity) entries (the
     /// one allocation this algorithm makes).
@@ -900,7 +901,8 @@ impl Algorithm for SlidingLog {
     }
 }
 
-impl WordArrayAlgorithm for SlidingLog {
+impl WordEncoded for SlidingLog {
+    type Config = [u64; 4];
     type Take = LogTake;
 
     /// A 3-word header, then 2 words per entry of [`capacity`](SlidingLog::capacity).
@@ -922,9 +924,15 @@ impl WordArrayAlgorithm for SlidingLog {
         now: Nanos,
         cost: u64,
         _max_wait: Nanos,
-    ) -> Decision {
-        self.reserve_in(words, self.capacity(), now, cost)
+    ) -> (Decision, Receipt) {
+        (
+            self.reserve_in(words, self.capacity(), now, cost),
+            Receipt::NONE,
+        )
     }
+
+    /// A log's grants act at once: cancelling restores nothing.
+    fn cancel_words<W: WordsMut + ?Sized>(&self, _: &mut W, _: Nanos, _: &Receipt, _: Nanos) {}
 
     fn peek_words<W: Words + ?Sized>(&self, words: &W, now: Nanos, cost: u64) -> Decision {
         self.peek_in(words, self.capacity(), now, cost)
@@ -934,7 +942,7 @@ impl WordArrayAlgorithm for SlidingLog {
     /// header and the newest entry, and only when the entries held (expired ones
     /// included) leave no room, searches for the first live one.
     #[inline(always)]
-    fn plan_try<W: Words + ?Sized>(
+    fn plan_take<W: Words + ?Sized>(
         &self,
         words: &W,
         now: Nanos,
@@ -967,7 +975,7 @@ impl WordArrayAlgorithm for SlidingLog {
     }
 
     #[inline(always)]
-    fn apply_try<W: WordsMut + ?Sized>(&self, words: &mut W, take: LogTake) {
+    fn apply_take<W: WordsMut + ?Sized>(&self, words: &mut W, take: LogTake) {
         let at = at_word(take.slot);
         words.set_word(at, take.at);
         words.set_word(at.wrapping_add(1), take.count);
@@ -999,11 +1007,15 @@ impl WordArrayAlgorithm for SlidingLog {
         }
     }
 
-    fn state_to_words(state: &LogState) -> Box<[u64]> {
-        state.words.clone()
+    fn read_state<W: Words + ?Sized>(&self, words: &W) -> LogState {
+        LogState {
+            words: (0..self.state_words()).map(|i| words.word(i)).collect(),
+        }
     }
 
-    fn state_from_words(words: Box<[u64]>) -> LogState {
-        LogState { words }
+    fn write_state<W: WordsMut + ?Sized>(&self, state: &LogState, words: &mut W) {
+        for (index, word) in state.words.iter().enumerate() {
+            words.set_word(index, *word);
+        }
     }
 }

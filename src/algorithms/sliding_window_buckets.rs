@@ -85,13 +85,13 @@
 //! bucket's slot is a mask rather than a division (8 bytes each: 488 → 512 bytes
 //! for seed 002's 60 one-minute buckets). Plus two words, the newest bucket's
 //! number and the ring's total; nothing is allocated afterwards. The state is
-//! these words and nothing else ([`WordArrayAlgorithm`]), so a direct limiter
+//! these words and nothing else ([`WordEncoded`]), so a direct limiter
 //! keeps them as atomics in a lock-free
 //! [`WordArrayCell`](crate::stores::WordArrayCell).
 //!
 //! Old buckets are cleared lazily when a granted call moves the ring forward, so
 //! an allowed call costs O(1) amortized. A non-blocking try
-//! ([`plan_try`](WordArrayAlgorithm::plan_try)) reads the newest bucket's number,
+//! ([`plan_take`](WordEncoded::plan_take)) reads the newest bucket's number,
 //! the total and one or two slots, and divides only when the ring moves to a new
 //! bucket. A full decision on a refused call also computes its exact
 //! `retry_after` by walking the ring from the oldest counted bucket: O(B) at
@@ -108,8 +108,8 @@
 //!   than `limit` granted permits per bucket.
 
 use super::validate::validate_positive_period;
-use super::word_array::{WordArrayAlgorithm, Words, WordsMut};
-use super::{Algorithm, Decision};
+use super::words::{WordEncoded, Words, WordsMut};
+use super::{Algorithm, Decision, Receipt, WordArray};
 use crate::clock::Nanos;
 use crate::error::Error;
 use std::time::Duration;
@@ -215,20 +215,20 @@ impl BucketsState {
 }
 
 /// What a granted lean try of a [`SlidingWindowBuckets`] writes, planned by
-/// [`WordArrayAlgorithm::plan_try`]: where the ring moves and the cost to count.
+/// [`WordEncoded::plan_take`]: where the ring moves and the cost to count.
 /// Opaque; it is only handed back to
-/// [`apply_try`](WordArrayAlgorithm::apply_try).
+/// [`apply_take`](WordEncoded::apply_take).
 ///
 /// ```
-/// use sluicegate::algorithms::{word_array::WordArrayAlgorithm, SlidingWindowBuckets};
+/// use sluicegate::algorithms::{words::WordEncoded, SlidingWindowBuckets};
 /// use std::time::Duration;
 /// let w = SlidingWindowBuckets::dropping(1, Duration::from_secs(60), Duration::from_secs(15)).unwrap();
 /// let mut words = vec![0; w.state_words()];
 /// w.init_words(&mut words[..], 0);
-/// let (granted, take) = w.plan_try(&words[..], 0, 1);
+/// let (granted, take) = w.plan_take(&words[..], 0, 1);
 /// assert!(granted && take.is_some());
-/// w.apply_try(&mut words[..], take.unwrap());
-/// assert_eq!(w.plan_try(&words[..], 0, 1), (false, None));
+/// w.apply_take(&mut words[..], take.unwrap());
+/// assert_eq!(w.plan_take(&words[..], 0, 1), (false, None));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BucketsTake {
@@ -745,7 +745,8 @@ impl SlidingWindowBuckets {
     }
 }
 
-impl WordArrayAlgorithm for SlidingWindowBuckets {
+impl WordEncoded for SlidingWindowBuckets {
+    type Config = [u64; 4];
     type Take = BucketsTake;
 
     fn state_words(&self) -> usize {
@@ -762,13 +763,16 @@ impl WordArrayAlgorithm for SlidingWindowBuckets {
         now: Nanos,
         cost: u64,
         _max_wait: Nanos,
-    ) -> Decision {
+    ) -> (Decision, Receipt) {
         let (decision, view) = self.decide(words, now, cost);
         if decision.is_allowed() {
             self.commit(words, &view, cost);
         }
-        decision
+        (decision, Receipt::NONE)
     }
+
+    /// A window's grants act at once: cancelling restores nothing.
+    fn cancel_words<W: WordsMut + ?Sized>(&self, _: &mut W, _: Nanos, _: &Receipt, _: Nanos) {}
 
     fn peek_words<W: Words + ?Sized>(&self, words: &W, now: Nanos, cost: u64) -> Decision {
         self.decide(words, now, cost).0
@@ -778,7 +782,7 @@ impl WordArrayAlgorithm for SlidingWindowBuckets {
     /// (more only when the ring moves to a new bucket, once per bucket): no
     /// division in the common case, and no `retry_after`.
     #[inline(always)]
-    fn plan_try<W: Words + ?Sized>(
+    fn plan_take<W: Words + ?Sized>(
         &self,
         words: &W,
         now: Nanos,
@@ -804,7 +808,7 @@ impl WordArrayAlgorithm for SlidingWindowBuckets {
     }
 
     #[inline(always)]
-    fn apply_try<W: WordsMut + ?Sized>(&self, words: &mut W, take: BucketsTake) {
+    fn apply_take<W: WordsMut + ?Sized>(&self, words: &mut W, take: BucketsTake) {
         self.commit(words, &take.view, take.cost);
     }
 
@@ -821,7 +825,7 @@ impl WordArrayAlgorithm for SlidingWindowBuckets {
         ]
     }
 
-    /// The inverse of [`config_words`](WordArrayAlgorithm::config_words). Words this
+    /// The inverse of [`config_words`](WordEncoded::config_words). Words this
     /// type did not encode are brought into range (a precision of at least 1 ns,
     /// 1 to [`MAX_BUCKETS`] buckets), so that no step on them divides by zero or
     /// sizes an absurd ring.
@@ -839,17 +843,22 @@ impl WordArrayAlgorithm for SlidingWindowBuckets {
         }
     }
 
-    fn state_to_words(state: &BucketsState) -> Box<[u64]> {
-        state.words.clone()
+    fn read_state<W: Words + ?Sized>(&self, words: &W) -> BucketsState {
+        BucketsState {
+            words: (0..self.state_words()).map(|i| words.word(i)).collect(),
+        }
     }
 
-    fn state_from_words(words: Box<[u64]>) -> BucketsState {
-        BucketsState { words }
+    fn write_state<W: WordsMut + ?Sized>(&self, state: &BucketsState, words: &mut W) {
+        for (index, word) in state.words.iter().enumerate() {
+            words.set_word(index, *word);
+        }
     }
 }
 
 impl Algorithm for SlidingWindowBuckets {
     type State = BucketsState;
+    type Shape = WordArray;
 
     /// An empty ring of `B + 1` counters rounded up to a power of two, plus two
     /// words (the one allocation this algorithm makes).
@@ -869,6 +878,7 @@ impl Algorithm for SlidingWindowBuckets {
         max_wait: Nanos,
     ) -> Decision {
         self.reserve_words(&mut state.words[..], now, cost, max_wait)
+            .0
     }
 
     fn peek(&self, state: &BucketsState, now: Nanos, cost: u64) -> Decision {

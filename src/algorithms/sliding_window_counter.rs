@@ -113,7 +113,8 @@
 //!   when a call moves to a later window.
 
 use super::validate::validate_positive_period;
-use super::{Algorithm, Decision, WordAlgorithm};
+use super::words::{Words, WordsMut};
+use super::{Algorithm, Decision, OneWord, WordEncoded};
 use crate::clock::Nanos;
 use crate::error::Error;
 use std::time::Duration;
@@ -474,12 +475,12 @@ impl SlidingWindowCounter {
         window
     }
 
-    /// The lean non-blocking try: exactly `reserve(state, now, cost, 0).is_allowed()`,
+    /// The lean non-blocking take: exactly `reserve(state, now, cost, 0).is_allowed()`,
     /// with the same change of state (a denial counted when counting attempts), but
     /// without `retry_after` and `reset_after`, and comparing the weighted count by
     /// cross-multiplying instead of dividing.
     #[inline]
-    pub(crate) fn try_grant(&self, state: &mut SlidingWindowState, now: Nanos, cost: u64) -> bool {
+    pub(crate) fn take(&self, state: &mut SlidingWindowState, now: Nanos, cost: u64) -> bool {
         if cost > self.limit {
             return false;
         }
@@ -615,6 +616,7 @@ impl SlidingWindowCounter {
 
 impl Algorithm for SlidingWindowCounter {
     type State = SlidingWindowState;
+    type Shape = OneWord;
 
     #[inline]
     fn initial_state(&self, now: Nanos) -> SlidingWindowState {
@@ -674,9 +676,12 @@ impl Algorithm for SlidingWindowCounter {
 /// Configuration words: the window length in nanoseconds, then the limit (low 32
 /// bits) with the rounding (bit 32) and counting (bit 33) flags, then the length's
 /// reciprocal.
-impl WordAlgorithm for SlidingWindowCounter {
+impl WordEncoded for SlidingWindowCounter {
+    type Config = [u64; 3];
+    type Take = SlidingWindowState;
+
     #[inline]
-    fn to_words(&self) -> [u64; 3] {
+    fn config_words(&self) -> [u64; 3] {
         let floor = u64::from(self.rounding == Rounding::Floor);
         let attempts = u64::from(self.counting == Counting::Attempts);
         [
@@ -687,7 +692,7 @@ impl WordAlgorithm for SlidingWindowCounter {
     }
 
     #[inline]
-    fn from_words(words: [u64; 3]) -> Self {
+    fn from_config_words(words: [u64; 3]) -> Self {
         // Clamped so that even words this type did not encode cannot panic later
         // (`window_of` checks its reciprocal as it goes).
         SlidingWindowCounter {
@@ -707,14 +712,41 @@ impl WordAlgorithm for SlidingWindowCounter {
         }
     }
 
-    #[inline]
-    fn state_to_word(state: &SlidingWindowState) -> u64 {
-        state.word
+    #[inline(always)]
+    fn state_words(&self) -> usize {
+        1
     }
 
-    #[inline]
-    fn state_from_word(word: u64) -> SlidingWindowState {
-        SlidingWindowState { word }
+    #[inline(always)]
+    fn read_state<W: Words + ?Sized>(&self, words: &W) -> SlidingWindowState {
+        SlidingWindowState {
+            word: words.word(0),
+        }
+    }
+
+    #[inline(always)]
+    fn write_state<W: WordsMut + ?Sized>(&self, state: &SlidingWindowState, words: &mut W) {
+        words.set_word(0, state.word);
+    }
+
+    /// A refusal changes the state too when attempts are counted: it plans a write
+    /// whenever the word changed.
+    #[inline(always)]
+    fn plan_take<W: Words + ?Sized>(
+        &self,
+        words: &W,
+        now: Nanos,
+        cost: u64,
+    ) -> (bool, Option<SlidingWindowState>) {
+        let before = self.read_state(words);
+        let mut after = before;
+        let granted = self.take(&mut after, now, cost);
+        (granted, (after != before).then_some(after))
+    }
+
+    #[inline(always)]
+    fn apply_take<W: WordsMut + ?Sized>(&self, words: &mut W, take: SlidingWindowState) {
+        self.write_state(&take, words);
     }
 }
 
@@ -782,8 +814,8 @@ mod tests {
             .reserve(&mut one.initial_state(0), 0, u64::MAX, 0)
             .is_never());
         // A word this type did not make decodes without panicking.
-        let odd = SlidingWindowCounter::from_words([0, u64::MAX, u64::MAX]);
-        let mut state = SlidingWindowCounter::state_from_word(u64::MAX);
+        let odd = SlidingWindowCounter::from_config_words([0, u64::MAX, u64::MAX]);
+        let mut state = odd.read_state(&[u64::MAX][..]);
         odd.reserve(&mut state, u64::MAX, 1, 0);
         odd.reserve(&mut state, 0, 1, 0);
     }
@@ -809,7 +841,7 @@ mod tests {
                         .with_rounding(rounding)
                         .with_counting(counting);
                     assert_eq!(
-                        SlidingWindowCounter::from_words(counter.to_words()),
+                        SlidingWindowCounter::from_config_words(counter.config_words()),
                         counter
                     );
                 }
@@ -975,8 +1007,9 @@ mod tests {
         assert_eq!(std::mem::size_of::<SlidingWindowState>(), 8);
         let counter = SlidingWindowCounter::new(100, Duration::from_secs(60)).unwrap();
         let state = counter.initial_state(61 * SECOND);
-        let word = SlidingWindowCounter::state_to_word(&state);
-        assert_eq!(SlidingWindowCounter::state_from_word(word), state);
+        let mut words = [0];
+        counter.write_state(&state, &mut words[..]);
+        assert_eq!(counter.read_state(&words[..]), state);
     }
 
     #[test]
@@ -1049,7 +1082,7 @@ mod tests {
                 now = now.saturating_add_signed(step);
                 let cost = 1 + fraction * limit / 900; // up to a little above the limit
                 let decision = counter.reserve(&mut full, now, cost, 0);
-                let granted = counter.try_grant(&mut lean, now, cost);
+                let granted = counter.take(&mut lean, now, cost);
                 proptest::prop_assert_eq!(granted, decision.is_allowed(), "at {} cost {}", now, cost);
                 proptest::prop_assert_eq!(lean, full, "at {} cost {}", now, cost);
             }

@@ -48,7 +48,8 @@
 //!   nanoseconds, so waits agree with Guava's to within a microsecond.
 
 use super::validate::{validate_period, validate_rate};
-use super::{signed, until, AdjustableRate, Algorithm, Decision, WordAlgorithm};
+use super::words::{Words, WordsMut};
+use super::{signed, until, AdjustableRate, Algorithm, Decision, OneWord, Receipt, WordEncoded};
 use crate::clock::Nanos;
 use crate::error::Error;
 use std::time::Duration;
@@ -216,7 +217,7 @@ impl SmoothBursty {
 }
 
 /// What one reservation decided, before it is dressed as a [`Decision`]: the core
-/// shared by [`Algorithm::reserve`] and the lean [`SmoothBursty::try_grant`], so the
+/// shared by [`Algorithm::reserve`] and the lean [`WordEncoded::plan_take`], so the
 /// two cannot disagree.
 enum Step {
     Never,
@@ -253,24 +254,11 @@ impl SmoothBursty {
             charge,
         }
     }
-
-    /// `reserve(state, now, cost, 0).is_allowed()`, with the same change of state,
-    /// without building the [`Decision`] (whose `remaining` and `limit` cost float
-    /// divisions): the hot path of `try_acquire`.
-    #[inline(always)]
-    pub(crate) fn try_grant(&self, state: &mut BurstyState, now: Nanos, cost: u64) -> bool {
-        match self.step(state.tat, signed(now), cost, 0) {
-            Step::Allowed { next, .. } => {
-                state.tat = next;
-                true
-            }
-            Step::Never | Step::Denied { .. } => false,
-        }
-    }
 }
 
 impl Algorithm for SmoothBursty {
     type State = BurstyState;
+    type Shape = OneWord;
 
     fn initial_state(&self, now: Nanos) -> BurstyState {
         BurstyState { tat: signed(now) }
@@ -278,18 +266,34 @@ impl Algorithm for SmoothBursty {
 
     #[inline(always)]
     fn reserve(&self, state: &mut BurstyState, now: Nanos, cost: u64, max_wait: Nanos) -> Decision {
+        self.reserve_with_receipt(state, now, cost, max_wait).0
+    }
+
+    #[inline(always)]
+    fn reserve_with_receipt(
+        &self,
+        state: &mut BurstyState,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+    ) -> (Decision, Receipt) {
         let now = signed(now);
         match self.step(state.tat, now, cost, max_wait) {
-            Step::Never => Decision::never(self.limit(), 0, u64::MAX),
+            Step::Never => (Decision::never(self.limit(), 0, u64::MAX), Receipt::NONE),
             Step::Denied { tat, wait } => {
                 let reset = until(now, tat.saturating_add(self.burst_nanos()));
-                Decision::denied(self.limit(), 0, wait, reset)
+                (
+                    Decision::denied(self.limit(), 0, wait, reset),
+                    Receipt::NONE,
+                )
             }
             Step::Allowed { wait, next, charge } => {
                 state.tat = next;
                 let reset = until(now, next.saturating_add(self.burst_nanos()));
-                Decision::allowed_after(wait, self.limit(), self.remaining(next, now), reset)
-                    .with_grant(next, charge as u64)
+                (
+                    Decision::allowed_after(wait, self.limit(), self.remaining(next, now), reset),
+                    Receipt::new(next, charge as u64),
+                )
             }
         }
     }
@@ -301,12 +305,12 @@ impl Algorithm for SmoothBursty {
 
     /// Go's rule: if the grant has not acted yet, give back its charge minus
     /// whatever later grants reserved after it; never more than a full burst.
-    fn cancel(&self, state: &mut BurstyState, now: Nanos, grant: &Decision, acts_at: Nanos) {
-        if self.is_unlimited() || acts_at < now || !grant.is_allowed() {
+    fn cancel(&self, state: &mut BurstyState, now: Nanos, receipt: &Receipt, acts_at: Nanos) {
+        if self.is_unlimited() || acts_at < now {
             return;
         }
-        let reserved_after = until(grant.mark(), state.tat);
-        let restore = grant.charge().saturating_sub(reserved_after);
+        let reserved_after = until(receipt.mark(), state.tat);
+        let restore = receipt.charge().saturating_sub(reserved_after);
         if restore == 0 || state.tat == i64::MAX {
             return;
         }
@@ -345,27 +349,61 @@ impl AdjustableRate for SmoothBursty {
     }
 }
 
-impl WordAlgorithm for SmoothBursty {
-    fn to_words(&self) -> [u64; 3] {
+/// One configuration word per field (their bits, exactly); the state is `T` itself.
+impl WordEncoded for SmoothBursty {
+    type Config = [u64; 2];
+    type Take = i64;
+
+    #[inline(always)]
+    fn config_words(&self) -> [u64; 2] {
         [
             self.stable_micros.to_bits(),
             self.max_burst_seconds.to_bits(),
-            0,
         ]
     }
 
-    fn from_words(words: [u64; 3]) -> Self {
+    #[inline(always)]
+    fn from_config_words(words: [u64; 2]) -> Self {
         SmoothBursty {
             stable_micros: f64::from_bits(words[0]),
             max_burst_seconds: f64::from_bits(words[1]),
         }
     }
 
-    fn state_to_word(state: &BurstyState) -> u64 {
-        state.tat as u64
+    #[inline(always)]
+    fn state_words(&self) -> usize {
+        1
     }
 
-    fn state_from_word(word: u64) -> BurstyState {
-        BurstyState { tat: word as i64 }
+    #[inline(always)]
+    fn read_state<W: Words + ?Sized>(&self, words: &W) -> BurstyState {
+        BurstyState {
+            tat: words.word(0) as i64,
+        }
+    }
+
+    #[inline(always)]
+    fn write_state<W: WordsMut + ?Sized>(&self, state: &BurstyState, words: &mut W) {
+        words.set_word(0, state.tat as u64);
+    }
+
+    /// The step without building the [`Decision`] (whose `remaining` and `limit`
+    /// cost float divisions): the hot path of `try_acquire`.
+    #[inline(always)]
+    fn plan_take<W: Words + ?Sized>(
+        &self,
+        words: &W,
+        now: Nanos,
+        cost: u64,
+    ) -> (bool, Option<i64>) {
+        match self.step(words.word(0) as i64, signed(now), cost, 0) {
+            Step::Allowed { next, .. } => (true, Some(next)),
+            Step::Never | Step::Denied { .. } => (false, None),
+        }
+    }
+
+    #[inline(always)]
+    fn apply_take<W: WordsMut + ?Sized>(&self, words: &mut W, take: i64) {
+        words.set_word(0, take as u64);
     }
 }

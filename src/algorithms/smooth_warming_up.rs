@@ -52,7 +52,8 @@
 
 use super::smooth_bursty::smooth_limit;
 use super::validate::{validate_period, validate_rate};
-use super::{signed, until, AdjustableRate, Algorithm, Decision};
+use super::words::{Words, WordsMut};
+use super::{signed, until, AdjustableRate, Algorithm, Decision, Receipt, WordArray, WordEncoded};
 use crate::clock::Nanos;
 use crate::error::Error;
 use std::time::Duration;
@@ -334,7 +335,7 @@ impl SmoothWarmingUp {
 const FILLS_FOR_SURE: f64 = 1.0 + 1.0 / (1u64 << 40) as f64;
 
 /// What one reservation decided, before it is dressed as a [`Decision`]: the core
-/// shared by [`Algorithm::reserve`] and the lean [`SmoothWarmingUp::try_grant`], so
+/// shared by [`Algorithm::reserve`] and the lean [`WordEncoded::plan_take`], so
 /// the two cannot disagree.
 enum Step {
     Never,
@@ -395,69 +396,11 @@ impl SmoothWarmingUp {
         }
         Ok(wait)
     }
-
-    /// Whether [`try_grant`](Self::try_grant) at `now` grants: its cheap, integer
-    /// half, which a cell can test before claiming the state for the float half.
-    #[inline(always)]
-    pub(crate) fn grants_at_once(state: &WarmingUpState, now: Nanos) -> bool {
-        Self::admit(state, signed(now), 0).is_ok()
-    }
-
-    /// `reserve(state, now, cost, 0).is_allowed()`, with the same change of state,
-    /// without building the [`Decision`] (whose `reset_after` costs a float
-    /// division): the hot path of `try_acquire`.
-    #[inline(always)]
-    pub(crate) fn try_grant(&self, state: &mut WarmingUpState, now: Nanos, cost: u64) -> bool {
-        match self.step(state, signed(now), cost, 0) {
-            Step::Allowed { next, .. } => {
-                *state = next;
-                true
-            }
-            Step::Never | Step::Denied { .. } => false,
-        }
-    }
-
-    /// The configuration as six words (exact: the bits of each field), for the
-    /// lock-free [`WarmingUpCell`](crate::stores::cell::WarmingUpCell).
-    pub(crate) fn config_words(&self) -> [u64; 6] {
-        [
-            self.stable_micros.to_bits(),
-            self.warmup_nanos.to_bits(),
-            self.cold_factor.to_bits(),
-            self.threshold.to_bits(),
-            self.max_permits.to_bits(),
-            self.slope.to_bits(),
-        ]
-    }
-
-    /// Decodes [`config_words`](Self::config_words).
-    pub(crate) fn from_config_words(words: [u64; 6]) -> Self {
-        SmoothWarmingUp {
-            stable_micros: f64::from_bits(words[0]),
-            warmup_nanos: f64::from_bits(words[1]),
-            cold_factor: f64::from_bits(words[2]),
-            threshold: f64::from_bits(words[3]),
-            max_permits: f64::from_bits(words[4]),
-            slope: f64::from_bits(words[5]),
-        }
-    }
-
-    /// A state as two words (exact).
-    pub(crate) fn state_to_words(state: &WarmingUpState) -> [u64; 2] {
-        [state.stored.to_bits(), state.next_free as u64]
-    }
-
-    /// Decodes [`state_to_words`](Self::state_to_words).
-    pub(crate) fn state_from_words(words: [u64; 2]) -> WarmingUpState {
-        WarmingUpState {
-            stored: f64::from_bits(words[0]),
-            next_free: words[1] as i64,
-        }
-    }
 }
 
 impl Algorithm for SmoothWarmingUp {
     type State = WarmingUpState;
+    type Shape = WordArray;
 
     /// Starts cold: fully stocked with expensive permits.
     fn initial_state(&self, now: Nanos) -> WarmingUpState {
@@ -475,12 +418,27 @@ impl Algorithm for SmoothWarmingUp {
         cost: u64,
         max_wait: Nanos,
     ) -> Decision {
+        self.reserve_with_receipt(state, now, cost, max_wait).0
+    }
+
+    #[inline(always)]
+    fn reserve_with_receipt(
+        &self,
+        state: &mut WarmingUpState,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+    ) -> (Decision, Receipt) {
         let now = signed(now);
         match self.step(state, now, cost, max_wait) {
-            Step::Never => Decision::never(self.limit(), 0, u64::MAX),
+            Step::Never => (Decision::never(self.limit(), 0, u64::MAX), Receipt::NONE),
             Step::Denied { wait } => {
                 let synced = self.resync(state, now);
-                Decision::denied(self.limit(), 0, wait, self.reset_after(&synced, now))
+                let reset = self.reset_after(&synced, now);
+                (
+                    Decision::denied(self.limit(), 0, wait, reset),
+                    Receipt::NONE,
+                )
             }
             Step::Allowed {
                 wait,
@@ -494,9 +452,11 @@ impl Algorithm for SmoothWarmingUp {
                 } else {
                     0
                 };
-                Decision::allowed_after(wait, self.limit(), remaining, self.reset_after(&next, now))
-                    .with_grant(next.next_free, charge as u64)
-                    .with_stored_spent(spend)
+                let reset = self.reset_after(&next, now);
+                (
+                    Decision::allowed_after(wait, self.limit(), remaining, reset),
+                    Receipt::new(next.next_free, charge as u64).with_stored_spent(spend),
+                )
             }
         }
     }
@@ -506,17 +466,17 @@ impl Algorithm for SmoothWarmingUp {
     /// cancelled grant leaves the limiter as cold as it found it; the part of the
     /// charge that reaches back before `now` returns as stored permits at the stable
     /// interval.
-    fn cancel(&self, state: &mut WarmingUpState, now: Nanos, grant: &Decision, acts_at: Nanos) {
-        if self.stable_micros == 0.0 || acts_at < now || !grant.is_allowed() {
+    fn cancel(&self, state: &mut WarmingUpState, now: Nanos, receipt: &Receipt, acts_at: Nanos) {
+        if self.stable_micros == 0.0 || acts_at < now {
             return;
         }
-        let reserved_after = until(grant.mark(), state.next_free);
-        let restore = grant.charge().saturating_sub(reserved_after);
+        let reserved_after = until(receipt.mark(), state.next_free);
+        let restore = receipt.charge().saturating_sub(reserved_after);
         if restore == 0 || state.next_free == i64::MAX {
             return;
         }
-        let share = restore as f64 / grant.charge() as f64;
-        let mut stored = state.stored + grant.stored_spent() * share;
+        let share = restore as f64 / receipt.charge() as f64;
+        let mut stored = state.stored + receipt.stored_spent() * share;
         let now = signed(now);
         let rolled_back = state
             .next_free
@@ -533,6 +493,87 @@ impl Algorithm for SmoothWarmingUp {
     fn is_replenished(&self, state: &WarmingUpState, now: Nanos) -> bool {
         let synced = self.resync(state, signed(now));
         synced.next_free <= signed(now) && synced.stored >= self.max_permits
+    }
+}
+
+/// Six configuration words and two of state, each a field's exact bits.
+impl WordEncoded for SmoothWarmingUp {
+    type Config = [u64; 6];
+    /// `(now, cost)`: the take's float half runs once the state is claimed.
+    type Take = (Nanos, u64);
+
+    #[inline(always)]
+    fn config_words(&self) -> [u64; 6] {
+        [
+            self.stable_micros.to_bits(),
+            self.warmup_nanos.to_bits(),
+            self.cold_factor.to_bits(),
+            self.threshold.to_bits(),
+            self.max_permits.to_bits(),
+            self.slope.to_bits(),
+        ]
+    }
+
+    #[inline(always)]
+    fn from_config_words(words: [u64; 6]) -> Self {
+        SmoothWarmingUp {
+            stable_micros: f64::from_bits(words[0]),
+            warmup_nanos: f64::from_bits(words[1]),
+            cold_factor: f64::from_bits(words[2]),
+            threshold: f64::from_bits(words[3]),
+            max_permits: f64::from_bits(words[4]),
+            slope: f64::from_bits(words[5]),
+        }
+    }
+
+    #[inline(always)]
+    fn state_words(&self) -> usize {
+        2
+    }
+
+    #[inline(always)]
+    fn read_state<W: Words + ?Sized>(&self, words: &W) -> WarmingUpState {
+        WarmingUpState {
+            stored: f64::from_bits(words.word(0)),
+            next_free: words.word(1) as i64,
+        }
+    }
+
+    #[inline(always)]
+    fn write_state<W: WordsMut + ?Sized>(&self, state: &WarmingUpState, words: &mut W) {
+        words.set_word(0, state.stored.to_bits());
+        words.set_word(1, state.next_free as u64);
+    }
+
+    /// Only the integer half of the step: whether the caller may act now depends on
+    /// `nextFreeTicket` alone, so the plan reads one word, and the float half
+    /// (spending stored permits) runs in [`apply_take`](Self::apply_take), on the
+    /// same words, once a cell has claimed them.
+    #[inline(always)]
+    fn plan_take<W: Words + ?Sized>(
+        &self,
+        words: &W,
+        now: Nanos,
+        cost: u64,
+    ) -> (bool, Option<(Nanos, u64)>) {
+        let next_free = words.word(1) as i64;
+        let state = WarmingUpState {
+            stored: 0.0,
+            next_free,
+        };
+        match Self::admit(&state, signed(now), 0) {
+            Ok(_) => (true, Some((now, cost))),
+            Err(_) => (false, None),
+        }
+    }
+
+    #[inline(always)]
+    fn apply_take<W: WordsMut + ?Sized>(&self, words: &mut W, (now, cost): (Nanos, u64)) {
+        let state = self.read_state(words);
+        // Granted by construction (same words, same integer test as the plan).
+        if let Step::Allowed { next, .. } = self.step(&state, signed(now), cost, 0) {
+            self.write_state(&next, words);
+        }
     }
 }
 

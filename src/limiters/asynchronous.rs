@@ -3,9 +3,9 @@
 use super::direct::nonzero;
 use super::waiting::{granted_within, next_move, Move};
 use super::{RateLimiter, Reservation};
+use crate::cells::{CellAlgorithm, StateCell};
 use crate::clock::{duration_to_nanos, nanos_to_duration, Clock, DefaultClock, Nanos};
 use crate::error::Error;
-use crate::stores::{StateCell, Storable};
 use std::future::Future;
 use std::time::Duration;
 
@@ -36,11 +36,11 @@ use std::time::Duration;
 /// });
 /// assert_eq!(clock.take_sleeps_secs(), vec![0.0, 0.2, 0.2]);
 /// ```
-pub struct AsyncRateLimiter<A: Storable, C: Clock = DefaultClock> {
+pub struct AsyncRateLimiter<A: CellAlgorithm, C: Clock = DefaultClock> {
     limiter: RateLimiter<A, C>,
 }
 
-impl<A: Storable, C: Clock> Clone for AsyncRateLimiter<A, C> {
+impl<A: CellAlgorithm, C: Clock> Clone for AsyncRateLimiter<A, C> {
     fn clone(&self) -> Self {
         AsyncRateLimiter {
             limiter: self.limiter.clone(),
@@ -48,13 +48,13 @@ impl<A: Storable, C: Clock> Clone for AsyncRateLimiter<A, C> {
     }
 }
 
-impl<A: Storable, C: Clock> From<RateLimiter<A, C>> for AsyncRateLimiter<A, C> {
+impl<A: CellAlgorithm, C: Clock> From<RateLimiter<A, C>> for AsyncRateLimiter<A, C> {
     fn from(limiter: RateLimiter<A, C>) -> Self {
         AsyncRateLimiter { limiter }
     }
 }
 
-impl<A: Storable, C: Clock> AsyncRateLimiter<A, C> {
+impl<A: CellAlgorithm, C: Clock> AsyncRateLimiter<A, C> {
     /// The blocking limiter this handle shares state with.
     ///
     /// ```
@@ -152,11 +152,11 @@ impl<A: Storable, C: Clock> AsyncRateLimiter<A, C> {
 }
 
 /// Cancels a grant whose wait was abandoned (the future was dropped mid-sleep).
-struct CancelOnDrop<A: Storable, C: Clock> {
+struct CancelOnDrop<A: CellAlgorithm, C: Clock> {
     reservation: Option<Reservation<A, C>>,
 }
 
-impl<A: Storable, C: Clock> Drop for CancelOnDrop<A, C> {
+impl<A: CellAlgorithm, C: Clock> Drop for CancelOnDrop<A, C> {
     fn drop(&mut self) {
         if let Some(reservation) = self.reservation.take() {
             reservation.cancel();
@@ -165,7 +165,7 @@ impl<A: Storable, C: Clock> Drop for CancelOnDrop<A, C> {
 }
 
 /// The async twin of the blocking core in `direct.rs`.
-async fn acquire_within<A: Storable, C: Clock>(
+async fn acquire_within<A: CellAlgorithm, C: Clock>(
     limiter: RateLimiter<A, C>,
     cost: u64,
     budget: Nanos,
@@ -178,11 +178,11 @@ async fn acquire_within<A: Storable, C: Clock>(
     let mut waited: Nanos = 0;
     loop {
         let left = deadline.saturating_sub(now);
-        let decision = limiter.cell().reserve(now, cost, left);
+        let (decision, receipt) = limiter.cell().reserve(now, cost, left);
         match next_move(&decision, cost, left, waited)? {
             Move::Act(wait) => {
                 let mut guard = CancelOnDrop {
-                    reservation: Some(Reservation::new(limiter.clone(), decision, now)),
+                    reservation: Some(Reservation::new(limiter.clone(), decision, receipt, now)),
                 };
                 clock.sleep_async(nanos_to_duration(wait)).await;
                 guard.reservation = None;

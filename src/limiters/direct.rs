@@ -3,10 +3,9 @@
 use super::waiting::{granted_within, wait_blocking};
 use super::{AsyncRateLimiter, Reservation};
 use crate::algorithms::{AdjustableRate, Decision, SmoothBursty, SmoothWarmingUp};
+use crate::cells::{set_rate, CellAlgorithm, StateCell};
 use crate::clock::{duration_to_nanos, Clock, DefaultClock, Nanos};
 use crate::error::Error;
-use crate::stores::cell::set_rate;
-use crate::stores::{StateCell, Storable};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,16 +50,16 @@ use std::time::Duration;
 /// // Virtual time: the waits Guava documents for 5 permits per second.
 /// assert_eq!(clock.take_sleeps_secs(), vec![0.0, 0.2, 0.2]);
 /// ```
-pub struct RateLimiter<A: Storable, C: Clock = DefaultClock> {
+pub struct RateLimiter<A: CellAlgorithm, C: Clock = DefaultClock> {
     shared: Arc<Shared<A, C>>,
 }
 
-struct Shared<A: Storable, C: Clock> {
+struct Shared<A: CellAlgorithm, C: Clock> {
     cell: A::Cell,
     clock: C,
 }
 
-impl<A: Storable, C: Clock> Clone for RateLimiter<A, C> {
+impl<A: CellAlgorithm, C: Clock> Clone for RateLimiter<A, C> {
     fn clone(&self) -> Self {
         RateLimiter {
             shared: Arc::clone(&self.shared),
@@ -68,7 +67,7 @@ impl<A: Storable, C: Clock> Clone for RateLimiter<A, C> {
     }
 }
 
-impl<A: Storable + fmt::Debug, C: Clock> fmt::Debug for RateLimiter<A, C> {
+impl<A: CellAlgorithm + fmt::Debug, C: Clock> fmt::Debug for RateLimiter<A, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RateLimiter")
             .field("algorithm", &self.algorithm())
@@ -152,7 +151,7 @@ impl<C: Clock> RateLimiter<SmoothWarmingUp, C> {
     }
 }
 
-impl<A: Storable> RateLimiter<A> {
+impl<A: CellAlgorithm> RateLimiter<A> {
     /// A limiter running `algorithm` on the real clock ([`DefaultClock`]).
     ///
     /// ```
@@ -167,7 +166,7 @@ impl<A: Storable> RateLimiter<A> {
     }
 }
 
-impl<A: Storable, C: Clock> RateLimiter<A, C> {
+impl<A: CellAlgorithm, C: Clock> RateLimiter<A, C> {
     /// A limiter running `algorithm` on `clock`; its state starts at the clock's
     /// current reading.
     ///
@@ -264,7 +263,7 @@ impl<A: Storable, C: Clock> RateLimiter<A, C> {
     #[inline]
     pub fn try_acquire(&self) -> bool {
         let now = self.shared.clock.now();
-        A::try_take(&self.shared.cell, now, 1)
+        self.shared.cell.try_take(now, 1)
     }
 
     /// Takes `permits` if that needs no waiting. Never blocks. A cost that can never
@@ -345,7 +344,7 @@ impl<A: Storable, C: Clock> RateLimiter<A, C> {
     pub fn check(&self, permits: u64) -> Result<Decision, Error> {
         let permits = nonzero(permits)?;
         let now = self.shared.clock.now();
-        Ok(self.shared.cell.reserve(now, permits, 0))
+        Ok(self.shared.cell.reserve(now, permits, 0).0)
     }
 
     /// The decision [`check`](Self::check) would give now, without consuming
@@ -391,8 +390,8 @@ impl<A: Storable, C: Clock> RateLimiter<A, C> {
     pub fn reserve(&self, permits: u64) -> Result<Reservation<A, C>, Error> {
         let permits = nonzero(permits)?;
         let now = self.shared.clock.now();
-        let decision = self.shared.cell.reserve(now, permits, u64::MAX);
-        Ok(Reservation::new(self.clone(), decision, now))
+        let (decision, receipt) = self.shared.cell.reserve(now, permits, u64::MAX);
+        Ok(Reservation::new(self.clone(), decision, receipt, now))
     }
 
     /// An async handle on this limiter, sharing its state: `to_async().acquire().await`.
@@ -419,7 +418,7 @@ impl<A: Storable, C: Clock> RateLimiter<A, C> {
         let cost = nonzero(cost)?;
         let cell = &self.shared.cell;
         wait_blocking(&self.shared.clock, cost, budget, |now, left| {
-            Ok(cell.reserve(now, cost, left))
+            Ok(cell.reserve(now, cost, left).0)
         })
     }
 
@@ -428,7 +427,7 @@ impl<A: Storable, C: Clock> RateLimiter<A, C> {
     }
 }
 
-impl<A: Storable + AdjustableRate, C: Clock> RateLimiter<A, C> {
+impl<A: CellAlgorithm + AdjustableRate, C: Clock> RateLimiter<A, C> {
     /// Changes the rate (Guava's `setRate`). Stored permits are rescaled in
     /// proportion; debt already reserved under the old rate is still paid by the next
     /// request, and the new rate applies from the request after it.
@@ -458,7 +457,7 @@ impl<A: Storable + AdjustableRate, C: Clock> RateLimiter<A, C> {
     }
 }
 
-impl<A: Storable + AdjustableRate, C: Clock> fmt::Display for RateLimiter<A, C> {
+impl<A: CellAlgorithm + AdjustableRate, C: Clock> fmt::Display for RateLimiter<A, C> {
     /// Guava's `toString`: `RateLimiter[stableRate=5.0qps]`, with Java's `%3.1f`
     /// rounding (half up, so 0.25 shows as `0.3`) and `Infinity` for `+inf`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -22,7 +22,7 @@
 //! The store is the in-memory [`MemoryStore`] unless another is given; see it for
 //! the cost per key and how idle keys are forgotten.
 
-use crate::algorithms::{Algorithm, Decision, SmoothBursty, Verdict};
+use crate::algorithms::{Algorithm, Decision, Receipt, SmoothBursty, Verdict};
 use crate::clock::{duration_to_nanos, Clock, DefaultClock, Nanos};
 use crate::error::Error;
 use crate::stores::store::blank;
@@ -270,7 +270,7 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
         let shared = &*self.shared;
         let now = shared.clock.now();
         let step = Step::Reserve { cost, max_wait: 0 };
-        shared.store.apply_key(&shared.algorithm, key, now, step)
+        Ok(shared.store.apply_key(&shared.algorithm, key, now, step)?.0)
     }
 
     /// Takes `cost` permits from *every* key in `keys`, or from none: allowed only if
@@ -453,9 +453,10 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
         let shared = &*self.shared;
         match keys.len() {
             0 => Err(no_keys()),
-            1 => shared
+            1 => Ok(shared
                 .store
-                .apply_key(&shared.algorithm, &keys[0], now, step),
+                .apply_key(&shared.algorithm, &keys[0], now, step)?
+                .0),
             n if n <= STACK_KEYS => {
                 // The usual multi-key call (IP and user, a handful of keys) decides
                 // without touching the allocator.
@@ -514,15 +515,16 @@ pub(crate) fn no_keys() -> Error {
 /// The one decision of a multi-key call: any never wins; else the denial with the
 /// longest `retry_after`; else (all allowed) the key with the fewest permits left,
 /// with the longest wait and reset of all keys.
-pub(crate) fn combine(decisions: &[Decision]) -> Decision {
-    if let [one] = decisions {
+pub(crate) fn combine(answers: &[(Decision, Receipt)]) -> Decision {
+    let decisions = answers.iter().map(|(decision, _)| decision);
+    if let [(one, _)] = answers {
         return *one;
     }
-    if let Some(never) = decisions.iter().find(|d| d.is_never()) {
+    if let Some(never) = decisions.clone().find(|d| d.is_never()) {
         return *never;
     }
     let mut denied: Option<&Decision> = None;
-    for d in decisions.iter().filter(|d| d.verdict() == Verdict::Denied) {
+    for d in decisions.clone().filter(|d| d.verdict() == Verdict::Denied) {
         if denied.map_or(true, |best| {
             d.retry_after_nanos() > best.retry_after_nanos()
         }) {
@@ -532,16 +534,15 @@ pub(crate) fn combine(decisions: &[Decision]) -> Decision {
     if let Some(denied) = denied {
         return *denied;
     }
-    let Some(tightest) = decisions.iter().min_by_key(|d| d.remaining()) else {
-        return blank();
+    let Some(tightest) = decisions.clone().min_by_key(|d| d.remaining()) else {
+        return blank().0;
     };
     let wait = decisions
-        .iter()
+        .clone()
         .map(Decision::wait_nanos)
         .max()
         .unwrap_or(0);
     let reset = decisions
-        .iter()
         .map(Decision::reset_after_nanos)
         .max()
         .unwrap_or(0);

@@ -4,10 +4,9 @@ use super::direct::nonzero;
 use super::keyed::{combine, no_keys};
 use super::waiting::{granted_within, next_move, Move};
 use super::KeyedRateLimiter;
-use crate::algorithms::{Algorithm, Decision};
+use crate::algorithms::{Algorithm, Decision, Receipt};
 use crate::clock::{duration_to_nanos, nanos_to_duration, Clock, DefaultClock, Nanos};
 use crate::error::Error;
-use crate::stores::store::blank;
 use crate::stores::{MemoryStore, Step, Store};
 use std::future::Future;
 use std::time::Duration;
@@ -25,8 +24,10 @@ use std::time::Duration;
 /// The futures are `Send + 'static` (they own their keys). **Dropping an acquire
 /// before its wait ends cancels its grant** on every key, as far as later grants
 /// allow (Go's `Reservation.Cancel` rule), so abandoned tasks do not consume
-/// capacity. That cancellation runs synchronously in `drop`, through
-/// [`Store::apply`].
+/// capacity. The cancel goes through [`Store::cancel_detached`], which never blocks
+/// the dropping thread: the in-memory store applies it at once; a remote store sends
+/// it without waiting for the reply, so with a remote store the permits come back
+/// only if that request arrives (if it is lost, they stay taken, never the reverse).
 ///
 /// ```
 /// use sluicegate::{algorithms::SmoothBursty, clock::ManualClock, KeyedRateLimiter};
@@ -241,29 +242,23 @@ where
         return Err(no_keys());
     }
     let (algorithm, store, _) = limiter.shared_parts();
-    let decisions = store.apply_async(algorithm, keys, now, step).await?;
-    Ok(combine(&decisions))
+    let answers = store.apply_async(algorithm, keys, now, step).await?;
+    Ok(combine(&answers))
 }
 
 /// Gives back the grants of an acquire whose wait was abandoned.
 struct CancelOnDrop<'a, K, A: Algorithm, S: Store<K, A>, C: Clock> {
     limiter: &'a KeyedRateLimiter<K, A, S, C>,
     keys: &'a [K],
-    grants: Option<Vec<Decision>>,
+    receipts: Option<Vec<Receipt>>,
     acts_at: Nanos,
 }
 
 impl<K, A: Algorithm, S: Store<K, A>, C: Clock> Drop for CancelOnDrop<'_, K, A, S, C> {
     fn drop(&mut self) {
-        if let Some(grants) = self.grants.take() {
+        if let Some(receipts) = self.receipts.take() {
             let (algorithm, store, clock) = self.limiter.shared_parts();
-            let mut out = vec![blank(); self.keys.len()];
-            let step = Step::Cancel {
-                grants: &grants,
-                acts_at: self.acts_at,
-            };
-            // Nothing to report to from a drop; a failed cancel keeps the grant.
-            let _ = store.apply(algorithm, self.keys, clock.now(), step, &mut out);
+            store.cancel_detached(algorithm, self.keys, clock.now(), &receipts, self.acts_at);
         }
     }
 }
@@ -299,18 +294,18 @@ where
             cost,
             max_wait: left,
         };
-        let decisions = store.apply_async(algorithm, keys, now, step).await?;
-        let decision = combine(&decisions);
+        let answers = store.apply_async(algorithm, keys, now, step).await?;
+        let decision = combine(&answers);
         match next_move(&decision, cost, left, waited)? {
             Move::Act(wait) => {
                 let mut guard = CancelOnDrop {
                     limiter: &limiter,
                     keys,
-                    grants: (wait > 0).then_some(decisions),
+                    receipts: (wait > 0).then(|| answers.iter().map(|(_, r)| *r).collect()),
                     acts_at: now.saturating_add(wait),
                 };
                 clock.sleep_async(nanos_to_duration(wait)).await;
-                guard.grants = None;
+                guard.receipts = None;
                 return Ok(nanos_to_duration(waited.saturating_add(wait)));
             }
             Move::Retry(retry) => {

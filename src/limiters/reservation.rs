@@ -1,9 +1,9 @@
 //! Reservations: permits taken now, acted on later, or given back.
 
 use super::RateLimiter;
-use crate::algorithms::Decision;
+use crate::algorithms::{Decision, Receipt};
+use crate::cells::{CellAlgorithm, StateCell};
 use crate::clock::{nanos_to_duration, Clock, Nanos};
-use crate::stores::{StateCell, Storable};
 use std::time::Duration;
 
 /// Permits reserved by [`RateLimiter::reserve`]: the caller may act at
@@ -32,17 +32,24 @@ use std::time::Duration;
 /// second.wait(); // sleeps 0.5 s on the (virtual) clock
 /// assert_eq!(clock.now(), 500_000_000);
 /// ```
-pub struct Reservation<A: Storable, C: Clock> {
+pub struct Reservation<A: CellAlgorithm, C: Clock> {
     limiter: RateLimiter<A, C>,
     decision: Decision,
+    receipt: Receipt,
     acts_at: Nanos,
 }
 
-impl<A: Storable, C: Clock> Reservation<A, C> {
-    pub(crate) fn new(limiter: RateLimiter<A, C>, decision: Decision, now: Nanos) -> Self {
+impl<A: CellAlgorithm, C: Clock> Reservation<A, C> {
+    pub(crate) fn new(
+        limiter: RateLimiter<A, C>,
+        decision: Decision,
+        receipt: Receipt,
+        now: Nanos,
+    ) -> Self {
         Reservation {
             limiter,
             decision,
+            receipt,
             acts_at: now.saturating_add(decision.wait_nanos()),
         }
     }
@@ -157,9 +164,7 @@ impl<A: Storable, C: Clock> Reservation<A, C> {
 
     pub(crate) fn cancel_at(&self, now: Nanos) {
         if self.is_ok() {
-            self.limiter
-                .cell()
-                .cancel(now, &self.decision, self.acts_at);
+            self.limiter.cell().cancel(now, &self.receipt, self.acts_at);
         }
     }
 }

@@ -74,7 +74,7 @@
 //!   store must keep the states of one key under one hash tag (Redis Cluster places
 //!   keys by the text inside `{…}`), e.g. `rl:{user:42}:<limit>`.
 
-use crate::algorithms::{Algorithm, Decision};
+use crate::algorithms::{Algorithm, Decision, Receipt};
 use crate::clock::Nanos;
 use crate::error::Error;
 use std::fmt::{self, Write};
@@ -104,11 +104,12 @@ pub enum Step<'a> {
         cost: u64,
     },
     /// [`Algorithm::cancel`]: gives back the grants of an earlier reserve whose
-    /// caller never acted (one grant per key, in the same order). Keys the store no
-    /// longer holds have nothing to give back.
+    /// caller never acted (one receipt per key, in the same order). Keys the store
+    /// no longer holds have nothing to give back. Answers nothing: the output is
+    /// left as it was.
     Cancel {
-        /// The per-key decisions the reserve returned.
-        grants: &'a [Decision],
+        /// The per-key receipts the reserve returned.
+        receipts: &'a [Receipt],
         /// When the caller would have acted, in the same time as `now`.
         acts_at: Nanos,
     },
@@ -123,38 +124,39 @@ pub enum Step<'a> {
 /// server-side script for.
 ///
 /// ```
-/// use sluicegate::algorithms::{Decision, SmoothBursty};
+/// use sluicegate::algorithms::{Decision, Receipt, SmoothBursty};
 /// use sluicegate::stores::{MemoryStore, Step, Store};
 /// let bursty = SmoothBursty::new(1.0).unwrap();
 /// let store: MemoryStore<&str, SmoothBursty> = MemoryStore::new();
-/// let mut out = [Decision::never(0, 0, 0)];
+/// let mut out = [(Decision::never(0, 0, 0), Receipt::NONE)];
 /// store.apply(&bursty, &["a"], 0, Step::Reserve { cost: 1, max_wait: 0 }, &mut out).unwrap();
-/// assert!(out[0].is_allowed());
+/// assert!(out[0].0.is_allowed());
 /// ```
 pub trait Store<K, A: Algorithm>: Send + Sync {
     /// The future of [`apply_async`](Store::apply_async). A store that never waits
     /// (in memory) answers with a ready future.
-    type Pending: Future<Output = Result<Vec<Decision>, Error>> + Send + 'static;
+    type Pending: Future<Output = Result<Vec<(Decision, Receipt)>, Error>> + Send + 'static;
 
     /// Applies `step` to the states of `keys` at `now`, atomically, writing one
-    /// decision per key into `decisions` (same order; `decisions.len()` must equal
-    /// `keys.len()`). An empty `keys` does nothing.
+    /// decision and its [`Receipt`] per key into `out` (same order; `out.len()` must
+    /// equal `keys.len()`). An empty `keys` does nothing.
     ///
     /// # Errors
     /// A store-specific typed error ([`Error::StoreFull`], [`Error::Store`]); the
-    /// states are then unchanged.
+    /// states are then unchanged, or, for an [`Error::Store`] whose
+    /// [`applied`](crate::StoreError::applied) is `Unknown`, possibly changed.
     fn apply(
         &self,
         algorithm: &A,
         keys: &[K],
         now: Nanos,
         step: Step<'_>,
-        decisions: &mut [Decision],
+        out: &mut [(Decision, Receipt)],
     ) -> Result<(), Error>;
 
-    /// [`apply`](Store::apply) for a single key, answering its decision: the hot path
-    /// of a keyed limiter, which a store may implement without the slices. The
-    /// default forwards to `apply`.
+    /// [`apply`](Store::apply) for a single key, answering its decision and
+    /// receipt: the hot path of a keyed limiter, which a store may implement without
+    /// the slices. The default forwards to `apply`.
     ///
     /// # Errors
     /// As [`apply`](Store::apply).
@@ -165,7 +167,7 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
         key: &K,
         now: Nanos,
         step: Step<'_>,
-    ) -> Result<Decision, Error> {
+    ) -> Result<(Decision, Receipt), Error> {
         let mut out = [blank()];
         self.apply(algorithm, std::slice::from_ref(key), now, step, &mut out)?;
         Ok(out[0])
@@ -173,9 +175,24 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
 
     /// [`apply`](Store::apply) without blocking the calling task: a remote store
     /// sends its request at once and the future resolves with the reply, one
-    /// decision per key. Everything the future needs is taken (rendered, copied)
-    /// before this returns, so it borrows nothing.
+    /// decision and receipt per key. Everything the future needs is taken
+    /// (rendered, copied) before this returns, so it borrows nothing.
     fn apply_async(&self, algorithm: &A, keys: &[K], now: Nanos, step: Step<'_>) -> Self::Pending;
+
+    /// Gives back the grants behind `receipts` (one per key, as
+    /// [`Step::Cancel`]) *without blocking the caller*: it may be called from
+    /// `Drop`, on an executor thread. A store that never waits (in memory) applies
+    /// it at once. A remote store starts the request and returns; its outcome is
+    /// not reported, and should it fail, the permits simply stay taken (the safe
+    /// direction: a lost cancel never grants more than the limit).
+    fn cancel_detached(
+        &self,
+        algorithm: &A,
+        keys: &[K],
+        now: Nanos,
+        receipts: &[Receipt],
+        acts_at: Nanos,
+    );
 }
 
 /// Renders a key as text, for stores that address states by string (Redis).
@@ -204,7 +221,7 @@ impl<T: fmt::Display + ?Sized> RenderKey for T {
     }
 }
 
-/// A placeholder decision to fill an output buffer before a store writes into it.
-pub(crate) fn blank() -> Decision {
-    Decision::never(0, 0, 0)
+/// A placeholder answer to fill an output buffer before a store writes into it.
+pub(crate) fn blank() -> (Decision, Receipt) {
+    (Decision::never(0, 0, 0), Receipt::NONE)
 }

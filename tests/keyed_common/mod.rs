@@ -3,7 +3,7 @@
 //! stand-in for the multi-limit sets).
 #![allow(dead_code)]
 
-use sluicegate::algorithms::{Algorithm, Decision};
+use sluicegate::algorithms::{Algorithm, Decision, Plain};
 use sluicegate::clock::Nanos;
 
 /// `limit` permits per window of `period` ns, windows aligned to the clock origin.
@@ -32,6 +32,7 @@ impl Window {
 
 impl Algorithm for Window {
     type State = WindowState;
+    type Shape = Plain;
 
     fn initial_state(&self, now: Nanos) -> WindowState {
         WindowState {
@@ -74,6 +75,7 @@ pub struct Both<A, B>(pub A, pub B);
 
 impl<A: Algorithm, B: Algorithm> Algorithm for Both<A, B> {
     type State = (A::State, B::State);
+    type Shape = Plain;
 
     fn initial_state(&self, now: Nanos) -> Self::State {
         (self.0.initial_state(now), self.1.initial_state(now))

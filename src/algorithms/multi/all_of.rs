@@ -1,7 +1,7 @@
 //! [`AllOf`]: a statically typed set of two or three limits.
 
 use super::{first_refusal, LastGrant, Step, Tally};
-use crate::algorithms::{Algorithm, Decision};
+use crate::algorithms::{Algorithm, Decision, Plain, Receipt};
 use crate::clock::Nanos;
 
 /// Two or three limits that must all admit a call: `AllOf<(A, B)>` or
@@ -67,7 +67,7 @@ impl<M> AllOf<M> {
 #[derive(Clone, Debug)]
 pub struct AllOfState<S, const N: usize> {
     members: S,
-    grants: [Decision; N],
+    receipts: [Receipt; N],
     last: LastGrant,
 }
 
@@ -75,7 +75,7 @@ impl<S, const N: usize> AllOfState<S, N> {
     fn new(members: S) -> Self {
         AllOfState {
             members,
-            grants: [Decision::never(0, 0, 0); N],
+            receipts: [Receipt::NONE; N],
             last: LastGrant::default(),
         }
     }
@@ -85,37 +85,54 @@ impl<S, const N: usize> AllOfState<S, N> {
         &self.members
     }
 
-    /// Records the members' grants of a new grant and answers the set's.
+    /// Records the members' receipts of a new grant and answers the set's.
     #[inline]
-    fn record(&mut self, step: &Step, grants: [Decision; N], answer: Decision) -> Decision {
-        self.grants = grants;
+    fn record(
+        &mut self,
+        step: &Step,
+        grants: [(Decision, Receipt); N],
+        answer: Decision,
+    ) -> (Decision, Receipt) {
+        self.receipts = grants.map(|(_, receipt)| receipt);
         self.last.record(step, answer)
     }
 
-    /// The members' grants of `grant`, if it is the last one and may still be
-    /// cancelled at `now`.
+    /// The members' receipts of the grant behind `receipt`, if it is the last one
+    /// and may still be cancelled at `now`.
     fn cancellable(
         &mut self,
         now: Nanos,
-        grant: &Decision,
+        receipt: &Receipt,
         acts_at: Nanos,
-    ) -> Option<[Decision; N]> {
+    ) -> Option<[Receipt; N]> {
         self.last
-            .take_for_cancel(now, grant, acts_at)
-            .then_some(self.grants)
+            .take_for_cancel(now, receipt, acts_at)
+            .then_some(self.receipts)
     }
 }
 
 impl<A: Algorithm, B: Algorithm> Algorithm for AllOf<(A, B)> {
     type State = AllOfState<(A::State, B::State), 2>;
+    type Shape = Plain;
 
     fn initial_state(&self, now: Nanos) -> Self::State {
         let (a, b) = &self.members;
         AllOfState::new((a.initial_state(now), b.initial_state(now)))
     }
 
-    #[inline]
+    #[inline(always)]
     fn reserve(&self, state: &mut Self::State, now: Nanos, cost: u64, max_wait: Nanos) -> Decision {
+        self.reserve_with_receipt(state, now, cost, max_wait).0
+    }
+
+    #[inline]
+    fn reserve_with_receipt(
+        &self,
+        state: &mut Self::State,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+    ) -> (Decision, Receipt) {
         let step = Step {
             now,
             cost,
@@ -131,7 +148,7 @@ impl<A: Algorithm, B: Algorithm> Algorithm for AllOf<(A, B)> {
         if tally.refused() {
             pa.restore(sa);
             pb.restore(sb);
-            return tally.decision();
+            return (tally.decision(), Receipt::NONE);
         }
         let ga = step.finish(a, sa, &pa);
         let gb = step.finish(b, sb, &pb);
@@ -139,7 +156,7 @@ impl<A: Algorithm, B: Algorithm> Algorithm for AllOf<(A, B)> {
             step.undo(a, sa, pa, &ga);
             step.undo(b, sb, pb, &gb);
             state.last.live = false;
-            return refusal;
+            return (refusal, Receipt::NONE);
         }
         state.record(&step, [ga, gb], tally.decision())
     }
@@ -154,8 +171,8 @@ impl<A: Algorithm, B: Algorithm> Algorithm for AllOf<(A, B)> {
         tally.decision()
     }
 
-    fn cancel(&self, state: &mut Self::State, now: Nanos, grant: &Decision, acts_at: Nanos) {
-        if let Some([ga, gb]) = state.cancellable(now, grant, acts_at) {
+    fn cancel(&self, state: &mut Self::State, now: Nanos, receipt: &Receipt, acts_at: Nanos) {
+        if let Some([ga, gb]) = state.cancellable(now, receipt, acts_at) {
             let (a, b) = &self.members;
             let (sa, sb) = &mut state.members;
             a.cancel(sa, now, &ga, acts_at);
@@ -172,6 +189,7 @@ impl<A: Algorithm, B: Algorithm> Algorithm for AllOf<(A, B)> {
 
 impl<A: Algorithm, B: Algorithm, C: Algorithm> Algorithm for AllOf<(A, B, C)> {
     type State = AllOfState<(A::State, B::State, C::State), 3>;
+    type Shape = Plain;
 
     fn initial_state(&self, now: Nanos) -> Self::State {
         let (a, b, c) = &self.members;
@@ -182,8 +200,19 @@ impl<A: Algorithm, B: Algorithm, C: Algorithm> Algorithm for AllOf<(A, B, C)> {
         ))
     }
 
-    #[inline]
+    #[inline(always)]
     fn reserve(&self, state: &mut Self::State, now: Nanos, cost: u64, max_wait: Nanos) -> Decision {
+        self.reserve_with_receipt(state, now, cost, max_wait).0
+    }
+
+    #[inline]
+    fn reserve_with_receipt(
+        &self,
+        state: &mut Self::State,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+    ) -> (Decision, Receipt) {
         let step = Step {
             now,
             cost,
@@ -203,7 +232,7 @@ impl<A: Algorithm, B: Algorithm, C: Algorithm> Algorithm for AllOf<(A, B, C)> {
             pa.restore(sa);
             pb.restore(sb);
             pc.restore(sc);
-            return tally.decision();
+            return (tally.decision(), Receipt::NONE);
         }
         let ga = step.finish(a, sa, &pa);
         let gb = step.finish(b, sb, &pb);
@@ -213,7 +242,7 @@ impl<A: Algorithm, B: Algorithm, C: Algorithm> Algorithm for AllOf<(A, B, C)> {
             step.undo(b, sb, pb, &gb);
             step.undo(c, sc, pc, &gc);
             state.last.live = false;
-            return refusal;
+            return (refusal, Receipt::NONE);
         }
         state.record(&step, [ga, gb, gc], tally.decision())
     }
@@ -229,8 +258,8 @@ impl<A: Algorithm, B: Algorithm, C: Algorithm> Algorithm for AllOf<(A, B, C)> {
         tally.decision()
     }
 
-    fn cancel(&self, state: &mut Self::State, now: Nanos, grant: &Decision, acts_at: Nanos) {
-        if let Some([ga, gb, gc]) = state.cancellable(now, grant, acts_at) {
+    fn cancel(&self, state: &mut Self::State, now: Nanos, receipt: &Receipt, acts_at: Nanos) {
+        if let Some([ga, gb, gc]) = state.cancellable(now, receipt, acts_at) {
             let (a, b, c) = &self.members;
             let (sa, sb, sc) = &mut state.members;
             a.cancel(sa, now, &ga, acts_at);

@@ -1,7 +1,7 @@
 //! [`Limits`]: a set of any number of limits chosen at run time.
 
 use super::{index_u32, plain, LastGrant, Step, Tally};
-use crate::algorithms::{Algorithm, Decision};
+use crate::algorithms::{Algorithm, Decision, Plain, Receipt};
 use crate::clock::Nanos;
 use std::any::Any;
 use std::fmt;
@@ -89,16 +89,21 @@ impl fmt::Debug for DynState {
 /// use sluicegate::algorithms::{DynLimit, SmoothBursty};
 /// let limit: Box<dyn DynLimit> = Box::new(SmoothBursty::new(1.0).unwrap());
 /// let mut state = limit.initial_dyn_state(0);
-/// assert!(limit.reserve_dyn(&mut state, 0, 1, 0).is_allowed());
+/// assert!(limit.reserve_dyn(&mut state, 0, 1, 0).0.is_allowed());
 /// assert!(!limit.peek_dyn(&state, 0, 1).is_allowed());
 /// ```
 pub trait DynLimit: Send + Sync + 'static {
     /// [`Algorithm::initial_state`], boxed.
     fn initial_dyn_state(&self, now: Nanos) -> DynState;
 
-    /// [`Algorithm::reserve`].
-    fn reserve_dyn(&self, state: &mut DynState, now: Nanos, cost: u64, max_wait: Nanos)
-        -> Decision;
+    /// [`Algorithm::reserve_with_receipt`].
+    fn reserve_dyn(
+        &self,
+        state: &mut DynState,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+    ) -> (Decision, Receipt);
 
     /// [`Algorithm::peek`].
     fn peek_dyn(&self, state: &DynState, now: Nanos, cost: u64) -> Decision;
@@ -110,9 +115,10 @@ pub trait DynLimit: Send + Sync + 'static {
 
     /// Pass 1 of a set's call. If no member has `refused` yet and the algorithm's
     /// state is plain data (it owns no heap memory, so copying it cannot allocate),
-    /// copies `state` into `backup` and reserves: answers the decision and `true` if
-    /// allowed; a refusal leaves `state` as it was and answers `false`. Otherwise
-    /// answers [`decide_dyn`](DynLimit::decide_dyn) and `false`, changing nothing.
+    /// copies `state` into `backup` and reserves: answers the decision, its receipt
+    /// and `true` if allowed; a refusal leaves `state` as it was and answers `false`.
+    /// Otherwise answers [`decide_dyn`](DynLimit::decide_dyn) and `false`, changing
+    /// nothing.
     fn attempt_dyn(
         &self,
         state: &mut DynState,
@@ -121,14 +127,14 @@ pub trait DynLimit: Send + Sync + 'static {
         cost: u64,
         max_wait: Nanos,
         refused: bool,
-    ) -> (Decision, bool);
+    ) -> (Decision, Receipt, bool);
 
     /// Puts back into `state` the copy that [`attempt_dyn`](DynLimit::attempt_dyn)
     /// saved in `backup`, undoing its reservation exactly.
     fn restore_dyn(&self, state: &mut DynState, backup: &DynState);
 
     /// [`Algorithm::cancel`].
-    fn cancel_dyn(&self, state: &mut DynState, now: Nanos, grant: &Decision, acts_at: Nanos);
+    fn cancel_dyn(&self, state: &mut DynState, now: Nanos, receipt: &Receipt, acts_at: Nanos);
 
     /// [`Algorithm::is_replenished`].
     fn is_replenished_dyn(&self, state: &DynState, now: Nanos) -> bool;
@@ -154,10 +160,10 @@ impl<A: Algorithm + Clone> DynLimit for A {
         now: Nanos,
         cost: u64,
         max_wait: Nanos,
-    ) -> Decision {
+    ) -> (Decision, Receipt) {
         match state.downcast_mut::<A::State>() {
-            Some(state) => self.reserve(state, now, cost, max_wait),
-            None => foreign(),
+            Some(state) => self.reserve_with_receipt(state, now, cost, max_wait),
+            None => (foreign(), Receipt::NONE),
         }
     }
 
@@ -191,23 +197,24 @@ impl<A: Algorithm + Clone> DynLimit for A {
         cost: u64,
         max_wait: Nanos,
         refused: bool,
-    ) -> (Decision, bool) {
+    ) -> (Decision, Receipt, bool) {
         if refused || !plain::<A::State>() {
-            return (self.decide_dyn(state, now, cost, max_wait), false);
+            let decision = self.decide_dyn(state, now, cost, max_wait);
+            return (decision, Receipt::NONE, false);
         }
         let (Some(state), Some(backup)) = (
             state.downcast_mut::<A::State>(),
             backup.downcast_mut::<A::State>(),
         ) else {
-            return (foreign(), false);
+            return (foreign(), Receipt::NONE, false);
         };
         backup.clone_from(state);
-        let decision = self.reserve(state, now, cost, max_wait);
+        let (decision, receipt) = self.reserve_with_receipt(state, now, cost, max_wait);
         if decision.is_allowed() {
-            (decision, true)
+            (decision, receipt, true)
         } else {
             state.clone_from(backup); // a refusal changes nothing; this makes sure of it
-            (decision, false)
+            (decision, Receipt::NONE, false)
         }
     }
 
@@ -221,9 +228,9 @@ impl<A: Algorithm + Clone> DynLimit for A {
         }
     }
 
-    fn cancel_dyn(&self, state: &mut DynState, now: Nanos, grant: &Decision, acts_at: Nanos) {
+    fn cancel_dyn(&self, state: &mut DynState, now: Nanos, receipt: &Receipt, acts_at: Nanos) {
         if let Some(state) = state.downcast_mut::<A::State>() {
-            self.cancel(state, now, grant, acts_at);
+            self.cancel(state, now, receipt, acts_at);
         }
     }
 
@@ -336,7 +343,7 @@ impl Limits {
     /// use sluicegate::algorithms::{Limits, SmoothBursty};
     /// let limits = Limits::new().with(SmoothBursty::new(1.0).unwrap());
     /// let mut state = limits.members()[0].initial_dyn_state(0);
-    /// assert!(limits.members()[0].reserve_dyn(&mut state, 0, 1, 0).is_allowed());
+    /// assert!(limits.members()[0].reserve_dyn(&mut state, 0, 1, 0).0.is_allowed());
     /// ```
     pub fn members(&self) -> &[Box<dyn DynLimit>] {
         &self.members
@@ -356,7 +363,7 @@ impl Limits {
         let n = self.members.len();
         state.members.len() == n
             && state.backups.len() == n
-            && state.grants.len() == n
+            && state.receipts.len() == n
             && state.pending.len() == n
             && state.taken.len() == n
     }
@@ -395,10 +402,10 @@ pub struct LimitsState {
     members: Vec<DynState>,
     /// Pass 1's saved copies of plain-data member states.
     backups: Vec<DynState>,
-    /// The members' grants of the last grant (for cancel).
-    grants: Vec<Decision>,
-    /// This call's member decisions, swapped into `grants` on a grant.
-    pending: Vec<Decision>,
+    /// The members' receipts of the last grant (for cancel).
+    receipts: Vec<Receipt>,
+    /// This call's member decisions and receipts, copied into `receipts` on a grant.
+    pending: Vec<(Decision, Receipt)>,
     /// Which members pass 1 reserved in already.
     taken: Vec<bool>,
     last: LastGrant,
@@ -426,6 +433,7 @@ impl LimitsState {
 
 impl Algorithm for Limits {
     type State = LimitsState;
+    type Shape = Plain;
 
     fn initial_state(&self, now: Nanos) -> LimitsState {
         let members: Vec<DynState> = self
@@ -437,16 +445,27 @@ impl Algorithm for Limits {
         LimitsState {
             backups: members.clone(),
             members,
-            grants: vec![Decision::never(0, 0, 0); n],
-            pending: vec![Decision::never(0, 0, 0); n],
+            receipts: vec![Receipt::NONE; n],
+            pending: vec![(Decision::never(0, 0, 0), Receipt::NONE); n],
             taken: vec![false; n],
             last: LastGrant::default(),
         }
     }
 
+    #[inline(always)]
     fn reserve(&self, state: &mut LimitsState, now: Nanos, cost: u64, max_wait: Nanos) -> Decision {
+        self.reserve_with_receipt(state, now, cost, max_wait).0
+    }
+
+    fn reserve_with_receipt(
+        &self,
+        state: &mut LimitsState,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+    ) -> (Decision, Receipt) {
         if !self.fits(state) {
-            return foreign();
+            return (foreign(), Receipt::NONE);
         }
         let step = Step {
             now,
@@ -456,7 +475,7 @@ impl Algorithm for Limits {
         let mut tally = Tally::default();
         let mut refused = false;
         for (index, member) in self.members.iter().enumerate() {
-            let (decision, taken) = member.attempt_dyn(
+            let (decision, receipt, taken) = member.attempt_dyn(
                 &mut state.members[index],
                 &mut state.backups[index],
                 now,
@@ -465,20 +484,20 @@ impl Algorithm for Limits {
                 refused,
             );
             state.taken[index] = taken;
-            state.pending[index] = decision;
+            state.pending[index] = (decision, receipt);
             refused |= !decision.is_allowed();
             tally.add(index, decision);
         }
         if refused {
             self.restore_taken(state);
-            return tally.decision();
+            return (tally.decision(), Receipt::NONE);
         }
         let mut broken = None;
         for (index, member) in self.members.iter().enumerate() {
             if !state.taken[index] {
                 let grant = member.reserve_dyn(&mut state.members[index], now, cost, max_wait);
-                if !grant.is_allowed() && broken.is_none() {
-                    broken = Some(grant.with_limit_index(index_u32(index)));
+                if !grant.0.is_allowed() && broken.is_none() {
+                    broken = Some(grant.0.with_limit_index(index_u32(index)));
                 }
                 state.pending[index] = grant;
             }
@@ -487,15 +506,17 @@ impl Algorithm for Limits {
             // A member broke its contract (see the module docs): undo the others.
             self.restore_taken(state);
             for (index, member) in self.members.iter().enumerate() {
-                let grant = state.pending[index];
+                let (grant, receipt) = state.pending[index];
                 if !state.taken[index] && grant.is_allowed() {
-                    member.cancel_dyn(&mut state.members[index], now, &grant, Nanos::MAX);
+                    member.cancel_dyn(&mut state.members[index], now, &receipt, Nanos::MAX);
                 }
             }
             state.last.live = false;
-            return refusal;
+            return (refusal, Receipt::NONE);
         }
-        std::mem::swap(&mut state.grants, &mut state.pending);
+        for (kept, (_, receipt)) in state.receipts.iter_mut().zip(&state.pending) {
+            *kept = *receipt;
+        }
         state.last.record(&step, tally.decision())
     }
 
@@ -510,17 +531,17 @@ impl Algorithm for Limits {
         tally.decision()
     }
 
-    fn cancel(&self, state: &mut LimitsState, now: Nanos, grant: &Decision, acts_at: Nanos) {
-        if !self.fits(state) || !state.last.take_for_cancel(now, grant, acts_at) {
+    fn cancel(&self, state: &mut LimitsState, now: Nanos, receipt: &Receipt, acts_at: Nanos) {
+        if !self.fits(state) || !state.last.take_for_cancel(now, receipt, acts_at) {
             return;
         }
-        for ((member, s), g) in self
+        for ((member, s), r) in self
             .members
             .iter()
             .zip(&mut state.members)
-            .zip(&state.grants)
+            .zip(&state.receipts)
         {
-            member.cancel_dyn(s, now, g, acts_at);
+            member.cancel_dyn(s, now, r, acts_at);
         }
     }
 

@@ -120,7 +120,7 @@ mod dynamic;
 pub use all_of::{AllOf, AllOfState};
 pub use dynamic::{DynLimit, DynState, Limits, LimitsState};
 
-use super::{Algorithm, Decision, Verdict};
+use super::{Algorithm, Decision, Receipt, Verdict};
 use crate::clock::Nanos;
 
 /// One call to a set: the arguments every member is asked with.
@@ -135,7 +135,11 @@ struct Step {
 enum Attempt<S> {
     /// Reserved already, with a copy of the state from before, to put back if
     /// another member refuses.
-    Taken { saved: S, grant: Decision },
+    Taken {
+        saved: S,
+        grant: Decision,
+        receipt: Receipt,
+    },
     /// Asked without changing anything: its answer.
     Looked(Decision),
 }
@@ -180,9 +184,13 @@ impl Step {
             return Attempt::Looked(self.decide(algorithm, state));
         }
         let saved = state.clone();
-        let grant = self.commit(algorithm, state);
+        let (grant, receipt) = self.commit(algorithm, state);
         if grant.is_allowed() {
-            Attempt::Taken { saved, grant }
+            Attempt::Taken {
+                saved,
+                grant,
+                receipt,
+            }
         } else {
             *state = saved; // a refusal changes nothing; this only makes sure of it
             Attempt::Looked(grant)
@@ -205,8 +213,8 @@ impl Step {
 
     /// Reserves in `algorithm`.
     #[inline]
-    fn commit<A: Algorithm>(&self, algorithm: &A, state: &mut A::State) -> Decision {
-        algorithm.reserve(state, self.now, self.cost, self.max_wait)
+    fn commit<A: Algorithm>(&self, algorithm: &A, state: &mut A::State) -> (Decision, Receipt) {
+        algorithm.reserve_with_receipt(state, self.now, self.cost, self.max_wait)
     }
 
     /// Pass 2 for one member: its grant, taken in pass 1 or reserved now.
@@ -216,9 +224,9 @@ impl Step {
         algorithm: &A,
         state: &mut A::State,
         attempt: &Attempt<A::State>,
-    ) -> Decision {
+    ) -> (Decision, Receipt) {
         match attempt {
-            Attempt::Taken { grant, .. } => *grant,
+            Attempt::Taken { grant, receipt, .. } => (*grant, *receipt),
             Attempt::Looked(_) => self.commit(algorithm, state),
         }
     }
@@ -231,13 +239,13 @@ impl Step {
         algorithm: &A,
         state: &mut A::State,
         attempt: Attempt<A::State>,
-        grant: &Decision,
+        (grant, receipt): &(Decision, Receipt),
     ) {
         match attempt {
             Attempt::Taken { saved, .. } => *state = saved,
             Attempt::Looked(_) => {
                 if grant.is_allowed() {
-                    algorithm.cancel(state, self.now, grant, Nanos::MAX);
+                    algorithm.cancel(state, self.now, receipt, Nanos::MAX);
                 }
             }
         }
@@ -247,8 +255,8 @@ impl Step {
 /// The first refusal among pass-2 grants, with its index: a member broke its
 /// contract.
 #[inline]
-fn first_refusal(grants: &[Decision]) -> Option<Decision> {
-    let (index, refusal) = grants.iter().enumerate().find(|(_, g)| !g.is_allowed())?;
+fn first_refusal(grants: &[(Decision, Receipt)]) -> Option<Decision> {
+    let (index, (refusal, _)) = grants.iter().enumerate().find(|(_, g)| !g.0.is_allowed())?;
     Some(refusal.with_limit_index(index_u32(index)))
 }
 
@@ -302,8 +310,7 @@ impl Tally {
         self.refusal.is_some()
     }
 
-    /// The set's answer. An allowed answer carries no grant mark yet: see
-    /// [`LastGrant::record`].
+    /// The set's answer (its receipt comes from [`LastGrant::record`]).
     #[inline]
     fn decision(&self) -> Decision {
         match self.refusal {
@@ -328,10 +335,10 @@ fn index_u32(index: usize) -> u32 {
 }
 
 /// What a set remembers of its last grant, to forward a cancel to its members. The
-/// members' own grant decisions are kept next to it, in an array or a vector.
+/// members' own receipts are kept next to it, in an array or a vector.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct LastGrant {
-    /// Counts the set's grants; the set's grant decision carries it as its mark.
+    /// Counts the set's grants; the set's receipt carries it as its mark.
     serial: u64,
     /// When the last grant's caller may act (`now + wait`).
     acts_at: Nanos,
@@ -341,24 +348,25 @@ struct LastGrant {
 }
 
 impl LastGrant {
-    /// Records a new grant, whose members' grants the caller keeps, and answers the
-    /// set's grant decision: `answer`, the tally of pass 1 (pass 2 answered the same
-    /// questions, so it would tally the same), with this grant's mark.
+    /// Records a new grant, whose members' receipts the caller keeps, and answers
+    /// the set's grant: `answer`, the tally of pass 1 (pass 2 answered the same
+    /// questions, so it would tally the same), with this grant's receipt.
     #[inline]
-    fn record(&mut self, step: &Step, answer: Decision) -> Decision {
+    fn record(&mut self, step: &Step, answer: Decision) -> (Decision, Receipt) {
         self.serial = self.serial.wrapping_add(1);
         self.acts_at = step.now.saturating_add(answer.wait_nanos());
         self.live = true;
-        // The serial is all a cancel needs to find the members' grants.
-        answer.with_grant(self.serial as i64, step.cost)
+        // The serial is all a cancel needs to find the members' receipts.
+        (answer, Receipt::new(self.serial as i64, step.cost))
     }
 
-    /// True (and consumes the record) if `grant`, acting at `acts_at`, is this set's
-    /// last grant and may still be cancelled at `now` (Go's rule: not once it acted).
-    fn take_for_cancel(&mut self, now: Nanos, grant: &Decision, acts_at: Nanos) -> bool {
+    /// True (and consumes the record) if `receipt`, acting at `acts_at`, is this
+    /// set's last grant and may still be cancelled at `now` (Go's rule: not once it
+    /// acted).
+    fn take_for_cancel(&mut self, now: Nanos, receipt: &Receipt, acts_at: Nanos) -> bool {
         let ours = self.live
-            && grant.is_allowed()
-            && grant.mark() == self.serial as i64
+            && !receipt.is_none()
+            && receipt.mark() == self.serial as i64
             && acts_at == self.acts_at;
         if !ours || acts_at <= now {
             return false;

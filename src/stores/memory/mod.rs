@@ -66,7 +66,7 @@ mod table;
 
 use self::table::{Probe, Table};
 use super::store::{Step, Store};
-use crate::algorithms::{Algorithm, Decision};
+use crate::algorithms::{Algorithm, Decision, Receipt};
 use crate::clock::Nanos;
 use crate::error::Error;
 use parking_lot::{Mutex, MutexGuard};
@@ -354,7 +354,7 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
         key: &K,
         now: Nanos,
         step: Step<'_>,
-    ) -> Result<Decision, Error>
+    ) -> Result<(Decision, Receipt), Error>
     where
         K: Hash,
     {
@@ -374,16 +374,16 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
         hash: u64,
         now: Nanos,
         step: Step<'_>,
-    ) -> Result<Decision, Error> {
+    ) -> Result<(Decision, Receipt), Error> {
         let found = shard.table.find(hash);
-        let decision = match (step, found) {
+        let answer = match (step, found) {
             (Step::Reserve { cost, max_wait }, Probe::Found(at)) => {
-                algorithm.reserve(shard.table.state_mut(at), now, cost, max_wait)
+                algorithm.reserve_with_receipt(shard.table.state_mut(at), now, cost, max_wait)
             }
             (Step::Reserve { cost, max_wait }, Probe::Absent) => {
                 let mut state = algorithm.initial_state(0);
-                let decision = algorithm.reserve(&mut state, now, cost, max_wait);
-                if decision.is_allowed() && !algorithm.is_replenished(&state, now) {
+                let answer = algorithm.reserve_with_receipt(&mut state, now, cost, max_wait);
+                if answer.0.is_allowed() && !algorithm.is_replenished(&state, now) {
                     if !self.claim(1) {
                         self.sweep_for_room(shard, algorithm, now);
                         if !self.claim(1) {
@@ -392,24 +392,26 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
                     }
                     self.insert(shard, hash, state, algorithm, now);
                 }
-                decision
+                answer
             }
-            (Step::Peek { cost }, Probe::Found(at)) => {
-                algorithm.peek(shard.table.state(at), now, cost)
-            }
-            (Step::Peek { cost }, Probe::Absent) => {
-                algorithm.peek(&algorithm.initial_state(0), now, cost)
-            }
-            (Step::Cancel { grants, acts_at }, found) => {
-                let grant = grants.first().copied().unwrap_or_else(super::store::blank);
+            (Step::Peek { cost }, Probe::Found(at)) => (
+                algorithm.peek(shard.table.state(at), now, cost),
+                Receipt::NONE,
+            ),
+            (Step::Peek { cost }, Probe::Absent) => (
+                algorithm.peek(&algorithm.initial_state(0), now, cost),
+                Receipt::NONE,
+            ),
+            (Step::Cancel { receipts, acts_at }, found) => {
+                let receipt = receipts.first().copied().unwrap_or(Receipt::NONE);
                 if let Probe::Found(at) = found {
-                    algorithm.cancel(shard.table.state_mut(at), now, &grant, acts_at);
+                    algorithm.cancel(shard.table.state_mut(at), now, &receipt, acts_at);
                 }
-                grant
+                super::store::blank()
             }
         };
         self.tick(shard, algorithm, now);
-        Ok(decision)
+        Ok(answer)
     }
 
     fn full(&self) -> Error {
@@ -424,7 +426,7 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
         keys: &[K],
         now: Nanos,
         step: Step<'_>,
-        decisions: &mut [Decision],
+        out: &mut [(Decision, Receipt)],
     ) -> Result<(), Error>
     where
         K: Hash,
@@ -450,24 +452,23 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
                 &mut guards,
                 now,
                 (cost, max_wait),
-                decisions,
+                out,
             ),
             Step::Peek { cost } => {
                 let work = working_states(algorithm, &hashes, &lock_of, &guards);
-                run_reserves(algorithm, work, &hashes, now, (cost, 0), decisions);
+                run_reserves(algorithm, work, &hashes, now, (cost, 0), out);
+                for (_, receipt) in out.iter_mut() {
+                    *receipt = Receipt::NONE;
+                }
                 Ok(())
             }
-            Step::Cancel { grants, acts_at } => {
+            Step::Cancel { receipts, acts_at } => {
                 for (index, &hash) in hashes.iter().enumerate() {
-                    let grant = grants
-                        .get(index)
-                        .copied()
-                        .unwrap_or_else(super::store::blank);
+                    let receipt = receipts.get(index).copied().unwrap_or(Receipt::NONE);
                     let table = &mut guards[lock_of[index]].table;
                     if let Probe::Found(at) = table.find(hash) {
-                        algorithm.cancel(table.state_mut(at), now, &grant, acts_at);
+                        algorithm.cancel(table.state_mut(at), now, &receipt, acts_at);
                     }
-                    decisions[index] = grant;
                 }
                 Ok(())
             }
@@ -490,13 +491,13 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
         guards: &mut [MutexGuard<'_, ShardState<A::State>>],
         now: Nanos,
         request: (u64, Nanos),
-        decisions: &mut [Decision],
+        out: &mut [(Decision, Receipt)],
     ) -> Result<(), Error> {
         let mut swept = false;
         loop {
             let work = working_states(algorithm, hashes, lock_of, guards);
-            let work = run_reserves(algorithm, work, hashes, now, request, decisions);
-            if !decisions.iter().all(Decision::is_allowed) {
+            let work = run_reserves(algorithm, work, hashes, now, request, out);
+            if !out.iter().all(|(decision, _)| decision.is_allowed()) {
                 return Ok(());
             }
             let new = work
@@ -568,18 +569,18 @@ fn working_states<A: Algorithm>(
 }
 
 /// Reserves on the working states in key order (a repeated key is charged again on
-/// its updated copy), writing each key's decision.
+/// its updated copy), writing each key's decision and receipt.
 fn run_reserves<A: Algorithm>(
     algorithm: &A,
     mut work: Vec<Work<A::State>>,
     hashes: &[u64],
     now: Nanos,
     (cost, max_wait): (u64, Nanos),
-    decisions: &mut [Decision],
+    out: &mut [(Decision, Receipt)],
 ) -> Vec<Work<A::State>> {
     for (index, &hash) in hashes.iter().enumerate() {
         if let Some(w) = work.iter_mut().find(|w| w.hash == hash) {
-            decisions[index] = algorithm.reserve(&mut w.state, now, cost, max_wait);
+            out[index] = algorithm.reserve_with_receipt(&mut w.state, now, cost, max_wait);
         }
     }
     work
@@ -591,7 +592,7 @@ where
     A: Algorithm,
     H: BuildHasher + Send + Sync,
 {
-    type Pending = futures::future::Ready<Result<Vec<Decision>, Error>>;
+    type Pending = futures::future::Ready<Result<Vec<(Decision, Receipt)>, Error>>;
 
     fn apply(
         &self,
@@ -599,22 +600,25 @@ where
         keys: &[K],
         now: Nanos,
         step: Step<'_>,
-        decisions: &mut [Decision],
+        out: &mut [(Decision, Receipt)],
     ) -> Result<(), Error> {
-        if decisions.len() != keys.len() {
+        if out.len() != keys.len() {
             return Err(Error::InvalidCount {
-                what: "decisions buffer length",
-                value: decisions.len() as u64,
+                what: "output buffer length",
+                value: out.len() as u64,
                 requirement: "equal to the number of keys",
             });
         }
         match keys {
             [] => Ok(()),
             [key] => {
-                decisions[0] = self.apply_one(algorithm, key, now, step)?;
+                let answer = self.apply_one(algorithm, key, now, step)?;
+                if !matches!(step, Step::Cancel { .. }) {
+                    out[0] = answer;
+                }
                 Ok(())
             }
-            _ => self.apply_many(algorithm, keys, now, step, decisions),
+            _ => self.apply_many(algorithm, keys, now, step, out),
         }
     }
 
@@ -625,16 +629,38 @@ where
         key: &K,
         now: Nanos,
         step: Step<'_>,
-    ) -> Result<Decision, Error> {
+    ) -> Result<(Decision, Receipt), Error> {
         self.apply_one(algorithm, key, now, step)
     }
 
     fn apply_async(&self, algorithm: &A, keys: &[K], now: Nanos, step: Step<'_>) -> Self::Pending {
-        let mut decisions = vec![super::store::blank(); keys.len()];
+        let mut out = vec![super::store::blank(); keys.len()];
         let result = self
-            .apply(algorithm, keys, now, step, &mut decisions)
-            .map(|()| decisions);
+            .apply(algorithm, keys, now, step, &mut out)
+            .map(|()| out);
         futures::future::ready(result)
+    }
+
+    /// Applies the cancel at once: the in-memory store never waits on anything but
+    /// its shard locks.
+    fn cancel_detached(
+        &self,
+        algorithm: &A,
+        keys: &[K],
+        now: Nanos,
+        receipts: &[Receipt],
+        acts_at: Nanos,
+    ) {
+        let mut out = vec![super::store::blank(); keys.len()];
+        // A cancel only ever gives permits back; a store error (none is possible for
+        // a cancel, which inserts nothing) would leave them taken.
+        let _ = self.apply(
+            algorithm,
+            keys,
+            now,
+            Step::Cancel { receipts, acts_at },
+            &mut out,
+        );
     }
 }
 

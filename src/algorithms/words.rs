@@ -1,0 +1,262 @@
+//! States written in words, and where a direct limiter keeps them.
+//!
+//! Every algorithm says what shape its state has ([`Algorithm::Shape`]): one
+//! machine word ([`OneWord`]: the token buckets, the leaky bucket, the window
+//! counters), a fixed array of words ([`WordArray`]: Guava's warm-up with its two
+//! words, the sliding log's and the bucketed window's rings), or plain data
+//! ([`Plain`]: sets of limits, or anything else). A direct limiter picks its cell
+//! from that shape (see [`cells`](crate::cells)): a word is updated by one
+//! compare-and-swap, an array of words under a sequence lock, plain data behind a
+//! mutex. Word-shaped algorithms implement the one encoding, [`WordEncoded`]: the
+//! configuration as a few words, the state as words, and the steps on words.
+//!
+//! The step functions do not own their memory. They read and write words through
+//! [`Words`] and [`WordsMut`], and the caller decides where the words are:
+//!
+//! ```text
+//!   pure step (tests, keyed store, sets)     direct limiter (cells)
+//!   ┌──────────────────────────────┐         ┌──────────────────────────────────┐
+//!   │ the state's own plain words  │         │ AtomicU64s: one CAS'd word, or   │
+//!   │                              │         │ an array under a sequence lock   │
+//!   └──────────────┬───────────────┘         └────────────────┬─────────────────┘
+//!                  └──── the same step code, generic over Words ┘
+//! ```
+//!
+//! A cell that shares the words between threads reads them optimistically and
+//! checks afterwards that nothing was written meanwhile. Until that check, what it
+//! read may be a mix of two states. So the *lean* step ([`WordEncoded::plan_take`]),
+//! which runs on such reads, must be total: for any words whatever it returns,
+//! without panicking and after a bounded number of reads. Its answer is used only
+//! once the check has passed. The other steps run with the words held exclusively
+//! and see consistent states only.
+//!
+//! [`Words::word`] answers 0 past the end and [`WordsMut::set_word`] ignores an
+//! index past the end, so an index computed from mixed reads cannot panic either.
+
+use super::{Algorithm, Decision, Receipt};
+use crate::clock::Nanos;
+
+/// Read access to a state's words.
+///
+/// ```
+/// use sluicegate::algorithms::words::Words;
+/// let words: &[u64] = &[7, 8];
+/// assert_eq!(words.word(1), 8);
+/// assert_eq!(words.word(2), 0); // past the end: 0, never a panic
+/// ```
+pub trait Words {
+    /// The word at `index`, or 0 if `index` is past the end.
+    fn word(&self, index: usize) -> u64;
+}
+
+/// Write access to a state's words.
+///
+/// ```
+/// use sluicegate::algorithms::words::{Words, WordsMut};
+/// let mut words = [0u64; 2];
+/// words.as_mut_slice().set_word(1, 9);
+/// words.as_mut_slice().set_word(5, 9); // past the end: ignored
+/// assert_eq!(words, [0, 9]);
+/// ```
+pub trait WordsMut: Words {
+    /// Sets the word at `index` to `value`; does nothing if `index` is past the end.
+    fn set_word(&mut self, index: usize, value: u64);
+}
+
+impl Words for [u64] {
+    #[inline(always)]
+    fn word(&self, index: usize) -> u64 {
+        self.get(index).copied().unwrap_or(0)
+    }
+}
+
+impl WordsMut for [u64] {
+    #[inline(always)]
+    fn set_word(&mut self, index: usize, value: u64) {
+        if let Some(word) = self.get_mut(index) {
+            *word = value;
+        }
+    }
+}
+
+/// Where a direct limiter keeps an algorithm's state: the answer to
+/// [`Algorithm::Shape`]. One of [`OneWord`], [`WordArray`] or [`Plain`].
+pub trait Shape: Send + Sync + 'static {}
+
+/// The state is one word, encoded by [`WordEncoded`]: a direct limiter keeps it in
+/// one atomic word, updated by compare-and-swap, with no lock
+/// ([`WordCell`](crate::cells::WordCell)).
+///
+/// ```
+/// use sluicegate::algorithms::{Algorithm, FixedWindow, OneWord};
+/// fn shape<A: Algorithm<Shape = OneWord>>(_: &A) {}
+/// shape(&FixedWindow::new(1, std::time::Duration::from_secs(1)).unwrap());
+/// ```
+#[derive(Debug)]
+pub enum OneWord {}
+
+/// The state is a fixed array of words, encoded by [`WordEncoded`]: a direct
+/// limiter keeps them as atomics under a sequence lock, so a refusal costs loads
+/// only and a grant one compare-and-swap
+/// ([`WordsCell`](crate::cells::WordsCell)).
+///
+/// ```
+/// use sluicegate::algorithms::{Algorithm, SlidingLog, WordArray};
+/// fn shape<A: Algorithm<Shape = WordArray>>(_: &A) {}
+/// shape(&SlidingLog::new(1, std::time::Duration::from_secs(1)).unwrap());
+/// ```
+#[derive(Debug)]
+pub enum WordArray {}
+
+/// The state is plain data: a direct limiter keeps it behind a mutex
+/// ([`LockedCell`](crate::cells::LockedCell)). Any algorithm can pick this shape.
+///
+/// ```
+/// use sluicegate::algorithms::{Algorithm, Limits, Plain};
+/// fn shape<A: Algorithm<Shape = Plain>>(_: &A) {}
+/// shape(&Limits::new());
+/// ```
+#[derive(Debug)]
+pub enum Plain {}
+
+impl Shape for OneWord {}
+impl Shape for WordArray {}
+impl Shape for Plain {}
+
+/// The most configuration words a [`WordEncoded`] algorithm may use.
+pub const MAX_CONFIG_WORDS: usize = 6;
+
+/// A configuration's words: `[u64; N]` for `N` from 1 to [`MAX_CONFIG_WORDS`].
+///
+/// ```
+/// use sluicegate::algorithms::words::ConfigWords;
+/// fn len<C: ConfigWords>() -> usize { C::default().as_ref().len() }
+/// assert_eq!(len::<[u64; 3]>(), 3);
+/// ```
+pub trait ConfigWords:
+    Copy + Default + AsRef<[u64]> + AsMut<[u64]> + Send + Sync + std::fmt::Debug + 'static
+{
+}
+
+impl ConfigWords for [u64; 1] {}
+impl ConfigWords for [u64; 2] {}
+impl ConfigWords for [u64; 3] {}
+impl ConfigWords for [u64; 4] {}
+impl ConfigWords for [u64; 5] {}
+impl ConfigWords for [u64; 6] {}
+
+/// The one way an algorithm writes itself in words: its configuration as a few
+/// words, its state as [`state_words`](Self::state_words) words, and its steps on
+/// words, so that a cell can keep both in atomics and step them without a lock.
+///
+/// The steps mirror [`Algorithm`]'s. Their defaults decode the state
+/// ([`read_state`](Self::read_state)), run the [`Algorithm`] step and encode the
+/// result ([`write_state`](Self::write_state)): right for a state of a word or two.
+/// An algorithm whose state is a ring overrides them to work on the words in place
+/// (and then implements its [`Algorithm`] steps by running these on its own words;
+/// it must override at least one side, or the two defaults call each other).
+///
+/// The lean non-blocking try, *take*, is split in two so that a lock-free cell can
+/// look first and write only if the look still holds: [`plan_take`](Self::plan_take)
+/// reads and decides, [`apply_take`](Self::apply_take) writes what it decided.
+///
+/// ```
+/// use sluicegate::algorithms::{SlidingWindowBuckets, WordEncoded};
+/// use std::time::Duration;
+/// let window = SlidingWindowBuckets::dropping(1, Duration::from_secs(1), Duration::from_millis(100)).unwrap();
+/// let mut words = vec![0; window.state_words()];
+/// window.init_words(&mut words[..], 0);
+/// let (granted, take) = window.plan_take(&words[..], 0, 1);
+/// assert!(granted);
+/// window.apply_take(&mut words[..], take.unwrap());
+/// assert_eq!(window.plan_take(&words[..], 0, 1), (false, None)); // full: refused, nothing to write
+/// // The same step, with the full decision:
+/// let (refused, _) = window.reserve_words(&mut words[..], 0, 1, 0);
+/// assert_eq!(refused.retry_after(), Duration::from_secs(1));
+/// ```
+pub trait WordEncoded: Algorithm + Copy {
+    /// The configuration's words (`[u64; N]`).
+    type Config: ConfigWords;
+
+    /// What a lean take writes, decided by [`plan_take`](Self::plan_take).
+    type Take: Copy + std::fmt::Debug + PartialEq;
+
+    /// Encodes the configuration.
+    fn config_words(&self) -> Self::Config;
+
+    /// Decodes a configuration encoded by [`config_words`](Self::config_words). Runs
+    /// on every call of a lock-free cell, so it should not divide. Must not panic on
+    /// any words, and must give a configuration whose steps do not panic either
+    /// (clamping what it cannot use).
+    fn from_config_words(words: Self::Config) -> Self;
+
+    /// The number of words of state (fixed by the configuration; 1 for a
+    /// [`OneWord`] algorithm).
+    fn state_words(&self) -> usize;
+
+    /// The state held in `words` (as many as [`state_words`](Self::state_words)).
+    /// Words of another length never make a step panic (reads past the end see 0,
+    /// writes there are dropped); what such a state decides is the implementor's
+    /// to document.
+    fn read_state<W: Words + ?Sized>(&self, words: &W) -> Self::State;
+
+    /// Writes `state` into `words`.
+    fn write_state<W: WordsMut + ?Sized>(&self, state: &Self::State, words: &mut W);
+
+    /// Writes the state of a limit first used at `now` into `words`, which are all 0.
+    #[inline]
+    fn init_words<W: WordsMut + ?Sized>(&self, words: &mut W, now: Nanos) {
+        self.write_state(&self.initial_state(now), words);
+    }
+
+    /// [`Algorithm::reserve_with_receipt`] on words.
+    #[inline(always)]
+    fn reserve_words<W: WordsMut + ?Sized>(
+        &self,
+        words: &mut W,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+    ) -> (Decision, Receipt) {
+        let mut state = self.read_state(words);
+        let answer = self.reserve_with_receipt(&mut state, now, cost, max_wait);
+        self.write_state(&state, words);
+        answer
+    }
+
+    /// [`Algorithm::peek`] on words.
+    #[inline]
+    fn peek_words<W: Words + ?Sized>(&self, words: &W, now: Nanos, cost: u64) -> Decision {
+        self.peek(&self.read_state(words), now, cost)
+    }
+
+    /// [`Algorithm::cancel`] on words.
+    #[inline]
+    fn cancel_words<W: WordsMut + ?Sized>(
+        &self,
+        words: &mut W,
+        now: Nanos,
+        receipt: &Receipt,
+        acts_at: Nanos,
+    ) {
+        let mut state = self.read_state(words);
+        self.cancel(&mut state, now, receipt, acts_at);
+        self.write_state(&state, words);
+    }
+
+    /// The first half of a lean non-blocking take: whether `cost` is granted at
+    /// `now` with no waiting, and what to write if the state changes (a grant, or a
+    /// recorded refusal). Reads only. Must be total on *any* words (see the
+    /// [module docs](self)). `plan_take` then [`apply_take`](Self::apply_take)
+    /// changes the state exactly as `reserve_words(now, cost, 0)` would, and answers
+    /// its `is_allowed()`.
+    fn plan_take<W: Words + ?Sized>(
+        &self,
+        words: &W,
+        now: Nanos,
+        cost: u64,
+    ) -> (bool, Option<Self::Take>);
+
+    /// The second half of a lean take: writes `take`, planned on these same words.
+    fn apply_take<W: WordsMut + ?Sized>(&self, words: &mut W, take: Self::Take);
+}

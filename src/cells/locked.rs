@@ -1,0 +1,72 @@
+//! A cell behind a mutex, for any algorithm.
+
+use super::{Reconfiguration, StateCell};
+use crate::algorithms::{Algorithm, Decision, Receipt};
+use crate::clock::Nanos;
+use crate::error::Error;
+use parking_lot::Mutex;
+
+/// A cell behind a mutex: for a [`Plain`](crate::algorithms::Plain) algorithm (sets
+/// of limits, or any algorithm of yours).
+///
+/// Each step takes an uncontended `parking_lot` mutex (two atomic operations), runs
+/// the algorithm, and releases it.
+///
+/// ```
+/// use sluicegate::algorithms::SmoothWarmingUp;
+/// use sluicegate::cells::{LockedCell, StateCell};
+/// use std::time::Duration;
+/// let cell = LockedCell::new(SmoothWarmingUp::new(2.0, Duration::from_secs(4)).unwrap(), 0);
+/// assert!(cell.try_take(0, 1));
+/// assert!(!cell.try_take(0, 1)); // the first cold permit costs 1.375 s
+/// ```
+#[derive(Debug)]
+pub struct LockedCell<A: Algorithm> {
+    inner: Mutex<(A, A::State)>,
+}
+
+impl<A: Algorithm + Clone> StateCell<A> for LockedCell<A> {
+    fn new(algorithm: A, now: Nanos) -> Self {
+        let state = algorithm.initial_state(now);
+        LockedCell {
+            inner: Mutex::new((algorithm, state)),
+        }
+    }
+
+    #[inline]
+    fn reserve(&self, now: Nanos, cost: u64, max_wait: Nanos) -> (Decision, Receipt) {
+        let mut guard = self.inner.lock();
+        let (algorithm, state) = &mut *guard;
+        algorithm.reserve_with_receipt(state, now, cost, max_wait)
+    }
+
+    #[inline]
+    fn try_take(&self, now: Nanos, cost: u64) -> bool {
+        let mut guard = self.inner.lock();
+        let (algorithm, state) = &mut *guard;
+        algorithm.reserve(state, now, cost, 0).is_allowed()
+    }
+
+    fn peek(&self, now: Nanos, cost: u64) -> Decision {
+        let guard = self.inner.lock();
+        guard.0.peek(&guard.1, now, cost)
+    }
+
+    fn cancel(&self, now: Nanos, receipt: &Receipt, acts_at: Nanos) {
+        let mut guard = self.inner.lock();
+        let (algorithm, state) = &mut *guard;
+        algorithm.cancel(state, now, receipt, acts_at);
+    }
+
+    fn algorithm(&self) -> A {
+        self.inner.lock().0.clone()
+    }
+
+    fn reconfigure(&self, change: &Reconfiguration<'_, A>) -> Result<(), Error> {
+        let mut guard = self.inner.lock();
+        let (mut algorithm, mut state) = (guard.0.clone(), guard.1.clone());
+        change(&mut algorithm, &mut state)?;
+        *guard = (algorithm, state);
+        Ok(())
+    }
+}

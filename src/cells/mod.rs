@@ -1,0 +1,189 @@
+//! Cells: where the state of *one* limit lives (a direct limiter's), updated
+//! atomically.
+//!
+//! An [algorithm](crate::algorithms) is pure; a cell owns one configuration and one
+//! state and applies one algorithm step to them atomically, so that concurrent
+//! callers never lose an update. (Keyed state, many limits' states in one place, is
+//! a [store](crate::stores)'s job.)
+//!
+//! The algorithm picks its cell by the shape of its state
+//! ([`Algorithm::Shape`](crate::algorithms::Algorithm::Shape)):
+//!
+//! | shape | cell | a refusal costs | a grant costs |
+//! |---|---|---|---|
+//! | [`OneWord`](crate::algorithms::OneWord) | [`WordCell`]: one atomic word | loads | one compare-and-swap |
+//! | [`WordArray`](crate::algorithms::WordArray) | [`WordsCell`]: atomics under a [`SequenceLock`] | loads | one compare-and-swap, then stores |
+//! | [`Plain`](crate::algorithms::Plain) | [`LockedCell`]: a `parking_lot` mutex | lock + unlock | lock + unlock |
+//!
+//! [`CellAlgorithm`] is that choice as a bound: every `Algorithm + Clone` whose
+//! shape has a cell is one, with no impl to write, so an algorithm defined anywhere
+//! (in this crate or yours) goes into a [`RateLimiter`](crate::RateLimiter) as soon
+//! as it names its shape. Both word cells share the configuration words under the
+//! one [`SequenceLock`]; the non-blocking hot path is [`StateCell::try_take`], which
+//! runs the algorithm's lean [`plan_take`](crate::algorithms::WordEncoded::plan_take)
+//! and [`apply_take`](crate::algorithms::WordEncoded::apply_take).
+
+use crate::algorithms::words::MAX_CONFIG_WORDS;
+use crate::algorithms::{
+    AdjustableRate, Algorithm, Decision, OneWord, Plain, Receipt, WordArray, WordEncoded,
+};
+use crate::clock::Nanos;
+use crate::error::Error;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+mod locked;
+mod sequence;
+mod word;
+mod words;
+
+pub use locked::LockedCell;
+pub use sequence::{Claim, SequenceLock};
+pub use word::WordCell;
+pub use words::WordsCell;
+
+/// A change of configuration and state applied by [`StateCell::reconfigure`]: a pure
+/// function of its inputs that may refuse with an error.
+///
+/// ```
+/// use sluicegate::algorithms::SmoothBursty;
+/// use sluicegate::cells::{StateCell, WordCell};
+/// use sluicegate::Error;
+/// let cell = WordCell::new(SmoothBursty::new(1.0).unwrap(), 0);
+/// assert!(cell.reconfigure(&|_, _| Err(Error::ZeroCost)).is_err());
+/// assert_eq!(cell.algorithm().rate(), 1.0); // a refused change changes nothing
+/// cell.reconfigure(&|algorithm, _| {
+///     *algorithm = SmoothBursty::new(2.0)?;
+///     Ok(())
+/// })
+/// .unwrap();
+/// assert_eq!(cell.algorithm().rate(), 2.0);
+/// ```
+pub type Reconfiguration<'a, A> =
+    dyn Fn(&mut A, &mut <A as Algorithm>::State) -> Result<(), Error> + 'a;
+
+/// One limit's configuration and state, with atomic steps.
+///
+/// Every method applies one algorithm step as a single atomic action: concurrent
+/// callers are serialised (by a lock or a compare-and-swap) and never lose an
+/// update.
+///
+/// ```
+/// use sluicegate::algorithms::{Algorithm, FixedWindow};
+/// use sluicegate::cells::{LockedCell, StateCell, WordCell};
+/// use std::time::Duration;
+/// // Code generic over the cell sees the same decisions from every kind.
+/// fn two_calls<A: Algorithm + Clone, C: StateCell<A>>(algorithm: A) -> (bool, bool) {
+///     let cell = C::new(algorithm, 0);
+///     (cell.reserve(0, 1, 0).0.is_allowed(), cell.try_take(0, 1))
+/// }
+/// let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
+/// assert_eq!(two_calls::<_, WordCell<_>>(window), (true, false));
+/// assert_eq!(two_calls::<_, LockedCell<_>>(window), (true, false));
+/// ```
+pub trait StateCell<A: Algorithm + Clone>: Send + Sync + 'static {
+    /// A cell holding `algorithm` with its initial state at `now`.
+    fn new(algorithm: A, now: Nanos) -> Self;
+
+    /// [`Algorithm::reserve_with_receipt`], atomically.
+    fn reserve(&self, now: Nanos, cost: u64, max_wait: Nanos) -> (Decision, Receipt);
+
+    /// The lean non-blocking take: `reserve(now, cost, 0).0.is_allowed()`, with the
+    /// same change of state, without building the [`Decision`]'s other fields.
+    fn try_take(&self, now: Nanos, cost: u64) -> bool;
+
+    /// [`Algorithm::peek`], on a consistent snapshot.
+    fn peek(&self, now: Nanos, cost: u64) -> Decision;
+
+    /// [`Algorithm::cancel`], atomically.
+    fn cancel(&self, now: Nanos, receipt: &Receipt, acts_at: Nanos);
+
+    /// A copy of the current configuration.
+    fn algorithm(&self) -> A;
+
+    /// Changes configuration and state together, atomically with respect to every
+    /// other step. `change` may be called more than once (it must be a pure
+    /// function of its inputs); if it fails, nothing changes.
+    fn reconfigure(&self, change: &Reconfiguration<'_, A>) -> Result<(), Error>;
+}
+
+/// Which cell holds a state of this shape: implemented by the shape markers
+/// ([`OneWord`], [`WordArray`], [`Plain`]) for the algorithms each can hold.
+///
+/// ```
+/// use sluicegate::algorithms::{FixedWindow, OneWord};
+/// use sluicegate::cells::{CellFor, WordCell};
+/// let _: Option<<OneWord as CellFor<FixedWindow>>::Cell> = None::<WordCell<FixedWindow>>;
+/// ```
+pub trait CellFor<A: Algorithm + Clone> {
+    /// The cell.
+    type Cell: StateCell<A>;
+}
+
+impl<A: WordEncoded> CellFor<A> for OneWord {
+    type Cell = WordCell<A>;
+}
+
+impl<A: WordEncoded> CellFor<A> for WordArray {
+    type Cell = WordsCell<A>;
+}
+
+impl<A: Algorithm + Clone> CellFor<A> for Plain {
+    type Cell = LockedCell<A>;
+}
+
+/// An algorithm a direct limiter can hold: any `Algorithm + Clone` whose
+/// [`Shape`](Algorithm::Shape) has a cell ([`CellFor`]). Implemented for all of
+/// them; never implement it yourself.
+///
+/// ```
+/// use sluicegate::algorithms::SmoothBursty;
+/// use sluicegate::cells::{CellAlgorithm, StateCell};
+/// let cell = <SmoothBursty as CellAlgorithm>::Cell::new(SmoothBursty::new(1.0).unwrap(), 0);
+/// assert!(cell.try_take(0, 1));
+/// assert!(!cell.try_take(0, 1)); // the next permit is 1 s away
+/// ```
+pub trait CellAlgorithm: Algorithm + Clone {
+    /// The cell the shape picks.
+    type Cell: StateCell<Self>;
+}
+
+impl<A> CellAlgorithm for A
+where
+    A: Algorithm + Clone,
+    A::Shape: CellFor<A>,
+{
+    type Cell = <A::Shape as CellFor<A>>::Cell;
+}
+
+/// Sets the rate of the algorithm in a cell (Guava's `setRate`), at `now`.
+pub(crate) fn set_rate<A, S>(cell: &S, now: Nanos, rate: f64) -> Result<(), Error>
+where
+    A: AdjustableRate + Clone,
+    S: StateCell<A>,
+{
+    cell.reconfigure(&|algorithm, state| algorithm.set_rate(state, now, rate))
+}
+
+/// The atomics of a word cell's configuration (unused ones stay 0).
+fn config_atomics<A: WordEncoded>(algorithm: &A) -> [AtomicU64; MAX_CONFIG_WORDS] {
+    let config = algorithm.config_words();
+    let words = config.as_ref();
+    std::array::from_fn(|index| AtomicU64::new(words.get(index).copied().unwrap_or(0)))
+}
+
+/// Loads the configuration's words (relaxed: a [`SequenceLock`] orders them).
+#[inline(always)]
+fn load_config<A: WordEncoded>(atomics: &[AtomicU64; MAX_CONFIG_WORDS]) -> A::Config {
+    let mut config = A::Config::default();
+    for (word, atomic) in config.as_mut().iter_mut().zip(atomics) {
+        *word = atomic.load(Ordering::Relaxed);
+    }
+    config
+}
+
+/// Stores `algorithm`'s configuration words, under a claim of the sequence lock.
+fn store_config<A: WordEncoded>(atomics: &[AtomicU64; MAX_CONFIG_WORDS], algorithm: &A) {
+    for (atomic, word) in atomics.iter().zip(algorithm.config_words().as_ref()) {
+        atomic.store(*word, Ordering::Relaxed);
+    }
+}
