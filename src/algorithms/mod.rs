@@ -98,7 +98,9 @@ pub trait Algorithm: Send + Sync + 'static {
     /// Grants `cost` permits if the caller would have to wait at most `max_wait`
     /// nanoseconds, updating `state`; otherwise answers denied (or never, when no
     /// amount of waiting would do) and leaves `state` untouched, unless configured
-    /// to record refused attempts (see the trait docs).
+    /// to record refused attempts (see the trait docs). A denial's `retry_after`
+    /// follows the rule of [`Decision::retry_after`]: relative to the caller's
+    /// deadline `now + max_wait`, not to a `max_wait` that stays the same.
     fn reserve(&self, state: &mut Self::State, now: Nanos, cost: u64, max_wait: Nanos) -> Decision;
 
     /// The decision a zero-wait [`reserve`](Algorithm::reserve) would give now,
@@ -108,10 +110,15 @@ pub trait Algorithm: Send + Sync + 'static {
         self.reserve(&mut scratch, now, cost, 0)
     }
 
-    /// Gives back, as far as later grants allow, the permits of an allowed
-    /// `grant` whose caller never acted on it (Go's `Reservation.Cancel` rule: nothing
-    /// is restored once the grant's time to act, `acts_at`, has passed). The default
-    /// restores nothing, which is right for algorithms whose grants act at once.
+    /// Gives back the permits of an allowed `grant` whose caller has not acted on
+    /// it, by Go's `Reservation.Cancel` rule, the one rule of this crate: up to the
+    /// grant's time to act `acts_at`, *that instant included* (`now <= acts_at`, so a
+    /// grant with no wait can be cancelled at the instant it was made), its permits
+    /// come back as far as later grants allow (what was granted after it stays
+    /// granted); once `acts_at` has passed nothing comes back, as the permits were
+    /// presumably used. Guava's limiters, the leaky bucket (meter and queue) and sets
+    /// of limits (every member) restore so. The default restores nothing: the window
+    /// counters and the sliding log keep it, as they record no grant to give back.
     fn cancel(&self, state: &mut Self::State, now: Nanos, grant: &Decision, acts_at: Nanos) {
         let _ = (state, now, grant, acts_at);
     }

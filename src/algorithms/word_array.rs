@@ -119,8 +119,8 @@ pub trait WordArrayAlgorithm: Algorithm + Copy {
     /// [`Algorithm::peek`] on words.
     fn peek_words<W: Words + ?Sized>(&self, words: &W, now: Nanos, cost: u64) -> Decision;
 
-    /// [`Algorithm::cancel`] on words. The default restores nothing, which is right
-    /// for algorithms whose grants act at once.
+    /// [`Algorithm::cancel`] on words. The default restores nothing (see
+    /// [`Algorithm::cancel`] for the rule, and which algorithms keep the default).
     fn cancel_words<W: WordsMut + ?Sized>(
         &self,
         words: &mut W,

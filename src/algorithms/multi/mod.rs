@@ -354,13 +354,14 @@ impl LastGrant {
     }
 
     /// True (and consumes the record) if `grant`, acting at `acts_at`, is this set's
-    /// last grant and may still be cancelled at `now` (Go's rule: not once it acted).
+    /// last grant and may still be cancelled at `now` (Go's rule, as
+    /// [`Algorithm::cancel`] states it: until it acts, that instant included).
     fn take_for_cancel(&mut self, now: Nanos, grant: &Decision, acts_at: Nanos) -> bool {
         let ours = self.live
             && grant.is_allowed()
             && grant.mark() == self.serial as i64
             && acts_at == self.acts_at;
-        if !ours || acts_at <= now {
+        if !ours || acts_at < now {
             return false;
         }
         self.live = false;
