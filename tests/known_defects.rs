@@ -15,8 +15,8 @@
 use futures::executor::block_on;
 use proptest::prelude::*;
 use sluicegate::algorithms::{
-    smooth_bursty::BurstyState, Algorithm, AllOf, FixedWindow, LeakyBucket, Limits,
-    SlidingLog, SlidingWindowBuckets, SlidingWindowCounter, SmoothBursty, SmoothWarmingUp,
+    smooth_bursty::BurstyState, Algorithm, AllOf, FixedWindow, LeakyBucket, Limits, SlidingLog,
+    SlidingWindowBuckets, SlidingWindowCounter, SmoothBursty, SmoothWarmingUp,
 };
 use sluicegate::clock::{Clock, ManualClock, Nanos};
 use sluicegate::stores::{MemoryStore, Storable};
@@ -50,7 +50,10 @@ type Keyed<A> = KeyedRateLimiter<u32, A, MemoryStore<u32, A>, ManualClock>;
 
 fn keyed<A: Algorithm>(algorithm: A) -> (Keyed<A>, ManualClock) {
     let clock = ManualClock::new();
-    (KeyedRateLimiter::with_clock(algorithm, clock.clone()), clock)
+    (
+        KeyedRateLimiter::with_clock(algorithm, clock.clone()),
+        clock,
+    )
 }
 
 // ---- 1. A timed try that cannot succeed answers at once ----------------------------
@@ -61,7 +64,9 @@ fn keyed<A: Algorithm>(algorithm: A) -> (Keyed<A>, ManualClock) {
 #[test]
 fn direct_timed_try_on_a_queue_whose_turn_is_too_far_answers_at_once() {
     let (limiter, clock) = direct(queue(4));
-    let waits: Vec<_> = (0..3).map(|_| limiter.reserve(1).unwrap().delay()).collect();
+    let waits: Vec<_> = (0..3)
+        .map(|_| limiter.reserve(1).unwrap().delay())
+        .collect();
     assert_eq!(waits, [secs(0), secs(1), secs(2)]);
     assert!(!limiter.try_acquire_n_timeout(1, secs(2)).unwrap());
     assert!(clock.take_sleeps().is_empty());
@@ -157,7 +162,9 @@ fn a_full_queue_is_still_waited_for_when_the_turn_fits() {
     for _ in 0..3 {
         limiter.reserve(1).unwrap(); // full: turns at 0, 1 s, 2 s
     }
-    assert!(!limiter.try_acquire_n_timeout(1, Duration::from_millis(2_999)).unwrap());
+    assert!(!limiter
+        .try_acquire_n_timeout(1, Duration::from_millis(2_999))
+        .unwrap());
     assert!(clock.take_sleeps().is_empty());
     // Drains a slot in 1 s, then the turn is at 3 s: 1 s asleep, 2 s waiting.
     assert!(limiter.try_acquire_n_timeout(1, secs(3)).unwrap());
@@ -172,7 +179,9 @@ fn windows_still_sleep_and_retry_when_the_retry_fits() {
     let window = FixedWindow::new(1, secs(1)).unwrap();
     let (limiter, clock) = direct(window);
     assert!(limiter.try_acquire());
-    assert!(!limiter.try_acquire_n_timeout(1, Duration::from_millis(999)).unwrap());
+    assert!(!limiter
+        .try_acquire_n_timeout(1, Duration::from_millis(999))
+        .unwrap());
     assert!(clock.take_sleeps().is_empty());
     // Sleeps the refusal's 1 s, then acts with no wait.
     let slept = [secs(1), Duration::ZERO];
@@ -183,7 +192,9 @@ fn windows_still_sleep_and_retry_when_the_retry_fits() {
 
     let (limiter, clock) = keyed(SlidingWindowCounter::new(1, secs(1)).unwrap());
     assert!(limiter.try_acquire(&3));
-    assert!(!limiter.try_acquire_n_timeout(&3, 1, Duration::from_millis(999)).unwrap());
+    assert!(!limiter
+        .try_acquire_n_timeout(&3, 1, Duration::from_millis(999))
+        .unwrap());
     assert!(clock.take_sleeps().is_empty());
     // The weighted count of the previous window fades by 2 s.
     let slept = [secs(2), Duration::ZERO];
@@ -227,7 +238,9 @@ fn retry_after_keeps_the_deadline<A: Algorithm>(
         let left = |s: Nanos| max_wait.saturating_sub(s);
         let at = |s: Nanos| {
             let mut probe = before.clone();
-            algorithm.reserve(&mut probe, now + s, cost, left(s)).is_allowed()
+            algorithm
+                .reserve(&mut probe, now + s, cost, left(s))
+                .is_allowed()
         };
         prop_assert!(at(retry), "{} ns after {}: not granted", retry, now);
         prop_assert!(!at(retry - 1), "{} ns after {}: granted", retry - 1, now);
@@ -346,7 +359,7 @@ fn sets_of_bursty_limiters_cancelled_at_once_restore_every_member() {
     // On the bare states: both members are back where they started.
     let set = AllOf::new((bursty(1.0), bursty(2.0)));
     let mut state = set.initial_state(0);
-    let fresh = state.members().clone();
+    let fresh = *state.members();
     let grant = set.reserve(&mut state, 0, 1, 0);
     set.cancel(&mut state, 0, &grant, 0);
     assert_eq!(*state.members(), fresh);
@@ -467,6 +480,11 @@ proptest! {
             if let Ok(buckets) = SlidingWindowBuckets::weighted(limit, len_d, precision) {
                 prop_assert!(grants_its_capacity(&buckets, now), "{:?} at {}", buckets, now);
             }
+            if let Ok(buckets) = SlidingWindowBuckets::dropping(limit, len_d, precision) {
+                prop_assert!(grants_its_capacity(&buckets, now), "{:?} at {}", buckets, now);
+            }
+            // (A log keeps an entry per permit: its limit is capped to keep this quick;
+            // its constructor allows 2^20.)
             if let Ok(log) = SlidingLog::new(limit.min(1 << 12), len_d) {
                 prop_assert!(grants_its_capacity(&log, now), "{:?} at {}", log, now);
             }

@@ -486,7 +486,11 @@ impl Algorithm for LeakyBucket {
             // the retry is then when a caller who does not wait fits, at `start`
             // (the rule of `Decision::retry_after`).
             let drained = until(end - capacity.min(end));
-            let retry = if wait > max_wait { drained.max(wait) } else { drained };
+            let retry = if wait > max_wait {
+                drained.max(wait)
+            } else {
+                drained
+            };
             return Decision::denied(limit, free(), retry, until(start.into()));
         }
         // `end` fits in u64 (checked above) and `charge` ≤ `end`.
