@@ -111,7 +111,7 @@ pub trait Algorithm: Send + Sync + 'static {
     }
 
     /// Gives back the permits of an allowed `grant` whose caller has not acted on
-    /// it, by Go's `Reservation.Cancel` rule, the one rule of this crate: up to the
+    /// it, by Go's `Reservation.Cancel` rule (the crate's one cancel rule): up to the
     /// grant's time to act `acts_at`, *that instant included* (`now <= acts_at`, so a
     /// grant with no wait can be cancelled at the instant it was made), its permits
     /// come back as far as later grants allow (what was granted after it stays
