@@ -561,11 +561,12 @@ fn cancel_restores_nothing_for_an_older_grant_or_one_that_acted() {
     // An older grant: the set no longer knows its members' marks.
     set.cancel(&mut state, 0, &second_receipt, second.wait_nanos());
     assert_eq!(snapshot(&state), after);
-    // The first grant acted at once (wait 0): Go's rule restores nothing.
+    // The first grant (wait 0), cancelled at its instant of acting: Go's rule would
+    // restore it, but it is older than the last grant too, so nothing comes back.
     set.cancel(&mut state, 0, &first_receipt, first.wait_nanos());
     assert_eq!(snapshot(&state), after);
     // The last one, once its time to act has passed: nothing either.
-    set.cancel(&mut state, 2 * SEC, &third_receipt, third.wait_nanos());
+    set.cancel(&mut state, 2 * SEC + 1, &third_receipt, third.wait_nanos());
     assert_eq!(snapshot(&state), after);
     // Before that, it comes back from both members.
     set.cancel(&mut state, SEC, &third_receipt, third.wait_nanos());

@@ -119,12 +119,14 @@ proptest! {
                 prop_assert!(decision.wait_nanos() <= longest);
                 admitted.push((now + decision.wait_nanos(), cost));
             } else {
-                // Told exactly when the same call passes.
+                // Told exactly when the same caller, keeping its deadline (what is
+                // left of max_wait), passes: the rule of `Decision::retry_after`.
                 let retry = decision.retry_after_nanos();
+                let left = |s: u64| max_wait.saturating_sub(s);
                 let mut probe = state;
-                prop_assert!(bucket.reserve(&mut probe, now + retry, cost, max_wait).is_allowed());
+                prop_assert!(bucket.reserve(&mut probe, now + retry, cost, left(retry)).is_allowed());
                 let mut probe = state;
-                prop_assert!(!bucket.reserve(&mut probe, now + retry - 1, cost, max_wait).is_allowed());
+                prop_assert!(!bucket.reserve(&mut probe, now + retry - 1, cost, left(retry - 1)).is_allowed());
             }
             // A peek is a zero-wait reserve: the same for a meter; for a queue, a
             // caller that accepts a wait can only do better.

@@ -130,11 +130,13 @@ fn seed_003_queue_serves_in_order_at_a_constant_rate_and_rejects_when_full() {
     let at_empty = queue.reserve(&mut state, 2 * SECOND, 1, 0).retry_after();
     assert_eq!(at_empty, Duration::from_secs(2));
     assert!(queue.reserve(&mut state, 4 * SECOND, 1, 0).is_allowed());
-    // ...and a caller that accepts up to 1 s of waiting is told when that will be.
-    // (The queue holds the one served until 5 s; 2 more fit, starting in 1 s.)
+    // ...and a caller that accepts only 0.5 s of waiting is refused: the queue holds
+    // the one served until 5 s, so 2 more fit but would start in 1 s, past its
+    // deadline. No retry before that deadline can help, so it is told when a caller
+    // who does not wait passes: at 5 s, when the queue is empty.
     let impatient = queue.reserve(&mut state, 4 * SECOND, 2, SECOND / 2);
     assert_eq!(impatient.verdict(), Verdict::Denied);
-    assert_eq!(impatient.retry_after(), Duration::from_millis(500));
+    assert_eq!(impatient.retry_after(), Duration::from_secs(1));
     assert_eq!(
         queue.reserve(&mut state, 4 * SECOND, 4, u64::MAX).verdict(),
         Verdict::Never
@@ -163,17 +165,26 @@ fn queue_grants_can_be_cancelled_before_their_turn() {
     // restores only what nobody reserved after it, which is nothing.
     second.cancel();
     assert!(!limiter.reserve(1).unwrap().is_ok());
-    // A grant whose turn has come is used: cancelling restores nothing.
+    // A grant whose turn has passed is used: cancelling restores nothing.
     first.cancel();
     assert!(!limiter.reserve(1).unwrap().is_ok());
     drop(replacement);
 }
 
 #[test]
-fn cancelling_a_meter_grant_restores_nothing() {
-    let limiter = RateLimiter::with_clock(seed_meter(), ManualClock::new());
+fn cancelling_a_meter_grant_restores_it_only_at_its_instant() {
+    // A meter's grant acts at once: cancelled at that very instant it comes back
+    // (Go's rule, as for any reservation); a moment later it has been used.
+    let clock = ManualClock::new();
+    let limiter = RateLimiter::with_clock(seed_meter(), clock.clone());
     let grant = limiter.reserve(3).unwrap();
     assert!(grant.is_ok());
+    grant.cancel();
+    assert!(limiter.try_acquire_n(3).unwrap());
+    clock.advance(Duration::from_secs(20)); // one permit has drained
+    let grant = limiter.reserve(1).unwrap();
+    assert!(grant.is_ok());
+    clock.advance(Duration::from_nanos(1));
     grant.cancel();
     assert!(!limiter.try_acquire());
 }

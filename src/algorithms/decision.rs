@@ -35,8 +35,8 @@ pub enum Verdict {
 ///   burst holds).
 /// * [`remaining`](Decision::remaining): permits still available right after this call.
 /// * [`retry_after`](Decision::retry_after): for a denied call, when a retry of the same
-///   cost could first succeed; zero for an allowed call. For a call that can never
-///   succeed it is [`Duration::MAX`].
+///   cost by the same caller, keeping its deadline, could first succeed (see there);
+///   zero for an allowed call. For a call that can never succeed it is `u64::MAX` ns.
 /// * [`reset_after`](Decision::reset_after): when the state will be fully replenished
 ///   (as if no call had ever been made) if no further call arrives.
 /// * [`wait`](Decision::wait): for an allowed call, how long the caller must wait before
@@ -220,6 +220,24 @@ impl Decision {
 
     /// When a denied call could first succeed on retry; zero when allowed,
     /// `Duration` of `u64::MAX` ns when never.
+    ///
+    /// The rule, the same for every algorithm: a call asked at `now` with
+    /// `max_wait` has the deadline `now + max_wait`, and `retry_after` is the least
+    /// `s` such that the same cost, asked again at `now + s` with what is left of
+    /// that deadline (`max_wait − s`, or 0 once it has passed), would be granted if
+    /// nothing else changed the state. So:
+    ///
+    /// * for a caller who does not wait (`max_wait = 0`: a try, a `check`, an HTTP
+    ///   `Retry-After`) it is simply when a try could succeed;
+    /// * for a window, which cannot reserve the future, `max_wait` plays no part;
+    /// * for an algorithm that reserves the future (Guava's limiters, the
+    ///   leaky-bucket queue), a turn to act past the deadline stays past it however
+    ///   long the caller waits, so `retry_after` is when a caller who does not wait
+    ///   could succeed, which lies past the deadline: more than `max_wait`.
+    ///
+    /// Hence a retry within the deadline can succeed if and only if
+    /// `retry_after <= max_wait`, which is all a waiting caller checks (it never
+    /// sleeps towards a retry that cannot succeed).
     ///
     /// ```
     /// use sluicegate::Decision;

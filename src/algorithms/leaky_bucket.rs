@@ -69,7 +69,10 @@
 //! * A cost above the capacity is answered [`Verdict::Never`](super::Verdict::Never).
 //! * At most one permit per nanosecond (`count ≤ period` in ns), a capacity and a
 //!   reduced `count` of at most `u32::MAX` (so the configuration packs into two
-//!   words), and a period of at most about 292 years; anything else is a typed error.
+//!   words), a period of at most about 292 years, and a full bucket that drains
+//!   within about 292 years (`capacity × ⌈interval⌉ ≤ i64::MAX` ticks, so that a
+//!   fresh bucket can always grant its whole capacity at once); anything else is a
+//!   typed error.
 //! * Time that appears to go backwards grants nothing: the bucket never drains
 //!   below what it held at the latest time seen.
 
@@ -241,8 +244,10 @@ impl LeakyBucket {
     ///
     /// # Errors
     /// [`Error::InvalidCount`] for a zero `capacity` or `count`, a capacity above
-    /// `u32::MAX`, more than one permit per nanosecond, or a reduced count above
-    /// `u32::MAX`; [`Error::InvalidDuration`] for a zero period or one above about 292
+    /// `u32::MAX`, more than one permit per nanosecond, a reduced count above
+    /// `u32::MAX`, or a capacity whose full bucket would take more than about 292
+    /// years (`i64::MAX` ns, counted in whole ticks) to drain, which the state could
+    /// not hold; [`Error::InvalidDuration`] for a zero period or one above about 292
     /// years.
     ///
     /// ```
@@ -305,10 +310,21 @@ impl LeakyBucket {
             requirement: "at most u32::MAX once the fraction count/period is reduced",
         })?;
         let period = period_nanos / common;
+        let per_permit = period.div_ceil(u64::from(reduced));
+        // A full bucket spans capacity × per_permit ticks past `now`; at most 2⁶³ − 1
+        // of them leaves room in the u64 state for every reading of the first 2⁶³
+        // ticks (at least 146 years), so a fresh bucket can always grant its capacity.
+        if u128::from(capacity) * u128::from(per_permit) > i64::MAX as u128 {
+            return Err(Error::InvalidCount {
+                what: "capacity",
+                value: u64::from(capacity),
+                requirement: "small enough that a full bucket drains within i64::MAX nanoseconds (about 292 years)",
+            });
+        }
         Ok(LeakyBucket {
             period,
             count: reduced,
-            per_permit: period.div_ceil(u64::from(reduced)),
+            per_permit,
             capacity,
             mode,
         })
@@ -477,11 +493,17 @@ impl Algorithm for LeakyBucket {
             LeakyMode::Queue => until(start.into()),
         };
         if level > capacity || wait > max_wait {
-            // When the bucket will have drained enough (level ≤ capacity once
-            // `now` reaches end − capacity), and (queue) when the wait will have
-            // shrunk to what the caller accepts.
+            // When the bucket will have drained enough (level ≤ capacity once `now`
+            // reaches end − capacity). A queue's turn stays at `start` meanwhile, so
+            // if that is past the caller's deadline no retry before it can help:
+            // the retry is then when a caller who does not wait fits, at `start`
+            // (the rule of `Decision::retry_after`).
             let drained = until(end - capacity.min(end));
-            let retry = drained.max(wait.saturating_sub(max_wait));
+            let retry = if wait > max_wait {
+                drained.max(wait)
+            } else {
+                drained
+            };
             return (
                 Decision::denied(limit, free(), retry, until(start.into())),
                 Receipt::NONE,
@@ -501,11 +523,12 @@ impl Algorithm for LeakyBucket {
         )
     }
 
-    /// Go's rule: a grant that has not yet acted gives back its permits minus
-    /// whatever later grants queued behind it; the bucket never drains below `now`.
-    /// Meter grants act at once, so cancelling them restores nothing.
+    /// Go's rule, as [`Algorithm::cancel`] states it: until its time to act, that
+    /// instant included, a grant gives back its permits minus whatever later grants
+    /// poured in behind it (a meter's grant acts at once, so only a cancel at that
+    /// same instant restores it); the bucket never drains below `now`.
     fn cancel(&self, state: &mut LeakyState, now: Nanos, receipt: &Receipt, acts_at: Nanos) {
-        if acts_at <= now {
+        if acts_at < now {
             return;
         }
         let queued_after = state.tat.saturating_sub(receipt.mark() as u64);

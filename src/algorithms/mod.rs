@@ -108,7 +108,9 @@ pub trait Algorithm: Send + Sync + 'static {
     /// caller would have to wait at most `max_wait` nanoseconds, updating `state`;
     /// otherwise answers denied (or never, when no amount of waiting would do) and
     /// leaves `state` untouched, unless configured to record refused attempts (see
-    /// the trait docs).
+    /// the trait docs). A denial's `retry_after` follows the rule of
+    /// [`Decision::retry_after`]: relative to the caller's deadline
+    /// `now + max_wait`, not to a `max_wait` that stays the same.
     fn reserve(&self, state: &mut Self::State, now: Nanos, cost: u64, max_wait: Nanos) -> Decision;
 
     /// [`reserve`](Algorithm::reserve), also answering the [`Receipt`] that
@@ -134,13 +136,16 @@ pub trait Algorithm: Send + Sync + 'static {
         self.reserve(&mut scratch, now, cost, 0)
     }
 
-    /// Gives back, as far as later grants allow, the permits of a grant whose
-    /// caller never acted on it, given its `receipt` and the time `acts_at` it was
-    /// to act. Go's `Reservation.Cancel` rule: nothing is restored once that time
-    /// has passed (`now > acts_at`); until then, including at the very instant of
-    /// acting, the grant's permits come back except what later grants reserved after
-    /// it. The default restores nothing, which is right for algorithms whose grants
-    /// act at once and cannot be told apart from later ones.
+    /// Gives back the permits of a grant whose caller has not acted on it, given
+    /// its `receipt` and the time `acts_at` it was to act, by Go's
+    /// `Reservation.Cancel` rule (the crate's one cancel rule): up to `acts_at`,
+    /// *that instant included* (`now <= acts_at`, so a grant with no wait can be
+    /// cancelled at the instant it was made), its permits come back as far as later
+    /// grants allow (what was granted after it stays granted); once `acts_at` has
+    /// passed nothing comes back, as the permits were presumably used. Guava's
+    /// limiters, the leaky bucket (meter and queue) and sets of limits (every member)
+    /// restore so. The default restores nothing: the window counters and the sliding
+    /// log keep it, as they record no grant to give back.
     fn cancel(&self, state: &mut Self::State, now: Nanos, receipt: &Receipt, acts_at: Nanos) {
         let _ = (state, now, receipt, acts_at);
     }

@@ -230,7 +230,8 @@ pub trait WordEncoded: Algorithm + Copy {
         self.peek(&self.read_state(words), now, cost)
     }
 
-    /// [`Algorithm::cancel`] on words.
+    /// [`Algorithm::cancel`] on words (see [`Algorithm::cancel`] for the rule, and
+    /// which algorithms restore nothing).
     #[inline]
     fn cancel_words<W: WordsMut + ?Sized>(
         &self,

@@ -10,12 +10,12 @@ use std::time::Duration;
 /// [`acts_at`](Reservation::acts_at), after [`delay`](Reservation::delay), or give the
 /// permits back with [`cancel`](Reservation::cancel).
 ///
-/// Cancelling follows Go's `Reservation.Cancel` rule: once the time to act has
-/// passed nothing is restored (the permits were presumably used); until then,
-/// including at the very instant of acting (so a reservation with no delay can be
-/// cancelled at once), the reservation's permits come back *as far as later reservations allow*: whatever
-/// other callers reserved after this one stays theirs. Dropping a reservation
-/// without cancelling keeps the permits taken.
+/// Cancelling follows Go's `Reservation.Cancel` rule, as
+/// [`Algorithm::cancel`](crate::algorithms::Algorithm::cancel) states it: up to the
+/// time to act, that instant included (so a reservation with no delay can be
+/// cancelled at once), the permits come back *as far as later reservations allow*;
+/// after it, nothing does. Dropping a reservation without cancelling keeps the
+/// permits taken.
 ///
 /// A reservation that is not [`ok`](Reservation::is_ok) took nothing; its
 /// [`decision`](Reservation::decision) says why (`retry_after`, or never).

@@ -4,11 +4,17 @@
 //! willing to wait the time it has `left`, then either sleep until the grant may act
 //! (Guava's limiters and the leaky-bucket queue reserve the future), or sleep the
 //! `retry_after` of a refusal and ask again (the window counters cannot reserve the
-//! future). A refusal whose `retry_after` does not fit the budget ends the wait with
-//! [`Error::Timeout`], a "never" ends it at once with [`Error::Never`]. The direct
-//! and keyed front ends, blocking and async, all decide with [`next_move`]; the
-//! blocking ones share the whole loop, [`wait_blocking`]. Each attempt reads the
-//! clock once; the first reading also fixes the deadline.
+//! future, and a full queue must drain first).
+//!
+//! The rule: a refusal's `retry_after` is measured against the caller's deadline
+//! ([`Decision::retry_after`]), so a retry before the deadline can succeed exactly
+//! when `retry_after <= left`. Then the loop sleeps it and asks again; otherwise it
+//! ends at once, without sleeping, with [`Error::Timeout`] (a timed try answers
+//! false). A turn to act past the deadline is such a refusal: Guava's `canAcquire`
+//! rule. A "never" ends the wait at once with [`Error::Never`]. The direct and keyed
+//! front ends, blocking and async, all decide with [`next_move`]; the blocking ones
+//! share the whole loop, [`wait_blocking`]. Each attempt reads the clock once; the
+//! first reading also fixes the deadline.
 
 use crate::algorithms::{Decision, Verdict};
 use crate::clock::{nanos_to_duration, Clock, Nanos};
@@ -24,8 +30,9 @@ pub(crate) enum Move {
 }
 
 /// The rule: granted means act after the decision's wait; never means fail now;
-/// denied means retry after `retry_after` if that fits in the `left` budget, else
-/// time out (having `waited` so far).
+/// denied means retry after `retry_after` if that fits in the `left` budget (the
+/// decision was asked with `max_wait = left`), else time out at once (having
+/// `waited` so far).
 #[inline]
 pub(crate) fn next_move(
     decision: &Decision,

@@ -361,14 +361,14 @@ impl LastGrant {
     }
 
     /// True (and consumes the record) if `receipt`, acting at `acts_at`, is this
-    /// set's last grant and may still be cancelled at `now` (Go's rule: not once it
-    /// acted).
+    /// set's last grant and may still be cancelled at `now` (Go's rule, as
+    /// [`Algorithm::cancel`] states it: until it acts, that instant included).
     fn take_for_cancel(&mut self, now: Nanos, receipt: &Receipt, acts_at: Nanos) -> bool {
         let ours = self.live
             && !receipt.is_none()
             && receipt.mark() == self.serial as i64
             && acts_at == self.acts_at;
-        if !ours || acts_at <= now {
+        if !ours || acts_at < now {
             return false;
         }
         self.live = false;
