@@ -11,7 +11,7 @@
 //! division: the window's start is `index × len`, compared with `now`.
 //!
 //! ```text
-//!   limit 3 per 60 s (seed 001)
+//!   limit 3 per 60 s
 //!   window 0: [0 s, 60 s)           window 1: [60 s, 120 s)
 //!   ├──x────x───────────────────────┼x───x────────────────x──x┤
 //!      1    2                        1   2                3  denied (4 > 3)
@@ -26,9 +26,8 @@
 //!
 //! The limit holds *per window*, not over every span of `len`: a client can take
 //! `limit` permits at the very end of one window and `limit` more at the start of the
-//! next, so up to `2 × limit` pass within a span as short as one nanosecond (seed
-//! 001's "3 requests at 12:00:59 and 3 more at 12:01:00"; seed 003's 5 at 11:00:59
-//! and 5 at 11:01:00). And because every client's window resets at the same instant,
+//! next, so up to `2 × limit` pass within a span as short as one nanosecond (with
+//! 3 per minute: 3 requests at 12:00:59 and 3 more at 12:01:00). And because every client's window resets at the same instant,
 //! refused clients tend to come back together. Choose a sliding window counter, a
 //! sliding log or a leaky bucket when that matters; choose this when the cost of a
 //! check must be minimal and "N per calendar-aligned window" is what you mean.

@@ -22,7 +22,7 @@
 //!          └── wait ──────┘  (queue use: the caller acts at `start`)
 //! ```
 //!
-//! The same bucket serves two uses (seeds 001 and 003):
+//! The same bucket serves two uses:
 //!
 //! * [`meter`](LeakyBucket::meter): the call goes at once; up to `b` permits can pass
 //!   in a burst, then one per interval. Above the capacity a call is denied with the
@@ -109,7 +109,7 @@ pub enum LeakyMode {
 /// ```
 /// use sluicegate::algorithms::{Algorithm, LeakyBucket};
 /// use std::time::Duration;
-/// // Seed 001: a bucket of 3, draining 1 per 20 s.
+/// // A bucket of 3, draining 1 per 20 s (3 requests per minute, smoothed).
 /// let meter = LeakyBucket::meter(3, 1, Duration::from_secs(20)).unwrap();
 /// let mut state = meter.initial_state(0);
 /// for _ in 0..3 {

@@ -26,7 +26,7 @@
 //! | [`SlidingLog`] | exact; optional minimum spacing and recorded refusals | 2 words per permit | exactness for small limits, spacing, banning hammering clients |
 //! | [`AllOf`], [`Limits`] | several limits, all-or-nothing, atomic | the members' | "10/s and 120/min and 240/h" |
 //!
-//! Each module's docs teach its model, with the seeds' worked examples.
+//! Each module's docs teach its model, with worked examples.
 //!
 //! # The step
 //!

@@ -52,7 +52,7 @@ use super::AsyncKeyedRateLimiter;
 /// | [`try_acquire_n_timeout`](Self::try_acquire_n_timeout) | only if the wait fits | granted or not |
 /// | [`to_async`](Self::to_async)`().acquire(key).await` | asynchronously | the time waited |
 ///
-/// The `_all` calls take several keys (seed 002: the client's IP *and* its user id)
+/// The `_all` calls take several keys (e.g. the client's IP *and* its user id)
 /// and are all-or-nothing: granted only if every key allows it, and then charged to
 /// every key; a refused call changes no key. Their decision is the tightest one:
 /// when refused, the refusing key with the longest `retry_after`; when allowed, the

@@ -1,12 +1,12 @@
-//! Several limits at once (seed 002's "10 per second, 120 per minute, 240 per hour";
-//! seed 000's "minimum distance: just add a second limit"), as one algorithm.
+//! Several limits at once ("10 per second, 120 per minute, 240 per hour"; or a
+//! minimum distance between calls as a second, tight limit), as one algorithm.
 //!
 //! # The model
 //!
 //! A *set* holds several member limits, each any [`Algorithm`], and keeps all their
 //! states together in one state. A call is admitted only if **every** member admits
 //! it, and then it is counted by every member; a refused call is counted by none.
-//! That is seed 002's fix for "what we count matters": counting refused calls in the
+//! What is counted matters: counting refused calls in the
 //! per-hour counter (or stopping half-way through the counters) lets a client that
 //! hammers the per-second limit lock itself out of the hour, and makes the outcome
 //! depend on the order the limits are listed in. Here the order changes nothing but

@@ -1,0 +1,559 @@
+//! The log's words: a header and a ring of `(time, running count)` entries, and
+//! the steps that read and write them.
+
+use super::{LogState, SlidingLog, MAX_ENTRIES};
+use crate::algorithms::words::{WordEncoded, Words, WordsMut};
+use crate::algorithms::{Decision, Receipt};
+use crate::clock::Nanos;
+
+/// Word index of the ring slot that holds the oldest entry.
+pub(super) const HEAD: usize = 0;
+/// Word index of the number of entries held.
+pub(super) const LEN: usize = 1;
+/// Word index of the running count just before the oldest entry (see
+/// [`LogState`]).
+pub(super) const BASE: usize = 2;
+/// The number of header words, before the ring.
+pub(super) const HEADER: usize = 3;
+
+/// The word index of the time of the entry in ring slot `slot`; its running count
+/// is the next word. Wrapping: a slot computed from mixed reads gives an index
+/// past the end, where reads answer 0 and writes do nothing.
+#[inline(always)]
+pub(super) fn at_word(slot: u64) -> usize {
+    (slot as usize).wrapping_mul(2).wrapping_add(HEADER)
+}
+
+/// `slot` brought back into a ring of `ring` slots, for a slot below twice the
+/// ring. A conditional subtract: the capacity is rarely a power of two, and a
+/// division would cost more than the rest of a try.
+#[inline(always)]
+pub(super) fn wrap(slot: u64, ring: u64) -> u64 {
+    if slot >= ring {
+        slot.wrapping_sub(ring)
+    } else {
+        slot
+    }
+}
+
+/// What a non-blocking try of a [`SlidingLog`] writes, planned by
+/// [`plan_take`](WordEncoded::plan_take) and written by
+/// [`apply_take`](WordEncoded::apply_take): the header after the step (the
+/// expired entries dropped if the call needed their room, the oldest evicted if
+/// the log was full) and the entry it appends, a grant or, with
+/// [`with_rejected_recorded`](SlidingLog::with_rejected_recorded), a refusal.
+///
+/// ```
+/// use sluicegate::algorithms::words::WordEncoded;
+/// use sluicegate::algorithms::SlidingLog;
+/// use std::time::Duration;
+/// let log = SlidingLog::new(1, Duration::from_secs(1)).unwrap().with_rejected_recorded();
+/// let mut words = vec![0; log.state_words()];
+/// log.init_words(&mut words[..], 0);
+/// let (granted, take) = log.plan_take(&words[..], 0, 1);
+/// assert!(granted);
+/// log.apply_take(&mut words[..], take.unwrap());
+/// // Refused, and recorded: there is still something to write.
+/// let (granted, take) = log.plan_take(&words[..], 0, 1);
+/// assert!(!granted && take.is_some());
+/// // A cost above the limit is never granted, and never recorded.
+/// assert_eq!(log.plan_take(&words[..], 0, 2), (false, None));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogTake {
+    /// The header after the step.
+    head: u64,
+    len: u64,
+    base: u64,
+    /// The ring slot of the new entry, and the entry.
+    slot: u64,
+    at: Nanos,
+    count: u64,
+}
+
+/// The log's header and newest entry at one instant: what every call reads.
+#[derive(Clone, Copy)]
+pub(super) struct Header {
+    /// The instant used: `now`, or the time of the newest entry if later.
+    pub(super) at: Nanos,
+    /// The ring slot of the oldest entry, and the number of entries (at most the
+    /// ring's size).
+    pub(super) head: u64,
+    pub(super) len: u64,
+    /// The ring's number of slots: the log's capacity, unless the state was made
+    /// by a log of a larger one.
+    pub(super) ring: u64,
+    /// The running count before the oldest entry, and after the newest.
+    pub(super) base: u64,
+    pub(super) end: u64,
+    /// The time of the newest entry (0 when there is none).
+    pub(super) newest: Nanos,
+}
+
+impl Header {
+    /// The word index of the time of entry `index` (from the oldest); its running
+    /// count is the next word.
+    #[inline(always)]
+    pub(super) fn at_word(&self, index: u64) -> usize {
+        at_word(wrap(self.head.wrapping_add(index), self.ring))
+    }
+
+    /// The time of entry `index`.
+    #[inline(always)]
+    pub(super) fn time<W: Words + ?Sized>(&self, words: &W, index: u64) -> Nanos {
+        words.word(self.at_word(index))
+    }
+
+    /// The running count just before entry `index` (after the newest for `len`).
+    #[inline(always)]
+    pub(super) fn count_before<W: Words + ?Sized>(&self, words: &W, index: u64) -> u64 {
+        if index == 0 {
+            self.base
+        } else {
+            words.word(self.at_word(index - 1).wrapping_add(1))
+        }
+    }
+
+    /// The permits logged from entry `index` on.
+    #[inline(always)]
+    pub(super) fn from<W: Words + ?Sized>(&self, words: &W, index: u64) -> u64 {
+        self.end.wrapping_sub(self.count_before(words, index))
+    }
+
+    /// The permits of every entry held, expired ones included.
+    #[inline(always)]
+    pub(super) fn total(&self) -> u64 {
+        self.end.wrapping_sub(self.base)
+    }
+
+    /// The time of the newest entry, if any: where the minimum spacing runs from.
+    #[inline(always)]
+    pub(super) fn last(&self) -> Option<Nanos> {
+        (self.len > 0).then_some(self.newest)
+    }
+}
+
+/// The log at one instant with what counts: the header, and where the live
+/// entries start.
+#[derive(Clone, Copy)]
+pub(super) struct View {
+    pub(super) header: Header,
+    /// Index (from the oldest) of the first live entry: those before have expired.
+    pub(super) first_live: u64,
+    /// The sum of the live entries' costs.
+    pub(super) live: u64,
+}
+
+impl SlidingLog {
+    /// The header and the newest entry at `now`, in a ring of `ring` slots: five
+    /// reads.
+    #[inline(always)]
+    pub(super) fn header<W: Words + ?Sized>(&self, words: &W, ring: u64, now: Nanos) -> Header {
+        let mut header = Header {
+            at: now,
+            head: words.word(HEAD),
+            len: words.word(LEN).min(ring),
+            ring,
+            base: words.word(BASE),
+            end: 0,
+            newest: 0,
+        };
+        header.end = header.base;
+        if header.len > 0 {
+            let newest = header.at_word(header.len - 1);
+            header.newest = words.word(newest);
+            header.end = words.word(newest.wrapping_add(1));
+            header.at = now.max(header.newest);
+        }
+        header
+    }
+
+    /// True if the entries held, expired ones included, leave room for `cost`: the
+    /// call then needs neither to count what is live nor to drop anything.
+    #[inline(always)]
+    pub(super) fn roomy(&self, header: &Header, cost: u64) -> bool {
+        // Every entry costs at least 1, so a total within the limit also means a
+        // free slot; the length is checked all the same, should a caller break that.
+        header.total().saturating_add(cost) <= self.limit && header.len < self.capacity()
+    }
+
+    /// The index of the first live entry: the oldest, at once, in the common case,
+    /// else a binary search (entries are in time order). Total on any words: at
+    /// most 2 + log₂(len) reads.
+    #[inline(always)]
+    pub(super) fn first_live<W: Words + ?Sized>(&self, words: &W, header: &Header) -> u64 {
+        let expired =
+            |index: u64| header.time(words, index).saturating_add(self.duration) <= header.at;
+        if header.len == 0 || !expired(0) {
+            return 0;
+        }
+        // Entry `low` has expired; the first live one is in (low, high].
+        let (mut low, mut high) = (0, header.len);
+        while high - low > 1 {
+            let middle = low + (high - low) / 2;
+            if expired(middle) {
+                low = middle;
+            } else {
+                high = middle;
+            }
+        }
+        high
+    }
+
+    /// The log at `now` with its live entries found.
+    pub(super) fn view<W: Words + ?Sized>(&self, words: &W, ring: u64, now: Nanos) -> View {
+        let header = self.header(words, ring, now);
+        let first_live = self.first_live(words, &header);
+        View {
+            header,
+            first_live,
+            live: header.from(words, first_live),
+        }
+    }
+
+    /// When the minimum spacing after the last call ends (0 when there is none).
+    #[inline(always)]
+    pub(super) fn spaced_at(&self, last: Option<Nanos>) -> Nanos {
+        match last {
+            Some(last) if self.min_spacing > 0 => last.saturating_add(self.min_spacing),
+            _ => 0,
+        }
+    }
+
+    /// The first instant at which the entries from `from` on, plus `attempt` (a
+    /// recorded refusal's own entry) if given, have expired enough that `cost` more
+    /// fits the limit. A binary search on the running counts: O(log len).
+    pub(super) fn fits_at<W: Words + ?Sized>(
+        &self,
+        words: &W,
+        header: &Header,
+        from: u64,
+        attempt: Option<(Nanos, u64)>,
+        cost: u64,
+    ) -> Nanos {
+        let allowed = self.limit.saturating_sub(cost);
+        let extra = attempt.map_or(0, |(_, cost)| cost);
+        // Permits still logged once entries `from ..= index` have expired (the
+        // attempt is entry `len`).
+        let after = |index: u64| {
+            if index >= header.len {
+                0
+            } else {
+                header.from(words, index + 1).saturating_add(extra)
+            }
+        };
+        let live = header.from(words, from).saturating_add(extra);
+        if live <= allowed {
+            return 0;
+        }
+        // The first index whose expiry brings the count within `allowed`: in
+        // [from, last], where `last` (the newest, or the attempt) always does.
+        let last = if attempt.is_some() {
+            header.len
+        } else {
+            header.len.saturating_sub(1)
+        };
+        let (mut low, mut high) = (from, last);
+        while low < high {
+            let middle = low + (high - low) / 2;
+            if after(middle) <= allowed {
+                high = middle;
+            } else {
+                low = middle + 1;
+            }
+        }
+        let at = match attempt {
+            Some((at, _)) if low >= header.len => at,
+            _ => header.time(words, low),
+        };
+        at.saturating_add(self.duration)
+    }
+
+    /// When everything that blocks a call has gone.
+    pub(super) fn reset_at(&self, newest: Option<Nanos>, last: Option<Nanos>) -> Nanos {
+        let expired = newest.map_or(0, |at| at.saturating_add(self.duration));
+        expired.max(self.spaced_at(last))
+    }
+
+    pub(super) fn remaining(&self, live: u64) -> u64 {
+        self.limit.saturating_sub(live)
+    }
+
+    /// What appending the entry `(header.at, cost)` writes, after dropping the
+    /// first `dropped` entries (the expired ones, when the call had to find them;
+    /// none otherwise), and then the oldest if the log is still full. Total on any
+    /// header; room for the entry needs a ring of at least the log's capacity.
+    #[inline(always)]
+    pub(super) fn plan_append<W: Words + ?Sized>(
+        &self,
+        words: &W,
+        header: &Header,
+        dropped: u64,
+        cost: u64,
+    ) -> LogTake {
+        let mut dropped = dropped;
+        if header.len.wrapping_sub(dropped) >= self.capacity() {
+            dropped = dropped.wrapping_add(1);
+        }
+        LogTake {
+            head: wrap(header.head.wrapping_add(dropped), header.ring),
+            len: header.len.wrapping_sub(dropped).wrapping_add(1),
+            base: if dropped == 0 {
+                header.base
+            } else {
+                header.count_before(words, dropped)
+            },
+            // Just after the newest entry, whatever was dropped.
+            slot: wrap(header.head.wrapping_add(header.len), header.ring),
+            at: header.at,
+            count: header.end.wrapping_add(cost),
+        }
+    }
+
+    /// The entries a call drops before appending: none when the entries held leave
+    /// room for it (it did not look for the live ones), else the expired ones.
+    #[inline(always)]
+    pub(super) fn dropped(&self, view: &View, cost: u64) -> u64 {
+        if self.roomy(&view.header, cost) {
+            0
+        } else {
+            view.first_live
+        }
+    }
+
+    /// The decision at `view`, without recording a refused attempt.
+    pub(super) fn judge<W: Words + ?Sized>(
+        &self,
+        words: &W,
+        view: &View,
+        now: Nanos,
+        cost: u64,
+    ) -> Result<Decision, Decision> {
+        let header = &view.header;
+        let last = header.last();
+        let reset = self.reset_at(last, last).saturating_sub(now);
+        let remaining = self.remaining(view.live);
+        if cost > self.limit {
+            return Err(Decision::never(self.limit, remaining, reset));
+        }
+        let fits = view.live.saturating_add(cost) <= self.limit;
+        let spaced = header.at >= self.spaced_at(last);
+        if fits && spaced {
+            let reset = self
+                .reset_at(Some(header.at), Some(header.at))
+                .saturating_sub(now);
+            let remaining = self.remaining(view.live.saturating_add(cost));
+            return Ok(Decision::allowed(self.limit, remaining, reset));
+        }
+        let at = self
+            .fits_at(words, header, view.first_live, None, cost)
+            .max(self.spaced_at(last));
+        Err(Decision::denied(
+            self.limit,
+            remaining,
+            at.saturating_sub(now),
+            reset,
+        ))
+    }
+
+    /// The decision a recorded refusal gives: as if the attempt were already in the
+    /// log, so that a retry at `retry_after` succeeds.
+    pub(super) fn recorded_refusal<W: Words + ?Sized>(
+        &self,
+        words: &W,
+        view: &View,
+        now: Nanos,
+        cost: u64,
+    ) -> Decision {
+        let header = &view.header;
+        // The entries that stay after dropping the expired and evicting for room.
+        let held = header.len - view.first_live;
+        let kept = view.first_live + u64::from(held >= self.capacity());
+        let live = header.from(words, kept).saturating_add(cost);
+        let at = self
+            .fits_at(words, header, kept, Some((header.at, cost)), cost)
+            .max(self.spaced_at(Some(header.at)));
+        let reset = self
+            .reset_at(Some(header.at), Some(header.at))
+            .saturating_sub(now);
+        Decision::denied(
+            self.limit,
+            self.remaining(live),
+            at.saturating_sub(now),
+            reset,
+        )
+    }
+
+    /// `state`'s entries in a ring of this log's capacity, for a state whose ring is
+    /// smaller (so all its entries fit).
+    #[cold]
+    pub(super) fn grown(&self, state: &LogState) -> LogState {
+        let mut words = vec![0; self.state_words()].into_boxed_slice();
+        let mut len = 0;
+        let mut count = state.words.word(BASE);
+        for (at, cost) in state.entries() {
+            count = count.wrapping_add(cost);
+            let index = at_word(len);
+            words.set_word(index, at);
+            words.set_word(index + 1, count);
+            len += 1;
+        }
+        words.set_word(LEN, len);
+        words.set_word(BASE, state.words.word(BASE));
+        LogState { words }
+    }
+
+    /// [`Algorithm::reserve`] on words holding a ring of `ring` slots.
+    pub(super) fn reserve_in<W: WordsMut + ?Sized>(
+        &self,
+        words: &mut W,
+        ring: u64,
+        now: Nanos,
+        cost: u64,
+    ) -> Decision {
+        let view = self.view(&*words, ring, now);
+        let decision = match self.judge(&*words, &view, now, cost) {
+            Ok(granted) => granted,
+            Err(refused) if refused.is_never() || !self.record_rejected => return refused,
+            Err(_) => self.recorded_refusal(&*words, &view, now, cost),
+        };
+        let take = self.plan_append(&*words, &view.header, self.dropped(&view, cost), cost);
+        self.apply_take(words, take);
+        decision
+    }
+
+    /// [`Algorithm::peek`] on words holding a ring of `ring` slots.
+    pub(super) fn peek_in<W: Words + ?Sized>(
+        &self,
+        words: &W,
+        ring: u64,
+        now: Nanos,
+        cost: u64,
+    ) -> Decision {
+        let view = self.view(words, ring, now);
+        match self.judge(words, &view, now, cost) {
+            Ok(decision) => decision,
+            Err(refused) if refused.is_never() || !self.record_rejected => refused,
+            Err(_) => self.recorded_refusal(words, &view, now, cost),
+        }
+    }
+}
+
+impl WordEncoded for SlidingLog {
+    type Config = [u64; 4];
+    type Take = LogTake;
+
+    /// A 3-word header, then 2 words per entry of [`capacity`](SlidingLog::capacity).
+    #[inline]
+    fn state_words(&self) -> usize {
+        HEADER + 2 * self.capacity() as usize
+    }
+
+    /// An empty log: the header is all 0 (the words are 0 already; time plays no part).
+    fn init_words<W: WordsMut + ?Sized>(&self, words: &mut W, _now: Nanos) {
+        for index in [HEAD, LEN, BASE] {
+            words.set_word(index, 0);
+        }
+    }
+
+    fn reserve_words<W: WordsMut + ?Sized>(
+        &self,
+        words: &mut W,
+        now: Nanos,
+        cost: u64,
+        _max_wait: Nanos,
+    ) -> (Decision, Receipt) {
+        (
+            self.reserve_in(words, self.capacity(), now, cost),
+            Receipt::NONE,
+        )
+    }
+
+    /// A log's grants act at once: cancelling restores nothing.
+    fn cancel_words<W: WordsMut + ?Sized>(&self, _: &mut W, _: Nanos, _: &Receipt, _: Nanos) {}
+
+    fn peek_words<W: Words + ?Sized>(&self, words: &W, now: Nanos, cost: u64) -> Decision {
+        self.peek_in(words, self.capacity(), now, cost)
+    }
+
+    /// The verdict `reserve_words` gives, without its `retry_after`: reads the
+    /// header and the newest entry, and only when the entries held (expired ones
+    /// included) leave no room, searches for the first live one.
+    #[inline(always)]
+    fn plan_take<W: Words + ?Sized>(
+        &self,
+        words: &W,
+        now: Nanos,
+        cost: u64,
+    ) -> (bool, Option<LogTake>) {
+        if cost > self.limit {
+            // Never: refused, and not recorded.
+            return (false, None);
+        }
+        let header = self.header(words, self.capacity(), now);
+        let spaced = header.at >= self.spaced_at(header.last());
+        let (granted, dropped) = if self.roomy(&header, cost) {
+            (spaced, 0)
+        } else {
+            let first_live = self.first_live(words, &header);
+            let live = header.from(words, first_live);
+            (
+                live.saturating_add(cost) <= self.limit && spaced,
+                first_live,
+            )
+        };
+        if granted || self.record_rejected {
+            (
+                granted,
+                Some(self.plan_append(words, &header, dropped, cost)),
+            )
+        } else {
+            (false, None)
+        }
+    }
+
+    #[inline(always)]
+    fn apply_take<W: WordsMut + ?Sized>(&self, words: &mut W, take: LogTake) {
+        let at = at_word(take.slot);
+        words.set_word(at, take.at);
+        words.set_word(at.wrapping_add(1), take.count);
+        words.set_word(HEAD, take.head);
+        words.set_word(LEN, take.len);
+        words.set_word(BASE, take.base);
+    }
+
+    /// `[limit, duration, min_spacing, record_rejected]`.
+    fn config_words(&self) -> [u64; 4] {
+        [
+            self.limit,
+            self.duration,
+            self.min_spacing,
+            u64::from(self.record_rejected),
+        ]
+    }
+
+    /// The inverse of [`config_words`](Self::config_words). A limit above
+    /// [`MAX_ENTRIES`] is read as `MAX_ENTRIES`, so that no words make a log whose
+    /// capacity overflows.
+    #[inline(always)]
+    fn from_config_words(words: [u64; 4]) -> Self {
+        SlidingLog {
+            limit: words[0].min(MAX_ENTRIES),
+            duration: words[1],
+            min_spacing: words[2],
+            record_rejected: words[3] != 0,
+        }
+    }
+
+    fn read_state<W: Words + ?Sized>(&self, words: &W) -> LogState {
+        LogState {
+            words: (0..self.state_words()).map(|i| words.word(i)).collect(),
+        }
+    }
+
+    fn write_state<W: WordsMut + ?Sized>(&self, state: &LogState, words: &mut W) {
+        for (index, word) in state.words.iter().enumerate() {
+            words.set_word(index, *word);
+        }
+    }
+}
