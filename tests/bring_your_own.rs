@@ -1,0 +1,196 @@
+//! An algorithm defined outside the crate, with public items only, runs in the direct
+//! limiter, the keyed limiter and both kinds of multi-limit set, with nothing added
+//! to the crate: choosing its `Shape` is all it takes.
+
+use sluicegate::algorithms::words::{Words, WordsMut};
+use sluicegate::algorithms::{
+    Algorithm, AllOf, Decision, FixedWindow, Limits, OneWord, Plain, WordEncoded,
+};
+use sluicegate::cells::{CellAlgorithm, WordCell};
+use sluicegate::clock::{Clock, ManualClock, Nanos};
+use sluicegate::{Error, KeyedRateLimiter, RateLimiter};
+use std::time::Duration;
+
+const MS: Nanos = 1_000_000;
+
+/// At most one call per `gap`: the state is the earliest time of the next call, one
+/// word, so it lives in the lock-free word cell.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Spacing {
+    gap: Nanos,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Next(Nanos);
+
+impl Algorithm for Spacing {
+    type State = Next;
+    type Shape = OneWord;
+
+    fn initial_state(&self, _now: Nanos) -> Next {
+        Next(0)
+    }
+
+    fn reserve(&self, state: &mut Next, now: Nanos, cost: u64, _max_wait: Nanos) -> Decision {
+        if cost > 1 {
+            return Decision::never(1, 0, 0);
+        }
+        if now < state.0 {
+            return Decision::denied(1, 0, state.0 - now, state.0 - now);
+        }
+        *state = Next(now + self.gap);
+        Decision::allowed(1, 0, self.gap)
+    }
+
+    fn is_replenished(&self, state: &Next, now: Nanos) -> bool {
+        now >= state.0
+    }
+}
+
+impl WordEncoded for Spacing {
+    type Config = [u64; 1];
+    type Take = Next;
+
+    fn config_words(&self) -> [u64; 1] {
+        [self.gap]
+    }
+
+    fn from_config_words(words: [u64; 1]) -> Self {
+        Spacing { gap: words[0] }
+    }
+
+    fn state_words(&self) -> usize {
+        1
+    }
+
+    fn read_state<W: Words + ?Sized>(&self, words: &W) -> Next {
+        Next(words.word(0))
+    }
+
+    fn write_state<W: WordsMut + ?Sized>(&self, state: &Next, words: &mut W) {
+        words.set_word(0, state.0);
+    }
+
+    fn plan_take<W: Words + ?Sized>(
+        &self,
+        words: &W,
+        now: Nanos,
+        cost: u64,
+    ) -> (bool, Option<Next>) {
+        let granted = cost == 1 && now >= words.word(0);
+        (granted, granted.then_some(Next(now + self.gap)))
+    }
+
+    fn apply_take<W: WordsMut + ?Sized>(&self, words: &mut W, take: Next) {
+        self.write_state(&take, words);
+    }
+}
+
+/// `total` permits, ever: plain data behind the mutex cell, no encoding needed.
+#[derive(Clone, Copy, Debug)]
+struct Budget {
+    total: u64,
+}
+
+impl Algorithm for Budget {
+    type State = u64;
+    type Shape = Plain;
+
+    fn initial_state(&self, _now: Nanos) -> u64 {
+        0
+    }
+
+    fn reserve(&self, spent: &mut u64, _now: Nanos, cost: u64, _max_wait: Nanos) -> Decision {
+        let remaining = self.total - *spent;
+        if cost > remaining {
+            // Nothing ever comes back, so waiting cannot help.
+            return Decision::never(self.total, remaining, u64::MAX);
+        }
+        *spent += cost;
+        Decision::allowed(self.total, remaining - cost, u64::MAX)
+    }
+
+    fn is_replenished(&self, spent: &u64, _now: Nanos) -> bool {
+        *spent == 0
+    }
+}
+
+#[test]
+fn a_word_shaped_algorithm_gets_the_lock_free_cell() {
+    fn same<T>(_: Option<T>, _: Option<T>) {}
+    same(
+        None::<<Spacing as CellAlgorithm>::Cell>,
+        None::<WordCell<Spacing>>,
+    );
+}
+
+#[test]
+fn the_direct_limiter_runs_both_shapes() {
+    let clock = ManualClock::new();
+    let spacing = RateLimiter::with_clock(Spacing { gap: 100 * MS }, clock.clone());
+    assert!(spacing.try_acquire());
+    assert!(!spacing.try_acquire());
+    assert_eq!(
+        spacing.check(1).unwrap().retry_after(),
+        Duration::from_millis(100)
+    );
+    spacing.acquire().unwrap();
+    spacing.acquire().unwrap();
+    // Each acquire sleeps the refusal's retry_after, then acts at once.
+    assert_eq!(clock.take_sleeps_secs(), vec![0.1, 0.0, 0.1, 0.0]);
+    assert_eq!(spacing.acquire_n(2), Err(Error::Never { cost: 2 }));
+
+    let budget = RateLimiter::with_clock(Budget { total: 3 }, clock.clone());
+    assert!(budget.try_acquire_n(2).unwrap());
+    assert!(budget.try_acquire());
+    assert!(!budget.try_acquire());
+    assert_eq!(budget.acquire(), Err(Error::Never { cost: 1 }));
+}
+
+#[test]
+fn the_keyed_limiter_keeps_one_state_per_key() {
+    let clock = ManualClock::new();
+    let limiter = KeyedRateLimiter::with_clock(Spacing { gap: 100 * MS }, clock.clone());
+    clock.advance(Duration::from_secs(1));
+    assert!(limiter.try_acquire(&"a"));
+    assert!(!limiter.try_acquire(&"a"));
+    assert!(limiter.try_acquire(&"b"));
+    clock.advance(Duration::from_millis(100));
+    assert!(limiter.try_acquire(&"a"));
+    // Both keys at once, all-or-nothing: b is still spaced, so a is not charged.
+    assert!(!limiter.check_all(&["a", "b"], 1).unwrap().is_allowed());
+}
+
+#[test]
+fn sets_hold_it_next_to_the_crates_own_algorithms() {
+    let window = FixedWindow::new(2, Duration::from_secs(1)).unwrap();
+    let clock = ManualClock::new();
+    let all_of = RateLimiter::with_clock(
+        AllOf::new((Spacing { gap: 100 * MS }, window)),
+        clock.clone(),
+    );
+    let limits = RateLimiter::with_clock(
+        Limits::new().with(Spacing { gap: 100 * MS }).with(window),
+        clock.clone(),
+    );
+    for set in [&all_of.check(1).unwrap(), &limits.check(1).unwrap()] {
+        assert!(set.is_allowed());
+    }
+    // The spacing refuses the second call, and says so.
+    let refused = limits.check(1).unwrap();
+    assert_eq!(
+        (refused.limit_index(), refused.retry_after()),
+        (0, Duration::from_millis(100))
+    );
+    assert!(!all_of.try_acquire());
+    clock.advance(Duration::from_millis(100));
+    assert!(all_of.try_acquire() && limits.try_acquire());
+    // The window's 2 per second is spent: now the window refuses, until 1 s.
+    clock.advance(Duration::from_millis(100));
+    let refused = limits.check(1).unwrap();
+    assert_eq!(
+        (refused.limit_index(), refused.retry_after()),
+        (1, Duration::from_millis(800))
+    );
+    assert_eq!(clock.now(), 200 * MS);
+}
