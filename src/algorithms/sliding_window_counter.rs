@@ -26,7 +26,7 @@
 //!
 //! The state is one 64-bit word (see [the state word](#the-state-word)): memory and
 //! time per call are constant, and a direct limiter keeps it in a lock-free
-//! [`WordCell`](crate::stores::WordCell). No call divides in the common case: the
+//! [`WordCell`](crate::cells::WordCell). No call divides in the common case: the
 //! window holding `now` is found with a kept reciprocal of the window's length, and
 //! a non-blocking try compares the weighted count by cross-multiplying
 //! (`⌈p · rest / len⌉ ≤ room` is `p · rest ≤ room · len`).

@@ -7,13 +7,13 @@
 //! a [store](crate::stores)'s job.)
 //!
 //! The algorithm picks its cell by the shape of its state
-//! ([`Algorithm::Shape`](crate::algorithms::Algorithm::Shape)):
+//! ([`Algorithm::Shape`]):
 //!
 //! | shape | cell | a refusal costs | a grant costs |
 //! |---|---|---|---|
-//! | [`OneWord`](crate::algorithms::OneWord) | [`WordCell`]: one atomic word | loads | one compare-and-swap |
-//! | [`WordArray`](crate::algorithms::WordArray) | [`WordsCell`]: atomics under a [`SequenceLock`] | loads | one compare-and-swap, then stores |
-//! | [`Plain`](crate::algorithms::Plain) | [`LockedCell`]: a `parking_lot` mutex | lock + unlock | lock + unlock |
+//! | [`OneWord`] | [`WordCell`]: one atomic word | loads | one compare-and-swap |
+//! | [`WordArray`] | [`WordsCell`]: atomics under a [`SequenceLock`] | loads | one compare-and-swap, then stores |
+//! | [`Plain`] | [`LockedCell`]: a `parking_lot` mutex | lock + unlock | lock + unlock |
 //!
 //! [`CellAlgorithm`] is that choice as a bound: every `Algorithm + Clone` whose
 //! shape has a cell is one, with no impl to write, so an algorithm defined anywhere

@@ -94,7 +94,7 @@
 //!   created; a call allocates nothing. It costs a virtual call or two per member.
 //!
 //! Both implement [`Algorithm`], so they run under [`RateLimiter`](crate::RateLimiter)
-//! (in a [`LockedCell`](crate::stores::LockedCell)) like any single limit.
+//! (in a [`LockedCell`](crate::cells::LockedCell)) like any single limit.
 //!
 //! ```
 //! use sluicegate::algorithms::{AllOf, SmoothBursty};

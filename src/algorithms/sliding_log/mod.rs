@@ -67,7 +67,7 @@
 //! [`capacity`](SlidingLog::capacity) entries of two words each (time, running
 //! count after it): `24 + 16 × capacity` bytes. Because the size is fixed by the
 //! configuration, a direct limiter keeps these words as atomics in a lock-free
-//! [`WordArrayCell`](crate::stores::WordArrayCell) (see
+//! [`WordsCell`](crate::cells::WordsCell) (see
 //! [`words`](super::words)).
 //!
 //! * Without recorded rejects, the log holds at most `limit` entries: every entry

@@ -86,7 +86,7 @@
 //! number and the ring's total; nothing is allocated afterwards. The state is
 //! these words and nothing else ([`WordEncoded`]), so a direct limiter
 //! keeps them as atomics in a lock-free
-//! [`WordArrayCell`](crate::stores::WordArrayCell).
+//! [`WordsCell`](crate::cells::WordsCell).
 //!
 //! Old buckets are cleared lazily when a granted call moves the ring forward, so
 //! an allowed call costs O(1) amortized. A non-blocking try
