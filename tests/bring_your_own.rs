@@ -2,7 +2,7 @@
 //! limiter, the keyed limiter and both kinds of multi-limit set, with nothing added
 //! to the crate: choosing its `Shape` is all it takes.
 
-use sluicegate::algorithms::words::{Words, WordsMut};
+use sluicegate::algorithms::words::{Plan, Words, WordsMut};
 use sluicegate::algorithms::{
     Algorithm, AllOf, Decision, FixedWindow, Limits, OneWord, Plain, WordEncoded,
 };
@@ -71,12 +71,7 @@ impl WordEncoded for Spacing {
         words.set_word(0, state.0);
     }
 
-    fn plan_take<W: Words + ?Sized>(
-        &self,
-        words: &W,
-        now: Nanos,
-        cost: u64,
-    ) -> (bool, Option<Next>) {
+    fn plan_take<W: Words + ?Sized>(&self, words: &W, now: Nanos, cost: u64) -> Plan<Next> {
         let granted = cost == 1 && now >= words.word(0);
         (granted, granted.then_some(Next(now + self.gap)))
     }

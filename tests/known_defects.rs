@@ -304,15 +304,24 @@ fn a_queue_grant_with_no_delay_cancelled_at_once_comes_back() {
     assert_eq!(limiter.reserve(1).unwrap().delay(), Duration::ZERO);
 }
 
-#[test]
-fn a_queue_turn_cancelled_at_exactly_its_time_comes_back_and_not_a_moment_later() {
-    let (limiter, clock) = direct(queue(3));
+/// Reserves twice (the second a turn 1 s away), cancels the turn `late` after its
+/// time to act, and answers the next reservation's delay.
+fn next_delay_after_cancelling_a_turn<A: CellAlgorithm>(algorithm: A, late: Duration) -> Duration {
+    let (limiter, clock) = direct(algorithm);
     limiter.reserve(1).unwrap();
     let turn = limiter.reserve(1).unwrap();
     assert_eq!(turn.delay(), secs(1));
-    clock.advance(secs(1));
+    clock.advance(secs(1) + late);
     turn.cancel();
-    assert_eq!(limiter.reserve(1).unwrap().delay(), Duration::ZERO);
+    limiter.reserve(1).unwrap().delay()
+}
+
+#[test]
+fn a_queue_turn_cancelled_at_exactly_its_time_comes_back_and_not_a_moment_later() {
+    assert_eq!(
+        next_delay_after_cancelling_a_turn(queue(3), Duration::ZERO),
+        Duration::ZERO
+    );
 
     let (limiter, clock) = direct(queue(3));
     limiter.reserve(1).unwrap();
@@ -376,14 +385,11 @@ fn sets_of_bursty_limiters_cancelled_at_once_restore_every_member() {
 #[test]
 fn a_sets_turn_cancelled_at_exactly_its_time_comes_back_from_every_member() {
     let set = AllOf::new((queue(3), bursty(1.0)));
-    let (limiter, clock) = direct(set);
-    limiter.reserve(1).unwrap();
-    let turn = limiter.reserve(1).unwrap();
-    assert_eq!(turn.delay(), secs(1));
-    clock.advance(secs(1));
-    turn.cancel();
     // Both the queue's slot and the bursty limiter's second are free again.
-    assert_eq!(limiter.reserve(1).unwrap().delay(), Duration::ZERO);
+    assert_eq!(
+        next_delay_after_cancelling_a_turn(set, Duration::ZERO),
+        Duration::ZERO
+    );
 }
 
 // ---- 3. A leaky bucket can always hold its own capacity ----------------------------

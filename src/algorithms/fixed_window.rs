@@ -43,7 +43,7 @@
 //!   nothing.
 
 use super::validate::validate_positive_period;
-use super::words::{Words, WordsMut};
+use super::words::{one_word_state, Plan, Words};
 use super::{Algorithm, Decision, OneWord, WordEncoded};
 use crate::clock::Nanos;
 use crate::error::Error;
@@ -229,7 +229,7 @@ impl Algorithm for FixedWindow {
 
 impl WordEncoded for FixedWindow {
     type Config = [u64; 2];
-    type Take = FixedWindowState;
+    one_word_state!(FixedWindowState { word: u64 });
 
     #[inline(always)]
     fn config_words(&self) -> [u64; 2] {
@@ -244,23 +244,6 @@ impl WordEncoded for FixedWindow {
         }
     }
 
-    #[inline(always)]
-    fn state_words(&self) -> usize {
-        1
-    }
-
-    #[inline(always)]
-    fn read_state<W: Words + ?Sized>(&self, words: &W) -> FixedWindowState {
-        FixedWindowState {
-            word: words.word(0),
-        }
-    }
-
-    #[inline(always)]
-    fn write_state<W: WordsMut + ?Sized>(&self, state: &FixedWindowState, words: &mut W) {
-        words.set_word(0, state.word);
-    }
-
     /// The full step is already lean: a window's decision costs no division beyond
     /// finding the window.
     #[inline(always)]
@@ -269,15 +252,10 @@ impl WordEncoded for FixedWindow {
         words: &W,
         now: Nanos,
         cost: u64,
-    ) -> (bool, Option<FixedWindowState>) {
+    ) -> Plan<FixedWindowState> {
         let mut state = self.read_state(words);
         let granted = self.reserve(&mut state, now, cost, 0).is_allowed();
         (granted, granted.then_some(state))
-    }
-
-    #[inline(always)]
-    fn apply_take<W: WordsMut + ?Sized>(&self, words: &mut W, take: FixedWindowState) {
-        self.write_state(&take, words);
     }
 }
 

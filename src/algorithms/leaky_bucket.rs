@@ -77,7 +77,7 @@
 //!   below what it held at the latest time seen.
 
 use super::validate::validate_positive_period;
-use super::words::{Words, WordsMut};
+use super::words::{one_word_state, Plan, Words};
 use super::{Algorithm, Decision, OneWord, Receipt, WordEncoded};
 use crate::clock::Nanos;
 use crate::error::Error;
@@ -549,7 +549,7 @@ const QUEUE_BIT: u64 = 1 << 63;
 
 impl WordEncoded for LeakyBucket {
     type Config = [u64; 3];
-    type Take = LeakyState;
+    one_word_state!(LeakyState { tat: u64 });
 
     #[inline(always)]
     fn config_words(&self) -> [u64; 3] {
@@ -580,34 +580,9 @@ impl WordEncoded for LeakyBucket {
     }
 
     #[inline(always)]
-    fn state_words(&self) -> usize {
-        1
-    }
-
-    #[inline(always)]
-    fn read_state<W: Words + ?Sized>(&self, words: &W) -> LeakyState {
-        LeakyState { tat: words.word(0) }
-    }
-
-    #[inline(always)]
-    fn write_state<W: WordsMut + ?Sized>(&self, state: &LeakyState, words: &mut W) {
-        words.set_word(0, state.tat);
-    }
-
-    #[inline(always)]
-    fn plan_take<W: Words + ?Sized>(
-        &self,
-        words: &W,
-        now: Nanos,
-        cost: u64,
-    ) -> (bool, Option<LeakyState>) {
+    fn plan_take<W: Words + ?Sized>(&self, words: &W, now: Nanos, cost: u64) -> Plan<LeakyState> {
         let take = self.take(self.read_state(words), now, cost);
         (take.is_some(), take)
-    }
-
-    #[inline(always)]
-    fn apply_take<W: WordsMut + ?Sized>(&self, words: &mut W, take: LeakyState) {
-        self.write_state(&take, words);
     }
 }
 

@@ -113,7 +113,7 @@
 //!   when a call moves to a later window.
 
 use super::validate::validate_positive_period;
-use super::words::{Words, WordsMut};
+use super::words::{one_word_state, Plan, Words};
 use super::{Algorithm, Decision, OneWord, WordEncoded};
 use crate::clock::Nanos;
 use crate::error::Error;
@@ -678,7 +678,7 @@ impl Algorithm for SlidingWindowCounter {
 /// reciprocal.
 impl WordEncoded for SlidingWindowCounter {
     type Config = [u64; 3];
-    type Take = SlidingWindowState;
+    one_word_state!(SlidingWindowState { word: u64 });
 
     #[inline]
     fn config_words(&self) -> [u64; 3] {
@@ -712,23 +712,6 @@ impl WordEncoded for SlidingWindowCounter {
         }
     }
 
-    #[inline(always)]
-    fn state_words(&self) -> usize {
-        1
-    }
-
-    #[inline(always)]
-    fn read_state<W: Words + ?Sized>(&self, words: &W) -> SlidingWindowState {
-        SlidingWindowState {
-            word: words.word(0),
-        }
-    }
-
-    #[inline(always)]
-    fn write_state<W: WordsMut + ?Sized>(&self, state: &SlidingWindowState, words: &mut W) {
-        words.set_word(0, state.word);
-    }
-
     /// A refusal changes the state too when attempts are counted: it plans a write
     /// whenever the word changed.
     #[inline(always)]
@@ -737,16 +720,11 @@ impl WordEncoded for SlidingWindowCounter {
         words: &W,
         now: Nanos,
         cost: u64,
-    ) -> (bool, Option<SlidingWindowState>) {
+    ) -> Plan<SlidingWindowState> {
         let before = self.read_state(words);
         let mut after = before;
         let granted = self.take(&mut after, now, cost);
         (granted, (after != before).then_some(after))
-    }
-
-    #[inline(always)]
-    fn apply_take<W: WordsMut + ?Sized>(&self, words: &mut W, take: SlidingWindowState) {
-        self.write_state(&take, words);
     }
 }
 

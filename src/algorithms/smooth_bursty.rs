@@ -48,7 +48,7 @@
 //!   nanoseconds, so waits agree with Guava's to within a microsecond.
 
 use super::validate::{validate_period, validate_rate};
-use super::words::{Words, WordsMut};
+use super::words::{one_word_state, Plan, Words};
 use super::{signed, until, AdjustableRate, Algorithm, Decision, OneWord, Receipt, WordEncoded};
 use crate::clock::Nanos;
 use crate::error::Error;
@@ -352,7 +352,7 @@ impl AdjustableRate for SmoothBursty {
 /// One configuration word per field (their bits, exactly); the state is `T` itself.
 impl WordEncoded for SmoothBursty {
     type Config = [u64; 2];
-    type Take = i64;
+    one_word_state!(BurstyState { tat: i64 });
 
     #[inline(always)]
     fn config_words(&self) -> [u64; 2] {
@@ -370,40 +370,13 @@ impl WordEncoded for SmoothBursty {
         }
     }
 
-    #[inline(always)]
-    fn state_words(&self) -> usize {
-        1
-    }
-
-    #[inline(always)]
-    fn read_state<W: Words + ?Sized>(&self, words: &W) -> BurstyState {
-        BurstyState {
-            tat: words.word(0) as i64,
-        }
-    }
-
-    #[inline(always)]
-    fn write_state<W: WordsMut + ?Sized>(&self, state: &BurstyState, words: &mut W) {
-        words.set_word(0, state.tat as u64);
-    }
-
     /// The step without building the [`Decision`] (whose `remaining` and `limit`
     /// cost float divisions): the hot path of `try_acquire`.
     #[inline(always)]
-    fn plan_take<W: Words + ?Sized>(
-        &self,
-        words: &W,
-        now: Nanos,
-        cost: u64,
-    ) -> (bool, Option<i64>) {
+    fn plan_take<W: Words + ?Sized>(&self, words: &W, now: Nanos, cost: u64) -> Plan<BurstyState> {
         match self.step(words.word(0) as i64, signed(now), cost, 0) {
-            Step::Allowed { next, .. } => (true, Some(next)),
+            Step::Allowed { next, .. } => (true, Some(BurstyState { tat: next })),
             Step::Never | Step::Denied { .. } => (false, None),
         }
-    }
-
-    #[inline(always)]
-    fn apply_take<W: WordsMut + ?Sized>(&self, words: &mut W, take: i64) {
-        words.set_word(0, take as u64);
     }
 }

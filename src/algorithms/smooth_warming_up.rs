@@ -52,7 +52,7 @@
 
 use super::smooth_bursty::smooth_limit;
 use super::validate::{validate_period, validate_rate};
-use super::words::{Words, WordsMut};
+use super::words::{Plan, Words, WordsMut};
 use super::{signed, until, AdjustableRate, Algorithm, Decision, Receipt, WordArray, WordEncoded};
 use crate::clock::Nanos;
 use crate::error::Error;
@@ -550,12 +550,7 @@ impl WordEncoded for SmoothWarmingUp {
     /// (spending stored permits) runs in [`apply_take`](Self::apply_take), on the
     /// same words, once a cell has claimed them.
     #[inline(always)]
-    fn plan_take<W: Words + ?Sized>(
-        &self,
-        words: &W,
-        now: Nanos,
-        cost: u64,
-    ) -> (bool, Option<(Nanos, u64)>) {
+    fn plan_take<W: Words + ?Sized>(&self, words: &W, now: Nanos, cost: u64) -> Plan<(Nanos, u64)> {
         let next_free = words.word(1) as i64;
         let state = WarmingUpState {
             stored: 0.0,

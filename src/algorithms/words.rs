@@ -123,6 +123,11 @@ impl Shape for OneWord {}
 impl Shape for WordArray {}
 impl Shape for Plain {}
 
+/// What a lean take plans ([`WordEncoded::plan_take`]): whether the call is
+/// granted, and what to write, `Some` for a grant or for a refusal the algorithm
+/// records, `None` to write nothing.
+pub type Plan<T> = (bool, Option<T>);
+
 /// The most configuration words a [`WordEncoded`] algorithm may use.
 pub const MAX_CONFIG_WORDS: usize = 6;
 
@@ -251,13 +256,63 @@ pub trait WordEncoded: Algorithm + Copy {
     /// [module docs](self)). `plan_take` then [`apply_take`](Self::apply_take)
     /// changes the state exactly as `reserve_words(now, cost, 0)` would, and answers
     /// its `is_allowed()`.
-    fn plan_take<W: Words + ?Sized>(
-        &self,
-        words: &W,
-        now: Nanos,
-        cost: u64,
-    ) -> (bool, Option<Self::Take>);
+    fn plan_take<W: Words + ?Sized>(&self, words: &W, now: Nanos, cost: u64) -> Plan<Self::Take>;
 
     /// The second half of a lean take: writes `take`, planned on these same words.
     fn apply_take<W: WordsMut + ?Sized>(&self, words: &mut W, take: Self::Take);
+}
+
+/// The word plumbing of a [`OneWord`] state, written once: a state that is one
+/// field (`$field`, of type `$ty`, stored as the word's bits), one word long, and a
+/// lean take whose plan is the next state, written as it is. Expands to
+/// `type Take`, `state_words`, `read_state`, `write_state` and `apply_take` inside a
+/// `WordEncoded` impl.
+macro_rules! one_word_state {
+    ($state:ident { $field:ident: $ty:ty }) => {
+        type Take = $state;
+
+        #[inline(always)]
+        fn state_words(&self) -> usize {
+            1
+        }
+
+        #[inline(always)]
+        fn read_state<W: $crate::algorithms::words::Words + ?Sized>(&self, words: &W) -> $state {
+            $state {
+                $field: words.word(0) as $ty,
+            }
+        }
+
+        #[inline(always)]
+        fn write_state<W: $crate::algorithms::words::WordsMut + ?Sized>(
+            &self,
+            state: &$state,
+            words: &mut W,
+        ) {
+            words.set_word(0, state.$field as u64);
+        }
+
+        #[inline(always)]
+        fn apply_take<W: $crate::algorithms::words::WordsMut + ?Sized>(
+            &self,
+            words: &mut W,
+            take: $state,
+        ) {
+            self.write_state(&take, words);
+        }
+    };
+}
+pub(crate) use one_word_state;
+
+/// A ring state's words, read whole: the first `len` of `words` (an allocation; for
+/// reconfiguring a cell, never on the hot path).
+pub(crate) fn read_all<W: Words + ?Sized>(words: &W, len: usize) -> Box<[u64]> {
+    (0..len).map(|index| words.word(index)).collect()
+}
+
+/// Writes `state`'s words over the first of `words`.
+pub(crate) fn write_all<W: WordsMut + ?Sized>(state: &[u64], words: &mut W) {
+    for (index, word) in state.iter().enumerate() {
+        words.set_word(index, *word);
+    }
 }

@@ -1,10 +1,10 @@
 //! Async waiting on a [`RateLimiter`].
 
 use super::direct::nonzero;
-use super::waiting::{granted_within, next_move, Move};
+use super::waiting::{granted_within, wait_async, Held};
 use super::{RateLimiter, Reservation};
 use crate::cells::{CellAlgorithm, StateCell};
-use crate::clock::{duration_to_nanos, nanos_to_duration, Clock, DefaultClock, Nanos};
+use crate::clock::{duration_to_nanos, Clock, DefaultClock, Nanos};
 use crate::error::Error;
 use std::future::Future;
 use std::time::Duration;
@@ -164,6 +164,12 @@ impl<A: CellAlgorithm, C: Clock> Drop for CancelOnDrop<A, C> {
     }
 }
 
+impl<A: CellAlgorithm, C: Clock> Held for CancelOnDrop<A, C> {
+    fn keep(mut self) {
+        self.reservation = None;
+    }
+}
+
 /// The async twin of the blocking core in `direct.rs`.
 async fn acquire_within<A: CellAlgorithm, C: Clock>(
     limiter: RateLimiter<A, C>,
@@ -172,27 +178,9 @@ async fn acquire_within<A: CellAlgorithm, C: Clock>(
 ) -> Result<Duration, Error> {
     let cost = nonzero(cost)?;
     let clock = limiter.clock().clone();
-    // One clock read per attempt: the first also fixes the deadline.
-    let mut now = clock.now();
-    let deadline = now.saturating_add(budget);
-    let mut waited: Nanos = 0;
-    loop {
-        let left = deadline.saturating_sub(now);
-        let (decision, receipt) = limiter.cell().reserve(now, cost, left);
-        match next_move(&decision, cost, left, waited)? {
-            Move::Act(wait) => {
-                let mut guard = CancelOnDrop {
-                    reservation: Some(Reservation::new(limiter.clone(), decision, receipt, now)),
-                };
-                clock.sleep_async(nanos_to_duration(wait)).await;
-                guard.reservation = None;
-                return Ok(nanos_to_duration(waited.saturating_add(wait)));
-            }
-            Move::Retry(retry) => {
-                clock.sleep_async(nanos_to_duration(retry)).await;
-                waited = waited.saturating_add(retry);
-                now = clock.now();
-            }
-        }
-    }
+    let reserve = |now, left| std::future::ready(Ok(limiter.cell().reserve(now, cost, left)));
+    let hold = |decision, receipt, now| CancelOnDrop {
+        reservation: Some(Reservation::new(limiter.clone(), decision, receipt, now)),
+    };
+    wait_async(&clock, cost, budget, reserve, hold).await
 }

@@ -2,10 +2,10 @@
 
 use super::direct::nonzero;
 use super::keyed::{combine, no_keys};
-use super::waiting::{granted_within, next_move, Move};
+use super::waiting::{granted_within, wait_async, Held};
 use super::KeyedRateLimiter;
 use crate::algorithms::{Algorithm, Decision, Receipt};
-use crate::clock::{duration_to_nanos, nanos_to_duration, Clock, DefaultClock, Nanos};
+use crate::clock::{duration_to_nanos, Clock, DefaultClock, Nanos};
 use crate::error::Error;
 use crate::stores::{MemoryStore, Step, Store};
 use std::future::Future;
@@ -263,6 +263,12 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> Drop for CancelOnDrop<'_, K, A, 
     }
 }
 
+impl<K, A: Algorithm, S: Store<K, A>, C: Clock> Held for CancelOnDrop<'_, K, A, S, C> {
+    fn keep(mut self) {
+        self.receipts = None;
+    }
+}
+
 /// The async twin of the blocking core in `keyed.rs`. `keys` is owned by the future
 /// (a `Vec`, or a one-element array for a single key).
 async fn acquire_within<K, A, S, C, Keys>(
@@ -282,37 +288,27 @@ where
     if keys.is_empty() {
         return Err(no_keys());
     }
-    let clock = limiter.clock().clone();
-    // One clock read per attempt: the first also fixes the deadline.
-    let mut now = clock.now();
-    let deadline = now.saturating_add(budget);
-    let mut waited: Nanos = 0;
-    loop {
-        let left = deadline.saturating_sub(now);
-        let (algorithm, store, _) = limiter.shared_parts();
+    let (algorithm, store, clock) = limiter.shared_parts();
+    let reserve = |now, left| {
         let step = Step::Reserve {
             cost,
             max_wait: left,
         };
-        let answers = store.apply_async(algorithm, keys, now, step).await?;
-        let decision = combine(&answers);
-        match next_move(&decision, cost, left, waited)? {
-            Move::Act(wait) => {
-                let mut guard = CancelOnDrop {
-                    limiter: &limiter,
-                    keys,
-                    receipts: (wait > 0).then(|| answers.iter().map(|(_, r)| *r).collect()),
-                    acts_at: now.saturating_add(wait),
-                };
-                clock.sleep_async(nanos_to_duration(wait)).await;
-                guard.receipts = None;
-                return Ok(nanos_to_duration(waited.saturating_add(wait)));
-            }
-            Move::Retry(retry) => {
-                clock.sleep_async(nanos_to_duration(retry)).await;
-                waited = waited.saturating_add(retry);
-                now = clock.now();
-            }
+        let pending = store.apply_async(algorithm, keys, now, step);
+        async move {
+            let answers = pending.await?;
+            Ok((combine(&answers), answers))
         }
-    }
+    };
+    let hold = |decision: Decision, answers: Vec<(Decision, Receipt)>, now: Nanos| {
+        let wait = decision.wait_nanos();
+        CancelOnDrop {
+            limiter: &limiter,
+            keys,
+            // A grant that acts at once is acted on at once: nothing to give back.
+            receipts: (wait > 0).then(|| answers.iter().map(|(_, r)| *r).collect()),
+            acts_at: now.saturating_add(wait),
+        }
+    };
+    wait_async(clock, cost, budget, reserve, hold).await
 }

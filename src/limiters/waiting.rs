@@ -19,6 +19,7 @@
 use crate::algorithms::{Decision, Verdict};
 use crate::clock::{nanos_to_duration, Clock, Nanos};
 use crate::error::Error;
+use std::future::Future;
 use std::time::Duration;
 
 /// What a waiting caller does after a decision.
@@ -78,6 +79,52 @@ pub(crate) fn wait_blocking<C: Clock>(
             }
             Move::Retry(retry) => {
                 clock.sleep(nanos_to_duration(retry));
+                waited = waited.saturating_add(retry);
+                now = clock.now();
+            }
+        }
+    }
+}
+
+/// A grant held while an async caller sleeps until it may act: dropping it (the
+/// future was abandoned mid-sleep) gives the grant back; [`keep`](Self::keep) once
+/// the sleep is over.
+pub(crate) trait Held {
+    /// The caller acts on the grant: nothing is given back.
+    fn keep(self);
+}
+
+/// The async loop, as [`wait_blocking`]: `reserve(now, left)` answers a decision and
+/// what it takes to give the grant back, and `hold(decision, that, now)` holds the
+/// grant for the sleep before acting.
+pub(crate) async fn wait_async<C, T, F, H>(
+    clock: &C,
+    cost: u64,
+    budget: Nanos,
+    mut reserve: impl FnMut(Nanos, Nanos) -> F,
+    mut hold: impl FnMut(Decision, T, Nanos) -> H,
+) -> Result<Duration, Error>
+where
+    C: Clock,
+    F: Future<Output = Result<(Decision, T), Error>>,
+    H: Held,
+{
+    // One clock read per attempt: the first also fixes the deadline.
+    let mut now = clock.now();
+    let deadline = now.saturating_add(budget);
+    let mut waited: Nanos = 0;
+    loop {
+        let left = deadline.saturating_sub(now);
+        let (decision, grant) = reserve(now, left).await?;
+        match next_move(&decision, cost, left, waited)? {
+            Move::Act(wait) => {
+                let held = hold(decision, grant, now);
+                clock.sleep_async(nanos_to_duration(wait)).await;
+                held.keep();
+                return Ok(nanos_to_duration(waited.saturating_add(wait)));
+            }
+            Move::Retry(retry) => {
+                clock.sleep_async(nanos_to_duration(retry)).await;
                 waited = waited.saturating_add(retry);
                 now = clock.now();
             }

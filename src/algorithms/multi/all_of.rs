@@ -10,7 +10,7 @@ use crate::clock::Nanos;
 ///
 /// Members are indexed by their position in the tuple (the decision's
 /// [`limit_index`](Decision::limit_index)). The state is the tuple of member states
-/// plus the last grant's member decisions (64 bytes per member), kept to forward a
+/// plus the last grant's member receipts (24 bytes per member), kept to forward a
 /// cancel. A call on the allowed path costs each member one reserve (plus one peek
 /// for a member whose state owns heap memory), and allocates nothing unless a
 /// member's own step does.
@@ -111,166 +111,88 @@ impl<S, const N: usize> AllOfState<S, N> {
     }
 }
 
-impl<A: Algorithm, B: Algorithm> Algorithm for AllOf<(A, B)> {
-    type State = AllOfState<(A::State, B::State), 2>;
-    type Shape = Plain;
+/// The [`Algorithm`] impl of an [`AllOf`] of one tuple size, written once: `$T`
+/// are the member types, `$m` the members, `$s` their states, `$g` their grants.
+macro_rules! all_of {
+    ($n:literal; $(($T:ident, $m:ident, $s:ident, $g:ident, $i:literal)),+) => {
+        impl<$($T: Algorithm),+> Algorithm for AllOf<($($T,)+)> {
+            type State = AllOfState<($($T::State,)+), $n>;
+            type Shape = Plain;
 
-    fn initial_state(&self, now: Nanos) -> Self::State {
-        let (a, b) = &self.members;
-        AllOfState::new((a.initial_state(now), b.initial_state(now)))
-    }
+            fn initial_state(&self, now: Nanos) -> Self::State {
+                let ($($m,)+) = &self.members;
+                AllOfState::new(($($m.initial_state(now),)+))
+            }
 
-    #[inline(always)]
-    fn reserve(&self, state: &mut Self::State, now: Nanos, cost: u64, max_wait: Nanos) -> Decision {
-        self.reserve_with_receipt(state, now, cost, max_wait).0
-    }
+            #[inline(always)]
+            fn reserve(
+                &self,
+                state: &mut Self::State,
+                now: Nanos,
+                cost: u64,
+                max_wait: Nanos,
+            ) -> Decision {
+                self.reserve_with_receipt(state, now, cost, max_wait).0
+            }
 
-    #[inline]
-    fn reserve_with_receipt(
-        &self,
-        state: &mut Self::State,
-        now: Nanos,
-        cost: u64,
-        max_wait: Nanos,
-    ) -> (Decision, Receipt) {
-        let step = Step {
-            now,
-            cost,
-            max_wait,
-        };
-        let (a, b) = &self.members;
-        let (sa, sb) = &mut state.members;
-        let pa = step.attempt(a, sa, false);
-        let pb = step.attempt(b, sb, !pa.decision().is_allowed());
-        let mut tally = Tally::default();
-        tally.add(0, pa.decision());
-        tally.add(1, pb.decision());
-        if tally.refused() {
-            pa.restore(sa);
-            pb.restore(sb);
-            return (tally.decision(), Receipt::NONE);
+            #[inline]
+            fn reserve_with_receipt(
+                &self,
+                state: &mut Self::State,
+                now: Nanos,
+                cost: u64,
+                max_wait: Nanos,
+            ) -> (Decision, Receipt) {
+                let step = Step { now, cost, max_wait };
+                let ($($m,)+) = &self.members;
+                let ($($s,)+) = &mut state.members;
+                // Pass 1: once a member refuses, the rest are only looked at.
+                let mut refused = false;
+                $(
+                    let $g = step.attempt($m, $s, refused);
+                    refused |= !$g.decision().is_allowed();
+                )+
+                let mut tally = Tally::default();
+                $( tally.add($i, $g.decision()); )+
+                if refused {
+                    $( $g.restore($s); )+
+                    return (tally.decision(), Receipt::NONE);
+                }
+                // Pass 2 (the attempts become the members' grants).
+                let grants = [$(step.finish($m, $s, &$g)),+];
+                if let Some(refusal) = first_refusal(&grants) {
+                    $( step.undo($m, $s, $g, &grants[$i]); )+
+                    state.last.live = false;
+                    return (refusal, Receipt::NONE);
+                }
+                state.record(&step, grants, tally.decision())
+            }
+
+            #[inline]
+            fn peek(&self, state: &Self::State, now: Nanos, cost: u64) -> Decision {
+                let ($($m,)+) = &self.members;
+                let ($($s,)+) = &state.members;
+                let mut tally = Tally::default();
+                $( tally.add($i, $m.peek($s, now, cost)); )+
+                tally.decision()
+            }
+
+            fn cancel(&self, state: &mut Self::State, now: Nanos, receipt: &Receipt, acts_at: Nanos) {
+                if let Some([$($g),+]) = state.cancellable(now, receipt, acts_at) {
+                    let ($($m,)+) = &self.members;
+                    let ($($s,)+) = &mut state.members;
+                    $( $m.cancel($s, now, &$g, acts_at); )+
+                }
+            }
+
+            fn is_replenished(&self, state: &Self::State, now: Nanos) -> bool {
+                let ($($m,)+) = &self.members;
+                let ($($s,)+) = &state.members;
+                true $( && $m.is_replenished($s, now) )+
+            }
         }
-        let ga = step.finish(a, sa, &pa);
-        let gb = step.finish(b, sb, &pb);
-        if let Some(refusal) = first_refusal(&[ga, gb]) {
-            step.undo(a, sa, pa, &ga);
-            step.undo(b, sb, pb, &gb);
-            state.last.live = false;
-            return (refusal, Receipt::NONE);
-        }
-        state.record(&step, [ga, gb], tally.decision())
-    }
-
-    #[inline]
-    fn peek(&self, state: &Self::State, now: Nanos, cost: u64) -> Decision {
-        let (a, b) = &self.members;
-        let (sa, sb) = &state.members;
-        let mut tally = Tally::default();
-        tally.add(0, a.peek(sa, now, cost));
-        tally.add(1, b.peek(sb, now, cost));
-        tally.decision()
-    }
-
-    fn cancel(&self, state: &mut Self::State, now: Nanos, receipt: &Receipt, acts_at: Nanos) {
-        if let Some([ga, gb]) = state.cancellable(now, receipt, acts_at) {
-            let (a, b) = &self.members;
-            let (sa, sb) = &mut state.members;
-            a.cancel(sa, now, &ga, acts_at);
-            b.cancel(sb, now, &gb, acts_at);
-        }
-    }
-
-    fn is_replenished(&self, state: &Self::State, now: Nanos) -> bool {
-        let (a, b) = &self.members;
-        let (sa, sb) = &state.members;
-        a.is_replenished(sa, now) && b.is_replenished(sb, now)
-    }
+    };
 }
 
-impl<A: Algorithm, B: Algorithm, C: Algorithm> Algorithm for AllOf<(A, B, C)> {
-    type State = AllOfState<(A::State, B::State, C::State), 3>;
-    type Shape = Plain;
-
-    fn initial_state(&self, now: Nanos) -> Self::State {
-        let (a, b, c) = &self.members;
-        AllOfState::new((
-            a.initial_state(now),
-            b.initial_state(now),
-            c.initial_state(now),
-        ))
-    }
-
-    #[inline(always)]
-    fn reserve(&self, state: &mut Self::State, now: Nanos, cost: u64, max_wait: Nanos) -> Decision {
-        self.reserve_with_receipt(state, now, cost, max_wait).0
-    }
-
-    #[inline]
-    fn reserve_with_receipt(
-        &self,
-        state: &mut Self::State,
-        now: Nanos,
-        cost: u64,
-        max_wait: Nanos,
-    ) -> (Decision, Receipt) {
-        let step = Step {
-            now,
-            cost,
-            max_wait,
-        };
-        let (a, b, c) = &self.members;
-        let (sa, sb, sc) = &mut state.members;
-        let pa = step.attempt(a, sa, false);
-        let pb = step.attempt(b, sb, !pa.decision().is_allowed());
-        let refused = !pa.decision().is_allowed() || !pb.decision().is_allowed();
-        let pc = step.attempt(c, sc, refused);
-        let mut tally = Tally::default();
-        tally.add(0, pa.decision());
-        tally.add(1, pb.decision());
-        tally.add(2, pc.decision());
-        if tally.refused() {
-            pa.restore(sa);
-            pb.restore(sb);
-            pc.restore(sc);
-            return (tally.decision(), Receipt::NONE);
-        }
-        let ga = step.finish(a, sa, &pa);
-        let gb = step.finish(b, sb, &pb);
-        let gc = step.finish(c, sc, &pc);
-        if let Some(refusal) = first_refusal(&[ga, gb, gc]) {
-            step.undo(a, sa, pa, &ga);
-            step.undo(b, sb, pb, &gb);
-            step.undo(c, sc, pc, &gc);
-            state.last.live = false;
-            return (refusal, Receipt::NONE);
-        }
-        state.record(&step, [ga, gb, gc], tally.decision())
-    }
-
-    #[inline]
-    fn peek(&self, state: &Self::State, now: Nanos, cost: u64) -> Decision {
-        let (a, b, c) = &self.members;
-        let (sa, sb, sc) = &state.members;
-        let mut tally = Tally::default();
-        tally.add(0, a.peek(sa, now, cost));
-        tally.add(1, b.peek(sb, now, cost));
-        tally.add(2, c.peek(sc, now, cost));
-        tally.decision()
-    }
-
-    fn cancel(&self, state: &mut Self::State, now: Nanos, receipt: &Receipt, acts_at: Nanos) {
-        if let Some([ga, gb, gc]) = state.cancellable(now, receipt, acts_at) {
-            let (a, b, c) = &self.members;
-            let (sa, sb, sc) = &mut state.members;
-            a.cancel(sa, now, &ga, acts_at);
-            b.cancel(sb, now, &gb, acts_at);
-            c.cancel(sc, now, &gc, acts_at);
-        }
-    }
-
-    fn is_replenished(&self, state: &Self::State, now: Nanos) -> bool {
-        let (a, b, c) = &self.members;
-        let (sa, sb, sc) = &state.members;
-        a.is_replenished(sa, now) && b.is_replenished(sb, now) && c.is_replenished(sc, now)
-    }
-}
+all_of!(2; (A, a, sa, ga, 0), (B, b, sb, gb, 1));
+all_of!(3; (A, a, sa, ga, 0), (B, b, sb, gb, 1), (C, c, sc, gc, 2));

@@ -305,11 +305,6 @@ impl Tally {
         }
     }
 
-    #[inline]
-    fn refused(&self) -> bool {
-        self.refusal.is_some()
-    }
-
     /// The set's answer (its receipt comes from [`LastGrant::record`]).
     #[inline]
     fn decision(&self) -> Decision {

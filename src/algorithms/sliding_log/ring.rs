@@ -2,7 +2,7 @@
 //! the steps that read and write them.
 
 use super::{LogState, SlidingLog, MAX_ENTRIES};
-use crate::algorithms::words::{WordEncoded, Words, WordsMut};
+use crate::algorithms::words::{read_all, write_all, Plan, WordEncoded, Words, WordsMut};
 use crate::algorithms::{Decision, Receipt};
 use crate::clock::Nanos;
 
@@ -480,12 +480,7 @@ impl WordEncoded for SlidingLog {
     /// header and the newest entry, and only when the entries held (expired ones
     /// included) leave no room, searches for the first live one.
     #[inline(always)]
-    fn plan_take<W: Words + ?Sized>(
-        &self,
-        words: &W,
-        now: Nanos,
-        cost: u64,
-    ) -> (bool, Option<LogTake>) {
+    fn plan_take<W: Words + ?Sized>(&self, words: &W, now: Nanos, cost: u64) -> Plan<LogTake> {
         if cost > self.limit {
             // Never: refused, and not recorded.
             return (false, None);
@@ -547,13 +542,11 @@ impl WordEncoded for SlidingLog {
 
     fn read_state<W: Words + ?Sized>(&self, words: &W) -> LogState {
         LogState {
-            words: (0..self.state_words()).map(|i| words.word(i)).collect(),
+            words: read_all(words, self.state_words()),
         }
     }
 
     fn write_state<W: WordsMut + ?Sized>(&self, state: &LogState, words: &mut W) {
-        for (index, word) in state.words.iter().enumerate() {
-            words.set_word(index, *word);
-        }
+        write_all(&state.words, words);
     }
 }

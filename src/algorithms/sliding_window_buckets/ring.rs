@@ -2,7 +2,7 @@
 //! counters; and the steps that read and write them.
 
 use super::{BucketsState, OldestBucket, SlidingWindowBuckets, MAX_BUCKETS};
-use crate::algorithms::words::{WordEncoded, Words, WordsMut};
+use crate::algorithms::words::{read_all, write_all, Plan, WordEncoded, Words, WordsMut};
 use crate::algorithms::{Decision, Receipt};
 use crate::clock::Nanos;
 
@@ -428,12 +428,7 @@ impl WordEncoded for SlidingWindowBuckets {
     /// (more only when the ring moves to a new bucket, once per bucket): no
     /// division in the common case, and no `retry_after`.
     #[inline(always)]
-    fn plan_take<W: Words + ?Sized>(
-        &self,
-        words: &W,
-        now: Nanos,
-        cost: u64,
-    ) -> (bool, Option<BucketsTake>) {
+    fn plan_take<W: Words + ?Sized>(&self, words: &W, now: Nanos, cost: u64) -> Plan<BucketsTake> {
         if cost > self.limit {
             return (false, None);
         }
@@ -491,13 +486,11 @@ impl WordEncoded for SlidingWindowBuckets {
 
     fn read_state<W: Words + ?Sized>(&self, words: &W) -> BucketsState {
         BucketsState {
-            words: (0..self.state_words()).map(|i| words.word(i)).collect(),
+            words: read_all(words, self.state_words()),
         }
     }
 
     fn write_state<W: WordsMut + ?Sized>(&self, state: &BucketsState, words: &mut W) {
-        for (index, word) in state.words.iter().enumerate() {
-            words.set_word(index, *word);
-        }
+        write_all(&state.words, words);
     }
 }
