@@ -28,10 +28,15 @@
 //!    trait for keyed state with its sharded in-memory default.
 //! 4. [`limiters`]: the public front ends: the direct [`RateLimiter`], its
 //!    [`AsyncRateLimiter`] handle, [`Reservation`]s, and the [`KeyedRateLimiter`].
+//! 5. [`adapters`]: what plugs a limiter into other code: Stream and Sink adapters,
+//!    and (feature `tower`) tower layers for outbound clients that wait and honour a
+//!    server's `Retry-After`, and for HTTP servers that answer `429` with `RateLimit`
+//!    headers.
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod adapters;
 pub mod algorithms;
 pub mod clock;
 mod error;

@@ -165,7 +165,7 @@ impl<A: Storable, C: Clock> Drop for CancelOnDrop<A, C> {
 }
 
 /// The async twin of the blocking core in `direct.rs`.
-async fn acquire_within<A: Storable, C: Clock>(
+pub(crate) async fn acquire_within<A: Storable, C: Clock>(
     limiter: RateLimiter<A, C>,
     cost: u64,
     budget: Nanos,
