@@ -44,7 +44,10 @@ fn stream_charges_each_item_its_cost() {
     let limiter = RateLimiter::with_clock(bucket, clock.clone());
     let items = stream::iter([2u64, 1, 1, 2]);
     let paced = Throttled::with_meter(items, limiter, Weighed(|cost: &u64| *cost));
-    let times: Vec<f64> = release_times(&clock, paced).into_iter().map(|(_, t)| t).collect();
+    let times: Vec<f64> = release_times(&clock, paced)
+        .into_iter()
+        .map(|(_, t)| t)
+        .collect();
     // The first fills the bucket; each later item waits until its cost has drained.
     assert_eq!(times, [0.0, 0.5, 1.0, 2.0]);
 }
@@ -111,8 +114,15 @@ fn stream_item_above_capacity_is_refused_as_never_and_the_stream_goes_on() {
     let clock = ManualClock::new();
     let window = FixedWindow::new(3, Duration::from_secs(1)).unwrap();
     let limiter = RateLimiter::with_clock(window, clock.clone());
-    let paced = Throttled::with_meter(stream::iter([1u64, 4, 0, 2]), limiter, Weighed(|c: &u64| *c));
-    let out: Vec<_> = release_times(&clock, paced).into_iter().map(|(r, _)| r).collect();
+    let paced = Throttled::with_meter(
+        stream::iter([1u64, 4, 0, 2]),
+        limiter,
+        Weighed(|c: &u64| *c),
+    );
+    let out: Vec<_> = release_times(&clock, paced)
+        .into_iter()
+        .map(|(r, _)| r)
+        .collect();
     assert_eq!(out[0], Ok(1));
     assert_eq!(out[1].as_ref().unwrap_err().error, Error::Never { cost: 4 });
     assert_eq!(out[2].as_ref().unwrap_err().error, Error::ZeroCost);
@@ -166,7 +176,10 @@ fn sink_sends_items_at_the_limiters_rate() {
         paced.close().await.unwrap();
     });
     assert_eq!(sent_at, [0.0, 0.25, 0.5, 0.75]);
-    assert_eq!(futures::executor::block_on(rx.collect::<Vec<_>>()), [0, 1, 2, 3]);
+    assert_eq!(
+        futures::executor::block_on(rx.collect::<Vec<_>>()),
+        [0, 1, 2, 3]
+    );
 }
 
 #[test]
@@ -187,7 +200,8 @@ fn sink_send_all_paces_a_whole_stream_per_key() {
         log.lock().unwrap().push((msg, secs(stamp.now())));
         futures::future::ready(Ok::<_, std::convert::Infallible>(msg))
     });
-    let mut paced = ThrottledSink::with_meter(recorder, per_user, |m: &(&'static str, u32)| (m.0, 1));
+    let mut paced =
+        ThrottledSink::with_meter(recorder, per_user, |m: &(&'static str, u32)| (m.0, 1));
     let mut messages = stream::iter([("ann", 1), ("ann", 2), ("bo", 1), ("ann", 3)]).map(Ok);
     futures::executor::block_on(paced.send_all(&mut messages)).unwrap();
     assert_eq!(
@@ -221,7 +235,10 @@ fn sink_refuses_past_max_wait_and_stays_usable() {
             }
             other => panic!("expected a refusal, got {other:?}"),
         }
-        assert!(clock.sleeps().iter().all(Duration::is_zero), "refused without sleeping");
+        assert!(
+            clock.sleeps().iter().all(Duration::is_zero),
+            "refused without sleeping"
+        );
         clock.advance(Duration::from_millis(500));
         paced.send(3).await.unwrap();
         paced.close().await.unwrap();
@@ -245,7 +262,10 @@ fn sink_dropped_while_waiting_gives_the_permits_back_and_sends_nothing() {
         assert!(poll_once(second.as_mut()).is_pending());
     }
     clock.advance(Duration::from_secs(1));
-    assert!(limiter.try_acquire(), "the abandoned item's permit came back");
+    assert!(
+        limiter.try_acquire(),
+        "the abandoned item's permit came back"
+    );
     assert_eq!(futures::executor::block_on(rx.collect::<Vec<_>>()), [1]);
 }
 

@@ -40,11 +40,23 @@
 //! layers are behind the feature `tower`, which adds `tower-layer`,
 //! `tower-service` and `http`, and no runtime.
 
+#[cfg(feature = "tower")]
+mod backoff;
+#[cfg(feature = "tower")]
+pub mod client;
+#[cfg(feature = "tower")]
+mod fields;
+#[cfg(feature = "tower")]
+mod http_date;
+mod jitter;
 mod meter;
 mod permits;
 pub mod sink;
 pub mod stream;
 
+#[cfg(feature = "tower")]
+pub use backoff::HoldBack;
+pub use jitter::Jitter;
 pub use meter::{Each, Meter, Weighed};
 pub use permits::{Acquiring, Permits};
 pub use sink::ThrottledSink;

@@ -220,7 +220,10 @@ where
         if this.held.is_some() {
             ready!(this.inner.as_mut().poll_ready(cx)).map_err(SinkError::Inner)?;
             if let Some(item) = this.held.take() {
-                this.inner.as_mut().start_send(item).map_err(SinkError::Inner)?;
+                this.inner
+                    .as_mut()
+                    .start_send(item)
+                    .map_err(SinkError::Inner)?;
             }
         }
         Poll::Ready(Ok(()))
