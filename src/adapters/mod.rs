@@ -51,6 +51,8 @@ mod http_date;
 mod jitter;
 mod meter;
 mod permits;
+#[cfg(feature = "tower")]
+pub mod server;
 pub mod sink;
 pub mod stream;
 
