@@ -59,6 +59,12 @@ pub trait Permits: Clone + Send + Sync + 'static {
     /// # Errors
     /// As the limiter's `check`.
     fn check(&self, key: &Self::Key, cost: u64) -> Result<Decision, Error>;
+
+    /// The decision `check` would give now, consuming nothing.
+    ///
+    /// # Errors
+    /// As the limiter's `peek`.
+    fn peek(&self, key: &Self::Key, cost: u64) -> Result<Decision, Error>;
 }
 
 fn budget(max_wait: Option<Duration>) -> u64 {
@@ -84,6 +90,10 @@ impl<A: Storable, C: Clock> Permits for RateLimiter<A, C> {
     fn check(&self, _key: &(), cost: u64) -> Result<Decision, Error> {
         RateLimiter::check(self, cost)
     }
+
+    fn peek(&self, _key: &(), cost: u64) -> Result<Decision, Error> {
+        RateLimiter::peek(self, cost)
+    }
 }
 
 impl<A: Storable, C: Clock> Permits for AsyncRateLimiter<A, C> {
@@ -100,6 +110,10 @@ impl<A: Storable, C: Clock> Permits for AsyncRateLimiter<A, C> {
 
     fn check(&self, key: &(), cost: u64) -> Result<Decision, Error> {
         Permits::check(self.blocking(), key, cost)
+    }
+
+    fn peek(&self, key: &(), cost: u64) -> Result<Decision, Error> {
+        Permits::peek(self.blocking(), key, cost)
     }
 }
 
@@ -129,6 +143,10 @@ where
     fn check(&self, key: &K, cost: u64) -> Result<Decision, Error> {
         KeyedRateLimiter::check(self, key, cost)
     }
+
+    fn peek(&self, key: &K, cost: u64) -> Result<Decision, Error> {
+        KeyedRateLimiter::peek(self, key, cost)
+    }
 }
 
 impl<K, A, S, C> Permits for AsyncKeyedRateLimiter<K, A, S, C>
@@ -151,5 +169,9 @@ where
 
     fn check(&self, key: &K, cost: u64) -> Result<Decision, Error> {
         Permits::check(self.blocking(), key, cost)
+    }
+
+    fn peek(&self, key: &K, cost: u64) -> Result<Decision, Error> {
+        Permits::peek(self.blocking(), key, cost)
     }
 }

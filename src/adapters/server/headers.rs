@@ -148,10 +148,12 @@ impl Legacy {
 /// * `RateLimit` has one item, for the limit that decided (the decision's
 ///   `limit_index`; the set's tightest member when allowed, its refusing member when
 ///   refused): `r` its remaining permits; `t` whole seconds, rounded up, until more
-///   quota is there: the `retry_after` of a refusal, the `reset_after` of a grant
-///   (when the limit is whole again); no `t` for a cost that can never be granted.
-///   The other limits of a set are not listed: a set's decision reports only the one
-///   that decided.
+///   quota is there: the `retry_after` of a refusal; for a grant that spent the
+///   last permit, when the next permit comes (the server layer peeks for it, and
+///   names the limit that holds it back); for a grant that leaves permits, the
+///   `reset_after` (when the limit is whole again); no `t` for a cost that can
+///   never be granted. The other limits of a set are not listed: a set's decision
+///   reports only the one that decided.
 /// * `Retry-After` on a refusal: `retry_after` in whole seconds, rounded up, so a
 ///   client that honours it is never early; it equals the `RateLimit` item's `t`.
 /// * With [`legacy`](RateLimitHeaders::legacy): `X-RateLimit-Limit` (the deciding
@@ -205,6 +207,25 @@ impl RateLimitHeaders {
             policy_value: None,
             ietf: true,
             legacy: None,
+        }
+    }
+
+    /// No rate-limit fields at all: a refusal still carries `Retry-After`.
+    ///
+    /// ```
+    /// use sluicegate::adapters::server::RateLimitHeaders;
+    /// use sluicegate::Decision;
+    /// let mut out = http::HeaderMap::new();
+    /// RateLimitHeaders::none().write(&Decision::allowed(10, 9, 1_000_000_000), &mut out);
+    /// assert!(out.is_empty());
+    /// RateLimitHeaders::none().write(&Decision::denied(10, 0, 1, 1), &mut out);
+    /// assert_eq!(out["retry-after"], "1");
+    /// assert_eq!(out.len(), 1);
+    /// ```
+    pub fn none() -> Self {
+        RateLimitHeaders {
+            ietf: false,
+            ..RateLimitHeaders::new()
         }
     }
 
@@ -287,10 +308,26 @@ impl RateLimitHeaders {
     /// assert!(!out.contains_key("retry-after"));
     /// ```
     pub fn write(&self, decision: &Decision, headers: &mut HeaderMap) {
+        self.write_with_next(decision, None, headers);
+    }
+
+    /// [`write`](RateLimitHeaders::write) for a grant that spent the last permit
+    /// (`remaining` 0), given `next`: the refusal a peek for one more permit answered.
+    /// The `RateLimit` item then names the limit that holds the next permit back and
+    /// its `t` is when that permit comes (not when the whole set is replenished,
+    /// which a set's grant reports and can be far later).
+    pub(crate) fn write_with_next(
+        &self,
+        decision: &Decision,
+        next: Option<&Decision>,
+        headers: &mut HeaderMap,
+    ) {
         let verdict = decision.verdict();
         let t = match verdict {
             Verdict::Denied => Some(ceil_seconds(decision.retry_after_nanos())),
-            Verdict::Allowed => Some(ceil_seconds(decision.reset_after_nanos())),
+            Verdict::Allowed => Some(ceil_seconds(
+                next.map_or(decision.reset_after_nanos(), Decision::retry_after_nanos),
+            )),
             Verdict::Never => None,
         };
         if verdict == Verdict::Denied {
@@ -299,7 +336,7 @@ impl RateLimitHeaders {
             }
         }
         if self.ietf {
-            let index = decision.limit_index() as usize;
+            let index = next.unwrap_or(decision).limit_index() as usize;
             let mut item = String::with_capacity(48);
             match self.policies.get(index) {
                 Some(policy) => push_string(&mut item, &policy.name),

@@ -12,6 +12,14 @@ use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use tower_service::Service;
 
+/// What an allowed response is to carry.
+#[derive(Debug)]
+struct Described {
+    config: Arc<Config>,
+    decision: Decision,
+    next: Option<Decision>,
+}
+
 /// What every service of one layer shares.
 #[derive(Clone, Debug)]
 pub(super) struct Config {
@@ -68,10 +76,19 @@ where
             Err(_) => return ResponseFuture::answered(status(StatusCode::SERVICE_UNAVAILABLE)),
         };
         match decision.verdict() {
-            Verdict::Allowed => ResponseFuture::called(
-                self.inner.call(request),
-                Some((self.config.clone(), decision)),
-            ),
+            Verdict::Allowed => {
+                // The last permit went: say when the next one comes (one more look).
+                let next = (decision.remaining() == 0)
+                    .then(|| self.permits.peek(&key, 1).ok())
+                    .flatten()
+                    .filter(|next| next.verdict() == Verdict::Denied);
+                let described = Described {
+                    config: self.config.clone(),
+                    decision,
+                    next,
+                };
+                ResponseFuture::called(self.inner.call(request), Some(described))
+            }
             Verdict::Denied => {
                 let mut response = status(StatusCode::TOO_MANY_REQUESTS);
                 config.headers.write(&decision, response.headers_mut());
@@ -108,7 +125,7 @@ pin_project! {
         Called {
             #[pin]
             future: F,
-            decision: Option<(Arc<Config>, Decision)>,
+            described: Option<Described>,
         },
         // Refused (or failed closed): the answer.
         Answered { response: Option<Response<RB>> },
@@ -116,9 +133,9 @@ pin_project! {
 }
 
 impl<F, RB> ResponseFuture<F, RB> {
-    fn called(future: F, decision: Option<(Arc<Config>, Decision)>) -> Self {
+    fn called(future: F, described: Option<Described>) -> Self {
         ResponseFuture {
-            state: State::Called { future, decision },
+            state: State::Called { future, described },
         }
     }
 
@@ -139,10 +156,13 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().state.project() {
-            StateProj::Called { future, decision } => {
+            StateProj::Called { future, described } => {
                 let mut response = ready!(future.poll(cx))?;
-                if let Some((config, decision)) = decision.take() {
-                    config.headers.write(&decision, response.headers_mut());
+                if let Some(d) = described.take() {
+                    let headers = response.headers_mut();
+                    d.config
+                        .headers
+                        .write_with_next(&d.decision, d.next.as_ref(), headers);
                 }
                 Poll::Ready(Ok(response))
             }
