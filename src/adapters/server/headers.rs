@@ -311,6 +311,12 @@ impl RateLimitHeaders {
         self.write_with_next(decision, None, headers);
     }
 
+    /// True if a grant gets any field (false for [`none`](RateLimitHeaders::none)),
+    /// so that the server skips describing grants at all when not.
+    pub(crate) fn describes_grants(&self) -> bool {
+        self.ietf || self.legacy.is_some()
+    }
+
     /// [`write`](RateLimitHeaders::write) for a grant that spent the last permit
     /// (`remaining` 0), given `next`: the refusal a peek for one more permit answered.
     /// The `RateLimit` item then names the limit that holds the next permit back and
