@@ -13,8 +13,8 @@
 /// lose the date). Anything else, or an impossible date or time, is `None`.
 pub(crate) fn parse(text: &str) -> Option<u64> {
     let text = text.trim();
-    let (_day_name, rest) = text.split_once(|c: char| c == ',' || c == ' ')?;
-    if text.as_bytes().get(_day_name.len()) == Some(&b',') {
+    let (day_name, rest) = text.split_once([',', ' '])?;
+    if text.as_bytes().get(day_name.len()) == Some(&b',') {
         let rest = rest.trim_start();
         if rest.contains('-') {
             rfc850(rest)
