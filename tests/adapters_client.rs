@@ -408,3 +408,127 @@ fn holds_are_per_key() {
     send_all(&client, &["/a-limited", "/b-free", "/a-next"]);
     assert_eq!(times(&log), [0.0, 0.0, 4.0]);
 }
+
+/// A store that answers asynchronously, like a remote one: its replies arrive one
+/// poll late, and it counts its round trips. The states live in a `MemoryStore`.
+struct Remote<K, A: sluicegate::algorithms::Algorithm> {
+    states: sluicegate::stores::MemoryStore<K, A>,
+    round_trips: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl<K, A> sluicegate::stores::Store<K, A> for Remote<K, A>
+where
+    K: std::hash::Hash + Eq + Send + Sync,
+    A: sluicegate::algorithms::Algorithm,
+{
+    type Pending = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Vec<sluicegate::Decision>, Error>> + Send>,
+    >;
+
+    fn apply(
+        &self,
+        algorithm: &A,
+        keys: &[K],
+        now: u64,
+        step: sluicegate::stores::Step<'_>,
+        decisions: &mut [sluicegate::Decision],
+    ) -> Result<(), Error> {
+        self.round_trips
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.states.apply(algorithm, keys, now, step, decisions)
+    }
+
+    fn apply_async(
+        &self,
+        algorithm: &A,
+        keys: &[K],
+        now: u64,
+        step: sluicegate::stores::Step<'_>,
+    ) -> Self::Pending {
+        self.round_trips
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let reply = self.states.apply_async(algorithm, keys, now, step);
+        let mut late = true;
+        Box::pin(async move {
+            // The reply is in flight for one poll.
+            futures::future::poll_fn(|cx| {
+                if std::mem::take(&mut late) {
+                    cx.waker().wake_by_ref();
+                    std::task::Poll::Pending
+                } else {
+                    std::task::Poll::Ready(())
+                }
+            })
+            .await;
+            reply.await
+        })
+    }
+}
+
+#[test]
+fn a_keyed_limiter_over_an_asynchronous_store_paces_and_gives_back() {
+    let clock = HeldClock::default();
+    let round_trips = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let store = Remote {
+        states: sluicegate::stores::MemoryStore::new(),
+        round_trips: round_trips.clone(),
+    };
+    let bursty = SmoothBursty::new(1.0)
+        .unwrap()
+        .with_max_burst(Duration::ZERO)
+        .unwrap();
+    let limiter = KeyedRateLimiter::with_store(bursty, store, clock.clone());
+    let (inner, log) = recording(clock.clone(), ok);
+    let client =
+        ClientLayer::with_meter(limiter.clone(), |_: &Request<()>| ("api", 1)).layer(inner);
+    let mut first = pin!(client.clone().oneshot(get("/1")));
+    assert!(
+        poll_once(first.as_mut()).is_pending(),
+        "the store's reply is in flight"
+    );
+    assert!(poll_once(first.as_mut()).is_ready());
+    {
+        let mut second = pin!(client.clone().oneshot(get("/2")));
+        assert!(poll_once(second.as_mut()).is_pending());
+        assert!(
+            poll_once(second.as_mut()).is_pending(),
+            "granted at 1 s: waiting"
+        );
+    }
+    // The dropped request's cancel went to the store (a blocking round trip).
+    assert_eq!(round_trips.load(std::sync::atomic::Ordering::Relaxed), 3);
+    clock.advance(Duration::from_secs(1));
+    assert!(limiter.try_acquire(&"api"), "its permit came back");
+    assert_eq!(times(&log), [0.0]);
+}
+
+#[test]
+fn waiters_are_served_in_the_order_they_asked() {
+    let clock = HeldClock::default();
+    let limiter = RateLimiter::bursty_with_clock(1.0, clock.clone()).unwrap();
+    let (inner, log) = recording(clock.clone(), ok);
+    let client = ClientLayer::new(limiter).layer(inner);
+    // The client's own futures (a done one stays pending if polled again).
+    let mut a = pin!(client.clone().call(get("/a")));
+    let mut b = pin!(client.clone().call(get("/b")));
+    let mut c = pin!(client.clone().call(get("/c")));
+    let mut d = pin!(client.clone().call(get("/d")));
+    // a goes at once; b, c and d each book the next slot, in the order they asked.
+    assert!(poll_once(a.as_mut()).is_ready());
+    for waiting in [b.as_mut(), c.as_mut(), d.as_mut()] {
+        assert!(poll_once(waiting).is_pending());
+    }
+    // Polled latest first at every second: only the one whose slot came goes.
+    for (second, expected) in [(1, "/b"), (2, "/c"), (3, "/d")] {
+        clock.advance(Duration::from_secs(1));
+        let _ = poll_once(d.as_mut());
+        let _ = poll_once(c.as_mut());
+        let _ = poll_once(b.as_mut());
+        let sent = log.lock().unwrap().clone();
+        assert_eq!(
+            sent.last().unwrap(),
+            &(expected.to_owned(), f64::from(second))
+        );
+        assert_eq!(sent.len(), second as usize + 1);
+    }
+}
