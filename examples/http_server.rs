@@ -41,13 +41,12 @@ fn meter(request: &Request<Body>) -> (Option<IpAddr>, u64) {
 async fn main() {
     let burst = LeakyBucket::meter(3, 2, Duration::from_secs(1)).unwrap();
     let per_minute = FixedWindow::new(5, Duration::from_secs(60)).unwrap();
-    let limiter = KeyedRateLimiter::new(AllOf::new((burst, per_minute)));
+    let set = AllOf::new((burst, per_minute));
+    // One RateLimit-Policy item per limit of the set, stated by the set itself.
     let headers = RateLimitHeaders::new()
-        .policies([
-            Policy::new("burst", 3, Duration::from_millis(1_500)),
-            Policy::new("minute", 5, Duration::from_secs(60)),
-        ])
+        .policies(Policy::describe(&set, ["burst", "minute"]))
         .legacy(Legacy::XRateLimit);
+    let limiter = KeyedRateLimiter::new(set);
     let app = Router::new()
         .route("/", get(|| async { "read" }).post(|| async { "written" }))
         .layer(ServerLayer::with_meter(limiter, meter).headers(headers));

@@ -144,10 +144,9 @@ fn a_set_names_the_limit_that_decided_and_lists_every_policy() {
     ));
     let limiter = KeyedRateLimiter::with_clock(set, clock.clone());
     let (app, _) = app();
-    let policies = RateLimitHeaders::new().policies([
-        Policy::new("second", 2, Duration::from_secs(1)),
-        Policy::new("minute", 5, Duration::from_secs(60)),
-    ]);
+    // The set states its own quotas (bursty 2/s saves 2 over 1 s).
+    let policies = RateLimitHeaders::new()
+        .policies(Policy::describe(limiter.algorithm(), ["second", "minute"]));
     let server = ServerLayer::with_meter(limiter, client_and_cost)
         .headers(policies)
         .layer(app);

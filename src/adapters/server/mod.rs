@@ -23,8 +23,10 @@
 
 mod headers;
 mod layer;
+mod quotas;
 mod service;
 
 pub use headers::{Legacy, Policy, RateLimitHeaders};
 pub use layer::ServerLayer;
+pub use quotas::Quotas;
 pub use service::{ResponseFuture, Server};
