@@ -13,6 +13,11 @@
 //! | `ClientLayer` (feature `tower`) | each request, before it is sent | `client` |
 //! | `ServerLayer` (feature `tower`) | nothing: refuses with `429` | `server` |
 //!
+//! Beside them: [`Meter`] (what an item or request is charged: [`Each`],
+//! [`Weighed`], or a closure giving a key and a cost), [`Jitter`] (seeded, repeatable
+//! extra delay) and, with `tower`, `HoldBack` (the back-off that honours a server's
+//! `Retry-After` and `RateLimit` fields, usable by any client).
+//!
 //! # Waiting
 //!
 //! Waiting is the limiter's own async acquire (see
@@ -22,7 +27,9 @@
 //! asserts exact send times without sleeping). Waiters are served by the limiter's
 //! reservations: a bursty or leaky-bucket queue limiter books each waiter its own
 //! slot in the order they asked, so a late caller cannot overtake one that is
-//! already waiting.
+//! already waiting. (The window counters cannot book the future: their waiters sleep
+//! the refusal's `retry_after` and ask again, so whoever asks first after the window
+//! turns wins; [`Jitter`] spreads such waiters.)
 //!
 //! **A wait that is abandoned gives its permits back**: dropping an adapter, a
 //! stream, or a request future while it waits cancels its reservation (as far as
