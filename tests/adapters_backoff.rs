@@ -66,15 +66,28 @@ fn malformed_fields_are_ignored() {
     let fallback = Some(Duration::from_secs(1));
     // A bad Retry-After on a 429 leaves the bare-429 fallback.
     for bad in ["-5", "1.5", "soon", "Sun, 06 Nov 1994 08:49:37 UTC", ""] {
-        assert_eq!(pause(TOO_MANY, &[("retry-after", bad)]), fallback, "{bad:?}");
+        assert_eq!(
+            pause(TOO_MANY, &[("retry-after", bad)]),
+            fallback,
+            "{bad:?}"
+        );
     }
     // A bad RateLimit counts for nothing; a good one beside it still does.
-    assert_eq!(pause(StatusCode::OK, &[("ratelimit", r#""a";r=0;t=5,"#)]), None);
+    assert_eq!(
+        pause(StatusCode::OK, &[("ratelimit", r#""a";r=0;t=5,"#)]),
+        None
+    );
     assert_eq!(pause(StatusCode::OK, &[("ratelimit", "a;r=0;t=x")]), None);
     let one_good = [("ratelimit", "junk;;"), ("ratelimit", r#""a";r=0;t=4"#)];
-    assert_eq!(pause(StatusCode::OK, &one_good), Some(Duration::from_secs(4)));
+    assert_eq!(
+        pause(StatusCode::OK, &one_good),
+        Some(Duration::from_secs(4))
+    );
     // A negative t is not a pause.
-    assert_eq!(pause(StatusCode::OK, &[("ratelimit", r#""a";r=0;t=-3"#)]), None);
+    assert_eq!(
+        pause(StatusCode::OK, &[("ratelimit", r#""a";r=0;t=-3"#)]),
+        None
+    );
 }
 
 #[test]
@@ -84,7 +97,10 @@ fn ratelimit_fields_pause_only_for_spent_quota_unless_refused() {
     // OK: only the spent item counts.
     assert_eq!(pause(StatusCode::OK, &spent_and_not), Some(s(1)));
     // Items split over two field lines are one list.
-    let split = [("ratelimit", r#""sec";r=0;t=1"#), ("ratelimit", r#""min";r=0;t=9"#)];
+    let split = [
+        ("ratelimit", r#""sec";r=0;t=1"#),
+        ("ratelimit", r#""min";r=0;t=9"#),
+    ];
     assert_eq!(pause(StatusCode::OK, &split), Some(s(9)));
     // Refused with quota left everywhere: the longest t.
     let left = [("ratelimit", r#""sec";r=2;t=3, "min";r=1;t=8"#)];
@@ -98,7 +114,11 @@ fn ratelimit_fields_pause_only_for_spent_quota_unless_refused() {
 #[test]
 fn statuses_without_hints() {
     assert_eq!(pause(TOO_MANY, &[]), Some(Duration::from_secs(1)));
-    assert_eq!(pause(UNAVAILABLE, &[]), None, "a bare 503 may not be about rate");
+    assert_eq!(
+        pause(UNAVAILABLE, &[]),
+        None,
+        "a bare 503 may not be about rate"
+    );
     assert_eq!(pause(StatusCode::OK, &[("retry-after", "5")]), None);
     let hold = HoldBack::new(ManualClock::new()).with_fallback(Duration::ZERO);
     assert_eq!(hold.observe((), TOO_MANY, &HeaderMap::new()), None);
@@ -109,11 +129,17 @@ fn holds_are_capped_grow_only_and_expire_with_the_clock() {
     let clock = ManualClock::new();
     let hold = HoldBack::new(clock.clone()).with_cap(Duration::from_secs(20));
     let ask = |secs: &str| headers(&[("retry-after", secs)]);
-    assert_eq!(hold.observe(1, TOO_MANY, &ask("99999999999999999999999")), Some(Duration::from_secs(20)));
+    assert_eq!(
+        hold.observe(1, TOO_MANY, &ask("99999999999999999999999")),
+        Some(Duration::from_secs(20))
+    );
     assert_eq!(hold.remaining(&1), Duration::from_secs(20));
     clock.advance(Duration::from_secs(5));
     // Asked for less than what is left: the hold stays.
-    assert_eq!(hold.observe(1, TOO_MANY, &ask("3")), Some(Duration::from_secs(3)));
+    assert_eq!(
+        hold.observe(1, TOO_MANY, &ask("3")),
+        Some(Duration::from_secs(3))
+    );
     assert_eq!(hold.remaining(&1), Duration::from_secs(15));
     // Asked for more: it grows.
     hold.observe(1, TOO_MANY, &ask("18"));
