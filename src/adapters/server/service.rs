@@ -85,11 +85,13 @@ where
                     .then(|| self.permits.peek(&key, 1).ok())
                     .flatten()
                     .filter(|next| next.verdict() == Verdict::Denied);
-                let described = Described {
+                // Boxed: a grant with fields allocates its values anyway, and the
+                // future stays small for the paths without.
+                let described = Box::new(Described {
                     config: self.config.clone(),
                     decision,
                     next,
-                };
+                });
                 ResponseFuture::called(self.inner.call(request), Some(described))
             }
             Verdict::Denied => {
@@ -128,7 +130,7 @@ pin_project! {
         Called {
             #[pin]
             future: F,
-            described: Option<Described>,
+            described: Option<Box<Described>>,
         },
         // Refused (or failed closed): the answer.
         Answered { response: Option<Response<RB>> },
@@ -136,7 +138,7 @@ pin_project! {
 }
 
 impl<F, RB> ResponseFuture<F, RB> {
-    fn called(future: F, described: Option<Described>) -> Self {
+    fn called(future: F, described: Option<Box<Described>>) -> Self {
         ResponseFuture {
             state: State::Called { future, described },
         }
