@@ -30,10 +30,15 @@
 //! 4. [`limiters`]: the public front ends: the direct [`RateLimiter`] (over a cell),
 //!    its [`AsyncRateLimiter`] handle, [`Reservation`]s, and the
 //!    [`KeyedRateLimiter`] (over a store).
+//! 5. [`adapters`]: what plugs a limiter into other code: Stream and Sink adapters,
+//!    and (feature `tower`) tower layers for outbound clients that wait and honour a
+//!    server's `Retry-After`, and for HTTP servers that answer `429` with `RateLimit`
+//!    headers.
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod adapters;
 pub mod algorithms;
 pub mod cells;
 pub mod clock;
@@ -47,7 +52,9 @@ pub use error::{Applied, Error, StoreError};
 pub use limiters::{AsyncKeyedRateLimiter, KeyedRateLimiter};
 pub use limiters::{AsyncRateLimiter, RateLimiter, Reservation};
 
-/// The README's examples, compiled and run as doctests so they cannot rot.
-#[cfg(doctest)]
+/// The README's examples, compiled and run as doctests so they cannot rot. Some use
+/// the `tower` feature, so they run with it (the README's test command,
+/// `cargo test --all-features`).
+#[cfg(all(doctest, feature = "tower"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;

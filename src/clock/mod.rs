@@ -22,7 +22,7 @@ mod manual;
 mod system;
 
 pub use manual::{ManualClock, ManualSleep};
-pub use system::DefaultClock;
+pub use system::{DefaultClock, DefaultSleep};
 
 use std::future::Future;
 use std::time::Duration;

@@ -1,6 +1,9 @@
 //! The default, real clock.
 
 use super::{Clock, Nanos};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 /// The real monotonic clock, read through [`quanta`].
@@ -9,7 +12,8 @@ use std::time::Duration;
 /// built from clones of one `DefaultClock` share a timeline. Reading it costs a
 /// few nanoseconds where the CPU has an invariant TSC and about 20 ns otherwise (the OS
 /// monotonic clock). `sleep` is [`std::thread::sleep`]; `sleep_async` is a
-/// [`futures_timer::Delay`], which works under any executor (tokio,
+/// [`futures_timer::Delay`] ([`DefaultSleep`], ready at once for a zero wait), which
+/// works under any executor (tokio,
 /// `futures::executor::block_on`, ...) because it runs its own timer thread, created
 /// lazily on first use.
 ///
@@ -49,7 +53,7 @@ impl Default for DefaultClock {
 }
 
 impl Clock for DefaultClock {
-    type Sleep = futures_timer::Delay;
+    type Sleep = DefaultSleep;
 
     #[inline]
     fn now(&self) -> Nanos {
@@ -63,6 +67,36 @@ impl Clock for DefaultClock {
     }
 
     fn sleep_async(&self, duration: Duration) -> Self::Sleep {
-        futures_timer::Delay::new(duration)
+        DefaultSleep {
+            delay: (!duration.is_zero()).then(|| futures_timer::Delay::new(duration)),
+        }
+    }
+}
+
+/// The future of [`DefaultClock::sleep_async`]: a [`futures_timer::Delay`], except
+/// that a zero duration is ready at its first poll. (A zero `Delay` waits for the
+/// timer thread to fire it, a thread hop on every async acquire that needs no wait.)
+///
+/// ```
+/// use sluicegate::clock::{Clock, DefaultClock};
+/// use std::time::Duration;
+/// use futures::FutureExt;
+/// let clock = DefaultClock::new();
+/// assert!(clock.sleep_async(Duration::ZERO).now_or_never().is_some());
+/// futures::executor::block_on(clock.sleep_async(Duration::from_millis(1)));
+/// ```
+#[derive(Debug)]
+pub struct DefaultSleep {
+    delay: Option<futures_timer::Delay>,
+}
+
+impl Future for DefaultSleep {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        match self.delay.as_mut() {
+            Some(delay) => Pin::new(delay).poll(cx),
+            None => Poll::Ready(()),
+        }
     }
 }

@@ -171,7 +171,7 @@ impl<A: CellAlgorithm, C: Clock> Held for CancelOnDrop<A, C> {
 }
 
 /// The async twin of the blocking core in `direct.rs`.
-async fn acquire_within<A: CellAlgorithm, C: Clock>(
+pub(crate) async fn acquire_within<A: CellAlgorithm, C: Clock>(
     limiter: RateLimiter<A, C>,
     cost: u64,
     budget: Nanos,

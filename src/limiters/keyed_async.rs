@@ -271,7 +271,7 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> Held for CancelOnDrop<'_, K, A, 
 
 /// The async twin of the blocking core in `keyed.rs`. `keys` is owned by the future
 /// (a `Vec`, or a one-element array for a single key).
-async fn acquire_within<K, A, S, C, Keys>(
+pub(crate) async fn acquire_within<K, A, S, C, Keys>(
     limiter: KeyedRateLimiter<K, A, S, C>,
     keys: Keys,
     cost: u64,

@@ -13,10 +13,10 @@
 //! up to `max_wait`" (Go's `reserveN`); the rest are thin wrappers that choose
 //! `max_wait` and sleep on the limiter's [`Clock`](crate::clock::Clock).
 
-mod asynchronous;
+pub(crate) mod asynchronous;
 mod direct;
 mod keyed;
-mod keyed_async;
+pub(crate) mod keyed_async;
 mod reservation;
 mod waiting;
 

@@ -1,0 +1,352 @@
+//! Back-off that honours the server: `Retry-After` and `RateLimit` fields hold a key
+//! back until the server says more quota is there.
+
+use super::fields;
+use super::http_date;
+use crate::clock::{duration_to_nanos, nanos_to_duration, Clock, Nanos, NANOS_PER_SECOND};
+use http::header::{HeaderMap, DATE, RETRY_AFTER};
+use http::StatusCode;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Holds keys back after a server asked a client to slow down: the client-side half
+/// of [`ServerLayer`](super::server::ServerLayer)'s headers, usable with any client.
+///
+/// [`observe`](HoldBack::observe) reads a response's status and headers and, when
+/// the server asks for a pause, holds the key back until then;
+/// [`remaining`](HoldBack::remaining) and [`wait`](HoldBack::wait) tell a caller how
+/// long it still has to wait. The [`ClientLayer`](super::client::ClientLayer) does
+/// both for every request when given one
+/// ([`honour_server`](super::client::ClientLayer::honour_server)).
+///
+/// What a response asks for:
+///
+/// | response | pause |
+/// |---|---|
+/// | `429` or `503` with `Retry-After` | its delay-seconds, or its HTTP-date less the response's `Date` (the local wall clock if there is none) |
+/// | `429` or `503` with `RateLimit` and no `Retry-After` | the longest `t` of the items with `r=0` (of all items if none has `r=0`) |
+/// | `429` with neither | the [`fallback`](HoldBack::with_fallback) (1 s unless set) |
+/// | any other status with `RateLimit` | the longest `t` of the items with `r=0`, if any |
+/// | anything else | none |
+///
+/// `Retry-After` takes precedence over `RateLimit`, as the draft requires. Every
+/// pause is capped ([`with_cap`](HoldBack::with_cap), 60 s unless set) so that a
+/// broken or hostile server (`Retry-After: 1000000`) cannot stall the client; the
+/// draft asks clients for such thresholds. A pause only ever slows the client down:
+/// a key already held back longer keeps its longer hold, and a hold never lets a
+/// request skip the client's own limiter. Malformed fields are ignored.
+///
+/// Clones share the holds. Keys are forgotten once their hold has passed. Time is
+/// the given clock's (virtual under a [`ManualClock`](crate::ManualClock)).
+///
+/// ```
+/// use http::{HeaderMap, StatusCode};
+/// use sluicegate::adapters::HoldBack;
+/// use sluicegate::clock::ManualClock;
+/// use std::time::Duration;
+///
+/// let hold = HoldBack::new(ManualClock::new());
+/// let mut headers = HeaderMap::new();
+/// headers.insert("retry-after", "3".parse().unwrap());
+/// assert_eq!(hold.observe("api.test", StatusCode::TOO_MANY_REQUESTS, &headers), Some(Duration::from_secs(3)));
+/// assert_eq!(hold.remaining(&"api.test"), Duration::from_secs(3));
+/// assert_eq!(hold.remaining(&"other.test"), Duration::ZERO);
+/// ```
+pub struct HoldBack<K, C: Clock> {
+    shared: Arc<Shared<K>>,
+    clock: C,
+    cap: Nanos,
+    fallback: Nanos,
+}
+
+struct Shared<K> {
+    /// Per key: the clock time until which it is held back.
+    until: Mutex<HashMap<K, Nanos>>,
+}
+
+impl<K, C: Clock> Clone for HoldBack<K, C> {
+    fn clone(&self) -> Self {
+        HoldBack {
+            shared: self.shared.clone(),
+            clock: self.clock.clone(),
+            cap: self.cap,
+            fallback: self.fallback,
+        }
+    }
+}
+
+impl<K, C: Clock> std::fmt::Debug for HoldBack<K, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HoldBack")
+            .field("cap", &nanos_to_duration(self.cap))
+            .field("fallback", &nanos_to_duration(self.fallback))
+            .field("held_keys", &self.shared.until.lock().len())
+            .finish()
+    }
+}
+
+/// Above this many remembered keys, an observation first forgets those whose hold
+/// has passed, so the map stays as large as the set of keys currently held.
+const PRUNE_ABOVE: usize = 1024;
+
+impl<K: Hash + Eq, C: Clock> HoldBack<K, C> {
+    /// Holds on `clock` (use the limiter's), capped at 60 s, with a 1 s fallback
+    /// for a bare `429`.
+    ///
+    /// ```
+    /// use sluicegate::adapters::HoldBack;
+    /// use sluicegate::clock::ManualClock;
+    /// let hold: HoldBack<String, _> = HoldBack::new(ManualClock::new());
+    /// assert_eq!(hold.remaining(&"x".to_owned()), std::time::Duration::ZERO);
+    /// ```
+    pub fn new(clock: C) -> Self {
+        HoldBack {
+            shared: Arc::new(Shared {
+                until: Mutex::new(HashMap::new()),
+            }),
+            clock,
+            cap: 60 * NANOS_PER_SECOND,
+            fallback: NANOS_PER_SECOND,
+        }
+    }
+
+    /// The longest pause any one response can impose (60 s unless set).
+    /// `Duration::ZERO` disables holding.
+    ///
+    /// ```
+    /// use http::{HeaderMap, StatusCode};
+    /// use sluicegate::adapters::HoldBack;
+    /// use sluicegate::clock::ManualClock;
+    /// use std::time::Duration;
+    /// let hold = HoldBack::new(ManualClock::new()).with_cap(Duration::from_secs(10));
+    /// let mut headers = HeaderMap::new();
+    /// headers.insert("retry-after", "1000000".parse().unwrap());
+    /// assert_eq!(hold.observe((), StatusCode::SERVICE_UNAVAILABLE, &headers), Some(Duration::from_secs(10)));
+    /// ```
+    pub fn with_cap(mut self, cap: Duration) -> Self {
+        self.cap = duration_to_nanos(cap);
+        self
+    }
+
+    /// The pause after a `429` that gives no hint (no `Retry-After`, no `RateLimit`);
+    /// 1 s unless set. `Duration::ZERO`: no pause.
+    ///
+    /// ```
+    /// use http::{HeaderMap, StatusCode};
+    /// use sluicegate::adapters::HoldBack;
+    /// use sluicegate::clock::ManualClock;
+    /// use std::time::Duration;
+    /// let hold = HoldBack::new(ManualClock::new()).with_fallback(Duration::from_millis(250));
+    /// let bare = HeaderMap::new();
+    /// assert_eq!(hold.observe((), StatusCode::TOO_MANY_REQUESTS, &bare), Some(Duration::from_millis(250)));
+    /// assert_eq!(hold.observe((), StatusCode::SERVICE_UNAVAILABLE, &bare), None); // 503 alone is not a rate limit
+    /// ```
+    pub fn with_fallback(mut self, fallback: Duration) -> Self {
+        self.fallback = duration_to_nanos(fallback);
+        self
+    }
+
+    /// The clock holds are measured on.
+    ///
+    /// ```
+    /// use sluicegate::adapters::HoldBack;
+    /// use sluicegate::clock::{Clock, ManualClock};
+    /// let hold: HoldBack<(), _> = HoldBack::new(ManualClock::new());
+    /// assert_eq!(hold.clock().now(), 0);
+    /// ```
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+
+    /// Reads a response for `key` and holds the key back as the table in the type's
+    /// docs says; answers the pause this response asked for (after the cap), or
+    /// `None` if it asked for none. An HTTP-date in `Retry-After` is measured from
+    /// the response's `Date` field (so the two clocks' skew does not matter), or
+    /// from the local wall clock when there is no `Date`.
+    ///
+    /// ```
+    /// use http::{HeaderMap, StatusCode};
+    /// use sluicegate::adapters::HoldBack;
+    /// use sluicegate::clock::ManualClock;
+    /// use std::time::Duration;
+    /// let hold = HoldBack::new(ManualClock::new());
+    /// let mut headers = HeaderMap::new();
+    /// headers.insert("date", "Sun, 06 Nov 1994 08:49:37 GMT".parse().unwrap());
+    /// headers.insert("retry-after", "Sun, 06 Nov 1994 08:50:07 GMT".parse().unwrap());
+    /// assert_eq!(hold.observe(1, StatusCode::TOO_MANY_REQUESTS, &headers), Some(Duration::from_secs(30)));
+    /// // An OK response whose RateLimit says the quota is spent for 5 s:
+    /// let mut ok = HeaderMap::new();
+    /// ok.insert("ratelimit", r#""default";r=0;t=5"#.parse().unwrap());
+    /// assert_eq!(hold.observe(2, StatusCode::OK, &ok), Some(Duration::from_secs(5)));
+    /// ok.insert("ratelimit", r#""default";r=4;t=5"#.parse().unwrap());
+    /// assert_eq!(hold.observe(3, StatusCode::OK, &ok), None);
+    /// ```
+    pub fn observe(&self, key: K, status: StatusCode, headers: &HeaderMap) -> Option<Duration> {
+        self.observe_at(key, status, headers, SystemTime::now())
+    }
+
+    /// [`observe`](HoldBack::observe) with the local wall-clock time given, for a
+    /// response without a `Date` field (tests, replays).
+    ///
+    /// ```
+    /// use http::{HeaderMap, StatusCode};
+    /// use sluicegate::adapters::HoldBack;
+    /// use sluicegate::clock::ManualClock;
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// let hold = HoldBack::new(ManualClock::new());
+    /// let mut headers = HeaderMap::new();
+    /// headers.insert("retry-after", "Thu, 01 Jan 1970 00:00:10 GMT".parse().unwrap());
+    /// let wall = UNIX_EPOCH + Duration::from_millis(7_500);
+    /// assert_eq!(hold.observe_at((), StatusCode::TOO_MANY_REQUESTS, &headers, wall), Some(Duration::from_millis(2_500)));
+    /// ```
+    pub fn observe_at(
+        &self,
+        key: K,
+        status: StatusCode,
+        headers: &HeaderMap,
+        wall_now: SystemTime,
+    ) -> Option<Duration> {
+        let pause = self.pause(status, headers, wall_now)?.min(self.cap);
+        if pause == 0 {
+            return None;
+        }
+        let now = self.clock.now();
+        let until = now.saturating_add(pause);
+        let mut held = self.shared.until.lock();
+        if held.len() > PRUNE_ABOVE {
+            held.retain(|_, t| *t > now);
+        }
+        let entry = held.entry(key).or_insert(0);
+        // Only ever slower: a longer hold already in place stays.
+        *entry = (*entry).max(until);
+        Some(nanos_to_duration(pause))
+    }
+
+    /// How long `key` is still held back (zero if it is not).
+    ///
+    /// ```
+    /// use http::{HeaderMap, StatusCode};
+    /// use sluicegate::adapters::HoldBack;
+    /// use sluicegate::clock::ManualClock;
+    /// use std::time::Duration;
+    /// let clock = ManualClock::new();
+    /// let hold = HoldBack::new(clock.clone());
+    /// let mut headers = HeaderMap::new();
+    /// headers.insert("retry-after", "2".parse().unwrap());
+    /// hold.observe("k", StatusCode::TOO_MANY_REQUESTS, &headers);
+    /// clock.advance(Duration::from_millis(500));
+    /// assert_eq!(hold.remaining(&"k"), Duration::from_millis(1_500));
+    /// ```
+    pub fn remaining(&self, key: &K) -> Duration {
+        nanos_to_duration(self.remaining_nanos(key, self.clock.now()))
+    }
+
+    pub(crate) fn remaining_nanos(&self, key: &K, now: Nanos) -> Nanos {
+        let held = self.shared.until.lock();
+        held.get(key).map_or(0, |until| until.saturating_sub(now))
+    }
+
+    /// Waits, on the clock, until `key` is no longer held back; resolves to the time
+    /// waited. For clients that are not tower services: call it before each request.
+    ///
+    /// ```
+    /// use http::{HeaderMap, StatusCode};
+    /// use sluicegate::adapters::HoldBack;
+    /// use sluicegate::clock::{Clock, ManualClock};
+    /// use std::time::Duration;
+    /// let clock = ManualClock::new();
+    /// let hold = HoldBack::new(clock.clone());
+    /// let mut headers = HeaderMap::new();
+    /// headers.insert("retry-after", "4".parse().unwrap());
+    /// hold.observe("k", StatusCode::TOO_MANY_REQUESTS, &headers);
+    /// futures::executor::block_on(hold.wait(&"k"));
+    /// assert_eq!(clock.now(), 4_000_000_000);
+    /// ```
+    pub async fn wait(&self, key: &K) -> Duration {
+        let left = self.remaining(key);
+        if !left.is_zero() {
+            self.clock.sleep_async(left).await;
+        }
+        left
+    }
+
+    /// The pause a response asks for, in nanoseconds, before the cap.
+    fn pause(
+        &self,
+        status: StatusCode,
+        headers: &HeaderMap,
+        wall_now: SystemTime,
+    ) -> Option<Nanos> {
+        let throttled =
+            status == StatusCode::TOO_MANY_REQUESTS || status == StatusCode::SERVICE_UNAVAILABLE;
+        if throttled {
+            if let Some(retry) = headers.get(RETRY_AFTER) {
+                // A malformed Retry-After is ignored like a missing one.
+                let pause = retry.to_str().ok();
+                if let Some(pause) = pause.and_then(|v| retry_after(v, headers, wall_now)) {
+                    return Some(pause);
+                }
+            }
+        }
+        let (spent, any) = ratelimit_resets(headers);
+        match (throttled, spent, any) {
+            (_, Some(t), _) => Some(t),
+            (true, None, Some(t)) => Some(t),
+            _ if status == StatusCode::TOO_MANY_REQUESTS => Some(self.fallback),
+            _ => None,
+        }
+    }
+}
+
+/// A `Retry-After` value as a pause in nanoseconds: delay-seconds, or an HTTP-date
+/// less the response's `Date` (or the local wall clock). A date in the past is a
+/// zero pause.
+fn retry_after(value: &str, headers: &HeaderMap, wall_now: SystemTime) -> Option<Nanos> {
+    let value = value.trim();
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        // Beyond u64 seconds is "for ever"; the cap applies anyway.
+        let seconds: u64 = value.parse().unwrap_or(u64::MAX);
+        return Some(seconds.saturating_mul(NANOS_PER_SECOND));
+    }
+    let at = http_date::parse(value)?;
+    let reference = headers
+        .get(DATE)
+        .and_then(|d| d.to_str().ok())
+        .and_then(http_date::parse)
+        .map(|secs| secs.saturating_mul(NANOS_PER_SECOND))
+        .unwrap_or_else(|| {
+            wall_now
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, duration_to_nanos)
+        });
+    Some(
+        at.saturating_mul(NANOS_PER_SECOND)
+            .saturating_sub(reference),
+    )
+}
+
+/// From every `RateLimit` field: the longest `t` among items with `r=0`, and the
+/// longest `t` of any item, in nanoseconds. Malformed fields count for nothing.
+fn ratelimit_resets(headers: &HeaderMap) -> (Option<Nanos>, Option<Nanos>) {
+    let mut spent: Option<Nanos> = None;
+    let mut any: Option<Nanos> = None;
+    for value in headers.get_all("ratelimit") {
+        let Some(items) = value.to_str().ok().and_then(fields::parse_list) else {
+            continue;
+        };
+        for item in items {
+            let Some(t) = item.param("t").and_then(|t| u64::try_from(t).ok()) else {
+                continue;
+            };
+            let t = t.saturating_mul(NANOS_PER_SECOND);
+            any = any.max(Some(t));
+            if item.param("r") == Some(0) {
+                spent = spent.max(Some(t));
+            }
+        }
+    }
+    (spent, any)
+}

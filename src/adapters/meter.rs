@@ -1,0 +1,66 @@
+//! What an item or a request is charged: its key and its cost.
+
+/// Says what one item (or request) is charged: the key it counts against and its
+/// cost in permits.
+///
+/// Three shapes, so that the common cases need no closure:
+/// * [`Each`]: every item costs 1, key `()` (a direct limiter);
+/// * [`Weighed`]: a cost per item from a closure, key `()`;
+/// * any closure `FnMut(&T) -> (K, u64)`: a key and a cost per item (a keyed limiter,
+///   e.g. per target host).
+///
+/// A cost of 0 is refused by the limiter ([`Error::ZeroCost`](crate::Error::ZeroCost))
+/// and comes back as that item's error, never a panic.
+///
+/// ```
+/// use sluicegate::adapters::{Each, Meter, Weighed};
+/// assert_eq!(Each.meter(&"anything"), ((), 1));
+/// assert_eq!(Weighed(|s: &&str| s.len() as u64).meter(&"four"), ((), 4));
+/// let mut per_host = |url: &&str| (url.split('/').nth(2).unwrap_or("").to_owned(), 1);
+/// assert_eq!(per_host.meter(&"https://example.com/a"), ("example.com".to_owned(), 1));
+/// ```
+pub trait Meter<T, K> {
+    /// The key and the cost of `item`.
+    fn meter(&mut self, item: &T) -> (K, u64);
+}
+
+/// Every item costs one permit of a direct limiter.
+///
+/// ```
+/// use sluicegate::adapters::{Each, Meter};
+/// assert_eq!(Each.meter(&42), ((), 1));
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Each;
+
+impl<T> Meter<T, ()> for Each {
+    #[inline]
+    fn meter(&mut self, _item: &T) -> ((), u64) {
+        ((), 1)
+    }
+}
+
+/// Each item costs what the closure says, from a direct limiter (e.g. bytes of a
+/// chunk, seed 001's heavier writes).
+///
+/// ```
+/// use sluicegate::adapters::{Meter, Weighed};
+/// let mut by_len = Weighed(|v: &Vec<u8>| v.len() as u64);
+/// assert_eq!(by_len.meter(&vec![0; 3]), ((), 3));
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Weighed<F>(pub F);
+
+impl<T, F: FnMut(&T) -> u64> Meter<T, ()> for Weighed<F> {
+    #[inline]
+    fn meter(&mut self, item: &T) -> ((), u64) {
+        ((), (self.0)(item))
+    }
+}
+
+impl<T, K, F: FnMut(&T) -> (K, u64)> Meter<T, K> for F {
+    #[inline]
+    fn meter(&mut self, item: &T) -> (K, u64) {
+        self(item)
+    }
+}

@@ -1,0 +1,178 @@
+//! The one thing every adapter needs from a limiter.
+
+use crate::algorithms::{Algorithm, Decision};
+use crate::cells::CellAlgorithm;
+use crate::clock::{duration_to_nanos, Clock};
+use crate::error::Error;
+use crate::limiters::{asynchronous, keyed_async};
+use crate::stores::Store;
+use crate::{AsyncKeyedRateLimiter, AsyncRateLimiter, KeyedRateLimiter, RateLimiter};
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+/// The future of [`Permits::acquire`]: resolves to the time waited once the permits
+/// are granted. Dropping it before then gives the permits back.
+pub type Acquiring = Pin<Box<dyn Future<Output = Result<Duration, Error>> + Send + 'static>>;
+
+/// A shared handle on a limiter that the adapters draw permits from: every limiter
+/// of this crate, direct ([`RateLimiter`], [`AsyncRateLimiter`], whose key is `()`)
+/// or keyed ([`KeyedRateLimiter`], [`AsyncKeyedRateLimiter`] over any [`Store`],
+/// whose key is `K`).
+///
+/// Clones share one limit. The adapters call [`acquire`](Permits::acquire) to wait
+/// and [`check`](Permits::check) to decide without waiting; both take the
+/// limiter's usual errors ([`Error::ZeroCost`] for a cost of 0, [`Error::Never`] for a
+/// cost above capacity, the store's errors).
+///
+/// ```
+/// use sluicegate::adapters::Permits;
+/// use sluicegate::{clock::ManualClock, RateLimiter};
+/// use std::time::Duration;
+/// let limiter = RateLimiter::bursty_with_clock(2.0, ManualClock::new()).unwrap();
+/// futures::executor::block_on(async {
+///     assert_eq!(Permits::acquire(&limiter, (), 1, None).await.unwrap(), Duration::ZERO);
+///     // The next permit is 0.5 s away: more than this caller will wait.
+///     let late = Permits::acquire(&limiter, (), 1, Some(Duration::from_millis(100))).await;
+///     assert!(matches!(late, Err(sluicegate::Error::Timeout { .. })));
+/// });
+/// ```
+pub trait Permits: Clone + Send + Sync + 'static {
+    /// What a call is charged to: `()` for a direct limiter, the key type of a keyed
+    /// one.
+    type Key: Send + 'static;
+    /// The limiter's clock, which the adapters also sleep on (jitter, back-off).
+    type Clock: Clock;
+
+    /// The limiter's clock.
+    fn clock(&self) -> &Self::Clock;
+
+    /// Takes `cost` permits for `key`, waiting as long as needed, or at most
+    /// `max_wait`: a wait that would be longer fails at once with
+    /// [`Error::Timeout`], consuming nothing. Dropping the future while it waits
+    /// gives the permits back.
+    fn acquire(&self, key: Self::Key, cost: u64, max_wait: Option<Duration>) -> Acquiring;
+
+    /// Takes `cost` permits for `key` if that needs no waiting, answering the full
+    /// [`Decision`]. With a remote store this blocks the calling thread for one round
+    /// trip.
+    ///
+    /// # Errors
+    /// As the limiter's `check`.
+    fn check(&self, key: &Self::Key, cost: u64) -> Result<Decision, Error>;
+
+    /// The decision `check` would give now, consuming nothing.
+    ///
+    /// # Errors
+    /// As the limiter's `peek`.
+    fn peek(&self, key: &Self::Key, cost: u64) -> Result<Decision, Error>;
+}
+
+fn budget(max_wait: Option<Duration>) -> u64 {
+    max_wait.map_or(u64::MAX, duration_to_nanos)
+}
+
+impl<A: CellAlgorithm, C: Clock> Permits for RateLimiter<A, C> {
+    type Key = ();
+    type Clock = C;
+
+    fn clock(&self) -> &C {
+        RateLimiter::clock(self)
+    }
+
+    fn acquire(&self, _key: (), cost: u64, max_wait: Option<Duration>) -> Acquiring {
+        Box::pin(asynchronous::acquire_within(
+            self.clone(),
+            cost,
+            budget(max_wait),
+        ))
+    }
+
+    fn check(&self, _key: &(), cost: u64) -> Result<Decision, Error> {
+        RateLimiter::check(self, cost)
+    }
+
+    fn peek(&self, _key: &(), cost: u64) -> Result<Decision, Error> {
+        RateLimiter::peek(self, cost)
+    }
+}
+
+impl<A: CellAlgorithm, C: Clock> Permits for AsyncRateLimiter<A, C> {
+    type Key = ();
+    type Clock = C;
+
+    fn clock(&self) -> &C {
+        self.blocking().clock()
+    }
+
+    fn acquire(&self, key: (), cost: u64, max_wait: Option<Duration>) -> Acquiring {
+        Permits::acquire(self.blocking(), key, cost, max_wait)
+    }
+
+    fn check(&self, key: &(), cost: u64) -> Result<Decision, Error> {
+        Permits::check(self.blocking(), key, cost)
+    }
+
+    fn peek(&self, key: &(), cost: u64) -> Result<Decision, Error> {
+        Permits::peek(self.blocking(), key, cost)
+    }
+}
+
+impl<K, A, S, C> Permits for KeyedRateLimiter<K, A, S, C>
+where
+    K: Send + Sync + 'static,
+    A: Algorithm,
+    S: Store<K, A> + 'static,
+    C: Clock,
+{
+    type Key = K;
+    type Clock = C;
+
+    fn clock(&self) -> &C {
+        KeyedRateLimiter::clock(self)
+    }
+
+    fn acquire(&self, key: K, cost: u64, max_wait: Option<Duration>) -> Acquiring {
+        Box::pin(keyed_async::acquire_within(
+            self.clone(),
+            [key],
+            cost,
+            budget(max_wait),
+        ))
+    }
+
+    fn check(&self, key: &K, cost: u64) -> Result<Decision, Error> {
+        KeyedRateLimiter::check(self, key, cost)
+    }
+
+    fn peek(&self, key: &K, cost: u64) -> Result<Decision, Error> {
+        KeyedRateLimiter::peek(self, key, cost)
+    }
+}
+
+impl<K, A, S, C> Permits for AsyncKeyedRateLimiter<K, A, S, C>
+where
+    K: Send + Sync + 'static,
+    A: Algorithm,
+    S: Store<K, A> + 'static,
+    C: Clock,
+{
+    type Key = K;
+    type Clock = C;
+
+    fn clock(&self) -> &C {
+        self.blocking().clock()
+    }
+
+    fn acquire(&self, key: K, cost: u64, max_wait: Option<Duration>) -> Acquiring {
+        Permits::acquire(self.blocking(), key, cost, max_wait)
+    }
+
+    fn check(&self, key: &K, cost: u64) -> Result<Decision, Error> {
+        Permits::check(self.blocking(), key, cost)
+    }
+
+    fn peek(&self, key: &K, cost: u64) -> Result<Decision, Error> {
+        Permits::peek(self.blocking(), key, cost)
+    }
+}

@@ -1,0 +1,32 @@
+//! A tower layer for HTTP servers: each request is charged to its key and refused
+//! with `429 Too Many Requests` when over the limit (feature `tower`).
+//!
+//! ```text
+//!   request ─► meter: (key, cost) ─► limiter.check(key, cost)
+//!        allowed ─► inner service ─► response + RateLimit, RateLimit-Policy
+//!        denied  ─► 429 + Retry-After, RateLimit, RateLimit-Policy  (inner not called)
+//!        never   ─► 413 (or the status set) + RateLimit, RateLimit-Policy, no Retry-After
+//! ```
+//!
+//! The check never waits: a server answers at once. It is synchronous, so with a
+//! remote store (Redis) it blocks the task's thread for one round trip.
+//!
+//! **A cost that can never be granted** (above the capacity of a limit: a request
+//! that weighs more than the whole quota) is not a `429`: no retry time exists, and a
+//! client that honours `Retry-After` would retry for ever. It is answered
+//! `413 Content Too Large` by default, without `Retry-After`, with the policy fields
+//! showing the quota the request exceeds
+//! ([`never_status`](ServerLayer::never_status) picks another status, e.g. `400`).
+//! A cost of 0 is let through uncounted, without fields. A store that fails
+//! (unreachable Redis) is answered `503 Service Unavailable` (fail closed) unless
+//! [`fail_open`](ServerLayer::fail_open) lets such requests through.
+
+mod headers;
+mod layer;
+mod quotas;
+mod service;
+
+pub use headers::{Legacy, Policy, RateLimitHeaders};
+pub use layer::ServerLayer;
+pub use quotas::Quotas;
+pub use service::{ResponseFuture, Server};

@@ -1,0 +1,227 @@
+//! What each limit of an algorithm or a set allows, as a `RateLimit-Policy` states
+//! it: a quota of permits per window.
+
+use super::headers::Policy;
+use crate::algorithms::{
+    Algorithm, AllOf, FixedWindow, LeakyBucket, SlidingLog, SlidingWindowBuckets,
+    SlidingWindowCounter, SmoothBursty, SmoothWarmingUp,
+};
+use std::time::Duration;
+
+/// An algorithm that can state its limits as quotas: `(permits, window)` per limit,
+/// in order (one for a single limit, one per member for a set, a nested set's
+/// members in place). What the server layer's `RateLimit-Policy` advertises, via
+/// [`Policy::describe`].
+///
+/// | algorithm | quota | window |
+/// |---|---|---|
+/// | [`FixedWindow`], [`SlidingWindowCounter`], [`SlidingWindowBuckets`], [`SlidingLog`] | the limit | the window |
+/// | [`LeakyBucket`] | the capacity | the time to drain a full bucket |
+/// | [`SmoothBursty`] | the burst (at least 1) | the time to save it up |
+/// | [`SmoothWarmingUp`] | one second of the stable rate (at least 1) | 1 s |
+/// | [`AllOf`] | each member's | each member's |
+///
+/// A dynamic set ([`Limits`](crate::algorithms::Limits)) holds its members behind a
+/// trait object and cannot say; name its policies with [`Policy::new`].
+///
+/// ```
+/// use sluicegate::adapters::server::Quotas;
+/// use sluicegate::algorithms::{AllOf, FixedWindow, SmoothBursty};
+/// use std::time::Duration;
+/// let set = AllOf::new((SmoothBursty::new(10.0).unwrap(), FixedWindow::new(100, Duration::from_secs(60)).unwrap()));
+/// assert_eq!(set.quotas(), [(10, Duration::from_secs(1)), (100, Duration::from_secs(60))]);
+/// ```
+pub trait Quotas: Algorithm {
+    /// `(permits, window)` for each limit, in order.
+    fn quotas(&self) -> Vec<(u64, Duration)> {
+        let mut out = Vec::new();
+        self.push_quotas(&mut out);
+        out
+    }
+
+    /// Appends this algorithm's quotas to `out` (what a set calls on its members).
+    fn push_quotas(&self, out: &mut Vec<(u64, Duration)>);
+}
+
+/// A quota from a float number of permits at `rate` per second: at least 1 permit,
+/// and the time `rate` takes to give them (zero for an unlimited rate).
+fn from_rate(permits: f64, rate: f64) -> (u64, Duration) {
+    let permits = if permits.is_finite() {
+        permits.floor().max(1.0)
+    } else {
+        1.0
+    };
+    let seconds = permits / rate;
+    let window = Duration::try_from_secs_f64(seconds).unwrap_or(Duration::ZERO);
+    (permits as u64, window)
+}
+
+impl Quotas for FixedWindow {
+    fn push_quotas(&self, out: &mut Vec<(u64, Duration)>) {
+        out.push((self.limit(), self.window()));
+    }
+}
+
+impl Quotas for SlidingWindowCounter {
+    fn push_quotas(&self, out: &mut Vec<(u64, Duration)>) {
+        out.push((self.limit(), self.window()));
+    }
+}
+
+impl Quotas for SlidingWindowBuckets {
+    fn push_quotas(&self, out: &mut Vec<(u64, Duration)>) {
+        out.push((self.limit(), self.duration()));
+    }
+}
+
+impl Quotas for SlidingLog {
+    fn push_quotas(&self, out: &mut Vec<(u64, Duration)>) {
+        out.push((self.limit(), self.duration()));
+    }
+}
+
+impl Quotas for LeakyBucket {
+    fn push_quotas(&self, out: &mut Vec<(u64, Duration)>) {
+        let (nanos, per) = self.interval();
+        let drain = u128::from(self.capacity()) * u128::from(nanos) / u128::from(per.max(1));
+        let drain = u64::try_from(drain).unwrap_or(u64::MAX);
+        out.push((self.capacity(), Duration::from_nanos(drain)));
+    }
+}
+
+impl Quotas for SmoothBursty {
+    fn push_quotas(&self, out: &mut Vec<(u64, Duration)>) {
+        out.push(from_rate(self.max_permits(), self.rate()));
+    }
+}
+
+impl Quotas for SmoothWarmingUp {
+    fn push_quotas(&self, out: &mut Vec<(u64, Duration)>) {
+        out.push(from_rate(self.rate(), self.rate()));
+    }
+}
+
+impl<A: Quotas, B: Quotas> Quotas for AllOf<(A, B)>
+where
+    AllOf<(A, B)>: Algorithm,
+{
+    fn push_quotas(&self, out: &mut Vec<(u64, Duration)>) {
+        let (a, b) = self.members();
+        a.push_quotas(out);
+        b.push_quotas(out);
+    }
+}
+
+impl<A: Quotas, B: Quotas, C: Quotas> Quotas for AllOf<(A, B, C)>
+where
+    AllOf<(A, B, C)>: Algorithm,
+{
+    fn push_quotas(&self, out: &mut Vec<(u64, Duration)>) {
+        let (a, b, c) = self.members();
+        a.push_quotas(out);
+        b.push_quotas(out);
+        c.push_quotas(out);
+    }
+}
+
+impl Policy {
+    /// One policy per limit of `algorithm` ([`Quotas`]), named by `names` in order;
+    /// a limit without a name is `"limit<index>"`.
+    ///
+    /// ```
+    /// use sluicegate::adapters::server::{Policy, RateLimitHeaders};
+    /// use sluicegate::algorithms::{AllOf, FixedWindow, LeakyBucket};
+    /// use std::time::Duration;
+    /// let set = AllOf::new((
+    ///     LeakyBucket::meter(3, 2, Duration::from_secs(1)).unwrap(),
+    ///     FixedWindow::new(100, Duration::from_secs(3600)).unwrap(),
+    /// ));
+    /// let policies = Policy::describe(&set, ["burst"]);
+    /// assert_eq!(policies[0].to_string(), r#""burst";q=3;w=2"#); // 1.5 s to drain, rounded up
+    /// assert_eq!(policies[1].to_string(), r#""limit1";q=100;w=3600"#);
+    /// let headers = RateLimitHeaders::new().policies(policies);
+    /// ```
+    pub fn describe<S: Into<String>>(
+        algorithm: &impl Quotas,
+        names: impl IntoIterator<Item = S>,
+    ) -> Vec<Policy> {
+        let mut names = names.into_iter();
+        algorithm
+            .quotas()
+            .into_iter()
+            .enumerate()
+            .map(|(index, (quota, window))| {
+                let name = names
+                    .next()
+                    .map_or_else(|| format!("limit{index}"), Into::into);
+                Policy::new(name, quota, window)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_algorithm_states_its_quota() {
+        let minute = Duration::from_secs(60);
+        assert_eq!(FixedWindow::new(5, minute).unwrap().quotas(), [(5, minute)]);
+        assert_eq!(
+            SlidingWindowCounter::new(7, minute).unwrap().quotas(),
+            [(7, minute)]
+        );
+        assert_eq!(SlidingLog::new(3, minute).unwrap().quotas(), [(3, minute)]);
+        assert_eq!(
+            SlidingWindowBuckets::dropping(9, minute, Duration::from_secs(6))
+                .unwrap()
+                .quotas(),
+            [(9, minute)]
+        );
+        // 100 per minute, capacity 10: a full bucket drains in 6 s.
+        assert_eq!(
+            LeakyBucket::meter(10, 100, minute).unwrap().quotas(),
+            [(10, Duration::from_secs(6))]
+        );
+        // Guava's default: 1 s of burst at 5 per second.
+        assert_eq!(
+            SmoothBursty::new(5.0).unwrap().quotas(),
+            [(5, Duration::from_secs(1))]
+        );
+        // No saved burst: one permit per interval.
+        let cadence = SmoothBursty::new(4.0)
+            .unwrap()
+            .with_max_burst(Duration::ZERO)
+            .unwrap();
+        assert_eq!(cadence.quotas(), [(1, Duration::from_millis(250))]);
+        assert_eq!(
+            SmoothBursty::new(f64::INFINITY).unwrap().quotas(),
+            [(1, Duration::ZERO)]
+        );
+        assert_eq!(
+            SmoothWarmingUp::new(2.0, Duration::from_secs(4))
+                .unwrap()
+                .quotas(),
+            [(2, Duration::from_secs(1))]
+        );
+    }
+
+    #[test]
+    fn sets_list_their_members_in_order_and_nest() {
+        let second = FixedWindow::new(10, Duration::from_secs(1)).unwrap();
+        let minute = FixedWindow::new(100, Duration::from_secs(60)).unwrap();
+        let hour = FixedWindow::new(1000, Duration::from_secs(3600)).unwrap();
+        let nested = AllOf::new((AllOf::new((second, minute)), hour));
+        assert_eq!(
+            nested.quotas(),
+            [
+                (10, Duration::from_secs(1)),
+                (100, Duration::from_secs(60)),
+                (1000, Duration::from_secs(3600)),
+            ]
+        );
+        let three = AllOf::new((second, minute, hour));
+        assert_eq!(three.quotas(), nested.quotas());
+    }
+}

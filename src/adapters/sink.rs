@@ -1,0 +1,282 @@
+//! A sink whose items are sent on at a limiter's pace.
+
+use super::{Acquiring, Each, Meter, Permits, Rejected};
+use futures::Sink;
+use pin_project_lite::pin_project;
+use std::fmt;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+use std::time::Duration;
+
+/// The error of a [`ThrottledSink`]: the limiter refused an item, or the inner sink
+/// failed.
+///
+/// ```
+/// use sluicegate::adapters::{sink::SinkError, Rejected};
+/// use sluicegate::Error;
+/// let e: SinkError<&str, std::io::Error> = SinkError::Refused(Rejected { item: "m", error: Error::ZeroCost });
+/// assert_eq!(e.to_string(), "item refused by the rate limiter: requested permits must be positive, got 0");
+/// ```
+#[derive(Debug)]
+pub enum SinkError<T, E> {
+    /// The limiter would not let the item through (timeout, never, store error); the
+    /// sink is still usable.
+    Refused(Rejected<T>),
+    /// The inner sink's error.
+    Inner(E),
+}
+
+impl<T, E: fmt::Display> fmt::Display for SinkError<T, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SinkError::Refused(rejected) => rejected.fmt(f),
+            SinkError::Inner(error) => error.fmt(f),
+        }
+    }
+}
+
+impl<T: fmt::Debug, E: std::error::Error + 'static> std::error::Error for SinkError<T, E> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SinkError::Refused(rejected) => Some(&rejected.error),
+            SinkError::Inner(error) => Some(error),
+        }
+    }
+}
+
+pin_project! {
+    /// A [`Sink`] that sends each item on to the inner sink once a limiter grants it
+    /// (its key and cost from a [`Meter`]).
+    ///
+    /// `start_send` charges the item and holds it; the wait happens in the next
+    /// `poll_ready`, `poll_flush` or `poll_close`, which send the item on when it is
+    /// granted. So `send(item).await` (which flushes) returns once the item has been
+    /// paced and passed on, and `send_all` / `feed` pace a whole stream. A refused
+    /// item (past the maximum wait, a cost above capacity) is returned in
+    /// [`SinkError::Refused`] and the sink stays usable.
+    ///
+    /// The adapter owns a [`Permits`] handle. Dropping it while an item waits gives
+    /// that item's permits back (the item is dropped, never sent).
+    ///
+    /// ```
+    /// use futures::{channel::mpsc, SinkExt, StreamExt};
+    /// use sluicegate::adapters::ThrottledSink;
+    /// use sluicegate::{clock::{Clock, ManualClock}, RateLimiter};
+    ///
+    /// let clock = ManualClock::new();
+    /// let limiter = RateLimiter::bursty_with_clock(4.0, clock.clone()).unwrap();
+    /// let (tx, rx) = mpsc::unbounded();
+    /// let mut paced = ThrottledSink::new(tx, limiter);
+    /// let sent_at: Vec<u64> = futures::executor::block_on(async {
+    ///     let mut at = Vec::new();
+    ///     for n in 0..3 {
+    ///         paced.send(n).await.unwrap();
+    ///         at.push(clock.now());
+    ///     }
+    ///     at
+    /// });
+    /// assert_eq!(sent_at, [0, 250_000_000, 500_000_000]);
+    /// drop(paced);
+    /// assert_eq!(futures::executor::block_on(rx.collect::<Vec<_>>()), [0, 1, 2]);
+    /// ```
+    #[must_use = "sinks do nothing unless polled"]
+    pub struct ThrottledSink<Si, T, P, M = Each> {
+        #[pin]
+        inner: Si,
+        permits: P,
+        meter: M,
+        max_wait: Option<Duration>,
+        held: Option<T>,
+        waiting: Option<Acquiring>,
+    }
+}
+
+impl<Si: Sink<T>, T, P: Permits<Key = ()>> ThrottledSink<Si, T, P, Each> {
+    /// Paces `sink` at one permit of the direct limiter `permits` per item.
+    ///
+    /// ```
+    /// use futures::{channel::mpsc, SinkExt};
+    /// use sluicegate::adapters::ThrottledSink;
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// let limiter = RateLimiter::bursty_with_clock(10.0, ManualClock::new()).unwrap();
+    /// let (tx, _rx) = mpsc::unbounded::<u8>();
+    /// let mut paced = ThrottledSink::new(tx, limiter);
+    /// futures::executor::block_on(paced.send(1)).unwrap();
+    /// ```
+    pub fn new(sink: Si, permits: P) -> Self {
+        ThrottledSink::with_meter(sink, permits, Each)
+    }
+}
+
+impl<Si: Sink<T>, T, P: Permits, M: Meter<T, P::Key>> ThrottledSink<Si, T, P, M> {
+    /// Paces `sink`, charging each item what `meter` says (a
+    /// [`Weighed`](super::Weighed) cost, or `|item| (key, cost)` for a keyed limiter).
+    ///
+    /// ```
+    /// use futures::{channel::mpsc, SinkExt};
+    /// use sluicegate::adapters::{ThrottledSink, Weighed};
+    /// use sluicegate::{clock::{Clock, ManualClock}, RateLimiter};
+    /// let clock = ManualClock::new();
+    /// // 1000 bytes per second.
+    /// let limiter = RateLimiter::bursty_with_clock(1000.0, clock.clone()).unwrap();
+    /// let (tx, _rx) = mpsc::unbounded::<Vec<u8>>();
+    /// let mut paced = ThrottledSink::with_meter(tx, limiter, Weighed(|chunk: &Vec<u8>| chunk.len() as u64));
+    /// futures::executor::block_on(async {
+    ///     paced.send(vec![0; 500]).await.unwrap(); // free (pay later)...
+    ///     paced.send(vec![0; 10]).await.unwrap(); // ...this one pays 0.5 s for it
+    /// });
+    /// assert_eq!(clock.now(), 500_000_000);
+    /// ```
+    pub fn with_meter(sink: Si, permits: P, meter: M) -> Self {
+        ThrottledSink {
+            inner: sink,
+            permits,
+            meter,
+            max_wait: None,
+            held: None,
+            waiting: None,
+        }
+    }
+
+    /// Refuses an item at once, in [`SinkError::Refused`] with
+    /// [`Error::Timeout`](crate::Error::Timeout), when it would wait longer than
+    /// `max_wait`; nothing is consumed for it and the sink stays usable.
+    ///
+    /// ```
+    /// use futures::{channel::mpsc, SinkExt};
+    /// use sluicegate::adapters::{sink::SinkError, ThrottledSink};
+    /// use sluicegate::{clock::ManualClock, Error, RateLimiter};
+    /// use std::time::Duration;
+    /// let limiter = RateLimiter::bursty_with_clock(1.0, ManualClock::new()).unwrap();
+    /// let (tx, _rx) = mpsc::unbounded::<u8>();
+    /// let mut paced = ThrottledSink::new(tx, limiter).with_max_wait(Duration::ZERO);
+    /// futures::executor::block_on(async {
+    ///     paced.send(1).await.unwrap();
+    ///     let Err(SinkError::Refused(r)) = paced.send(2).await else { panic!() };
+    ///     assert_eq!((r.item, r.error), (2, Error::Timeout { needed: Duration::from_secs(1) }));
+    /// });
+    /// ```
+    pub fn with_max_wait(mut self, max_wait: Duration) -> Self {
+        self.max_wait = Some(max_wait);
+        self
+    }
+
+    /// The inner sink.
+    ///
+    /// ```
+    /// use futures::channel::mpsc;
+    /// use sluicegate::adapters::ThrottledSink;
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// let limiter = RateLimiter::bursty_with_clock(1.0, ManualClock::new()).unwrap();
+    /// let (tx, _rx) = mpsc::unbounded::<u8>();
+    /// let paced = ThrottledSink::new(tx, limiter);
+    /// assert!(!paced.get_ref().is_closed());
+    /// ```
+    pub fn get_ref(&self) -> &Si {
+        &self.inner
+    }
+
+    /// Gives back the inner sink. An item waiting for its permits is dropped, never
+    /// sent, and its permits given back.
+    ///
+    /// ```
+    /// use futures::channel::mpsc;
+    /// use sluicegate::adapters::ThrottledSink;
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// let limiter = RateLimiter::bursty_with_clock(1.0, ManualClock::new()).unwrap();
+    /// let (tx, _rx) = mpsc::unbounded::<u8>();
+    /// let tx = ThrottledSink::new(tx, limiter).into_inner();
+    /// assert!(!tx.is_closed());
+    /// ```
+    pub fn into_inner(self) -> Si {
+        self.inner
+    }
+}
+
+impl<Si, T, P, M> ThrottledSink<Si, T, P, M>
+where
+    Si: Sink<T>,
+    P: Permits,
+    M: Meter<T, P::Key>,
+{
+    /// Drives the held item, if any, through its wait and into the inner sink.
+    fn poll_send_held(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<(), SinkError<T, Si::Error>>> {
+        let mut this = self.project();
+        if let Some(waiting) = this.waiting.as_mut() {
+            let granted = ready!(waiting.as_mut().poll(cx));
+            *this.waiting = None;
+            if let Err(error) = granted {
+                return Poll::Ready(match this.held.take() {
+                    Some(item) => Err(SinkError::Refused(Rejected { item, error })),
+                    None => Ok(()),
+                });
+            }
+        }
+        // Granted (or nothing held): the item goes on as soon as the inner sink
+        // takes it. Its permits are spent even if the inner sink then fails.
+        if this.held.is_some() {
+            ready!(this.inner.as_mut().poll_ready(cx)).map_err(SinkError::Inner)?;
+            if let Some(item) = this.held.take() {
+                this.inner
+                    .as_mut()
+                    .start_send(item)
+                    .map_err(SinkError::Inner)?;
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<Si, T, P, M> Sink<T> for ThrottledSink<Si, T, P, M>
+where
+    Si: Sink<T>,
+    P: Permits,
+    M: Meter<T, P::Key>,
+{
+    type Error = SinkError<T, Si::Error>;
+
+    fn poll_ready(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        ready!(self.as_mut().poll_send_held(cx))?;
+        self.project()
+            .inner
+            .poll_ready(cx)
+            .map_err(SinkError::Inner)
+    }
+
+    fn start_send(self: Pin<&mut Self>, item: T) -> Result<(), Self::Error> {
+        let this = self.project();
+        let (key, cost) = this.meter.meter(&item);
+        *this.waiting = Some(this.permits.acquire(key, cost, *this.max_wait));
+        *this.held = Some(item);
+        Ok(())
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        ready!(self.as_mut().poll_send_held(cx))?;
+        self.project()
+            .inner
+            .poll_flush(cx)
+            .map_err(SinkError::Inner)
+    }
+
+    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        ready!(self.as_mut().poll_send_held(cx))?;
+        self.project()
+            .inner
+            .poll_close(cx)
+            .map_err(SinkError::Inner)
+    }
+}
+
+impl<Si: fmt::Debug, T, P, M> fmt::Debug for ThrottledSink<Si, T, P, M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ThrottledSink")
+            .field("inner", &self.inner)
+            .field("max_wait", &self.max_wait)
+            .field("waiting", &self.waiting.is_some())
+            .finish_non_exhaustive()
+    }
+}

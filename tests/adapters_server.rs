@@ -1,0 +1,368 @@
+//! The server layer on virtual time: 429 with exact `Retry-After`, `RateLimit` and
+//! `RateLimit-Policy` values, the legacy fields, never-grantable costs, free
+//! requests, store failures, and the client's back-off reading the server's fields.
+#![cfg(feature = "tower")]
+
+use futures::executor::block_on;
+use http::{HeaderMap, Request, Response, StatusCode};
+use sluicegate::adapters::server::{Legacy, Policy, RateLimitHeaders, ServerLayer};
+use sluicegate::adapters::{HoldBack, Weighed};
+use sluicegate::algorithms::{AllOf, FixedWindow, SmoothBursty};
+use sluicegate::clock::ManualClock;
+use sluicegate::stores::MemoryStore;
+use sluicegate::{KeyedRateLimiter, RateLimiter};
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tower::{service_fn, Layer, Service, ServiceExt};
+
+/// The application behind the layer: counts its calls, answers 200 "ok".
+fn app() -> (
+    impl Service<Request<u64>, Response = Response<String>, Error = Infallible> + Clone,
+    Arc<AtomicUsize>,
+) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = calls.clone();
+    let service = service_fn(move |_: Request<u64>| {
+        seen.fetch_add(1, Ordering::Relaxed);
+        async { Ok::<_, Infallible>(Response::new("ok".to_owned())) }
+    });
+    (service, calls)
+}
+
+/// A request whose body is its cost, from the client named in `x-client`.
+fn request(client: &str, cost: u64) -> Request<u64> {
+    Request::builder()
+        .header("x-client", client)
+        .body(cost)
+        .unwrap()
+}
+
+fn client_and_cost(r: &Request<u64>) -> (String, u64) {
+    let client = r.headers()["x-client"].to_str().unwrap_or("").to_owned();
+    (client, *r.body())
+}
+
+fn send<S>(service: &S, r: Request<u64>) -> Response<String>
+where
+    S: Service<Request<u64>, Response = Response<String>, Error = Infallible> + Clone,
+{
+    block_on(service.clone().oneshot(r)).unwrap()
+}
+
+fn fields(response: &Response<String>) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = response
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap().to_owned()))
+        .collect();
+    out.sort();
+    out
+}
+
+fn pairs(expected: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = expected
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn allowed_and_refused_responses_carry_exact_fields() {
+    let clock = ManualClock::new();
+    let window = FixedWindow::new(3, Duration::from_secs(10)).unwrap();
+    let limiter = KeyedRateLimiter::with_clock(window, clock.clone());
+    let (app, calls) = app();
+    let server = ServerLayer::with_meter(limiter, client_and_cost)
+        .headers(RateLimitHeaders::new().policies([Policy::new(
+            "ten-seconds",
+            3,
+            Duration::from_secs(10),
+        )]))
+        .layer(app);
+    clock.advance(Duration::from_millis(2_500));
+    let first = send(&server, request("ann", 2));
+    assert_eq!(first.status(), StatusCode::OK);
+    assert_eq!(first.body(), "ok");
+    assert_eq!(
+        fields(&first),
+        pairs(&[
+            ("ratelimit", r#""ten-seconds";r=1;t=8"#), // the window ends at 10 s: 7.5 s, rounded up
+            ("ratelimit-policy", r#""ten-seconds";q=3;w=10"#),
+        ])
+    );
+    let refused = send(&server, request("ann", 2));
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(refused.body(), "");
+    assert_eq!(
+        fields(&refused),
+        pairs(&[
+            ("retry-after", "8"),
+            ("ratelimit", r#""ten-seconds";r=1;t=8"#),
+            ("ratelimit-policy", r#""ten-seconds";q=3;w=10"#),
+        ])
+    );
+    assert_eq!(
+        calls.load(Ordering::Relaxed),
+        1,
+        "the refused request never reached the app"
+    );
+    // Another client has its own limit.
+    assert_eq!(send(&server, request("bo", 3)).status(), StatusCode::OK);
+}
+
+#[test]
+fn retry_after_is_whole_seconds_rounded_up_never_early() {
+    let clock = ManualClock::new();
+    // 3 per second, no saved burst: the next permit is 1/3 s away.
+    let limiter = RateLimiter::with_clock(
+        SmoothBursty::new(3.0)
+            .unwrap()
+            .with_max_burst(Duration::ZERO)
+            .unwrap(),
+        clock,
+    );
+    let (app, _) = app();
+    let server = ServerLayer::new(limiter).layer(app);
+    assert_eq!(send(&server, request("x", 1)).status(), StatusCode::OK);
+    let refused = send(&server, request("x", 1));
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(refused.headers()["retry-after"], "1");
+    assert_eq!(refused.headers()["ratelimit"], r#""default";r=0;t=1"#);
+}
+
+#[test]
+fn a_set_names_the_limit_that_decided_and_lists_every_policy() {
+    let clock = ManualClock::new();
+    // 2 per second (bursty, 1 s saved) and 5 per minute.
+    let set = AllOf::new((
+        SmoothBursty::new(2.0).unwrap(),
+        FixedWindow::new(5, Duration::from_secs(60)).unwrap(),
+    ));
+    let limiter = KeyedRateLimiter::with_clock(set, clock.clone());
+    let (app, _) = app();
+    // The set states its own quotas (bursty 2/s saves 2 over 1 s).
+    let policies = RateLimitHeaders::new()
+        .policies(Policy::describe(limiter.algorithm(), ["second", "minute"]));
+    let server = ServerLayer::with_meter(limiter, client_and_cost)
+        .headers(policies)
+        .layer(app);
+    let policy = r#""second";q=2;w=1, "minute";q=5;w=60"#;
+    clock.advance(Duration::from_secs(1)); // a new key starts with its burst saved
+    let mut statuses = Vec::new();
+    let mut limits = Vec::new();
+    for _ in 0..4 {
+        let response = send(&server, request("ann", 1));
+        assert_eq!(response.headers()["ratelimit-policy"], policy);
+        statuses.push(response.status().as_u16());
+        limits.push(response.headers()["ratelimit"].to_str().unwrap().to_owned());
+    }
+    assert_eq!(statuses, [200, 200, 200, 429]);
+    // The per-second bucket is the tightest at once; pay later lets the third through,
+    // then the fourth is refused by it for 0.5 s.
+    assert_eq!(limits[3], r#""second";r=0;t=1"#);
+    // After the minute's 5 are spent, the minute refuses (the longest retry).
+    clock.advance(Duration::from_secs(2));
+    send(&server, request("ann", 1));
+    clock.advance(Duration::from_secs(2));
+    send(&server, request("ann", 1));
+    clock.advance(Duration::from_secs(2));
+    let refused = send(&server, request("ann", 1));
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(refused.headers()["ratelimit"], r#""minute";r=0;t=53"#);
+    assert_eq!(refused.headers()["retry-after"], "53");
+}
+
+#[test]
+fn legacy_fields_in_both_spellings() {
+    let clock = ManualClock::new();
+    let window = FixedWindow::new(2, Duration::from_secs(60)).unwrap();
+    let limiter = RateLimiter::with_clock(window, clock.clone());
+    let (app, _) = app();
+    let both = ServerLayer::new(limiter.clone())
+        .headers(RateLimitHeaders::new().legacy(Legacy::XRateLimit))
+        .layer(app.clone());
+    let response = send(&both, request("x", 1));
+    assert_eq!(
+        fields(&response),
+        pairs(&[
+            ("ratelimit", r#""default";r=1;t=60"#),
+            ("ratelimit-policy", r#""default";q=2"#),
+            ("x-ratelimit-limit", "2"),
+            ("x-ratelimit-remaining", "1"),
+            ("x-ratelimit-reset", "60"),
+        ])
+    );
+    let seed = ServerLayer::new(limiter)
+        .headers(RateLimitHeaders::new().legacy_only(Legacy::XRateDashLimit))
+        .layer(app);
+    clock.advance(Duration::from_secs(30));
+    send(&seed, request("x", 1));
+    let refused = send(&seed, request("x", 1));
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(
+        fields(&refused),
+        pairs(&[
+            ("retry-after", "30"),
+            ("x-rate-limit-limit", "2"),
+            ("x-rate-limit-remaining", "0"),
+            ("x-rate-limit-reset", "30"),
+        ])
+    );
+}
+
+#[test]
+fn a_cost_that_can_never_be_granted_is_413_without_retry_after() {
+    let clock = ManualClock::new();
+    let limiter =
+        KeyedRateLimiter::with_clock(FixedWindow::new(5, Duration::from_secs(1)).unwrap(), clock);
+    let (app, calls) = app();
+    let layer = ServerLayer::with_meter(limiter, client_and_cost);
+    let server = layer.clone().layer(app.clone());
+    let huge = send(&server, request("ann", 6));
+    assert_eq!(huge.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(
+        fields(&huge),
+        pairs(&[
+            ("ratelimit", r#""default";r=5"#),
+            ("ratelimit-policy", r#""default";q=5"#),
+        ])
+    );
+    let as_400 = layer.never_status(StatusCode::BAD_REQUEST).layer(app);
+    assert_eq!(
+        send(&as_400, request("ann", 6)).status(),
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(calls.load(Ordering::Relaxed), 0);
+    // The refusals took nothing: the whole quota is still there.
+    assert_eq!(send(&server, request("ann", 5)).status(), StatusCode::OK);
+}
+
+#[test]
+fn a_free_request_passes_uncounted_without_fields() {
+    let clock = ManualClock::new();
+    let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
+    let limiter = RateLimiter::with_clock(window, clock);
+    let (app, calls) = app();
+    let server = ServerLayer::with_meter(limiter, Weighed(|r: &Request<u64>| *r.body())).layer(app);
+    let free = send(&server, request("x", 0));
+    assert_eq!(free.status(), StatusCode::OK);
+    assert!(free.headers().is_empty());
+    assert_eq!(send(&server, request("x", 1)).status(), StatusCode::OK);
+    assert_eq!(
+        send(&server, request("x", 1)).status(),
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    assert_eq!(calls.load(Ordering::Relaxed), 2);
+}
+
+#[test]
+fn a_failing_store_fails_closed_unless_told_to_fail_open() {
+    let clock = ManualClock::new();
+    // A store that holds one key: a second client's request cannot be decided.
+    let store = MemoryStore::new().with_max_keys(1).unwrap();
+    let limiter = KeyedRateLimiter::with_store(SmoothBursty::new(10.0).unwrap(), store, clock);
+    let (app, calls) = app();
+    let closed = ServerLayer::with_meter(limiter.clone(), client_and_cost).layer(app.clone());
+    assert_eq!(send(&closed, request("ann", 1)).status(), StatusCode::OK);
+    let full = send(&closed, request("bo", 1));
+    assert_eq!(full.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(full.headers().is_empty());
+    let open = ServerLayer::with_meter(limiter, client_and_cost)
+        .fail_open(true)
+        .layer(app);
+    let through = send(&open, request("bo", 1));
+    assert_eq!(through.status(), StatusCode::OK);
+    assert!(through.headers().is_empty());
+    assert_eq!(calls.load(Ordering::Relaxed), 2);
+}
+
+#[test]
+fn the_clients_back_off_reads_the_servers_refusal() {
+    let clock = ManualClock::new();
+    let window = FixedWindow::new(1, Duration::from_secs(10)).unwrap();
+    let limiter = RateLimiter::with_clock(window, clock.clone());
+    let (app, _) = app();
+    let server = ServerLayer::new(limiter).layer(app);
+    let hold = HoldBack::new(clock.clone());
+    clock.advance(Duration::from_millis(3_200));
+    // The grant already says the quota is spent until the window ends (r=0;t=7), so
+    // the client holds back after it, as after the 429 that follows.
+    for expected in [Some(Duration::from_secs(7)), Some(Duration::from_secs(7))] {
+        let response = send(&server, request("x", 1));
+        let headers: &HeaderMap = response.headers();
+        assert_eq!(hold.observe((), response.status(), headers), expected);
+    }
+    assert_eq!(hold.remaining(&()), Duration::from_secs(7));
+}
+
+mod fields_read_back {
+    use proptest::prelude::*;
+    use sluicegate::adapters::server::{Policy, RateLimitHeaders};
+    use sluicegate::Decision;
+    use std::time::Duration;
+
+    /// One structured-field list item, read by `sfv`: name and integer parameters.
+    fn items(value: &http::HeaderValue) -> Vec<(String, Vec<(String, i64)>)> {
+        let list: sfv::List = sfv::Parser::new(value.as_bytes()).parse().unwrap();
+        list.into_iter()
+            .map(|entry| {
+                let sfv::ListEntry::Item(item) = entry else {
+                    panic!("inner list")
+                };
+                let name = item.bare_item.as_string().unwrap().as_str().to_owned();
+                let params = item
+                    .params
+                    .iter()
+                    .map(|(k, v)| (k.as_str().to_owned(), i64::from(v.as_integer().unwrap())))
+                    .collect();
+                (name, params)
+            })
+            .collect()
+    }
+
+    proptest! {
+        /// Any printable-ASCII policy names (quotes and backslashes included), quotas
+        /// and windows come back intact, and a refusal's `Retry-After` equals its `t`
+        /// and is never earlier than the decision's `retry_after`.
+        #[test]
+        fn policies_and_refusals_parse_back(
+            names in proptest::collection::vec("[ -~]{0,12}", 1..4),
+            quota in 0u64..1_000_000_000_000_000,
+            window_ms in 0u64..10_000_000,
+            retry in 1u64..u64::MAX / 2,
+            remaining in 0u64..u64::MAX,
+        ) {
+            let policies: Vec<Policy> = names
+                .iter()
+                .map(|n| Policy::new(n.clone(), quota, Duration::from_millis(window_ms)))
+                .collect();
+            let headers = RateLimitHeaders::new().policies(policies);
+            let index = (names.len() - 1) as u32;
+            let refusal = Decision::denied(quota, remaining, retry, retry).with_limit_index(index);
+            let mut out = http::HeaderMap::new();
+            headers.write(&refusal, &mut out);
+
+            let window = window_ms.div_ceil(1000).max(1) as i64;
+            let expected: Vec<(String, Vec<(String, i64)>)> = names
+                .iter()
+                .map(|n| (n.clone(), vec![("q".to_owned(), quota as i64), ("w".to_owned(), window)]))
+                .collect();
+            prop_assert_eq!(items(&out["ratelimit-policy"]), expected);
+
+            let limit = items(&out["ratelimit"]);
+            prop_assert_eq!(limit.len(), 1);
+            prop_assert_eq!(&limit[0].0, names.last().unwrap());
+            let t = limit[0].1.iter().find(|(k, _)| k == "t").unwrap().1;
+            let r = limit[0].1.iter().find(|(k, _)| k == "r").unwrap().1;
+            prop_assert_eq!(r as u64, remaining.min(999_999_999_999_999));
+            let retry_after: u64 = out["retry-after"].to_str().unwrap().parse().unwrap();
+            prop_assert_eq!(retry_after, t as u64);
+            prop_assert!(u128::from(retry_after) * 1_000_000_000 >= u128::from(retry));
+            prop_assert!(u128::from(retry_after - 1) * 1_000_000_000 < u128::from(retry));
+        }
+    }
+}
