@@ -253,18 +253,19 @@ fn jitter_is_within_its_bounds_repeatable_and_only_for_waiters() {
     );
     assert_ne!(run(8).0, sent, "another seed, another schedule");
     assert_eq!(sent[0], 0.0, "the first request did not wait, so no jitter");
+    // The first request goes at once (no wait, so no jitter and no sleep at all).
     // Request k (k >= 1) waits for its slot at 0.1 k s, then draws its jitter; the
     // next request's wait is shortened by the jitter already slept. So the sleeps are
-    // [0, 100ms, j1, 100ms - j1, j2, 100ms - j2, ...].
+    // [100ms, j1, 100ms - j1, j2, 100ms - j2, ...].
     let slot = Duration::from_millis(100);
-    assert_eq!(sleeps.len(), 1 + 2 * 5, "{sleeps:?}");
-    assert_eq!(sleeps[..2], [Duration::ZERO, slot]);
+    assert_eq!(sleeps.len(), 2 * 5, "{sleeps:?}");
+    assert_eq!(sleeps[0], slot);
     for k in 1..5 {
-        let jitter = sleeps[2 * k];
+        let jitter = sleeps[2 * k - 1];
         assert!(jitter <= Duration::from_millis(50), "{sleeps:?}");
-        assert_eq!(sleeps[2 * k + 1], slot - jitter, "{sleeps:?}");
+        assert_eq!(sleeps[2 * k], slot - jitter, "{sleeps:?}");
     }
-    assert!(sleeps[10] <= Duration::from_millis(50));
+    assert!(sleeps[9] <= Duration::from_millis(50));
 }
 
 fn too_many(retry_after: &str) -> Response<()> {

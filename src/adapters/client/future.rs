@@ -148,6 +148,15 @@ where
                         _ => 0,
                     };
                     if held == 0 {
+                        // Allowed at once by a local limiter: no wait to set up.
+                        let now = match this.key.as_ref() {
+                            Some(key) => this.permits.try_now(key, *this.cost),
+                            None => None,
+                        };
+                        if now == Some(true) {
+                            this.state.set(State::Ready);
+                            continue;
+                        }
                         let waiting = start_acquire(&mut this);
                         this.state.set(State::Acquiring { waiting });
                         continue;
