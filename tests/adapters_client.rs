@@ -533,3 +533,41 @@ fn waiters_are_served_in_the_order_they_asked() {
         assert_eq!(sent.len(), second as usize + 1);
     }
 }
+
+/// An inner service that is never ready: it fails its readiness check.
+#[derive(Clone)]
+struct Broken;
+
+impl Service<Request<()>> for Broken {
+    type Response = Response<()>;
+    type Error = &'static str;
+    type Future = futures::future::Ready<Result<Response<()>, &'static str>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Err("connection pool closed"))
+    }
+
+    fn call(&mut self, _: Request<()>) -> Self::Future {
+        futures::future::ready(Ok(Response::new(())))
+    }
+}
+
+#[test]
+fn the_inner_services_errors_come_through_after_the_wait() {
+    let clock = ManualClock::new();
+    let limiter = RateLimiter::bursty_with_clock(1.0, clock.clone()).unwrap();
+    let mut client = ClientLayer::new(limiter.clone()).layer(Broken);
+    // Always ready itself: the inner readiness is checked after the wait.
+    assert!(block_on(futures::future::poll_fn(|cx| client.poll_ready(cx))).is_ok());
+    let outcome = block_on(client.call(get("/")));
+    assert!(matches!(
+        outcome,
+        Err(ClientError::Service("connection pool closed"))
+    ));
+    assert_eq!(outcome.unwrap_err().to_string(), "connection pool closed");
+    // The permit was spent on the attempt (it was granted before the inner failed).
+    assert!(!limiter.try_acquire());
+}
