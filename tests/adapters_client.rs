@@ -571,3 +571,33 @@ fn the_inner_services_errors_come_through_after_the_wait() {
     // The permit was spent on the attempt (it was granted before the inner failed).
     assert!(!limiter.try_acquire());
 }
+
+#[test]
+fn a_hold_lengthened_while_a_request_waits_it_out_is_honoured() {
+    let clock = HeldClock::default();
+    let limiter = RateLimiter::bursty_with_clock(100.0, clock.clone()).unwrap();
+    let (inner, log) = recording(clock.clone(), |path| match path {
+        "/limited" => too_many("2"),
+        _ => Response::new(()),
+    });
+    let hold = HoldBack::new(clock.clone());
+    let client = ClientLayer::new(limiter)
+        .honour_server(hold.clone())
+        .layer(inner);
+    assert!(poll_once(pin!(client.clone().call(get("/limited")))).is_ready());
+    let mut next = pin!(client.clone().call(get("/next")));
+    assert!(poll_once(next.as_mut()).is_pending(), "held back for 2 s");
+    // Meanwhile another response asks for 5 s from t = 1 s.
+    clock.advance(Duration::from_secs(1));
+    let mut longer = http::HeaderMap::new();
+    longer.insert("retry-after", "5".parse().unwrap());
+    hold.observe((), StatusCode::TOO_MANY_REQUESTS, &longer);
+    clock.advance(Duration::from_secs(1));
+    assert!(
+        poll_once(next.as_mut()).is_pending(),
+        "the first hold ended, the longer did not"
+    );
+    clock.advance(Duration::from_secs(4));
+    assert!(poll_once(next.as_mut()).is_ready());
+    assert_eq!(times(&log), [0.0, 6.0]);
+}
