@@ -601,3 +601,52 @@ fn a_hold_lengthened_while_a_request_waits_it_out_is_honoured() {
     assert!(poll_once(next.as_mut()).is_ready());
     assert_eq!(times(&log), [0.0, 6.0]);
 }
+
+/// An inner service whose clones start unready (as tower's `ConcurrencyLimit` and
+/// `Buffer` do) and which refuses a call it was not readied for.
+struct Probe {
+    ready: bool,
+}
+
+impl Clone for Probe {
+    fn clone(&self) -> Self {
+        Probe { ready: false }
+    }
+}
+
+impl Service<Request<()>> for Probe {
+    type Response = Response<()>;
+    type Error = &'static str;
+    type Future = futures::future::Ready<Result<Response<()>, &'static str>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        self.ready = true;
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: Request<()>) -> Self::Future {
+        let outcome = if std::mem::take(&mut self.ready) {
+            Ok(Response::new(()))
+        } else {
+            Err("called without poll_ready")
+        };
+        futures::future::ready(outcome)
+    }
+}
+
+#[test]
+fn the_inner_service_is_readied_before_every_call() {
+    let clock = ManualClock::new();
+    let limiter = RateLimiter::bursty_with_clock(10.0, clock).unwrap();
+    let client = ClientLayer::new(limiter).layer(Probe { ready: false });
+    block_on(async {
+        for _ in 0..3 {
+            // With and without the caller's own poll_ready.
+            client.clone().oneshot(get("/")).await.unwrap();
+            client.clone().call(get("/")).await.unwrap();
+        }
+    });
+}
