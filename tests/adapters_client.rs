@@ -253,18 +253,19 @@ fn jitter_is_within_its_bounds_repeatable_and_only_for_waiters() {
     );
     assert_ne!(run(8).0, sent, "another seed, another schedule");
     assert_eq!(sent[0], 0.0, "the first request did not wait, so no jitter");
+    // The first request goes at once (no wait, so no jitter and no sleep at all).
     // Request k (k >= 1) waits for its slot at 0.1 k s, then draws its jitter; the
     // next request's wait is shortened by the jitter already slept. So the sleeps are
-    // [0, 100ms, j1, 100ms - j1, j2, 100ms - j2, ...].
+    // [100ms, j1, 100ms - j1, j2, 100ms - j2, ...].
     let slot = Duration::from_millis(100);
-    assert_eq!(sleeps.len(), 1 + 2 * 5, "{sleeps:?}");
-    assert_eq!(sleeps[..2], [Duration::ZERO, slot]);
+    assert_eq!(sleeps.len(), 2 * 5, "{sleeps:?}");
+    assert_eq!(sleeps[0], slot);
     for k in 1..5 {
-        let jitter = sleeps[2 * k];
+        let jitter = sleeps[2 * k - 1];
         assert!(jitter <= Duration::from_millis(50), "{sleeps:?}");
-        assert_eq!(sleeps[2 * k + 1], slot - jitter, "{sleeps:?}");
+        assert_eq!(sleeps[2 * k], slot - jitter, "{sleeps:?}");
     }
-    assert!(sleeps[10] <= Duration::from_millis(50));
+    assert!(sleeps[9] <= Duration::from_millis(50));
 }
 
 fn too_many(retry_after: &str) -> Response<()> {
@@ -552,4 +553,121 @@ fn waiters_are_served_in_the_order_they_asked() {
         );
         assert_eq!(sent.len(), second as usize + 1);
     }
+}
+
+/// An inner service that is never ready: it fails its readiness check.
+#[derive(Clone)]
+struct Broken;
+
+impl Service<Request<()>> for Broken {
+    type Response = Response<()>;
+    type Error = &'static str;
+    type Future = futures::future::Ready<Result<Response<()>, &'static str>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Err("connection pool closed"))
+    }
+
+    fn call(&mut self, _: Request<()>) -> Self::Future {
+        futures::future::ready(Ok(Response::new(())))
+    }
+}
+
+#[test]
+fn the_inner_services_errors_come_through_after_the_wait() {
+    let clock = ManualClock::new();
+    let limiter = RateLimiter::bursty_with_clock(1.0, clock.clone()).unwrap();
+    let mut client = ClientLayer::new(limiter.clone()).layer(Broken);
+    // Always ready itself: the inner readiness is checked after the wait.
+    assert!(block_on(futures::future::poll_fn(|cx| client.poll_ready(cx))).is_ok());
+    let outcome = block_on(client.call(get("/")));
+    assert!(matches!(
+        outcome,
+        Err(ClientError::Service("connection pool closed"))
+    ));
+    assert_eq!(outcome.unwrap_err().to_string(), "connection pool closed");
+    // The permit was spent on the attempt (it was granted before the inner failed).
+    assert!(!limiter.try_acquire());
+}
+
+#[test]
+fn a_hold_lengthened_while_a_request_waits_it_out_is_honoured() {
+    let clock = HeldClock::default();
+    let limiter = RateLimiter::bursty_with_clock(100.0, clock.clone()).unwrap();
+    let (inner, log) = recording(clock.clone(), |path| match path {
+        "/limited" => too_many("2"),
+        _ => Response::new(()),
+    });
+    let hold = HoldBack::new(clock.clone());
+    let client = ClientLayer::new(limiter)
+        .honour_server(hold.clone())
+        .layer(inner);
+    assert!(poll_once(pin!(client.clone().call(get("/limited")))).is_ready());
+    let mut next = pin!(client.clone().call(get("/next")));
+    assert!(poll_once(next.as_mut()).is_pending(), "held back for 2 s");
+    // Meanwhile another response asks for 5 s from t = 1 s.
+    clock.advance(Duration::from_secs(1));
+    let mut longer = http::HeaderMap::new();
+    longer.insert("retry-after", "5".parse().unwrap());
+    hold.observe((), StatusCode::TOO_MANY_REQUESTS, &longer);
+    clock.advance(Duration::from_secs(1));
+    assert!(
+        poll_once(next.as_mut()).is_pending(),
+        "the first hold ended, the longer did not"
+    );
+    clock.advance(Duration::from_secs(4));
+    assert!(poll_once(next.as_mut()).is_ready());
+    assert_eq!(times(&log), [0.0, 6.0]);
+}
+
+/// An inner service whose clones start unready (as tower's `ConcurrencyLimit` and
+/// `Buffer` do) and which refuses a call it was not readied for.
+struct Probe {
+    ready: bool,
+}
+
+impl Clone for Probe {
+    fn clone(&self) -> Self {
+        Probe { ready: false }
+    }
+}
+
+impl Service<Request<()>> for Probe {
+    type Response = Response<()>;
+    type Error = &'static str;
+    type Future = futures::future::Ready<Result<Response<()>, &'static str>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        self.ready = true;
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: Request<()>) -> Self::Future {
+        let outcome = if std::mem::take(&mut self.ready) {
+            Ok(Response::new(()))
+        } else {
+            Err("called without poll_ready")
+        };
+        futures::future::ready(outcome)
+    }
+}
+
+#[test]
+fn the_inner_service_is_readied_before_every_call() {
+    let clock = ManualClock::new();
+    let limiter = RateLimiter::bursty_with_clock(10.0, clock).unwrap();
+    let client = ClientLayer::new(limiter).layer(Probe { ready: false });
+    block_on(async {
+        for _ in 0..3 {
+            // With and without the caller's own poll_ready.
+            client.clone().oneshot(get("/")).await.unwrap();
+            client.clone().call(get("/")).await.unwrap();
+        }
+    });
 }

@@ -292,3 +292,21 @@ fn adapters_are_send_and_static() {
     fn is_sink<S: Sink<u8>>(_: &S) {}
     is_sink(&sink);
 }
+
+#[test]
+fn sink_item_dropped_before_it_is_polled_charges_nothing() {
+    let limiter = RateLimiter::bursty_with_clock(1.0, ManualClock::new()).unwrap();
+    let (tx, rx) = mpsc::unbounded();
+    let mut paced = ThrottledSink::new(tx, limiter.clone());
+    assert!(matches!(
+        poll_once(pin!(futures::future::poll_fn(|cx| std::pin::Pin::new(
+            &mut paced
+        )
+        .poll_ready(cx)))),
+        Poll::Ready(Ok(()))
+    ));
+    std::pin::Pin::new(&mut paced).start_send(1).unwrap();
+    drop(paced);
+    assert!(limiter.try_acquire(), "the unsent item took nothing");
+    assert!(futures::executor::block_on(rx.collect::<Vec<u8>>()).is_empty());
+}

@@ -61,6 +61,25 @@ pub trait Permits: Clone + Send + Sync + 'static {
     /// As the limiter's `check`.
     fn check(&self, key: &Self::Key, cost: u64) -> Result<Decision, Error>;
 
+    /// Takes `cost` permits for `key` if that needs no waiting, answering whether it
+    /// did, when the limiter can answer that without blocking (its state is in this
+    /// process); `None` when it cannot say so cheaply. The adapters try this first
+    /// and start a (boxed) wait only when it does not answer `Some(true)`: an
+    /// allowed item or request then costs no allocation. Direct limiters answer with
+    /// their lean try; keyed limiters answer `None`, as their store may be remote.
+    ///
+    /// ```
+    /// use sluicegate::adapters::Permits;
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// let limiter = RateLimiter::bursty_with_clock(1.0, ManualClock::new()).unwrap();
+    /// assert_eq!(limiter.try_now(&(), 1), Some(true));
+    /// assert_eq!(limiter.try_now(&(), 1), Some(false)); // the next permit is 1 s away
+    /// ```
+    fn try_now(&self, key: &Self::Key, cost: u64) -> Option<bool> {
+        let _ = (key, cost);
+        None
+    }
+
     /// The decision `check` would give now, consuming nothing.
     ///
     /// # Errors
@@ -92,6 +111,12 @@ impl<A: CellAlgorithm, C: Clock> Permits for RateLimiter<A, C> {
         RateLimiter::check(self, cost)
     }
 
+    #[inline]
+    fn try_now(&self, _key: &(), cost: u64) -> Option<bool> {
+        // A zero cost is an error for the acquire to report.
+        self.try_acquire_n(cost).ok()
+    }
+
     fn peek(&self, _key: &(), cost: u64) -> Result<Decision, Error> {
         RateLimiter::peek(self, cost)
     }
@@ -111,6 +136,10 @@ impl<A: CellAlgorithm, C: Clock> Permits for AsyncRateLimiter<A, C> {
 
     fn check(&self, key: &(), cost: u64) -> Result<Decision, Error> {
         Permits::check(self.blocking(), key, cost)
+    }
+
+    fn try_now(&self, key: &(), cost: u64) -> Option<bool> {
+        Permits::try_now(self.blocking(), key, cost)
     }
 
     fn peek(&self, key: &(), cost: u64) -> Result<Decision, Error> {

@@ -48,9 +48,8 @@ pin_project! {
     /// A [`Sink`] that sends each item on to the inner sink once a limiter grants it
     /// (its key and cost from a [`Meter`]).
     ///
-    /// `start_send` charges the item and holds it; the wait happens in the next
-    /// `poll_ready`, `poll_flush` or `poll_close`, which send the item on when it is
-    /// granted. So `send(item).await` (which flushes) returns once the item has been
+    /// `start_send` holds the item; the next `poll_ready`, `poll_flush` or
+    /// `poll_close` charges it, waits, and sends it on when it is granted. So `send(item).await` (which flushes) returns once the item has been
     /// paced and passed on, and `send_all` / `feed` pace a whole stream. A refused
     /// item (past the maximum wait, a cost above capacity) is returned in
     /// [`SinkError::Refused`] and the sink stays usable.
@@ -80,13 +79,18 @@ pin_project! {
     /// assert_eq!(futures::executor::block_on(rx.collect::<Vec<_>>()), [0, 1, 2]);
     /// ```
     #[must_use = "sinks do nothing unless polled"]
-    pub struct ThrottledSink<Si, T, P, M = Each> {
+    pub struct ThrottledSink<Si, T, P, M = Each>
+    where
+        P: Permits,
+    {
         #[pin]
         inner: Si,
         permits: P,
         meter: M,
         max_wait: Option<Duration>,
         held: Option<T>,
+        // The held item's key and cost, until it is charged (when it is sent on).
+        charge: Option<(P::Key, u64)>,
         waiting: Option<Acquiring>,
     }
 }
@@ -134,6 +138,7 @@ impl<Si: Sink<T>, T, P: Permits, M: Meter<T, P::Key>> ThrottledSink<Si, T, P, M>
             meter,
             max_wait: None,
             held: None,
+            charge: None,
             waiting: None,
         }
     }
@@ -205,6 +210,13 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Result<(), SinkError<T, Si::Error>>> {
         let mut this = self.project();
+        if let Some((key, cost)) = this.charge.take() {
+            // Charged when it is about to go: at once if the limiter lets it through
+            // without a wait, else through a (boxed) wait.
+            if this.permits.try_now(&key, cost) != Some(true) {
+                *this.waiting = Some(this.permits.acquire(key, cost, *this.max_wait));
+            }
+        }
         if let Some(waiting) = this.waiting.as_mut() {
             let granted = ready!(waiting.as_mut().poll(cx));
             *this.waiting = None;
@@ -248,8 +260,7 @@ where
 
     fn start_send(self: Pin<&mut Self>, item: T) -> Result<(), Self::Error> {
         let this = self.project();
-        let (key, cost) = this.meter.meter(&item);
-        *this.waiting = Some(this.permits.acquire(key, cost, *this.max_wait));
+        *this.charge = Some(this.meter.meter(&item));
         *this.held = Some(item);
         Ok(())
     }
@@ -271,7 +282,7 @@ where
     }
 }
 
-impl<Si: fmt::Debug, T, P, M> fmt::Debug for ThrottledSink<Si, T, P, M> {
+impl<Si: fmt::Debug, T, P: Permits, M> fmt::Debug for ThrottledSink<Si, T, P, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ThrottledSink")
             .field("inner", &self.inner)

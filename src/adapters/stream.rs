@@ -52,8 +52,8 @@ pin_project! {
     /// next is pulled from the inner stream only after the previous one was yielded.
     ///
     /// Dropping the adapter while an item waits gives that item's permits back (the
-    /// item is dropped with it). Each waiting item costs one small allocation (its
-    /// boxed acquire).
+    /// item is dropped with it). An item that must wait costs one small allocation
+    /// (its boxed acquire); one a direct limiter lets through at once costs none.
     ///
     /// ```
     /// use futures::{stream, StreamExt};
@@ -214,6 +214,9 @@ where
                 None => return Poll::Ready(None),
                 Some(item) => {
                     let (key, cost) = this.meter.meter(&item);
+                    if this.permits.try_now(&key, cost) == Some(true) {
+                        return Poll::Ready(Some(Ok(item)));
+                    }
                     *this.waiting = Some(this.permits.acquire(key, cost, *this.max_wait));
                     *this.held = Some(item);
                 }

@@ -65,7 +65,8 @@ pin_project! {
 
 pin_project! {
     /// The future of [`Client::call`](super::Client): waits out a server's hold on
-    /// the key, then for the permits (at most the maximum wait, both together), then
+    /// the key (and any longer hold another response set meanwhile), then for the
+    /// permits (at most the maximum wait, both together), then
     /// the jitter if it had to wait at all; then readies and calls its clone of the
     /// inner service, and lets the back-off read the response.
     ///
@@ -148,26 +149,36 @@ where
                         _ => 0,
                     };
                     if held == 0 {
+                        // Allowed at once by a local limiter: no wait to set up.
+                        let now = match this.key.as_ref() {
+                            Some(key) => this.permits.try_now(key, *this.cost),
+                            None => None,
+                        };
+                        if now == Some(true) {
+                            this.state.set(State::Ready);
+                            continue;
+                        }
                         let waiting = start_acquire(&mut this);
                         this.state.set(State::Acquiring { waiting });
                         continue;
                     }
+                    let total = this.waited.saturating_add(held);
                     if this
                         .max_wait
-                        .is_some_and(|max| duration_to_nanos(max) < held)
+                        .is_some_and(|max| duration_to_nanos(max) < total)
                     {
                         this.state.set(State::Done);
-                        let needed = nanos_to_duration(held);
+                        let needed = nanos_to_duration(total);
                         return Poll::Ready(Err(ClientError::Throttled(Error::Timeout { needed })));
                     }
-                    *this.waited = held;
+                    *this.waited = total;
                     let sleep = this.permits.clock().sleep_async(nanos_to_duration(held));
                     this.state.set(State::Held { sleep });
                 }
                 StateProj::Held { sleep } => {
                     ready!(sleep.poll(cx));
-                    let waiting = start_acquire(&mut this);
-                    this.state.set(State::Acquiring { waiting });
+                    // Look again: another response may have lengthened the hold.
+                    this.state.set(State::Start);
                 }
                 StateProj::Acquiring { waiting } => {
                     let granted = ready!(waiting.as_mut().poll(cx));
