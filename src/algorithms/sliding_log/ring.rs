@@ -452,8 +452,8 @@ impl SlidingLog {
         let Some(newest) = header.len.checked_sub(1) else {
             return;
         };
-        let same_entry = header.end == receipt.mark() as u64
-            && header.from(&*words, newest) == receipt.charge();
+        let same_entry =
+            header.end == receipt.mark() as u64 && header.from(&*words, newest) == receipt.charge();
         if same_entry {
             words.set_word(LEN, newest);
         }
