@@ -1,13 +1,14 @@
 //! Cancelling a grant that acts at once, under the crate's one cancel rule (Go's
 //! `Reservation.Cancel`): at the grant's own instant it comes back, as far as later
 //! grants allow; a nanosecond later nothing does. For the fixed window, the bucketed
-//! window and the sliding log, through a direct limiter's reservation and on the
+//! window, the sliding log and the sliding window counter, through a direct limiter's reservation and on the
 //! pure steps; and a property per algorithm that the receipt-taking reserve decides
 //! exactly as the plain one.
 
 use proptest::prelude::*;
 use sluicegate::algorithms::{
-    Algorithm, AllOf, FixedWindow, Receipt, SlidingLog, SlidingWindowBuckets,
+    Algorithm, AllOf, Counting, FixedWindow, Receipt, SlidingLog, SlidingWindowBuckets,
+    SlidingWindowCounter,
 };
 use sluicegate::cells::CellAlgorithm;
 use sluicegate::clock::ManualClock;
@@ -31,6 +32,10 @@ fn buckets(limit: u64) -> SlidingWindowBuckets {
 
 fn log(limit: u64) -> SlidingLog {
     SlidingLog::new(limit, secs(60)).unwrap()
+}
+
+fn counter(limit: u64) -> SlidingWindowCounter {
+    SlidingWindowCounter::new(limit, secs(60)).unwrap()
 }
 
 fn limiter<A: CellAlgorithm>(algorithm: A) -> (RateLimiter<A, ManualClock>, ManualClock) {
@@ -226,6 +231,65 @@ fn a_sliding_log_receipt_of_another_entry_gives_nothing_back() {
     assert!(state.is_empty());
 }
 
+#[test]
+fn a_sliding_window_counter_grant_cancelled_at_once_comes_back() {
+    cancelled_at_once_comes_back(counter(1));
+    cancelled_at_once_comes_back(counter(1).with_counting(Counting::Attempts));
+}
+
+#[test]
+fn a_sliding_window_counter_grant_cancelled_a_nanosecond_late_is_used() {
+    cancelled_a_nanosecond_late_is_used(counter(1));
+}
+
+#[test]
+fn a_sliding_window_counter_gives_back_an_older_grant_and_keeps_the_later_ones() {
+    let (limiter, _clock) = limiter(counter(3));
+    let older = limiter.reserve(2).unwrap();
+    let later = limiter.reserve(1).unwrap();
+    assert!(later.is_ok());
+    older.cancel();
+    assert!(limiter.try_acquire_n(2).unwrap());
+    assert!(!limiter.try_acquire());
+}
+
+#[test]
+fn a_sliding_window_counter_gives_back_from_the_previous_window_and_no_older() {
+    let counter = counter(4);
+    let mut state = counter.initial_state(0);
+    let (_, receipt) = counter.reserve_with_receipt(&mut state, 5 * SEC, 3, 0);
+    assert_eq!((receipt.mark(), receipt.charge()), (0, 3));
+    // A caller whose clock is ahead moves the state into window 1.
+    assert!(counter.reserve(&mut state, 61 * SEC, 1, 0).is_allowed());
+    counter.cancel(&mut state, 5 * SEC, &receipt, 5 * SEC);
+    assert_eq!(counter.counts(&state, 61 * SEC), (0, 1)); // the later grant stays
+                                                          // Two windows on, the grant's window no longer counts: nothing to give back.
+    let (_, receipt) = counter.reserve_with_receipt(&mut state, 61 * SEC, 2, 0);
+    assert!(counter.reserve(&mut state, 181 * SEC, 1, 0).is_allowed());
+    let before = state;
+    counter.cancel(&mut state, 61 * SEC, &receipt, 61 * SEC);
+    assert_eq!(state, before);
+}
+
+#[test]
+fn a_sliding_window_counter_counting_attempts_gives_back_the_grant_only() {
+    let attempts = counter(2).with_counting(Counting::Attempts);
+    let mut state = attempts.initial_state(0);
+    let (_, receipt) = attempts.reserve_with_receipt(&mut state, 0, 2, 0);
+    assert!(!attempts.reserve(&mut state, 0, 1, 0).is_allowed()); // counted: 3
+    attempts.cancel(&mut state, 0, &receipt, 0);
+    assert_eq!(attempts.counts(&state, 0), (0, 1)); // the refused attempt stays
+                                                    // A count saturated by hammering may have forgotten more than the grant: kept.
+    let mut state = attempts.initial_state(0);
+    let (_, receipt) = attempts.reserve_with_receipt(&mut state, 0, 1, 0);
+    for _ in 0..2000 {
+        attempts.reserve(&mut state, 0, 2, 0);
+    }
+    let saturated = state;
+    attempts.cancel(&mut state, 0, &receipt, 0);
+    assert_eq!(state, saturated);
+}
+
 /// Steps of a random trace: a gap (possibly backwards), a cost, and whether the
 /// step's grant is then cancelled at once (on both states alike).
 fn trace() -> impl Strategy<Value = Vec<(i64, u64, bool)>> {
@@ -283,6 +347,16 @@ proptest! {
             buckets(limit)
         };
         receipts_change_no_decision(&window, &steps)?;
+    }
+
+    #[test]
+    fn sliding_window_counter_receipts_change_no_decision(
+        limit in 1u64..8,
+        attempts in any::<bool>(),
+        steps in trace(),
+    ) {
+        let counting = if attempts { Counting::Attempts } else { Counting::Admitted };
+        receipts_change_no_decision(&counter(limit).with_counting(counting), &steps)?;
     }
 
     #[test]
