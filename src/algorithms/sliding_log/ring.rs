@@ -415,21 +415,19 @@ impl SlidingLog {
         cost: u64,
     ) -> (Decision, Receipt) {
         let view = self.view(&*words, ring, now);
-        let decision = match self.judge(&*words, &view, now, cost) {
-            Ok(granted) => granted,
+        let (decision, granted) = match self.judge(&*words, &view, now, cost) {
+            Ok(granted) => (granted, true),
             Err(refused) if refused.is_never() || !self.record_rejected => {
                 return (refused, Receipt::NONE)
             }
-            Err(_) => self.recorded_refusal(&*words, &view, now, cost),
+            Err(_) => (self.recorded_refusal(&*words, &view, now, cost), false),
         };
         let take = self.plan_append(&*words, &view.header, self.dropped(&view, cost), cost);
         self.apply_take(words, take);
-        let receipt = if decision.is_allowed() {
-            Receipt::new(take.count as i64, cost)
-        } else {
-            Receipt::NONE
-        };
-        (decision, receipt)
+        if granted {
+            return (decision, Receipt::new(take.count as i64, cost));
+        }
+        (decision, Receipt::NONE)
     }
 
     /// [`Algorithm::cancel`](crate::algorithms::Algorithm::cancel) on words holding

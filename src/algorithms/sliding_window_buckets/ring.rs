@@ -403,6 +403,7 @@ impl WordEncoded for SlidingWindowBuckets {
         words.set_word(NEWEST, now / self.precision);
     }
 
+    #[inline(always)]
     fn reserve_words<W: WordsMut + ?Sized>(
         &self,
         words: &mut W,
@@ -411,12 +412,12 @@ impl WordEncoded for SlidingWindowBuckets {
         _max_wait: Nanos,
     ) -> (Decision, Receipt) {
         let (decision, view) = self.decide(words, now, cost);
-        if !decision.is_allowed() {
-            return (decision, Receipt::NONE);
+        if decision.is_allowed() {
+            self.commit(words, &view, cost);
+            // The bucket the grant was counted in (its number, bit for bit), its cost.
+            return (decision, Receipt::new(view.current as i64, cost));
         }
-        self.commit(words, &view, cost);
-        // The bucket the grant was counted in (its number, bit for bit) and its cost.
-        (decision, Receipt::new(view.current as i64, cost))
+        (decision, Receipt::NONE)
     }
 
     /// The rule of [`Algorithm::cancel`](crate::algorithms::Algorithm::cancel): up
