@@ -67,7 +67,10 @@
 //! the entry before. Behind a later entry, nothing comes back: later grants stay
 //! where they are, and so does a refused attempt recorded after the grant (with
 //! [`with_rejected_recorded`](SlidingLog::with_rejected_recorded)), which keeps
-//! counting as it would have. A refusal itself has nothing to give back.
+//! counting as it would have. A refusal itself has nothing to give back. After
+//! such a cancel, exactness holds for calls whose clock reads no earlier than the
+//! cancelled grant's instant: the grant may have dropped entries that had expired
+//! by then, which a call reading an earlier time would still have counted.
 //!
 //! # Memory
 //!
