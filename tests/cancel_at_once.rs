@@ -79,6 +79,8 @@ fn a_fixed_window_grant_cancelled_a_nanosecond_late_is_used() {
 fn a_bucketed_window_grant_cancelled_at_once_comes_back() {
     cancelled_at_once_comes_back(buckets(1));
     cancelled_at_once_comes_back(SlidingWindowBuckets::weighted(1, secs(60), secs(15)).unwrap());
+    // One bucket: a state of 4 words, which the cell steps on a copy.
+    cancelled_at_once_comes_back(SlidingWindowBuckets::dropping(1, secs(60), secs(60)).unwrap());
 }
 
 #[test]
