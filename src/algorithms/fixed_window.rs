@@ -22,6 +22,11 @@
 //! client that keeps hammering is not banned for longer, and a caller that retries
 //! after `retry_after` gets in).
 //!
+//! A grant acts at once, so by the crate's cancel rule ([`Algorithm::cancel`]) it
+//! can be given back only at the instant it was made: its cost then comes off the
+//! count of the window it was counted in, if that is still the window the state
+//! counts in (never below zero; what was granted after it stays counted).
+//!
 //! # The boundary burst
 //!
 //! The limit holds *per window*, not over every span of `len`: a client can take
@@ -44,7 +49,7 @@
 
 use super::validate::validate_positive_period;
 use super::words::{one_word_state, Plan, Words};
-use super::{Algorithm, Decision, OneWord, WordEncoded};
+use super::{Algorithm, Decision, OneWord, Receipt, WordEncoded};
 use crate::clock::Nanos;
 use crate::error::Error;
 use std::time::Duration;
@@ -220,6 +225,42 @@ impl Algorithm for FixedWindow {
         }
         *state = self.pack(index, count + cost);
         Decision::allowed(self.limit, remaining - cost, until_end)
+    }
+
+    /// [`reserve`](Algorithm::reserve), unchanged, with a receipt naming the window
+    /// the grant was counted in (the state's window right after it) and its cost.
+    #[inline]
+    fn reserve_with_receipt(
+        &self,
+        state: &mut FixedWindowState,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+    ) -> (Decision, Receipt) {
+        let decision = self.reserve(state, now, cost, max_wait);
+        if !decision.is_allowed() {
+            return (decision, Receipt::NONE);
+        }
+        // The count takes at least one bit, so the index is below 2⁶³: it fits the mark.
+        let index = state.word >> self.shift();
+        (decision, Receipt::new(index as i64, cost))
+    }
+
+    /// The rule of [`Algorithm::cancel`]: up to `acts_at`, that instant included,
+    /// the grant's cost comes off the count of its window if the state still
+    /// counts in that window (never below zero); a receipt of another window, or a
+    /// cancel after `acts_at`, gives nothing back.
+    fn cancel(&self, state: &mut FixedWindowState, now: Nanos, receipt: &Receipt, acts_at: Nanos) {
+        if acts_at < now {
+            return;
+        }
+        let shift = self.shift();
+        let index = state.word >> shift;
+        if index != receipt.mark() as u64 {
+            return;
+        }
+        let count = state.word & ((1 << shift) - 1);
+        *state = self.pack(index, count.saturating_sub(receipt.charge()));
     }
 
     fn is_replenished(&self, state: &FixedWindowState, now: Nanos) -> bool {

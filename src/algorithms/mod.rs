@@ -142,10 +142,18 @@ pub trait Algorithm: Send + Sync + 'static {
     /// *that instant included* (`now <= acts_at`, so a grant with no wait can be
     /// cancelled at the instant it was made), its permits come back as far as later
     /// grants allow (what was granted after it stays granted); once `acts_at` has
-    /// passed nothing comes back, as the permits were presumably used. Guava's
-    /// limiters, the leaky bucket (meter and queue) and sets of limits (every member)
-    /// restore so. The default restores nothing: the window counters and the sliding
-    /// log keep it, as they record no grant to give back.
+    /// passed nothing comes back, as the permits were presumably used. Every
+    /// algorithm of the crate restores so, sets of limits through every member. A
+    /// grant that acts at once (a window's, the sliding log's, a leaky-bucket
+    /// meter's) can be cancelled only at the instant it was made, and comes back
+    /// only from where it was counted, if that still counts: a window's cost from
+    /// its window or bucket, the log's entry if it is still the newest. Callers
+    /// cancel a receipt at most once (as
+    /// [`Reservation::cancel`](crate::Reservation::cancel), which consumes the
+    /// reservation): a second cancel may give back again. The default restores
+    /// nothing, right for an algorithm whose
+    /// [`reserve_with_receipt`](Algorithm::reserve_with_receipt) answers
+    /// [`Receipt::NONE`].
     fn cancel(&self, state: &mut Self::State, now: Nanos, receipt: &Receipt, acts_at: Nanos) {
         let _ = (state, now, receipt, acts_at);
     }

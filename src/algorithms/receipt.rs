@@ -14,7 +14,7 @@
 /// them to its server and back unchanged.
 ///
 /// [`Receipt::NONE`] gives nothing back: it is what a refusal, or an algorithm whose
-/// grants act at once, returns.
+/// grants cannot be given back, returns.
 ///
 /// ```
 /// use sluicegate::algorithms::Receipt;

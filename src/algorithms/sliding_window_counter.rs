@@ -46,6 +46,18 @@
 //!   do not use it inside an all-or-nothing set of limits. Counts saturate (see
 //!   [the state word](#the-state-word)), which only this mode can reach.
 //!
+//! # Cancelling
+//!
+//! A grant acts at once, so by the crate's cancel rule ([`Algorithm::cancel`]) it
+//! can be given back only at the instant it was made (or up to a set's later time
+//! to act, inside a set of limits): its cost then comes off the count of the window
+//! it was counted in while that still counts, as the current window or, once a
+//! later call has moved the state on by one window, as the previous one. Never
+//! below zero; permits granted after it stay counted. Under [`Counting::Attempts`]
+//! a cancel gives back the grant's own cost only: refused attempts counted beside
+//! it stay counted, and a count saturated at `2ᵇ − 1` is left as it is, since the
+//! attempts it forgot may cover the grant.
+//!
 //! # The approximation bound
 //!
 //! With [`Rounding::Exact`] and either counting, over the window of length `len`
@@ -114,7 +126,7 @@
 
 use super::validate::validate_positive_period;
 use super::words::{one_word_state, Plan, Words};
-use super::{Algorithm, Decision, OneWord, WordEncoded};
+use super::{Algorithm, Decision, OneWord, Receipt, WordEncoded};
 use crate::clock::Nanos;
 use crate::error::Error;
 use std::time::Duration;
@@ -670,6 +682,61 @@ impl Algorithm for SlidingWindowCounter {
     fn is_replenished(&self, state: &SlidingWindowState, now: Nanos) -> bool {
         let view = self.view(state, now);
         view.previous == 0 && view.current == 0
+    }
+
+    /// [`reserve`](Algorithm::reserve), unchanged, with a receipt naming the window
+    /// the grant was counted in (the state's window right after it, as stored) and
+    /// its cost.
+    #[inline]
+    fn reserve_with_receipt(
+        &self,
+        state: &mut SlidingWindowState,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+    ) -> (Decision, Receipt) {
+        let decision = self.reserve(state, now, cost, max_wait);
+        if !decision.is_allowed() {
+            return (decision, Receipt::NONE);
+        }
+        // Each count takes at least one bit, so the index is below 2⁶²: it fits the mark.
+        let index = state.word >> (2 * self.count_bits());
+        (decision, Receipt::new(index as i64, cost))
+    }
+
+    /// The rule of [`Algorithm::cancel`], as the [module docs](self#cancelling)
+    /// apply it: up to `acts_at`, that instant included, the grant's cost comes off
+    /// the count of its window, current or (once the state has moved on by one)
+    /// previous, never below zero.
+    fn cancel(
+        &self,
+        state: &mut SlidingWindowState,
+        now: Nanos,
+        receipt: &Receipt,
+        acts_at: Nanos,
+    ) {
+        if acts_at < now {
+            return;
+        }
+        let b = self.count_bits();
+        let count_mask = (1 << b) - 1;
+        let index = state.word >> (2 * b);
+        let previous = state.word >> b & count_mask;
+        let current = state.word & count_mask;
+        let back = |count: u64| {
+            // A saturated count of attempts may have forgotten more than the grant.
+            if self.counting == Counting::Attempts && count == count_mask {
+                count
+            } else {
+                count.saturating_sub(receipt.charge())
+            }
+        };
+        let window = receipt.mark() as u64;
+        if index == window {
+            *state = self.pack(index, previous, back(current));
+        } else if index == window.wrapping_add(1) & (u64::MAX >> (2 * b)) {
+            *state = self.pack(index, back(previous), current);
+        }
     }
 }
 

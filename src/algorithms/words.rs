@@ -235,8 +235,7 @@ pub trait WordEncoded: Algorithm + Copy {
         self.peek(&self.read_state(words), now, cost)
     }
 
-    /// [`Algorithm::cancel`] on words (see [`Algorithm::cancel`] for the rule, and
-    /// which algorithms restore nothing).
+    /// [`Algorithm::cancel`] on words (see [`Algorithm::cancel`] for the rule).
     #[inline]
     fn cancel_words<W: WordsMut + ?Sized>(
         &self,

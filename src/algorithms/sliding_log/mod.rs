@@ -58,6 +58,20 @@
 //! assert_eq!(refused.retry_after(), Duration::from_secs(57));
 //! ```
 //!
+//! # Cancelling
+//!
+//! A grant acts at once, so by the crate's cancel rule ([`Algorithm::cancel`]) it
+//! can be given back only at the instant it was made (or up to a set's later time
+//! to act, inside a set of limits). Its entry is then removed if it is still the
+//! newest one, and with it the spacing it started: the next call is spaced from
+//! the entry before. Behind a later entry, nothing comes back: later grants stay
+//! where they are, and so does a refused attempt recorded after the grant (with
+//! [`with_rejected_recorded`](SlidingLog::with_rejected_recorded)), which keeps
+//! counting as it would have. A refusal itself has nothing to give back. After
+//! such a cancel, exactness holds for calls whose clock reads no earlier than the
+//! cancelled grant's instant: the grant may have dropped entries that had expired
+//! by then, which a call reading an earlier time would still have counted.
+//!
 //! # Memory
 //!
 //! The state is a fixed array of `u64` words, allocated once, at
@@ -112,7 +126,7 @@
 
 use super::validate::validate_positive_period;
 use super::words::{WordEncoded, Words};
-use super::{Algorithm, Decision, WordArray};
+use super::{Algorithm, Decision, Receipt, WordArray};
 use crate::clock::Nanos;
 use crate::error::Error;
 use ring::{at_word, wrap, BASE, HEAD, HEADER, LEN};
@@ -462,12 +476,31 @@ impl Algorithm for SlidingLog {
     /// Grants `cost` now if the window has room (and the spacing has passed), else
     /// denies with the exact `retry_after`. It never reserves future capacity, so
     /// `max_wait` is unused. With recorded rejects, a denial appends the attempt.
-    fn reserve(&self, state: &mut LogState, now: Nanos, cost: u64, _max_wait: Nanos) -> Decision {
+    #[inline]
+    fn reserve(&self, state: &mut LogState, now: Nanos, cost: u64, max_wait: Nanos) -> Decision {
+        self.reserve_with_receipt(state, now, cost, max_wait).0
+    }
+
+    /// [`reserve`](Algorithm::reserve), with a receipt naming the grant's entry.
+    fn reserve_with_receipt(
+        &self,
+        state: &mut LogState,
+        now: Nanos,
+        cost: u64,
+        _max_wait: Nanos,
+    ) -> (Decision, Receipt) {
         if state.ring_capacity() < self.capacity() {
             *state = self.grown(state);
         }
         let ring = state.ring_capacity();
         self.reserve_in(&mut state.words[..], ring, now, cost)
+    }
+
+    /// Removes the grant's entry if it is still the newest (see the
+    /// [module docs](self#cancelling)).
+    fn cancel(&self, state: &mut LogState, now: Nanos, receipt: &Receipt, acts_at: Nanos) {
+        let ring = state.ring_capacity();
+        self.cancel_in(&mut state.words[..], ring, now, receipt, acts_at);
     }
 
     fn peek(&self, state: &LogState, now: Nanos, cost: u64) -> Decision {

@@ -403,23 +403,58 @@ impl SlidingLog {
         LogState { words }
     }
 
-    /// [`Algorithm::reserve`] on words holding a ring of `ring` slots.
+    /// [`Algorithm::reserve_with_receipt`](crate::algorithms::Algorithm::reserve_with_receipt)
+    /// on words holding a ring of `ring` slots. A grant's receipt names its entry
+    /// by the running count after it (unique among the entries held, bit for bit)
+    /// and records its cost; a refusal, recorded or not, has none.
     pub(super) fn reserve_in<W: WordsMut + ?Sized>(
         &self,
         words: &mut W,
         ring: u64,
         now: Nanos,
         cost: u64,
-    ) -> Decision {
+    ) -> (Decision, Receipt) {
         let view = self.view(&*words, ring, now);
-        let decision = match self.judge(&*words, &view, now, cost) {
-            Ok(granted) => granted,
-            Err(refused) if refused.is_never() || !self.record_rejected => return refused,
-            Err(_) => self.recorded_refusal(&*words, &view, now, cost),
+        let (decision, granted) = match self.judge(&*words, &view, now, cost) {
+            Ok(granted) => (granted, true),
+            Err(refused) if refused.is_never() || !self.record_rejected => {
+                return (refused, Receipt::NONE)
+            }
+            Err(_) => (self.recorded_refusal(&*words, &view, now, cost), false),
         };
         let take = self.plan_append(&*words, &view.header, self.dropped(&view, cost), cost);
         self.apply_take(words, take);
-        decision
+        if granted {
+            return (decision, Receipt::new(take.count as i64, cost));
+        }
+        (decision, Receipt::NONE)
+    }
+
+    /// [`Algorithm::cancel`](crate::algorithms::Algorithm::cancel) on words holding
+    /// a ring of `ring` slots: up to `acts_at`, that instant included, the grant's
+    /// entry is removed if it is still the newest (the spacing then runs from the
+    /// entry before it again); behind a later entry, granted or a recorded
+    /// refusal, or after `acts_at`, nothing changes.
+    pub(super) fn cancel_in<W: WordsMut + ?Sized>(
+        &self,
+        words: &mut W,
+        ring: u64,
+        now: Nanos,
+        receipt: &Receipt,
+        acts_at: Nanos,
+    ) {
+        if acts_at < now || receipt.is_none() {
+            return;
+        }
+        let header = self.header(&*words, ring, now);
+        let Some(newest) = header.len.checked_sub(1) else {
+            return;
+        };
+        let same_entry =
+            header.end == receipt.mark() as u64 && header.from(&*words, newest) == receipt.charge();
+        if same_entry {
+            words.set_word(LEN, newest);
+        }
     }
 
     /// [`Algorithm::peek`] on words holding a ring of `ring` slots.
@@ -463,14 +498,18 @@ impl WordEncoded for SlidingLog {
         cost: u64,
         _max_wait: Nanos,
     ) -> (Decision, Receipt) {
-        (
-            self.reserve_in(words, self.capacity(), now, cost),
-            Receipt::NONE,
-        )
+        self.reserve_in(words, self.capacity(), now, cost)
     }
 
-    /// A log's grants act at once: cancelling restores nothing.
-    fn cancel_words<W: WordsMut + ?Sized>(&self, _: &mut W, _: Nanos, _: &Receipt, _: Nanos) {}
+    fn cancel_words<W: WordsMut + ?Sized>(
+        &self,
+        words: &mut W,
+        now: Nanos,
+        receipt: &Receipt,
+        acts_at: Nanos,
+    ) {
+        self.cancel_in(words, self.capacity(), now, receipt, acts_at);
+    }
 
     fn peek_words<W: Words + ?Sized>(&self, words: &W, now: Nanos, cost: u64) -> Decision {
         self.peek_in(words, self.capacity(), now, cost)

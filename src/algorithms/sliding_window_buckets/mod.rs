@@ -50,6 +50,14 @@
 //! A call of cost `c` is granted iff `counted + c ≤ limit`; nothing is taken
 //! otherwise. `precision == duration` with [`OldestBucket::Drop`] is a fixed window.
 //!
+//! # Cancelling
+//!
+//! A grant acts at once, so by the crate's cancel rule ([`Algorithm::cancel`]) it
+//! can be given back only at the instant it was made (or up to a set's later time
+//! to act, inside a set of limits): its cost then comes off the bucket it was
+//! counted in, as long as the ring still holds that bucket, never below zero.
+//! Permits granted after it, in that bucket or later ones, stay counted.
+//!
 //! For example, 240 per hour in one-minute buckets: 20 permits used at 6:05
 //! come back at 7:05.
 //!
@@ -108,7 +116,7 @@
 
 use super::validate::validate_positive_period;
 use super::words::WordEncoded;
-use super::{Algorithm, Decision, WordArray};
+use super::{Algorithm, Decision, Receipt, WordArray};
 use crate::clock::Nanos;
 use crate::error::Error;
 use std::time::Duration;
@@ -403,6 +411,24 @@ impl Algorithm for SlidingWindowBuckets {
     ) -> Decision {
         self.reserve_words(&mut state.words[..], now, cost, max_wait)
             .0
+    }
+
+    /// [`reserve`](Algorithm::reserve), with a receipt naming the bucket the grant
+    /// was counted in and its cost.
+    fn reserve_with_receipt(
+        &self,
+        state: &mut BucketsState,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+    ) -> (Decision, Receipt) {
+        self.reserve_words(&mut state.words[..], now, cost, max_wait)
+    }
+
+    /// Gives the grant's cost back from its bucket while the ring still holds it
+    /// (see the [module docs](self#cancelling)).
+    fn cancel(&self, state: &mut BucketsState, now: Nanos, receipt: &Receipt, acts_at: Nanos) {
+        self.cancel_words(&mut state.words[..], now, receipt, acts_at);
     }
 
     fn peek(&self, state: &BucketsState, now: Nanos, cost: u64) -> Decision {

@@ -403,6 +403,7 @@ impl WordEncoded for SlidingWindowBuckets {
         words.set_word(NEWEST, now / self.precision);
     }
 
+    #[inline(always)]
     fn reserve_words<W: WordsMut + ?Sized>(
         &self,
         words: &mut W,
@@ -413,12 +414,39 @@ impl WordEncoded for SlidingWindowBuckets {
         let (decision, view) = self.decide(words, now, cost);
         if decision.is_allowed() {
             self.commit(words, &view, cost);
+            // The bucket the grant was counted in (its number, bit for bit), its cost.
+            return (decision, Receipt::new(view.current as i64, cost));
         }
         (decision, Receipt::NONE)
     }
 
-    /// A window's grants act at once: cancelling restores nothing.
-    fn cancel_words<W: WordsMut + ?Sized>(&self, _: &mut W, _: Nanos, _: &Receipt, _: Nanos) {}
+    /// The rule of [`Algorithm::cancel`](crate::algorithms::Algorithm::cancel): up
+    /// to `acts_at`, that instant included, the grant's cost comes off its bucket
+    /// (and the total) while the ring still holds that bucket, never below zero;
+    /// once the ring has moved past it (its slot may hold a later bucket), or after
+    /// `acts_at`, nothing comes back.
+    fn cancel_words<W: WordsMut + ?Sized>(
+        &self,
+        words: &mut W,
+        now: Nanos,
+        receipt: &Receipt,
+        acts_at: Nanos,
+    ) {
+        if acts_at < now {
+            return;
+        }
+        let bucket = receipt.mark() as u64;
+        let newest = words.word(NEWEST);
+        // The ring holds buckets newest − B ..= newest.
+        if bucket > newest || bucket < newest.saturating_sub(self.buckets) {
+            return;
+        }
+        let slot = self.slot(bucket);
+        let count = words.word(slot);
+        let back = receipt.charge().min(count);
+        words.set_word(slot, count - back);
+        words.set_word(TOTAL, words.word(TOTAL).saturating_sub(back));
+    }
 
     fn peek_words<W: Words + ?Sized>(&self, words: &W, now: Nanos, cost: u64) -> Decision {
         self.decide(words, now, cost).0
