@@ -113,7 +113,7 @@
 //!   when a call moves to a later window.
 
 use super::validate::validate_positive_period;
-use super::words::{one_word_state, Plan, Words};
+use super::words::{one_word_state, Plan, Settle, Words, WordsMut};
 use super::{Algorithm, Decision, OneWord, WordEncoded};
 use crate::clock::Nanos;
 use crate::error::Error;
@@ -511,8 +511,19 @@ impl SlidingWindowCounter {
         if cost > self.limit {
             return false;
         }
-        let mut view = self.view(state, now);
-        // Counts and cost are below 2²⁴: no overflow.
+        let view = self.view(state, now);
+        self.admit(state, view, cost)
+    }
+
+    /// Decides a call of `cost` on the state as of now (`view`) and counts it, by
+    /// cross-multiplying: whether it was granted. A cost above the limit is never
+    /// counted; a refusal only when counting attempts.
+    #[inline(always)]
+    fn admit(&self, state: &mut SlidingWindowState, mut view: View, cost: u64) -> bool {
+        if cost > self.limit {
+            return false;
+        }
+        // Counts are below 2³¹ and the cost at most the limit: no overflow.
         let granted = match self.limit.checked_sub(view.current + cost) {
             None => false,
             Some(room) => self.weight_fits(view.previous, view.elapsed, room),
@@ -520,13 +531,19 @@ impl SlidingWindowCounter {
         if granted {
             view.current += cost;
         } else if self.counting == Counting::Attempts {
-            let saturated = (1 << self.count_bits()) - 1;
-            view.current = (view.current + cost).min(saturated);
+            view.current = self.attempted(view.current, cost);
         } else {
             return false;
         }
         *state = self.pack(view.index, view.previous, view.current);
         granted
+    }
+
+    /// A count with a refused attempt of `cost` added, saturating at the count width.
+    #[inline(always)]
+    fn attempted(&self, count: u64, cost: u64) -> u64 {
+        let saturated = (1 << self.count_bits()) - 1;
+        (count + cost).min(saturated)
     }
 
     /// True if the previous count's weight at `elapsed` ([`weighted`](Self::weighted))
@@ -647,39 +664,52 @@ impl SlidingWindowCounter {
     }
 }
 
-impl Algorithm for SlidingWindowCounter {
-    type State = SlidingWindowState;
-    type Shape = OneWord;
+/// What a call found, for [`describe`](Settle::describe): the state as of now
+/// before the call (with the refused attempt counted, when attempts are), and the
+/// weighted count it was decided on.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CounterSettled {
+    view: View,
+    used: u64,
+    cost: u64,
+}
 
-    #[inline]
-    fn initial_state(&self, now: Nanos) -> SlidingWindowState {
-        self.pack(self.fresh(now).index, 0, 0)
-    }
+impl Settle for SlidingWindowCounter {
+    type Settled = CounterSettled;
 
-    #[inline]
-    fn reserve(
-        &self,
-        state: &mut SlidingWindowState,
-        now: Nanos,
-        cost: u64,
-        _max_wait: Nanos,
-    ) -> Decision {
-        // Immediate or denied: an estimate cannot promise future capacity.
+    /// Weighs the previous count (a multiplication by the kept reciprocal) and
+    /// counts the call if it fits.
+    #[inline(always)]
+    fn settle(&self, state: &mut SlidingWindowState, now: Nanos, cost: u64) -> CounterSettled {
         let mut view = self.view_inlined(state, now);
-        // Counts are below 2²⁴ and the weight is at most the previous count, so
+        // Counts are below 2³¹ and the weight is at most the previous count, so
         // neither this sum nor `used + cost` (cost ≤ limit) overflows.
         let used = self.weighted(view.previous, view.elapsed) + view.current;
+        if cost <= self.limit {
+            if used + cost <= self.limit {
+                *state = self.pack(view.index, view.previous, view.current + cost);
+            } else if self.counting == Counting::Attempts {
+                view.current = self.attempted(view.current, cost);
+                *state = self.pack(view.index, view.previous, view.current);
+            }
+        }
+        CounterSettled { view, used, cost }
+    }
+
+    #[inline(always)]
+    fn describe(&self, settled: &CounterSettled) -> Decision {
+        // Immediate or denied: an estimate cannot promise future capacity.
+        let CounterSettled {
+            mut view,
+            used,
+            cost,
+        } = *settled;
         let remaining = self.limit.saturating_sub(used);
         if cost > self.limit {
             let reset = self.reset_after(&view);
             return Decision::never(self.limit, remaining, reset.saturating_add(view.behind));
         }
         if used + cost > self.limit {
-            if self.counting == Counting::Attempts {
-                let saturated = (1 << self.count_bits()) - 1;
-                view.current = (view.current + cost).min(saturated);
-                *state = self.pack(view.index, view.previous, view.current);
-            }
             let retry = self.retry_after(&view, cost);
             let reset = self.reset_after(&view);
             return Decision::denied(
@@ -690,13 +720,35 @@ impl Algorithm for SlidingWindowCounter {
             );
         }
         view.current += cost;
-        *state = self.pack(view.index, view.previous, view.current);
         let reset = self.reset_after(&view);
         Decision::allowed(
             self.limit,
             remaining - cost,
             reset.saturating_add(view.behind),
         )
+    }
+}
+
+impl Algorithm for SlidingWindowCounter {
+    type State = SlidingWindowState;
+    type Shape = OneWord;
+
+    #[inline]
+    fn initial_state(&self, now: Nanos) -> SlidingWindowState {
+        self.pack(self.fresh(now).index, 0, 0)
+    }
+
+    /// [`settle`](Settle::settle), then [`describe`](Settle::describe).
+    #[inline]
+    fn reserve(
+        &self,
+        state: &mut SlidingWindowState,
+        now: Nanos,
+        cost: u64,
+        _max_wait: Nanos,
+    ) -> Decision {
+        let settled = self.settle(state, now, cost);
+        self.describe(&settled)
     }
 
     #[inline]
@@ -763,6 +815,19 @@ impl WordEncoded for SlidingWindowCounter {
         let mut after = before;
         let granted = self.take(&mut after, now, cost);
         (granted, (after != before).then_some(after))
+    }
+
+    /// Publishes the counts first, then describes the decision (the weight's
+    /// division, `retry_after` and `reset_after`).
+    #[inline(always)]
+    fn check_words<W: WordsMut + ?Sized>(
+        &self,
+        words: &mut W,
+        now: Nanos,
+        cost: u64,
+        publish: impl FnOnce(&W) -> bool,
+    ) -> Option<Decision> {
+        self.check_settled(words, now, cost, publish)
     }
 }
 
@@ -1176,8 +1241,9 @@ mod tests {
             }
         }
 
-        /// The step is the step as it was: every field of every decision, and the
-        /// state word, in both roundings and both countings, with indices stored
+        /// The step, its split check (settle, then describe) and `check_words` are
+        /// the step as it was: every field of every decision, and the state word, in
+        /// both roundings and both countings, with indices stored
         /// whole or wrapping, long windows whose weight needs 128 bits, and time that
         /// sometimes goes backwards.
         #[test]
@@ -1195,6 +1261,9 @@ mod tests {
                 .with_counting(if attempts { Counting::Attempts } else { Counting::Admitted });
             let mut old = counter.initial_state(start);
             let mut new = old;
+            let mut split = old;
+            let mut words = [0];
+            counter.write_state(&old, &mut words[..]);
             let mut now = start;
             for (step, fraction, windows) in steps {
                 // Now and then a step of a few windows, whatever their length.
@@ -1204,6 +1273,12 @@ mod tests {
                 let expected = reserve_before(&counter, &mut old, now, cost);
                 proptest::prop_assert_eq!(counter.reserve(&mut new, now, cost, 0), expected, "at {} cost {}", now, cost);
                 proptest::prop_assert_eq!(new, old, "at {} cost {}", now, cost);
+                let settled = counter.settle(&mut split, now, cost);
+                proptest::prop_assert_eq!(counter.describe(&settled), expected);
+                proptest::prop_assert_eq!(split, old);
+                let checked = counter.check_words(&mut words[..], now, cost, |_| true);
+                proptest::prop_assert_eq!(checked, Some(expected));
+                proptest::prop_assert_eq!(counter.read_state(&words[..]), old);
             }
         }
     }

@@ -48,7 +48,7 @@
 //!   nanoseconds, so waits agree with Guava's to within a microsecond.
 
 use super::validate::{validate_period, validate_rate};
-use super::words::{one_word_state, Plan, Words};
+use super::words::{one_word_state, Plan, Settle, Words, WordsMut};
 use super::{signed, until, AdjustableRate, Algorithm, Decision, OneWord, Receipt, WordEncoded};
 use crate::clock::Nanos;
 use crate::error::Error;
@@ -239,8 +239,9 @@ impl SmoothBursty {
 }
 
 /// What one reservation decided, before it is dressed as a [`Decision`]: the core
-/// shared by [`Algorithm::reserve`] and the lean [`WordEncoded::plan_take`], so the
-/// two cannot disagree.
+/// shared by [`Algorithm::reserve`], the check ([`Settle`]) and the lean
+/// [`WordEncoded::plan_take`], so that they cannot disagree.
+#[derive(Clone, Copy, Debug)]
 enum Step {
     Never,
     /// Refused: `tat` is the resynced state, `wait` how long the caller would wait.
@@ -257,11 +258,20 @@ enum Step {
     },
 }
 
+/// A [`Step`] and the instant (signed) it was taken at, with the burst's span: all
+/// that [`describe`](Settle::describe) needs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BurstySettled {
+    now: i64,
+    burst: i64,
+    step: Step,
+}
+
 impl SmoothBursty {
     /// Guava's resync and reservation on the folded state `tat` (see the module docs).
     #[inline(always)]
-    fn step(&self, tat: i64, now: i64, cost: u64, max_wait: Nanos) -> Step {
-        let tat = tat.max(now.saturating_sub(self.burst_nanos()));
+    fn step(&self, tat: i64, now: i64, burst: i64, cost: u64, max_wait: Nanos) -> Step {
+        let tat = tat.max(now.saturating_sub(burst));
         if tat == i64::MAX {
             return Step::Never;
         }
@@ -275,6 +285,59 @@ impl SmoothBursty {
             next: tat.saturating_add(charge),
             charge,
         }
+    }
+
+    /// The step at any wait, applied to the state if it grants.
+    #[inline(always)]
+    fn settle_within(
+        &self,
+        state: &mut BurstyState,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+    ) -> BurstySettled {
+        let now = signed(now);
+        let burst = self.burst_nanos();
+        let step = self.step(state.tat, now, burst, cost, max_wait);
+        if let Step::Allowed { next, .. } = step {
+            state.tat = next;
+        }
+        BurstySettled { now, burst, step }
+    }
+
+    /// The decision and receipt of a settled step.
+    #[inline(always)]
+    fn describe_with_receipt(&self, settled: &BurstySettled) -> (Decision, Receipt) {
+        let BurstySettled { now, burst, step } = *settled;
+        let limit = self.limit();
+        match step {
+            Step::Never => (Decision::never(limit, 0, u64::MAX), Receipt::NONE),
+            Step::Denied { tat, wait } => {
+                let reset = until(now, tat.saturating_add(burst));
+                (Decision::denied(limit, 0, wait, reset), Receipt::NONE)
+            }
+            Step::Allowed { wait, next, charge } => {
+                let reset = until(now, next.saturating_add(burst));
+                (
+                    Decision::allowed_after(wait, limit, self.remaining(next, now), reset),
+                    Receipt::new(next, charge as u64),
+                )
+            }
+        }
+    }
+}
+
+impl Settle for SmoothBursty {
+    type Settled = BurstySettled;
+
+    #[inline(always)]
+    fn settle(&self, state: &mut BurstyState, now: Nanos, cost: u64) -> BurstySettled {
+        self.settle_within(state, now, cost, 0)
+    }
+
+    #[inline(always)]
+    fn describe(&self, settled: &BurstySettled) -> Decision {
+        self.describe_with_receipt(settled).0
     }
 }
 
@@ -299,25 +362,8 @@ impl Algorithm for SmoothBursty {
         cost: u64,
         max_wait: Nanos,
     ) -> (Decision, Receipt) {
-        let now = signed(now);
-        match self.step(state.tat, now, cost, max_wait) {
-            Step::Never => (Decision::never(self.limit(), 0, u64::MAX), Receipt::NONE),
-            Step::Denied { tat, wait } => {
-                let reset = until(now, tat.saturating_add(self.burst_nanos()));
-                (
-                    Decision::denied(self.limit(), 0, wait, reset),
-                    Receipt::NONE,
-                )
-            }
-            Step::Allowed { wait, next, charge } => {
-                state.tat = next;
-                let reset = until(now, next.saturating_add(self.burst_nanos()));
-                (
-                    Decision::allowed_after(wait, self.limit(), self.remaining(next, now), reset),
-                    Receipt::new(next, charge as u64),
-                )
-            }
-        }
+        let settled = self.settle_within(state, now, cost, max_wait);
+        self.describe_with_receipt(&settled)
     }
 
     fn peek(&self, state: &BurstyState, now: Nanos, cost: u64) -> Decision {
@@ -399,10 +445,29 @@ impl WordEncoded for SmoothBursty {
     /// cost float divisions): the hot path of `try_acquire`.
     #[inline(always)]
     fn plan_take<W: Words + ?Sized>(&self, words: &W, now: Nanos, cost: u64) -> Plan<BurstyState> {
-        match self.step(words.word(0) as i64, signed(now), cost, 0) {
+        match self.step(
+            words.word(0) as i64,
+            signed(now),
+            self.burst_nanos(),
+            cost,
+            0,
+        ) {
             Step::Allowed { next, .. } => (true, Some(BurstyState { tat: next })),
             Step::Never | Step::Denied { .. } => (false, None),
         }
+    }
+
+    /// Publishes the new `T` first, then describes the decision (`remaining`'s
+    /// float division above all).
+    #[inline(always)]
+    fn check_words<W: WordsMut + ?Sized>(
+        &self,
+        words: &mut W,
+        now: Nanos,
+        cost: u64,
+        publish: impl FnOnce(&W) -> bool,
+    ) -> Option<Decision> {
+        self.check_settled(words, now, cost, publish)
     }
 }
 
@@ -471,8 +536,9 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]
 
-        /// The step at any wait is the step as it was: every field of every
-        /// decision and receipt, and the state, on random traces with rate changes
+        /// The step at any wait, and the check (split in settle and describe, and on
+        /// words) are the step as it was: every field of every decision and receipt,
+        /// and the state, on random traces with rate changes
         /// (which keep the whole burst in step with the rate) and time that
         /// sometimes goes backwards.
         #[test]
@@ -502,6 +568,19 @@ mod tests {
                     prop_assert_eq!(bursty.whole_burst, bursty.max_permits() as u64);
                     prop_assert_eq!(SmoothBursty::from_config_words(bursty.config_words()), bursty);
                 }
+                // The check: zero wait, split, and on words.
+                let mut probe = old;
+                let (expected, _) = reserve_before(&bursty, &mut probe, now, cost, 0);
+                let mut split = new;
+                let settled = bursty.settle(&mut split, now, cost);
+                prop_assert_eq!(bursty.describe(&settled), expected, "at {} cost {}", now, cost);
+                prop_assert_eq!(split, probe);
+                let mut words = [0];
+                bursty.write_state(&new, &mut words[..]);
+                let checked = bursty.check_words(&mut words[..], now, cost, |_| true);
+                prop_assert_eq!(checked, Some(expected));
+                prop_assert_eq!(bursty.read_state(&words[..]), probe);
+                // The step at any wait.
                 let expected = reserve_before(&bursty, &mut old, now, cost, max_wait);
                 prop_assert_eq!(bursty.reserve_with_receipt(&mut new, now, cost, max_wait), expected, "at {} cost {}", now, cost);
                 prop_assert_eq!(new, old);
