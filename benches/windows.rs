@@ -1,6 +1,9 @@
-//! try_acquire through `RateLimiter` for the fixed window, the leaky bucket (meter
-//! and queue) and the sliding window counter, side by side with governor's
-//! `check()` in the same run, allowed and denied.
+//! try_acquire and check(1) through `RateLimiter` for the fixed window, the leaky
+//! bucket (meter and queue) and the sliding window counter, side by side with
+//! governor's `check()` in the same run, allowed and denied. `check(1)` answers the
+//! full `Decision` (`remaining`, `retry_after`, `reset_after`), what a server
+//! sending `RateLimit` headers needs; it is black-boxed by reference, so every field
+//! is computed and stored (see `benches/direct.rs`, which has the bursty pair).
 //!
 //! `cargo bench --bench windows`
 
@@ -9,7 +12,7 @@ mod common;
 use common::{fastest_batches, BATCH};
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use governor::{Quota, RateLimiter as Governor};
-use sluicegate::algorithms::{FixedWindow, LeakyBucket, SlidingWindowCounter};
+use sluicegate::algorithms::{FixedWindow, LeakyBucket, SlidingWindowCounter, SmoothBursty};
 use sluicegate::cells::CellAlgorithm;
 use sluicegate::RateLimiter;
 use std::num::NonZeroU32;
@@ -21,6 +24,7 @@ const HOUR: Duration = Duration::from_secs(3600);
 const MAX_SLIDING: u64 = (1 << 24) - 1;
 const TEN_MS: Duration = Duration::from_millis(10);
 
+/// `try_acquire()` as `name`, then `check(1)` as `name_check`, on one limiter.
 fn bench_ours<A: CellAlgorithm>(
     c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     name: &str,
@@ -34,6 +38,14 @@ fn bench_ours<A: CellAlgorithm>(
     }
     assert_eq!(limiter.try_acquire(), expect, "{name}");
     c.bench_function(name, |b| b.iter(|| black_box(limiter.try_acquire())));
+    assert_eq!(
+        limiter.check(1).map(|d| d.is_allowed()),
+        Ok(expect),
+        "{name}"
+    );
+    c.bench_function(format!("{name}_check"), |b| {
+        b.iter(|| black_box(&limiter.check(1)).is_ok())
+    });
 }
 
 fn allowed(c: &mut Criterion) {
@@ -47,6 +59,7 @@ fn allowed(c: &mut Criterion) {
         b.iter(|| black_box(governor.check().is_ok()))
     });
     let lots = u64::from(u32::MAX);
+    bench_ours(&mut group, "bursty", SmoothBursty::new(1e9).unwrap(), true);
     bench_ours(
         &mut group,
         "fixed_window",
@@ -90,6 +103,12 @@ fn denied(c: &mut Criterion) {
     group.bench_function("governor", |b| {
         b.iter(|| black_box(governor.check().is_ok()))
     });
+    bench_ours(
+        &mut group,
+        "bursty",
+        SmoothBursty::new(1.0 / 3600.0).unwrap(),
+        false,
+    );
     bench_ours(
         &mut group,
         "fixed_window",
@@ -158,7 +177,16 @@ fn interleaved_ratios(_: &mut Criterion) {
     exhausted(&|| third.1.try_acquire());
     exhausted(&|| queue.1.try_acquire());
     exhausted(&|| sliding.1.try_acquire());
-    let cases: [(&str, &dyn Fn() -> bool); 12] = [
+    let bursty = (
+        RateLimiter::new(SmoothBursty::new(1e9).unwrap()),
+        RateLimiter::new(SmoothBursty::new(1.0 / 3600.0).unwrap()),
+    );
+    exhausted(&|| bursty.1.try_acquire());
+    // The full decision, computed and stored (black-boxed by reference).
+    fn check<A: CellAlgorithm>(limiter: &RateLimiter<A>) -> bool {
+        black_box(&limiter.check(1)).is_ok()
+    }
+    let cases: [(&str, &dyn Fn() -> bool); 24] = [
         ("allowed/governor", &|| allowed_governor.check().is_ok()),
         ("allowed/fixed_window", &|| fixed.0.try_acquire()),
         ("allowed/leaky_meter_whole_ns", &|| meter.0.try_acquire()),
@@ -167,19 +195,33 @@ fn interleaved_ratios(_: &mut Criterion) {
         ("allowed/sliding_window_counter", &|| {
             sliding.0.try_acquire()
         }),
+        ("allowed/bursty_check", &|| check(&bursty.0)),
+        ("allowed/fixed_window_check", &|| check(&fixed.0)),
+        ("allowed/leaky_meter_whole_ns_check", &|| check(&meter.0)),
+        ("allowed/leaky_meter_3_per_s_check", &|| check(&third.0)),
+        ("allowed/leaky_queue_check", &|| check(&queue.0)),
+        ("allowed/sliding_window_counter_check", &|| {
+            check(&sliding.0)
+        }),
         ("denied/governor", &|| denied_governor.check().is_ok()),
         ("denied/fixed_window", &|| fixed.1.try_acquire()),
         ("denied/leaky_meter_whole_ns", &|| meter.1.try_acquire()),
         ("denied/leaky_meter_3_per_s", &|| third.1.try_acquire()),
         ("denied/leaky_queue", &|| queue.1.try_acquire()),
         ("denied/sliding_window_counter", &|| sliding.1.try_acquire()),
+        ("denied/bursty_check", &|| check(&bursty.1)),
+        ("denied/fixed_window_check", &|| check(&fixed.1)),
+        ("denied/leaky_meter_whole_ns_check", &|| check(&meter.1)),
+        ("denied/leaky_meter_3_per_s_check", &|| check(&third.1)),
+        ("denied/leaky_queue_check", &|| check(&queue.1)),
+        ("denied/sliding_window_counter_check", &|| check(&sliding.1)),
     ];
     let best = fastest_batches(&cases, 200);
     println!("interleaved, fastest batch of {BATCH} calls:");
     for (index, (name, _)) in cases.iter().enumerate() {
-        let governor = if index < 6 { best[0] } else { best[6] };
+        let governor = if index < 12 { best[0] } else { best[12] };
         println!(
-            "  {name:32} {:6.2} ns  {:4.2}x governor",
+            "  {name:38} {:6.2} ns  {:4.2}x governor",
             best[index],
             best[index] / governor
         );

@@ -48,7 +48,7 @@
 //!   nothing.
 
 use super::validate::validate_positive_period;
-use super::words::{one_word_state, Plan, Words};
+use super::words::{one_word_state, Plan, Settle, Words, WordsMut};
 use super::{Algorithm, Decision, OneWord, Receipt, WordEncoded};
 use crate::clock::Nanos;
 use crate::error::Error;
@@ -195,25 +195,45 @@ impl FixedWindow {
     }
 }
 
-impl Algorithm for FixedWindow {
-    type State = FixedWindowState;
-    type Shape = OneWord;
+/// What a call found, for [`describe`](Settle::describe): its window's start and
+/// count as of `now`, before the call.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WindowSettled {
+    now: Nanos,
+    start: u64,
+    count: u64,
+    cost: u64,
+}
 
-    fn initial_state(&self, now: Nanos) -> FixedWindowState {
-        self.pack(now / self.len, 0)
+impl Settle for FixedWindow {
+    type Settled = WindowSettled;
+
+    /// Counts the call if it fits: one comparison.
+    #[inline(always)]
+    fn settle(&self, state: &mut FixedWindowState, now: Nanos, cost: u64) -> WindowSettled {
+        let (index, start, count) = self.current(state, now);
+        // `cost ≤ limit − count` also rules out a cost above the limit.
+        if cost <= self.limit - count {
+            *state = self.pack(index, count + cost);
+        }
+        WindowSettled {
+            now,
+            start,
+            count,
+            cost,
+        }
     }
 
-    #[inline]
-    fn reserve(
-        &self,
-        state: &mut FixedWindowState,
-        now: Nanos,
-        cost: u64,
-        _max_wait: Nanos,
-    ) -> Decision {
+    #[inline(always)]
+    fn describe(&self, settled: &WindowSettled) -> Decision {
         // A window counter cannot promise future capacity: a grant is immediate or a
         // denial with the exact time the window rolls over.
-        let (index, start, count) = self.current(state, now);
+        let WindowSettled {
+            now,
+            start,
+            count,
+            cost,
+        } = *settled;
         let until_end = start.saturating_add(self.len).saturating_sub(now);
         let remaining = self.limit - count;
         let reset = if count == 0 { 0 } else { until_end };
@@ -223,8 +243,29 @@ impl Algorithm for FixedWindow {
         if cost > remaining {
             return Decision::denied(self.limit, remaining, until_end, reset);
         }
-        *state = self.pack(index, count + cost);
         Decision::allowed(self.limit, remaining - cost, until_end)
+    }
+}
+
+impl Algorithm for FixedWindow {
+    type State = FixedWindowState;
+    type Shape = OneWord;
+
+    fn initial_state(&self, now: Nanos) -> FixedWindowState {
+        self.pack(now / self.len, 0)
+    }
+
+    /// [`settle`](Settle::settle), then [`describe`](Settle::describe).
+    #[inline]
+    fn reserve(
+        &self,
+        state: &mut FixedWindowState,
+        now: Nanos,
+        cost: u64,
+        _max_wait: Nanos,
+    ) -> Decision {
+        let settled = self.settle(state, now, cost);
+        self.describe(&settled)
     }
 
     /// [`reserve`](Algorithm::reserve), unchanged, with a receipt naming the window
@@ -298,11 +339,83 @@ impl WordEncoded for FixedWindow {
         let granted = self.reserve(&mut state, now, cost, 0).is_allowed();
         (granted, granted.then_some(state))
     }
+
+    /// Publishes the count first, then describes the decision.
+    #[inline(always)]
+    fn check_words<W: WordsMut + ?Sized>(
+        &self,
+        words: &mut W,
+        now: Nanos,
+        cost: u64,
+        publish: impl FnOnce(&W) -> bool,
+    ) -> Option<Decision> {
+        self.check_settled(words, now, cost, publish)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The full step as it was before the check was split in two (issue 8): the
+    /// oracle the split must match, field by field.
+    fn reserve_before(
+        window: &FixedWindow,
+        state: &mut FixedWindowState,
+        now: Nanos,
+        cost: u64,
+    ) -> Decision {
+        let (index, start, count) = window.current(state, now);
+        let until_end = start.saturating_add(window.len).saturating_sub(now);
+        let remaining = window.limit - count;
+        let reset = if count == 0 { 0 } else { until_end };
+        if cost > window.limit {
+            return Decision::never(window.limit, remaining, reset);
+        }
+        if cost > remaining {
+            return Decision::denied(window.limit, remaining, until_end, reset);
+        }
+        *state = window.pack(index, count + cost);
+        Decision::allowed(window.limit, remaining - cost, until_end)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// The split check (settle, then describe), `check_words` and `reserve` are
+        /// the step as it was: every field of every decision, and the state, with
+        /// costs above the limit and time that sometimes goes backwards.
+        #[test]
+        fn the_split_check_is_the_full_step_as_it_was(
+            limit in proptest::prop_oneof![1u64..10, 1_000u64..1_000_000],
+            len in proptest::prop_oneof![1_000u64..100_000, 1_000_000u64..10_000_000_000],
+            start in proptest::prop_oneof![proptest::strategy::Just(0u64), 0u64..u64::MAX / 2],
+            steps in proptest::collection::vec((-5_000i64..5_000_000, 0u64..1_000), 1..100),
+        ) {
+            // A limit must pack beside the window index: at most about len / 2.
+            let limit = limit.min(len / 4);
+            let window = FixedWindow::new(limit, Duration::from_nanos(len)).unwrap();
+            let mut old = window.initial_state(start);
+            let mut split = old;
+            let mut general = old;
+            let mut words = [0];
+            window.write_state(&old, &mut words[..]);
+            let mut now = start;
+            for (step, fraction) in steps {
+                now = now.saturating_add_signed(step);
+                let cost = 1 + fraction * limit / 900; // up to a little above the limit
+                let expected = reserve_before(&window, &mut old, now, cost);
+                let settled = window.settle(&mut split, now, cost);
+                proptest::prop_assert_eq!(window.describe(&settled), expected, "at {} cost {}", now, cost);
+                proptest::prop_assert_eq!(split, old);
+                proptest::prop_assert_eq!(window.reserve(&mut general, now, cost, 0), expected);
+                proptest::prop_assert_eq!(general, old);
+                let checked = window.check_words(&mut words[..], now, cost, |_| true);
+                proptest::prop_assert_eq!(checked, Some(expected));
+                proptest::prop_assert_eq!(window.read_state(&words[..]), old);
+            }
+        }
+    }
 
     const SECOND: u64 = 1_000_000_000;
 

@@ -48,7 +48,7 @@
 //!   nanoseconds, so waits agree with Guava's to within a microsecond.
 
 use super::validate::{validate_period, validate_rate};
-use super::words::{one_word_state, Plan, Words};
+use super::words::{one_word_state, Plan, Settle, Words, WordsMut};
 use super::{signed, until, AdjustableRate, Algorithm, Decision, OneWord, Receipt, WordEncoded};
 use crate::clock::Nanos;
 use crate::error::Error;
@@ -73,6 +73,11 @@ pub struct SmoothBursty {
     stable_micros: f64,
     /// How many seconds of permits can be saved.
     max_burst_seconds: f64,
+    /// The whole permits a full burst holds, [`max_permits`](SmoothBursty::max_permits)
+    /// rounded down (saturating; `u64::MAX` when unlimited). Derived from the two
+    /// above and kept, as the third configuration word, so that a decision's `limit`
+    /// and `remaining` neither divide nor convert for it.
+    whole_burst: u64,
 }
 
 /// The state of a [`SmoothBursty`] limit: the instant `T` at which its bucket would
@@ -122,10 +127,18 @@ impl SmoothBursty {
     /// ```
     pub fn new(rate: f64) -> Result<Self, Error> {
         let rate = validate_rate(rate)?;
-        Ok(SmoothBursty {
-            stable_micros: 1e6 / rate,
-            max_burst_seconds: 1.0,
-        })
+        Ok(SmoothBursty::with_parts(1e6 / rate, 1.0))
+    }
+
+    /// The limit of the given interval and burst, with its derived `whole_burst`.
+    fn with_parts(stable_micros: f64, max_burst_seconds: f64) -> Self {
+        let mut bursty = SmoothBursty {
+            stable_micros,
+            max_burst_seconds,
+            whole_burst: 0,
+        };
+        bursty.whole_burst = bursty.max_permits() as u64;
+        bursty
     }
 
     /// The same limit saving up to `max_burst` of unused permits instead of 1 s.
@@ -144,10 +157,12 @@ impl SmoothBursty {
     /// assert_eq!(strict.reserve(&mut state, 10_000_000_000, 1, u64::MAX).wait_nanos(), 500_000_000);
     /// assert!(SmoothBursty::new(2.0).unwrap().with_max_burst(Duration::MAX).is_err());
     /// ```
-    pub fn with_max_burst(mut self, max_burst: Duration) -> Result<Self, Error> {
+    pub fn with_max_burst(self, max_burst: Duration) -> Result<Self, Error> {
         validate_period("max_burst", max_burst)?;
-        self.max_burst_seconds = max_burst.as_secs_f64();
-        Ok(self)
+        Ok(SmoothBursty::with_parts(
+            self.stable_micros,
+            max_burst.as_secs_f64(),
+        ))
     }
 
     /// The rate in permits per second, recomputed as Guava does from the stable
@@ -203,22 +218,30 @@ impl SmoothBursty {
         (cost as f64 * self.interval_nanos()) as i64
     }
 
+    /// [`smooth_limit`] of the burst, from the kept whole burst.
+    #[inline(always)]
     fn limit(&self) -> u64 {
-        smooth_limit(self.max_permits())
+        self.whole_burst.max(1)
     }
 
+    #[inline(always)]
     fn remaining(&self, tat: i64, now: i64) -> u64 {
         if self.is_unlimited() {
             return u64::MAX;
         }
         let stored = until(tat, now) as f64 / self.interval_nanos();
-        stored.min(self.max_permits()) as u64
+        // Guava's min(stored, maxPermits), rounded down: the same as rounding each
+        // down first, rounding being monotone. (`max_permits` is never NaN: a valid
+        // rate survives 1e6 / (1e6 / rate) finite; were it 0 × inf, the burst would
+        // be zero and nothing ever stored, so both would still answer 0.)
+        (stored as u64).min(self.whole_burst)
     }
 }
 
 /// What one reservation decided, before it is dressed as a [`Decision`]: the core
-/// shared by [`Algorithm::reserve`] and the lean [`WordEncoded::plan_take`], so the
-/// two cannot disagree.
+/// shared by [`Algorithm::reserve`], the check ([`Settle`]) and the lean
+/// [`WordEncoded::plan_take`], so that they cannot disagree.
+#[derive(Clone, Copy, Debug)]
 enum Step {
     Never,
     /// Refused: `tat` is the resynced state, `wait` how long the caller would wait.
@@ -235,11 +258,20 @@ enum Step {
     },
 }
 
+/// A [`Step`] and the instant (signed) it was taken at, with the burst's span: all
+/// that [`describe`](Settle::describe) needs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BurstySettled {
+    now: i64,
+    burst: i64,
+    step: Step,
+}
+
 impl SmoothBursty {
     /// Guava's resync and reservation on the folded state `tat` (see the module docs).
     #[inline(always)]
-    fn step(&self, tat: i64, now: i64, cost: u64, max_wait: Nanos) -> Step {
-        let tat = tat.max(now.saturating_sub(self.burst_nanos()));
+    fn step(&self, tat: i64, now: i64, burst: i64, cost: u64, max_wait: Nanos) -> Step {
+        let tat = tat.max(now.saturating_sub(burst));
         if tat == i64::MAX {
             return Step::Never;
         }
@@ -253,6 +285,59 @@ impl SmoothBursty {
             next: tat.saturating_add(charge),
             charge,
         }
+    }
+
+    /// The step at any wait, applied to the state if it grants.
+    #[inline(always)]
+    fn settle_within(
+        &self,
+        state: &mut BurstyState,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+    ) -> BurstySettled {
+        let now = signed(now);
+        let burst = self.burst_nanos();
+        let step = self.step(state.tat, now, burst, cost, max_wait);
+        if let Step::Allowed { next, .. } = step {
+            state.tat = next;
+        }
+        BurstySettled { now, burst, step }
+    }
+
+    /// The decision and receipt of a settled step.
+    #[inline(always)]
+    fn describe_with_receipt(&self, settled: &BurstySettled) -> (Decision, Receipt) {
+        let BurstySettled { now, burst, step } = *settled;
+        let limit = self.limit();
+        match step {
+            Step::Never => (Decision::never(limit, 0, u64::MAX), Receipt::NONE),
+            Step::Denied { tat, wait } => {
+                let reset = until(now, tat.saturating_add(burst));
+                (Decision::denied(limit, 0, wait, reset), Receipt::NONE)
+            }
+            Step::Allowed { wait, next, charge } => {
+                let reset = until(now, next.saturating_add(burst));
+                (
+                    Decision::allowed_after(wait, limit, self.remaining(next, now), reset),
+                    Receipt::new(next, charge as u64),
+                )
+            }
+        }
+    }
+}
+
+impl Settle for SmoothBursty {
+    type Settled = BurstySettled;
+
+    #[inline(always)]
+    fn settle(&self, state: &mut BurstyState, now: Nanos, cost: u64) -> BurstySettled {
+        self.settle_within(state, now, cost, 0)
+    }
+
+    #[inline(always)]
+    fn describe(&self, settled: &BurstySettled) -> Decision {
+        self.describe_with_receipt(settled).0
     }
 }
 
@@ -277,25 +362,8 @@ impl Algorithm for SmoothBursty {
         cost: u64,
         max_wait: Nanos,
     ) -> (Decision, Receipt) {
-        let now = signed(now);
-        match self.step(state.tat, now, cost, max_wait) {
-            Step::Never => (Decision::never(self.limit(), 0, u64::MAX), Receipt::NONE),
-            Step::Denied { tat, wait } => {
-                let reset = until(now, tat.saturating_add(self.burst_nanos()));
-                (
-                    Decision::denied(self.limit(), 0, wait, reset),
-                    Receipt::NONE,
-                )
-            }
-            Step::Allowed { wait, next, charge } => {
-                state.tat = next;
-                let reset = until(now, next.saturating_add(self.burst_nanos()));
-                (
-                    Decision::allowed_after(wait, self.limit(), self.remaining(next, now), reset),
-                    Receipt::new(next, charge as u64),
-                )
-            }
-        }
+        let settled = self.settle_within(state, now, cost, max_wait);
+        self.describe_with_receipt(&settled)
     }
 
     fn peek(&self, state: &BurstyState, now: Nanos, cost: u64) -> Decision {
@@ -337,7 +405,7 @@ impl AdjustableRate for SmoothBursty {
         // Resync under the old parameters first, as Guava does.
         let tat = state.tat.max(now.saturating_sub(self.burst_nanos()));
         let was_unlimited = self.is_unlimited();
-        self.stable_micros = 1e6 / rate;
+        *self = SmoothBursty::with_parts(1e6 / rate, self.max_burst_seconds);
         state.tat = if was_unlimited && !self.is_unlimited() {
             // Leaving +inf: a full burst is stored, debt already reserved still stands.
             tat.max(now).saturating_sub(self.burst_nanos())
@@ -349,24 +417,27 @@ impl AdjustableRate for SmoothBursty {
     }
 }
 
-/// One configuration word per field (their bits, exactly); the state is `T` itself.
+/// One configuration word per field (their bits, exactly; the whole burst as it
+/// is); the state is `T` itself.
 impl WordEncoded for SmoothBursty {
-    type Config = [u64; 2];
+    type Config = [u64; 3];
     one_word_state!(BurstyState { tat: i64 });
 
     #[inline(always)]
-    fn config_words(&self) -> [u64; 2] {
+    fn config_words(&self) -> [u64; 3] {
         [
             self.stable_micros.to_bits(),
             self.max_burst_seconds.to_bits(),
+            self.whole_burst,
         ]
     }
 
     #[inline(always)]
-    fn from_config_words(words: [u64; 2]) -> Self {
+    fn from_config_words(words: [u64; 3]) -> Self {
         SmoothBursty {
             stable_micros: f64::from_bits(words[0]),
             max_burst_seconds: f64::from_bits(words[1]),
+            whole_burst: words[2],
         }
     }
 
@@ -374,9 +445,146 @@ impl WordEncoded for SmoothBursty {
     /// cost float divisions): the hot path of `try_acquire`.
     #[inline(always)]
     fn plan_take<W: Words + ?Sized>(&self, words: &W, now: Nanos, cost: u64) -> Plan<BurstyState> {
-        match self.step(words.word(0) as i64, signed(now), cost, 0) {
+        match self.step(
+            words.word(0) as i64,
+            signed(now),
+            self.burst_nanos(),
+            cost,
+            0,
+        ) {
             Step::Allowed { next, .. } => (true, Some(BurstyState { tat: next })),
             Step::Never | Step::Denied { .. } => (false, None),
+        }
+    }
+
+    /// Publishes the new `T` first, then describes the decision (`remaining`'s
+    /// float division above all).
+    #[inline(always)]
+    fn check_words<W: WordsMut + ?Sized>(
+        &self,
+        words: &mut W,
+        now: Nanos,
+        cost: u64,
+        publish: impl FnOnce(&W) -> bool,
+    ) -> Option<Decision> {
+        self.check_settled(words, now, cost, publish)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The full step as it was before issue 8 kept the whole burst: the oracle it
+    /// must match, field by field.
+    fn reserve_before(
+        bursty: &SmoothBursty,
+        state: &mut BurstyState,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+    ) -> (Decision, Receipt) {
+        let now = signed(now);
+        let limit = smooth_limit(bursty.max_permits());
+        let tat = state.tat.max(now.saturating_sub(bursty.burst_nanos()));
+        if tat == i64::MAX {
+            return (Decision::never(limit, 0, u64::MAX), Receipt::NONE);
+        }
+        let wait = until(now, tat);
+        if wait > max_wait {
+            let reset = until(now, tat.saturating_add(bursty.burst_nanos()));
+            return (Decision::denied(limit, 0, wait, reset), Receipt::NONE);
+        }
+        let charge = bursty.cost_nanos(cost);
+        let next = tat.saturating_add(charge);
+        state.tat = next;
+        let remaining = if bursty.is_unlimited() {
+            u64::MAX
+        } else {
+            let stored = until(next, now) as f64 / bursty.interval_nanos();
+            stored.min(bursty.max_permits()) as u64
+        };
+        let reset = until(now, next.saturating_add(bursty.burst_nanos()));
+        (
+            Decision::allowed_after(wait, limit, remaining, reset),
+            Receipt::new(next, charge as u64),
+        )
+    }
+
+    fn rate() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            1e-3..1e3f64,
+            Just(1e9),
+            Just(1e12),
+            Just(f64::INFINITY),
+            Just(1e-300),
+            Just(f64::MIN_POSITIVE),
+            Just(f64::MAX),
+        ]
+    }
+
+    fn burst() -> impl Strategy<Value = Duration> {
+        prop_oneof![
+            Just(Duration::ZERO),
+            (0u64..5_000_000_000).prop_map(Duration::from_nanos),
+            Just(Duration::from_secs(1)),
+            Just(Duration::from_secs(200 * 365 * 86_400)),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// The step at any wait, and the check (split in settle and describe, and on
+        /// words) are the step as it was: every field of every decision and receipt,
+        /// and the state, on random traces with rate changes
+        /// (which keep the whole burst in step with the rate) and time that
+        /// sometimes goes backwards.
+        #[test]
+        fn the_step_is_the_step_as_it_was(
+            rate in rate(),
+            burst in burst(),
+            start in prop_oneof![Just(0u64), 0u64..u64::MAX],
+            steps in proptest::collection::vec(
+                (
+                    -50_000i64..3_000_000_000,
+                    1u64..2_000,
+                    prop_oneof![Just(0u64), Just(u64::MAX), 0u64..2_000_000_000],
+                    proptest::option::weighted(0.05, rate()),
+                ),
+                1..60,
+            ),
+        ) {
+            let mut bursty = SmoothBursty::new(rate).unwrap().with_max_burst(burst).unwrap();
+            let mut old = bursty.initial_state(start);
+            let mut new = old;
+            let mut now = start;
+            for (step, cost, max_wait, new_rate) in steps {
+                now = now.saturating_add_signed(step);
+                if let Some(new_rate) = new_rate {
+                    bursty.set_rate(&mut new, now, new_rate).unwrap();
+                    old = new;
+                    prop_assert_eq!(bursty.whole_burst, bursty.max_permits() as u64);
+                    prop_assert_eq!(SmoothBursty::from_config_words(bursty.config_words()), bursty);
+                }
+                // The check: zero wait, split, and on words.
+                let mut probe = old;
+                let (expected, _) = reserve_before(&bursty, &mut probe, now, cost, 0);
+                let mut split = new;
+                let settled = bursty.settle(&mut split, now, cost);
+                prop_assert_eq!(bursty.describe(&settled), expected, "at {} cost {}", now, cost);
+                prop_assert_eq!(split, probe);
+                let mut words = [0];
+                bursty.write_state(&new, &mut words[..]);
+                let checked = bursty.check_words(&mut words[..], now, cost, |_| true);
+                prop_assert_eq!(checked, Some(expected));
+                prop_assert_eq!(bursty.read_state(&words[..]), probe);
+                // The step at any wait.
+                let expected = reserve_before(&bursty, &mut old, now, cost, max_wait);
+                prop_assert_eq!(bursty.reserve_with_receipt(&mut new, now, cost, max_wait), expected, "at {} cost {}", now, cost);
+                prop_assert_eq!(new, old);
+            }
         }
     }
 }

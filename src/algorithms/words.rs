@@ -229,6 +229,48 @@ pub trait WordEncoded: Algorithm + Copy {
         answer
     }
 
+    /// A zero-wait [`reserve_words`](Self::reserve_words) without the receipt,
+    /// split where a cell publishes: changes `words` as that step would, calls
+    /// `publish` on them once, and only if it answers true (the new words are
+    /// visible) describes the [`Decision`], exactly `reserve_words(words, now, cost,
+    /// 0).0`, every field; `None` if `publish` answered false. A lock-free cell
+    /// publishes by compare-and-swap, which then does not wait for arithmetic that
+    /// only feeds the decision's other fields.
+    ///
+    /// The default runs the whole step before publishing, which is right for any
+    /// algorithm; the crate's bursty limiter, fixed window and sliding window
+    /// counter override it to leave the decision's `remaining`, `retry_after` and
+    /// `reset_after` until after the publication. That is worth it only where it
+    /// adds no work: the leaky bucket's split measured more instructions than its
+    /// plain step, so it keeps the default. (A locked compare-and-swap waits for
+    /// the instructions before it; those after it overlap the next call.)
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{SmoothBursty, WordEncoded};
+    /// let bursty = SmoothBursty::new(2.0).unwrap();
+    /// let mut words = [0u64];
+    /// bursty.init_words(&mut words[..], 0);
+    /// // A publication that failed (another thread wrote first): no decision; a
+    /// // cell starts again from the words it shares.
+    /// let mut copy = words;
+    /// assert_eq!(bursty.check_words(&mut copy[..], 0, 1, |_| false), None);
+    /// let granted = bursty.check_words(&mut words[..], 0, 1, |_| true).unwrap();
+    /// assert!(granted.is_allowed());
+    /// let refused = bursty.check_words(&mut words[..], 0, 1, |_| true).unwrap();
+    /// assert_eq!(refused.retry_after_nanos(), 500_000_000);
+    /// ```
+    #[inline(always)]
+    fn check_words<W: WordsMut + ?Sized>(
+        &self,
+        words: &mut W,
+        now: Nanos,
+        cost: u64,
+        publish: impl FnOnce(&W) -> bool,
+    ) -> Option<Decision> {
+        let (decision, _) = self.reserve_words(words, now, cost, 0);
+        publish(words).then_some(decision)
+    }
+
     /// [`Algorithm::peek`] on words.
     #[inline]
     fn peek_words<W: Words + ?Sized>(&self, words: &W, now: Nanos, cost: u64) -> Decision {
@@ -259,6 +301,41 @@ pub trait WordEncoded: Algorithm + Copy {
 
     /// The second half of a lean take: writes `take`, planned on these same words.
     fn apply_take<W: WordsMut + ?Sized>(&self, words: &mut W, take: Self::Take);
+}
+
+/// A zero-wait reservation split in two, for [`WordEncoded::check_words`]:
+/// [`settle`](Settle::settle) decides and moves the state with as little work as it
+/// can, keeping what [`describe`](Settle::describe) needs to build the full
+/// [`Decision`] once the state is published. The crate's one-word algorithms whose
+/// decision costs arithmetic beyond the step implement it (and their `reserve` is
+/// the same two halves, so the two cannot disagree).
+///
+/// Contract: `describe(&settle(state, now, cost))` is exactly
+/// `reserve(state, now, cost, 0)`, every field, with the same change of state.
+pub(crate) trait Settle: WordEncoded {
+    /// What `settle` keeps for `describe`: a few integers.
+    type Settled: Copy;
+
+    /// Decides a zero-wait reservation and applies it to `state`.
+    fn settle(&self, state: &mut Self::State, now: Nanos, cost: u64) -> Self::Settled;
+
+    /// The full decision `settle` took.
+    fn describe(&self, settled: &Self::Settled) -> Decision;
+
+    /// [`WordEncoded::check_words`] by these two halves, publishing between them.
+    #[inline(always)]
+    fn check_settled<W: WordsMut + ?Sized>(
+        &self,
+        words: &mut W,
+        now: Nanos,
+        cost: u64,
+        publish: impl FnOnce(&W) -> bool,
+    ) -> Option<Decision> {
+        let mut state = self.read_state(words);
+        let settled = self.settle(&mut state, now, cost);
+        self.write_state(&state, words);
+        publish(words).then(|| self.describe(&settled))
+    }
 }
 
 /// The word plumbing of a [`OneWord`] state, written once: a state that is one

@@ -21,7 +21,9 @@
 //! as it names its shape. Both word cells share the configuration words under the
 //! one [`SequenceLock`]; the non-blocking hot path is [`StateCell::try_take`], which
 //! runs the algorithm's lean [`plan_take`](crate::algorithms::WordEncoded::plan_take)
-//! and [`apply_take`](crate::algorithms::WordEncoded::apply_take).
+//! and [`apply_take`](crate::algorithms::WordEncoded::apply_take); the full
+//! non-blocking [`StateCell::check`] publishes before it describes the decision
+//! ([`check_words`](crate::algorithms::WordEncoded::check_words)).
 
 use crate::algorithms::words::MAX_CONFIG_WORDS;
 use crate::algorithms::{
@@ -90,6 +92,30 @@ pub trait StateCell<A: Algorithm + Clone>: Send + Sync + 'static {
     /// The lean non-blocking take: `reserve(now, cost, 0).0.is_allowed()`, with the
     /// same change of state, without building the [`Decision`]'s other fields.
     fn try_take(&self, now: Nanos, cost: u64) -> bool;
+
+    /// The non-blocking check, what [`RateLimiter::check`](crate::RateLimiter::check)
+    /// runs: `reserve(now, cost, 0).0`, every field, with the same change of state,
+    /// without the [`Receipt`] (a granted check acts at once). The default is
+    /// exactly that. [`WordCell`] publishes the new state first and describes the
+    /// decision after its compare-and-swap, through the algorithm's
+    /// [`WordEncoded::check_words`], so that the swap does not wait for arithmetic
+    /// that only feeds the decision's other fields.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::FixedWindow;
+    /// use sluicegate::cells::{StateCell, WordCell};
+    /// use std::time::Duration;
+    /// let cell = WordCell::new(FixedWindow::new(2, Duration::from_secs(10)).unwrap(), 0);
+    /// assert_eq!(cell.check(3_000_000_000, 1).remaining(), 1);
+    /// assert_eq!(cell.check(3_000_000_000, 1).remaining(), 0);
+    /// let refused = cell.check(3_000_000_000, 1);
+    /// assert_eq!(refused.retry_after(), Duration::from_secs(7));
+    /// assert_eq!(refused, cell.reserve(3_000_000_000, 1, 0).0); // nothing was taken
+    /// ```
+    #[inline(always)]
+    fn check(&self, now: Nanos, cost: u64) -> Decision {
+        self.reserve(now, cost, 0).0
+    }
 
     /// [`Algorithm::peek`], on a consistent snapshot.
     fn peek(&self, now: Nanos, cost: u64) -> Decision;

@@ -1,6 +1,7 @@
 //! A lock-free cell for a state of one word.
 
 use super::{config_atomics, load_config, store_config, Reconfiguration, SequenceLock, StateCell};
+use crate::algorithms::words::Words;
 use crate::algorithms::words::MAX_CONFIG_WORDS;
 use crate::algorithms::{Decision, Receipt, WordEncoded};
 use crate::clock::Nanos;
@@ -58,6 +59,18 @@ impl<A: WordEncoded> WordCell<A> {
         }
     }
 
+    /// Replaces the state word `seen` with `new`, unless another thread changed it
+    /// meanwhile: whether the state is now `new` (an unchanged word writes nothing).
+    #[inline(always)]
+    fn publish(&self, seen: u64, new: u64) -> bool {
+        new == seen
+            || self
+                .state
+                .0
+                .compare_exchange_weak(seen, new, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+    }
+
     /// Applies `step` to a copy of the state word until its result is published.
     /// `step` returns its answer and whether to write the new word.
     ///
@@ -70,14 +83,7 @@ impl<A: WordEncoded> WordCell<A> {
             let (algorithm, word) = self.snapshot();
             let mut words = [word];
             let (answer, write) = step(&algorithm, &mut words);
-            if !write
-                || words[0] == word
-                || self
-                    .state
-                    .0
-                    .compare_exchange_weak(word, words[0], Ordering::AcqRel, Ordering::Relaxed)
-                    .is_ok()
-            {
+            if !write || self.publish(word, words[0]) {
                 return answer;
             }
         }
@@ -119,6 +125,20 @@ impl<A: WordEncoded> StateCell<A> for WordCell<A> {
                 None => (granted, false),
             }
         })
+    }
+
+    /// Publishes what the algorithm's [`check_words`](WordEncoded::check_words)
+    /// settled, and lets it describe the decision after the compare-and-swap.
+    #[inline(always)]
+    fn check(&self, now: Nanos, cost: u64) -> Decision {
+        loop {
+            let (algorithm, word) = self.snapshot();
+            let mut words = [word];
+            let publish = |words: &[u64]| self.publish(word, words.word(0));
+            if let Some(decision) = algorithm.check_words(&mut words[..], now, cost, publish) {
+                return decision;
+            }
+        }
     }
 
     #[inline]

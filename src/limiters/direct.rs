@@ -327,6 +327,11 @@ impl<A: CellAlgorithm, C: Clock> RateLimiter<A, C> {
 
     /// Takes `permits` if that needs no waiting, and answers with the full
     /// [`Decision`]: remaining permits, `retry_after`, `reset_after`. Never blocks.
+    /// Costs a little more than [`try_acquire`](Self::try_acquire), which answers
+    /// only the verdict: for the bursty limiter, the fixed window and the sliding
+    /// window counter, the lock-free cell publishes the new state first and works
+    /// out the decision's other fields after its compare-and-swap
+    /// ([`StateCell::check`](crate::cells::StateCell::check)).
     ///
     /// # Errors
     /// [`Error::ZeroCost`] for 0 permits.
@@ -344,7 +349,7 @@ impl<A: CellAlgorithm, C: Clock> RateLimiter<A, C> {
     pub fn check(&self, permits: u64) -> Result<Decision, Error> {
         let permits = nonzero(permits)?;
         let now = self.shared.clock.now();
-        Ok(self.shared.cell.reserve(now, permits, 0).0)
+        Ok(self.shared.cell.check(now, permits))
     }
 
     /// The decision [`check`](Self::check) would give now, without consuming
