@@ -8,6 +8,8 @@
 //! [`RedisCluster::start`] starts three Cluster masters and joins them.
 #![allow(dead_code)]
 
+pub mod trace;
+
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -1,0 +1,109 @@
+//! How an algorithm runs on the server: [`RedisAlgorithm`], the request it becomes
+//! (`KEYS`, `ARGV`) and the reply it comes back as (one [`Decision`] per key).
+
+use crate::algorithms::{Algorithm, Decision};
+use crate::clock::Nanos;
+use crate::error::Error;
+use redis::Script;
+use std::time::Duration;
+
+/// The largest integer every number in a script's arguments and replies stays
+/// below: Lua numbers are doubles, exact up to 2⁵³.
+pub(super) const EXACT: u64 = 1 << 53;
+
+/// An [`Algorithm`] the [Redis store](super::RedisStore) can run server-side: which
+/// script runs its step and how its configuration becomes the script's arguments.
+///
+/// The crate implements it for its algorithms (in `src/stores/redis/`); the script
+/// of each reproduces the algorithm's Rust step exactly, at whole microseconds (see
+/// the [module docs](super) for the protocol and what differs from memory).
+///
+/// ```
+/// use sluicegate::algorithms::FixedWindow;
+/// use sluicegate::stores::redis::RedisAlgorithm;
+/// use std::time::Duration;
+/// let window = FixedWindow::new(3, Duration::from_secs(60)).unwrap();
+/// let mut args = Vec::new();
+/// window.config_args(&mut args).unwrap();
+/// assert_eq!(args, ["60000000", "3"]); // the window in microseconds, the limit
+/// assert_eq!(FixedWindow::NAME, "fw");
+/// ```
+pub trait RedisAlgorithm: Algorithm {
+    /// A short name: the suffix of this algorithm's server keys, so that two
+    /// algorithms never read each other's state.
+    const NAME: &'static str;
+
+    /// The Lua script that runs the step (loaded once per server, called by digest).
+    fn script() -> &'static Script;
+
+    /// Appends the configuration words to the script's arguments.
+    ///
+    /// # Errors
+    /// A typed error for a configuration the server cannot run exactly (e.g. a
+    /// duration that is not a whole number of microseconds, or a count above 2⁵³).
+    fn config_args(&self, args: &mut Vec<String>) -> Result<(), Error>;
+}
+
+/// A duration the server must hold exactly: whole microseconds below 2⁵³ µs.
+pub(super) fn whole_micros(what: &'static str, nanos: Nanos) -> Result<u64, Error> {
+    if nanos % 1_000 != 0 || nanos / 1_000 >= EXACT {
+        return Err(Error::InvalidDuration {
+            what,
+            value: Duration::from_nanos(nanos),
+            requirement: "a whole number of microseconds below 2^53 us for the Redis store \
+                          (its clock counts microseconds in Lua doubles)",
+        });
+    }
+    Ok(nanos / 1_000)
+}
+
+/// A count the server must hold exactly: below 2⁵³.
+pub(super) fn exact_count(what: &'static str, count: u64) -> Result<u64, Error> {
+    if count >= EXACT {
+        return Err(Error::InvalidCount {
+            what,
+            value: count,
+            requirement: "below 2^53 for the Redis store (Lua numbers are doubles)",
+        });
+    }
+    Ok(count)
+}
+
+/// Numbers per key in a script's reply (see `lua/prelude.lua`).
+pub(super) const REPLY_WIDTH: usize = 13;
+
+/// A duration sent back as whole microseconds and a nanosecond remainder.
+fn nanos_of(micros: i64, rest: i64) -> Nanos {
+    let micros = u64::try_from(micros).unwrap_or(0);
+    let rest = u64::try_from(rest).unwrap_or(0);
+    micros.saturating_mul(1_000).saturating_add(rest)
+}
+
+/// Decodes one key's reply into the decision the memory store would give.
+pub(super) fn decode(reply: &[i64]) -> Option<Decision> {
+    let [verdict, wait_us, wait_ns, retry_us, retry_ns, reset_us, reset_ns, remaining, limit, index, mark_hi, mark_lo, charge] =
+        *reply
+    else {
+        return None;
+    };
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    let reset = nanos_of(reset_us, reset_ns);
+    let decision = match verdict {
+        0 => Decision::allowed_after(
+            nanos_of(wait_us, wait_ns),
+            count(limit),
+            count(remaining),
+            reset,
+        )
+        .with_grant(mark_hi.wrapping_shl(32) | (mark_lo & 0xffff_ffff), count(charge)),
+        1 => Decision::denied(
+            count(limit),
+            count(remaining),
+            nanos_of(retry_us, retry_ns),
+            reset,
+        ),
+        2 => Decision::never(count(limit), count(remaining), reset),
+        _ => return None,
+    };
+    Some(decision.with_limit_index(u32::try_from(index).unwrap_or(0)))
+}

@@ -1,0 +1,34 @@
+-- sluicegate: the prelude every step script starts with (see src/stores/redis/mod.rs).
+-- ARGV: 1 step ('r' reserve, 'p' peek), 2 now in us ('' = server TIME), 3 cost,
+-- 4 max wait in whole us, 5 expiry grace in ms, 6 n = number of config words,
+-- 7..6+n the algorithm's configuration. Every number is an integer below 2^53, so
+-- a Lua double holds it exactly.
+local STEP = ARGV[1]
+local NOW
+if ARGV[2] == '' then
+  local t = redis.call('TIME')
+  NOW = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  NOW = tonumber(ARGV[2])
+end
+local COST = tonumber(ARGV[3])
+local MAX_WAIT = tonumber(ARGV[4])
+local GRACE_MS = tonumber(ARGV[5])
+local C = {}
+for i = 1, tonumber(ARGV[6]) do C[i] = tonumber(ARGV[6 + i]) end
+
+-- Exact integer text for a double holding an integer (tostring keeps 14 digits).
+local function int(x) return string.format('%.0f', x) end
+
+-- floor(a / b) for integers 0 <= a, 0 < b below 2^53: fmod is exact, so is the rest.
+local function div(a, b)
+  local r = math.fmod(a, b)
+  return (a - r) / b, r
+end
+
+-- A decision: verdict (0 allowed, 1 denied, 2 never), then each duration as whole
+-- microseconds plus a sub-microsecond remainder in ns, then remaining, limit, the
+-- deciding limit's index, and the grant's mark (high and low 32-bit halves) and charge.
+local function decision(verdict, limit, remaining, wait, retry, reset)
+  return {verdict, wait, 0, retry, 0, reset, 0, remaining, limit, 0, 0, 0, 0}
+end

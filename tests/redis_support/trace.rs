@@ -1,0 +1,170 @@
+//! Differential traces: the same random calls on the memory store and on the Redis
+//! store at the caller's time, decision by decision, and a no-lost-update hammer.
+#![allow(dead_code)]
+
+use sluicegate::algorithms::Decision;
+use sluicegate::stores::redis::{RedisAlgorithm, RedisOptions, RedisStore, TimeSource};
+use sluicegate::stores::{MemoryStore, Step, Store};
+use std::time::Duration;
+
+/// SplitMix64: a small seeded generator, so a failing trace replays exactly.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (n > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// Options for a store driven by the caller's (virtual) time: keys live an hour
+/// longer than their state matters, since the server expires them by its own clock.
+pub fn caller_time_options(prefix: &str) -> RedisOptions {
+    RedisOptions::default()
+        .prefix(prefix)
+        .expect("test prefixes have no braces")
+        .time_source(TimeSource::Caller)
+        .expiry_grace(Duration::from_secs(3600))
+        .connect_timeout(Duration::from_secs(5))
+        .response_timeout(Duration::from_secs(5))
+}
+
+/// The keys a trace draws from: ordinary and hostile texts.
+pub const KEYS: [&str; 6] = ["alice", "bob", "}{", "a b:c", "\\]", "k"];
+
+/// What one trace exercises.
+pub struct TraceShape {
+    /// Largest cost asked (costs run 1..=max_cost; choose it above the limit so
+    /// that "never" shows up).
+    pub max_cost: u64,
+    /// Largest forward gap between calls, in µs.
+    pub max_gap_us: u64,
+    /// Percent of calls that step time back (by up to `max_back_us`).
+    pub back_percent: u64,
+    pub max_back_us: u64,
+    /// Percent of calls on two or three keys (possibly repeated).
+    pub multi_percent: u64,
+}
+
+/// Runs `events` random calls on both stores and asserts identical results,
+/// field by field. Returns how many calls were allowed, denied and never, so a
+/// test can check that the trace exercised each.
+pub fn differential<A>(
+    algorithm: &A,
+    redis: &RedisStore<String, A>,
+    seed: u64,
+    events: usize,
+    shape: &TraceShape,
+) -> [usize; 3]
+where
+    A: RedisAlgorithm,
+{
+    let memory: MemoryStore<String, A> = MemoryStore::new();
+    let mut rng = Rng::new(seed);
+    let mut now_us: u64 = rng.below(1_000_000);
+    let mut seen = [0usize; 3];
+    for event in 0..events {
+        if shape.back_percent > 0 && rng.chance(shape.back_percent) {
+            now_us = now_us.saturating_sub(1 + rng.below(shape.max_back_us));
+        } else {
+            now_us += rng.below(shape.max_gap_us + 1);
+        }
+        let now = now_us * 1_000;
+        let count = if rng.chance(shape.multi_percent) {
+            2 + rng.below(2) as usize
+        } else {
+            1
+        };
+        let keys: Vec<String> = (0..count)
+            .map(|_| KEYS[rng.below(KEYS.len() as u64) as usize].to_owned())
+            .collect();
+        let cost = 1 + rng.below(shape.max_cost);
+        let step = match rng.below(10) {
+            0 | 1 => Step::Peek { cost },
+            2 => Step::Reserve {
+                cost,
+                max_wait: u64::MAX,
+            },
+            3 => Step::Reserve {
+                cost,
+                max_wait: rng.below(2 * shape.max_gap_us + 1) * 1_000,
+            },
+            _ => Step::Reserve { cost, max_wait: 0 },
+        };
+        let mut expected = vec![Decision::never(0, 0, 0); count];
+        let mut got = vec![Decision::never(0, 0, 0); count];
+        memory
+            .apply(algorithm, &keys, now, step, &mut expected)
+            .expect("memory store");
+        redis
+            .apply(algorithm, &keys, now, step, &mut got)
+            .unwrap_or_else(|e| panic!("redis store failed at event {event}: {e}"));
+        assert_eq!(
+            got, expected,
+            "event {event} (seed {seed}): {step:?} on {keys:?} at {now_us} us"
+        );
+        for decision in &expected {
+            seen[match decision.verdict() {
+                sluicegate::Verdict::Allowed => 0,
+                sluicegate::Verdict::Denied => 1,
+                sluicegate::Verdict::Never => 2,
+            }] += 1;
+        }
+    }
+    seen
+}
+
+/// `threads` threads, each with its own store (so its own connection), reserve
+/// `tries` times each on one key at the frozen caller time `now`; answers the total
+/// granted.
+pub fn hammer<A>(url: &str, prefix: &str, algorithm: &A, now: u64, threads: usize, tries: usize) -> u64
+where
+    A: RedisAlgorithm + Clone,
+{
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                let algorithm = algorithm.clone();
+                scope.spawn(move || {
+                    let store: RedisStore<&str, A> =
+                        RedisStore::open_with(url, caller_time_options(prefix)).expect("store");
+                    let mut granted = 0;
+                    for _ in 0..tries {
+                        let decision = store
+                            .apply_key(
+                                &algorithm,
+                                &"hot",
+                                now,
+                                Step::Reserve {
+                                    cost: 1,
+                                    max_wait: 0,
+                                },
+                            )
+                            .expect("redis call");
+                        if decision.is_allowed() {
+                            granted += 1;
+                        }
+                    }
+                    granted
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("thread")).sum()
+    })
+}
