@@ -20,11 +20,9 @@ fn random_traces_decide_as_in_memory() {
     ];
     let mut totals = [0; 3];
     for (seed, window) in configs.iter().enumerate() {
-        let store = RedisStore::open_with(
-            server.url(),
-            caller_time_options(&unique_prefix("fw-diff")),
-        )
-        .unwrap();
+        let store =
+            RedisStore::open_with(server.url(), caller_time_options(&unique_prefix("fw-diff")))
+                .unwrap();
         let shape = TraceShape {
             max_cost: window.limit() + 1,
             max_gap_us: 3 * window.window().as_micros() as u64 / window.limit(),

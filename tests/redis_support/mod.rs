@@ -327,7 +327,9 @@ impl RedisCluster {
                 let url = format!("redis://127.0.0.1:{port}/");
                 redis::Client::open(url.as_str())
                     .and_then(|c| c.get_connection_with_timeout(Duration::from_millis(500)))
-                    .and_then(|mut conn| redis::cmd("CLUSTER").arg("INFO").query::<String>(&mut conn))
+                    .and_then(|mut conn| {
+                        redis::cmd("CLUSTER").arg("INFO").query::<String>(&mut conn)
+                    })
                     .is_ok_and(|info| info.contains("cluster_state:ok"))
             });
             if all_ok {

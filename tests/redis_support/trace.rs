@@ -133,7 +133,14 @@ where
 /// `threads` threads, each with its own store (so its own connection), reserve
 /// `tries` times each on one key at the frozen caller time `now`; answers the total
 /// granted.
-pub fn hammer<A>(url: &str, prefix: &str, algorithm: &A, now: u64, threads: usize, tries: usize) -> u64
+pub fn hammer<A>(
+    url: &str,
+    prefix: &str,
+    algorithm: &A,
+    now: u64,
+    threads: usize,
+    tries: usize,
+) -> u64
 where
     A: RedisAlgorithm + Clone,
 {

@@ -95,7 +95,10 @@ pub(super) fn decode(reply: &[i64]) -> Option<Decision> {
             count(remaining),
             reset,
         )
-        .with_grant(mark_hi.wrapping_shl(32) | (mark_lo & 0xffff_ffff), count(charge)),
+        .with_grant(
+            mark_hi.wrapping_shl(32) | (mark_lo & 0xffff_ffff),
+            count(charge),
+        ),
         1 => Decision::denied(
             count(limit),
             count(remaining),

@@ -88,7 +88,10 @@ fn applied_of(error: &RedisError) -> Applied {
 /// `EVALSHA` of `script` with `keys` and `args`.
 fn evalsha(script: &Script, keys: &[String], args: &[String]) -> Cmd {
     let mut cmd = redis::cmd("EVALSHA");
-    cmd.arg(script.get_hash()).arg(keys.len()).arg(keys).arg(args);
+    cmd.arg(script.get_hash())
+        .arg(keys.len())
+        .arg(keys)
+        .arg(args);
     cmd
 }
 
@@ -171,7 +174,11 @@ impl Connections {
                 let config = AsyncConnectionConfig::new()
                     .set_connection_timeout(Some(self.options.connect_timeout))
                     .set_response_timeout(Some(self.options.response_timeout));
-                Multiplexed::Single(client.get_multiplexed_async_connection_with_config(&config).await?)
+                Multiplexed::Single(
+                    client
+                        .get_multiplexed_async_connection_with_config(&config)
+                        .await?,
+                )
             }
             Backend::Cluster(client) => Multiplexed::Cluster(client.get_async_connection().await?),
         };

@@ -104,7 +104,17 @@ mod tests {
     #[test]
     fn hostile_identities_stay_inside_their_own_tag() {
         let hostile = [
-            "", "}", "{", "{}", "a}b", "a\\]b", "a}b\\", "\\", "\\\\]", "x:y z", "\u{0}\u{1}\u{ff}",
+            "",
+            "}",
+            "{",
+            "{}",
+            "a}b",
+            "a\\]b",
+            "a}b\\",
+            "\\",
+            "\\\\]",
+            "x:y z",
+            "\u{0}\u{1}\u{ff}",
         ];
         let keys: Vec<String> = hostile
             .iter()

@@ -10,7 +10,9 @@
 //! let window = FixedWindow::new(100, Duration::from_secs(60)).unwrap();
 //! let store = RedisStore::open("redis://127.0.0.1/").unwrap();
 //! let limiter = KeyedRateLimiter::with_store(window, store, sluicegate::DefaultClock::new());
-//! assert!(limiter.try_acquire(&"alice").unwrap());
+//! let decision = limiter.check(&"alice", 1)?; // one round trip
+//! println!("allowed: {}, remaining: {}", decision.is_allowed(), decision.remaining());
+//! # Ok::<(), sluicegate::Error>(())
 //! ```
 //!
 //! # The model
@@ -188,7 +190,10 @@ impl<K, A> RedisStore<K, A> {
     /// A store over a cluster client you built. Build it with `.retries(0)`: the
     /// store's rule is that nothing is retried after a timeout or a dropped
     /// connection, and the cluster client's own retries would break it.
-    pub fn from_cluster_client(client: redis::cluster::ClusterClient, options: RedisOptions) -> Self {
+    pub fn from_cluster_client(
+        client: redis::cluster::ClusterClient,
+        options: RedisOptions,
+    ) -> Self {
         Self::build(Backend::Cluster(client), options, true)
     }
 
@@ -239,7 +244,13 @@ struct Request {
 
 impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
     /// Builds the call, or the typed error that refuses it before sending.
-    fn request(&self, algorithm: &A, keys: &[K], now: Nanos, step: Step<'_>) -> Result<Request, Error> {
+    fn request(
+        &self,
+        algorithm: &A,
+        keys: &[K],
+        now: Nanos,
+        step: Step<'_>,
+    ) -> Result<Request, Error> {
         let server_keys: Vec<String> = keys.iter().map(|key| self.server_key(key)).collect();
         if self.cluster && server_keys.len() > 1 {
             keys::check_one_slot(&server_keys)?;
