@@ -29,6 +29,7 @@ fn random_traces_decide_as_in_memory() {
             back_percent: 3,
             max_back_us: window.window().as_micros() as u64,
             multi_percent: 15,
+            start_us: [0, 1_763_900_000_000_000, 1 << 52][seed],
         };
         let seen = differential(window, &store, seed as u64, 4_000, &shape);
         for (total, n) in totals.iter_mut().zip(seen) {
@@ -47,7 +48,7 @@ fn threads_hammering_one_key_get_exactly_the_limit() {
         server.url(),
         &unique_prefix("fw-hammer"),
         &window,
-        7_000_000_000,
+        (7_000_000_000, 0),
         4,
         200,
     );

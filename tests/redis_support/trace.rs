@@ -60,6 +60,9 @@ pub struct TraceShape {
     pub max_back_us: u64,
     /// Percent of calls on two or three keys (possibly repeated).
     pub multi_percent: u64,
+    /// When the trace starts, in µs since the stores' origin (e.g. today's Unix
+    /// time, where absolute nanoseconds are far beyond a double's 2⁵³).
+    pub start_us: u64,
 }
 
 /// Runs `events` random calls on both stores and asserts identical results,
@@ -77,7 +80,7 @@ where
 {
     let memory: MemoryStore<String, A> = MemoryStore::new();
     let mut rng = Rng::new(seed);
-    let mut now_us: u64 = rng.below(1_000_000);
+    let mut now_us: u64 = shape.start_us + rng.below(1_000_000);
     let mut seen = [0usize; 3];
     for event in 0..events {
         if shape.back_percent > 0 && rng.chance(shape.back_percent) {
@@ -131,13 +134,13 @@ where
 }
 
 /// `threads` threads, each with its own store (so its own connection), reserve
-/// `tries` times each on one key at the frozen caller time `now`; answers the total
-/// granted.
+/// one permit `tries` times each on one key at the frozen caller time `now`, willing
+/// to wait `max_wait` ns; answers the total granted.
 pub fn hammer<A>(
     url: &str,
     prefix: &str,
     algorithm: &A,
-    now: u64,
+    (now, max_wait): (u64, u64),
     threads: usize,
     tries: usize,
 ) -> u64
@@ -154,15 +157,7 @@ where
                     let mut granted = 0;
                     for _ in 0..tries {
                         let decision = store
-                            .apply_key(
-                                &algorithm,
-                                &"hot",
-                                now,
-                                Step::Reserve {
-                                    cost: 1,
-                                    max_wait: 0,
-                                },
-                            )
+                            .apply_key(&algorithm, &"hot", now, Step::Reserve { cost: 1, max_wait })
                             .expect("redis call");
                         if decision.is_allowed() {
                             granted += 1;

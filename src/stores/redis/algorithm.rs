@@ -42,6 +42,11 @@ pub trait RedisAlgorithm: Algorithm {
     /// A typed error for a configuration the server cannot run exactly (e.g. a
     /// duration that is not a whole number of microseconds, or a count above 2⁵³).
     fn config_args(&self, args: &mut Vec<String>) -> Result<(), Error>;
+
+    /// Whether [`Algorithm::cancel`] can give anything back (a queue's or Guava's
+    /// reservations). When false, a cancel is answered with the grants themselves and
+    /// no round trip, exactly as the default `cancel` does in memory.
+    const CANCEL_RESTORES: bool = false;
 }
 
 /// A duration the server must hold exactly: whole microseconds below 2⁵³ µs.

@@ -56,6 +56,8 @@
 //!   identical, field by field, to the in-memory store's (the differential tests
 //!   check this on random traces); with other times the server's answer is the one
 //!   for the microsecond below.
+//! * The caller's time is capped just below 2⁵³ µs (285 years after its clock's
+//!   origin).
 //! * Costs above 2⁵³ are sent as 2⁵³: every limit is below that, so the answer
 //!   (never) is the same.
 //!
@@ -92,6 +94,7 @@ mod algorithm;
 mod connection;
 mod fixed_window;
 pub mod keys;
+mod leaky_bucket;
 mod options;
 
 pub use algorithm::RedisAlgorithm;
@@ -262,7 +265,7 @@ impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
         };
         let now = match self.options.time_source {
             TimeSource::Server => String::new(),
-            TimeSource::Caller => (now / 1_000).to_string(),
+            TimeSource::Caller => (now / 1_000).min(EXACT - 1).to_string(),
         };
         let mut config = Vec::new();
         algorithm.config_args(&mut config)?;
@@ -328,8 +331,7 @@ where
             return Ok(());
         }
         if let Step::Cancel { grants, .. } = step {
-            cancel_nothing(grants, decisions);
-            return Ok(());
+            return cancel::<A>(grants, decisions);
         }
         let request = self.request(algorithm, keys, now, step)?;
         let reply = self
@@ -345,8 +347,8 @@ where
         }
         if let Step::Cancel { grants, .. } = step {
             let mut decisions = vec![super::store::blank(); count];
-            cancel_nothing(grants, &mut decisions);
-            return futures::future::ready(Ok(decisions)).boxed();
+            let result = cancel::<A>(grants, &mut decisions).map(|()| decisions);
+            return futures::future::ready(result).boxed();
         }
         let request = match self.request(algorithm, keys, now, step) {
             Ok(request) => request,
@@ -365,16 +367,32 @@ where
     }
 }
 
-/// `Step::Cancel` for the algorithms implemented so far, whose grants act at once
-/// and so restore nothing (the default [`Algorithm::cancel`](crate::algorithms::Algorithm::cancel)):
-/// the answer is the grants themselves, as in memory, with no round trip.
-// TODO(cancel): the leaky-bucket queue and Guava's limiters restore permits; their
-// cancel runs a script step once the Receipt type has landed.
-fn cancel_nothing(grants: &[Decision], decisions: &mut [Decision]) {
+/// `Step::Cancel`: the one place cancellation is handled (the cancel bookkeeping is
+/// moving out of [`Decision`] into a receipt type; this adapts to it).
+///
+/// For algorithms whose grants act at once ([`RedisAlgorithm::CANCEL_RESTORES`]
+/// false) cancelling restores nothing, as the default [`Algorithm::cancel`] does in
+/// memory: the answer is the grants themselves, with no round trip.
+///
+/// [`Algorithm::cancel`]: crate::algorithms::Algorithm::cancel
+// TODO(cancel): the leaky-bucket queue and Guava's limiters give permits back; their
+// server-side cancel step is not written yet, so the store says so instead of
+// silently restoring nothing.
+fn cancel<A: RedisAlgorithm>(grants: &[Decision], decisions: &mut [Decision]) -> Result<(), Error> {
+    if A::CANCEL_RESTORES {
+        return Err(failure(
+            Applied::No,
+            redis::RedisError::from((
+                redis::ErrorKind::Client,
+                "the Redis store cannot cancel a reservation of this algorithm yet",
+            )),
+        ));
+    }
     for (index, slot) in decisions.iter_mut().enumerate() {
         *slot = grants
             .get(index)
             .copied()
             .unwrap_or_else(super::store::blank);
     }
+    Ok(())
 }
