@@ -46,6 +46,7 @@ fn random_traces_decide_as_in_memory() {
             max_cost: bucket.capacity() + 1,
             max_gap_us: *gap,
             back_percent: 3,
+            compare_memory: true,
             max_back_us: *gap,
             multi_percent: 15,
             start_us: starts[seed % starts.len()],

@@ -55,7 +55,8 @@ pub struct TraceShape {
     pub max_cost: u64,
     /// Largest forward gap between calls, in µs.
     pub max_gap_us: u64,
-    /// Percent of calls that step time back (by up to `max_back_us`).
+    /// Percent of calls in the second half of the trace that step time back (by up
+    /// to `max_back_us`).
     pub back_percent: u64,
     pub max_back_us: u64,
     /// Percent of calls on two or three keys (possibly repeated).
@@ -63,11 +64,75 @@ pub struct TraceShape {
     /// When the trace starts, in µs since the stores' origin (e.g. today's Unix
     /// time, where absolute nanoseconds are far beyond a double's 2⁵³).
     pub start_us: u64,
+    /// Compare with the memory store too while time runs forward. False only where
+    /// forgetting is visible even forward: an algorithm whose stored window index
+    /// wraps (the sliding window counter with a 16-bit index) reads a long-idle
+    /// state as recent, which the memory store has forgotten by then and Redis, at
+    /// the caller's virtual time, has not.
+    pub compare_memory: bool,
 }
 
-/// Runs `events` random calls on both stores and asserts identical results,
-/// field by field. Returns how many calls were allowed, denied and never, so a
-/// test can check that the trace exercised each.
+/// The store contract with nothing ever forgotten: the in-memory store's multi-key
+/// rule (working copies in key order, commit all or nothing; a new key is kept only
+/// if allowed and not replenished) over a plain map.
+///
+/// It is the reference once time has gone backwards: the memory store forgets a
+/// key that is replenished at the latest time it has seen, and a later call at an
+/// earlier time then finds it fresh where it was not (Redis forgets by its own
+/// clock, which a virtual trace never reaches). Forward in time the two agree,
+/// which the trace checks too.
+pub struct Reference<A: sluicegate::algorithms::Algorithm> {
+    states: std::collections::HashMap<String, A::State>,
+}
+
+impl<A: sluicegate::algorithms::Algorithm> Reference<A> {
+    pub fn new() -> Self {
+        Reference {
+            states: std::collections::HashMap::new(),
+        }
+    }
+
+    pub fn apply(
+        &mut self,
+        algorithm: &A,
+        keys: &[String],
+        now: u64,
+        step: Step<'_>,
+    ) -> Vec<Decision> {
+        let (cost, max_wait, commit) = match step {
+            Step::Reserve { cost, max_wait } => (cost, max_wait, true),
+            Step::Peek { cost } => (cost, 0, false),
+            Step::Cancel { .. } => unimplemented!("traces do not cancel yet"),
+        };
+        let mut work: Vec<(String, A::State, bool)> = Vec::new();
+        let mut out = Vec::with_capacity(keys.len());
+        for key in keys {
+            if !work.iter().any(|(k, _, _)| k == key) {
+                let (state, held) = match self.states.get(key) {
+                    Some(state) => (state.clone(), true),
+                    None => (algorithm.initial_state(0), false),
+                };
+                work.push((key.clone(), state, held));
+            }
+            let entry = work.iter_mut().find(|(k, _, _)| k == key).unwrap();
+            out.push(algorithm.reserve(&mut entry.1, now, cost, max_wait));
+        }
+        let all = out.iter().all(Decision::is_allowed);
+        if commit && (all || keys.len() == 1) {
+            for (key, state, held) in work {
+                if held || (all && !algorithm.is_replenished(&state, now)) {
+                    self.states.insert(key, state);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Runs `events` random calls on the Redis store and the reference, asserting
+/// identical results field by field, and on the memory store too until the trace
+/// first steps back in time. Returns how many calls were allowed, denied and never,
+/// so a test can check that the trace exercised each.
 pub fn differential<A>(
     algorithm: &A,
     redis: &RedisStore<String, A>,
@@ -79,12 +144,17 @@ where
     A: RedisAlgorithm,
 {
     let memory: MemoryStore<String, A> = MemoryStore::new();
+    let mut reference = Reference::new();
+    let mut forward = true;
     let mut rng = Rng::new(seed);
     let mut now_us: u64 = shape.start_us + rng.below(1_000_000);
     let mut seen = [0usize; 3];
     for event in 0..events {
-        if shape.back_percent > 0 && rng.chance(shape.back_percent) {
+        // The first half runs forward (the memory store is compared too), the
+        // second sometimes steps back.
+        if event >= events / 2 && shape.back_percent > 0 && rng.chance(shape.back_percent) {
             now_us = now_us.saturating_sub(1 + rng.below(shape.max_back_us));
+            forward = false;
         } else {
             now_us += rng.below(shape.max_gap_us + 1);
         }
@@ -110,11 +180,15 @@ where
             },
             _ => Step::Reserve { cost, max_wait: 0 },
         };
-        let mut expected = vec![Decision::never(0, 0, 0); count];
+        let expected = reference.apply(algorithm, &keys, now, step);
+        if forward && shape.compare_memory {
+            let mut in_memory = vec![Decision::never(0, 0, 0); count];
+            memory
+                .apply(algorithm, &keys, now, step, &mut in_memory)
+                .expect("memory store");
+            assert_eq!(in_memory, expected, "memory vs reference at event {event}");
+        }
         let mut got = vec![Decision::never(0, 0, 0); count];
-        memory
-            .apply(algorithm, &keys, now, step, &mut expected)
-            .expect("memory store");
         redis
             .apply(algorithm, &keys, now, step, &mut got)
             .unwrap_or_else(|e| panic!("redis store failed at event {event}: {e}"));

@@ -56,6 +56,17 @@
 //!   identical, field by field, to the in-memory store's (the differential tests
 //!   check this on random traces); with other times the server's answer is the one
 //!   for the microsecond below.
+//! * Forgetting differs, as the store contract allows: the memory store forgets a
+//!   key once it is replenished at the latest time it has seen; Redis expires a key
+//!   by *its own* clock, `reset_after` (plus [`RedisOptions::expiry_grace`]) after
+//!   the last write. Both are invisible while time runs forward, with two
+//!   exceptions that only a virtual caller's clock can produce: a call that steps
+//!   back in time (memory may find fresh a key it forgot at a later time, Redis
+//!   still holds it), and a sliding window counter whose 16-bit window index wraps
+//!   while its key idles (memory has forgotten it; a key Redis still holds reads as
+//!   recent, exactly as the Rust state word would). The differential tests compare
+//!   the Redis store with the memory store while time runs forward, and with a
+//!   reference that never forgets (the pure algorithm) throughout.
 //! * The caller's time is capped just below 2⁵³ µs (285 years after its clock's
 //!   origin).
 //! * Costs above 2⁵³ are sent as 2⁵³: every limit is below that, so the answer
@@ -96,6 +107,7 @@ mod fixed_window;
 pub mod keys;
 mod leaky_bucket;
 mod options;
+mod sliding_window_counter;
 
 pub use algorithm::RedisAlgorithm;
 pub use options::{RedisOptions, TimeSource};
