@@ -75,42 +75,56 @@ pub(super) fn exact_count(what: &'static str, count: u64) -> Result<u64, Error> 
 }
 
 /// Numbers per key in a script's reply (see `lua/prelude.lua`).
-pub(super) const REPLY_WIDTH: usize = 13;
+pub(super) const REPLY_WIDTH: usize = 16;
 
-/// A duration sent back as whole microseconds and a nanosecond remainder.
+/// A duration sent back as whole microseconds and a nanosecond remainder; -1 µs
+/// stands for `u64::MAX` ns (for ever).
 fn nanos_of(micros: i64, rest: i64) -> Nanos {
-    let micros = u64::try_from(micros).unwrap_or(0);
+    if micros < 0 {
+        return u64::MAX;
+    }
+    let micros = micros as u64;
     let rest = u64::try_from(rest).unwrap_or(0);
     micros.saturating_mul(1_000).saturating_add(rest)
 }
 
+/// A count; -1 stands for `u64::MAX` (unlimited).
+fn count_of(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}
+
+/// A 64-bit word sent back as its high and low 32-bit halves.
+fn word_of(hi: i64, lo: i64) -> u64 {
+    (hi as u64) << 32 | (lo as u64 & 0xffff_ffff)
+}
+
 /// Decodes one key's reply into the decision the memory store would give.
 pub(super) fn decode(reply: &[i64]) -> Option<Decision> {
-    let [verdict, wait_us, wait_ns, retry_us, retry_ns, reset_us, reset_ns, remaining, limit, index, mark_hi, mark_lo, charge] =
+    let [verdict, wait_us, wait_ns, retry_us, retry_ns, reset_us, reset_ns, remaining, limit, index, mark_hi, mark_lo, charge_hi, charge_lo, spent_hi, spent_lo] =
         *reply
     else {
         return None;
     };
-    let count = |n: i64| u64::try_from(n).unwrap_or(0);
     let reset = nanos_of(reset_us, reset_ns);
     let decision = match verdict {
         0 => Decision::allowed_after(
             nanos_of(wait_us, wait_ns),
-            count(limit),
-            count(remaining),
+            count_of(limit),
+            count_of(remaining),
             reset,
         )
         .with_grant(
-            mark_hi.wrapping_shl(32) | (mark_lo & 0xffff_ffff),
-            count(charge),
-        ),
+            word_of(mark_hi, mark_lo) as i64,
+            word_of(charge_hi, charge_lo),
+        )
+        .with_stored_spent(f64::from_bits(word_of(spent_hi, spent_lo))),
         1 => Decision::denied(
-            count(limit),
-            count(remaining),
+            count_of(limit),
+            count_of(remaining),
             nanos_of(retry_us, retry_ns),
             reset,
         ),
-        2 => Decision::never(count(limit), count(remaining), reset),
+        2 => Decision::never(count_of(limit), count_of(remaining), reset),
         _ => return None,
     };
     Some(decision.with_limit_index(u32::try_from(index).unwrap_or(0)))

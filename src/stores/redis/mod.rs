@@ -25,9 +25,9 @@
 //!   KEYS  one server key per key of the call, in order
 //!   ARGV  step ('r' reserve, 'p' peek) · now in µs ('' = the server's TIME) · cost ·
 //!         max wait in µs · expiry grace in ms · n · n configuration words
-//!   reply 13 integers per key: verdict · wait, retry_after, reset_after (each as µs
-//!         and a ns remainder) · remaining · limit · limit index · grant mark (two
-//!         32-bit halves) · grant charge
+//!   reply 16 integers per key: verdict · wait, retry_after, reset_after (each as µs
+//!         and a ns remainder) · remaining · limit · limit index · the grant's mark,
+//!         charge and stored permits (each as two 32-bit halves)
 //! ```
 //!
 //! Every script is a shared prelude (arguments, time), the algorithm's step
@@ -69,8 +69,9 @@
 //!   reference that never forgets (the pure algorithm) throughout.
 //! * The caller's time is capped just below 2⁵³ µs (285 years after its clock's
 //!   origin).
-//! * Costs above 2⁵³ are sent as 2⁵³: every limit is below that, so the answer
-//!   (never) is the same.
+//! * The cost is sent exactly and read by the script as the double nearest to it,
+//!   as Rust's `cost as f64` does; above 2⁵³ every exact-count algorithm answers
+//!   never, as in memory.
 //!
 //! # Keys
 //!
@@ -285,7 +286,8 @@ impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
         let mut args = Vec::with_capacity(6 + config.len());
         args.push(code.to_owned());
         args.push(now);
-        args.push(cost.min(EXACT).to_string());
+        // The exact cost: Lua's tonumber rounds it as Rust's `cost as f64` does.
+        args.push(cost.to_string());
         args.push((max_wait / 1_000).min(EXACT).to_string());
         args.push(grace.to_string());
         args.push(config.len().to_string());

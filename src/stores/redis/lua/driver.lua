@@ -31,7 +31,10 @@ if STEP == 'r' and (all or #KEYS == 1) then
   for k in pairs(dirty) do
     local d = last[k]
     local reset_ns = d[6] * 1000 + d[7]
-    if reset_ns <= 0 then
+    if d[6] < 0 then
+      -- Never replenishes (a saturated state): kept without expiry.
+      redis.call('SET', k, encode(states[k]))
+    elseif reset_ns <= 0 then
       redis.call('DEL', k)
     elseif d[1] == 0 or held[k] then
       local ms = math.ceil(reset_ns / 1000000) + GRACE_MS

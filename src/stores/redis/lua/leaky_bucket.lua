@@ -82,6 +82,6 @@ local function reserve(tat, now, cost, max_wait)
   end
   local d = leaky(0, remaining, wait, {0}, until_(ticks, dropped, finish))
   d[11], d[12] = halves(finish)
-  d[13] = charge
+  d[13], d[14] = split32(charge)
   return d, finish
 end

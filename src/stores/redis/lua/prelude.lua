@@ -2,7 +2,9 @@
 -- ARGV: 1 step ('r' reserve, 'p' peek), 2 now in us ('' = server TIME), 3 cost,
 -- 4 max wait in whole us, 5 expiry grace in ms, 6 n = number of config words,
 -- 7..6+n the algorithm's configuration. Every number is an integer below 2^53, so
--- a Lua double holds it exactly.
+-- a Lua double holds it exactly, except the cost (read as the nearest double, as
+-- Rust's `cost as f64`) and f64 configuration words (sent in shortest round-trip
+-- decimal, which tonumber reads back to the same double).
 local STEP = ARGV[1]
 local NOW
 if ARGV[2] == '' then
@@ -26,9 +28,17 @@ local function div(a, b)
   return (a - r) / b, r
 end
 
--- A decision: verdict (0 allowed, 1 denied, 2 never), then each duration as whole
--- microseconds plus a sub-microsecond remainder in ns, then remaining, limit, the
--- deciding limit's index, and the grant's mark (high and low 32-bit halves) and charge.
+-- A decision, 16 integers: 1 verdict (0 allowed, 1 denied, 2 never); 2-3 wait,
+-- 4-5 retry_after, 6-7 reset_after, each as whole microseconds and a sub-microsecond
+-- remainder in ns (-1 us: u64::MAX ns); 8 remaining, 9 limit (-1: u64::MAX); 10 the
+-- deciding limit's index; 11-12 the grant's mark, 13-14 its charge and 15-16 the
+-- bits of its stored-permits f64, each as high and low 32-bit halves.
 local function decision(verdict, limit, remaining, wait, retry, reset)
-  return {verdict, wait, 0, retry, 0, reset, 0, remaining, limit, 0, 0, 0, 0}
+  return {verdict, wait, 0, retry, 0, reset, 0, remaining, limit, 0, 0, 0, 0, 0, 0, 0}
+end
+
+-- The high and low 32-bit halves of an integer double in [0, 2^64).
+local function split32(x)
+  local hi = math.floor(x / 4294967296)
+  return hi, x - hi * 4294967296
 end
