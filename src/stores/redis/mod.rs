@@ -24,7 +24,7 @@
 //! ```text
 //!   KEYS  one server key per key of the call, in order
 //!   ARGV  step ('r' reserve, 'p' peek) · now in µs ('' = the server's TIME) · cost ·
-//!         max wait in µs · expiry grace in ms · n · n configuration words
+//!         max wait in µs (-1: for ever) · expiry grace in ms · n · n configuration words
 //!   reply 16 integers per key: verdict · wait, retry_after, reset_after (each as µs
 //!         and a ns remainder) · remaining · limit · limit index · the grant's mark,
 //!         charge and stored permits (each as two 32-bit halves)
@@ -109,6 +109,7 @@ pub mod keys;
 mod leaky_bucket;
 mod options;
 mod sliding_window_counter;
+mod smooth_bursty;
 
 pub use algorithm::RedisAlgorithm;
 pub use options::{RedisOptions, TimeSource};
@@ -288,7 +289,11 @@ impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
         args.push(now);
         // The exact cost: Lua's tonumber rounds it as Rust's `cost as f64` does.
         args.push(cost.to_string());
-        args.push((max_wait / 1_000).min(EXACT).to_string());
+        args.push(if max_wait == u64::MAX {
+            "-1".to_owned()
+        } else {
+            (max_wait / 1_000).min(EXACT - 1).to_string()
+        });
         args.push(grace.to_string());
         args.push(config.len().to_string());
         args.extend(config);

@@ -1,6 +1,7 @@
 -- sluicegate: the driver every step script ends with. The algorithm above defines
 -- decode(raw) -> state (raw false: a new key), encode(state) -> string and
--- reserve(state, now, cost, max_wait) -> decision, new state (nil: unchanged).
+-- reserve(state, now, cost) -> decision, new state (nil: unchanged), the wait the
+-- caller accepts being MAX_WAIT.
 -- Every key is read once; a key that appears twice is stepped again on its updated
 -- copy; a reserve commits every changed state only if every key allowed it (one key:
 -- whatever the algorithm left, as in memory), and a peek writes nothing.
@@ -16,9 +17,7 @@ for i = 1, #KEYS do
     s = decode(raw)
     states[k] = s
   end
-  local wait = MAX_WAIT
-  if STEP == 'p' then wait = 0 end
-  local d, changed = reserve(s, NOW, COST, wait)
+  local d, changed = reserve(s, NOW, COST)
   if changed then
     states[k] = changed
     dirty[k] = true

@@ -172,3 +172,29 @@ local function halves(a)
   local l1lo = math.fmod(l1, 256)
   return (l1 - l1lo) / 256 + l2 * 65536, l0 + l1lo * BASE
 end
+
+-- The caller's max wait in ns (nil: for ever, sent as -1).
+local MAX_WAIT_NS = nil
+if MAX_WAIT >= 0 then MAX_WAIT_NS = mul(bn(MAX_WAIT), {1000}) end
+
+-- True if a wait of `wait` ns is longer than the caller accepts.
+local function too_long(wait)
+  return MAX_WAIT_NS ~= nil and cmp(wait, MAX_WAIT_NS) > 0
+end
+
+-- How much of `wait` the caller does not accept (wait - max_wait, at least 0).
+local function beyond(wait)
+  if MAX_WAIT_NS == nil then return {0} end
+  return subsat(wait, MAX_WAIT_NS)
+end
+
+-- 2^63 - 1, the largest i64, and Rust's saturating i64 addition of non-negatives.
+local I64_MAX = {BASE - 1, BASE - 1, 32767}
+local function add_i64(a, b)
+  local s = add(a, b)
+  if cmp(s, I64_MAX) > 0 then return I64_MAX end
+  return s
+end
+
+-- A duration in ns from whole microseconds.
+local function ns(us) return mul(bn(us), {1000}) end

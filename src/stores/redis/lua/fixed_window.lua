@@ -13,7 +13,7 @@ local function encode(s)
   return int(s[1]) .. ' ' .. int(s[2])
 end
 
-local function reserve(s, now, cost, max_wait)
+local function reserve(s, now, cost)
   -- A later window starts from zero; an earlier now stays in the latest window seen.
   local index, count = s[1], s[2]
   local start = index * LEN

@@ -49,7 +49,7 @@ local function leaky(verdict, remaining, wait, retry, reset)
   return d
 end
 
-local function reserve(tat, now, cost, max_wait)
+local function reserve(tat, now, cost)
   local ticks, dropped = read(now)
   local start = maxbn(tat, ticks)
   local backlog = sub(start, ticks)
@@ -68,10 +68,9 @@ local function reserve(tat, now, cost, max_wait)
   local level = add(backlog, bn(charge))
   local wait = {0}
   if QUEUE then wait = until_(ticks, dropped, start) end
-  local max_wait_ns = mul(bn(max_wait), {1000})
-  if cmp(level, CAPT_BN) > 0 or cmp(wait, max_wait_ns) > 0 then
+  if cmp(level, CAPT_BN) > 0 or too_long(wait) then
     local drained = until_(ticks, dropped, sub(finish, minbn(CAPT_BN, finish)))
-    local retry = maxbn(drained, subsat(wait, max_wait_ns))
+    local retry = maxbn(drained, beyond(wait))
     return leaky(1, free(), {0}, retry, until_(ticks, dropped, start)), nil
   end
   local remaining

@@ -1,6 +1,6 @@
 -- sluicegate: the prelude every step script starts with (see src/stores/redis/mod.rs).
 -- ARGV: 1 step ('r' reserve, 'p' peek), 2 now in us ('' = server TIME), 3 cost,
--- 4 max wait in whole us, 5 expiry grace in ms, 6 n = number of config words,
+-- 4 max wait in whole us (-1: for ever), 5 expiry grace in ms, 6 n = number of config words,
 -- 7..6+n the algorithm's configuration. Every number is an integer below 2^53, so
 -- a Lua double holds it exactly, except the cost (read as the nearest double, as
 -- Rust's `cost as f64`) and f64 configuration words (sent in shortest round-trip
@@ -14,7 +14,9 @@ else
   NOW = tonumber(ARGV[2])
 end
 local COST = tonumber(ARGV[3])
+-- A peek is a reserve that accepts no wait; -1 is for ever.
 local MAX_WAIT = tonumber(ARGV[4])
+if STEP == 'p' then MAX_WAIT = 0 end
 local GRACE_MS = tonumber(ARGV[5])
 local C = {}
 for i = 1, tonumber(ARGV[6]) do C[i] = tonumber(ARGV[6 + i]) end

@@ -22,8 +22,6 @@ local function encode(s)
   return int(s[1]) .. ' ' .. int(s[2]) .. ' ' .. int(s[3])
 end
 
-local function ns(us) return mul(bn(us), {1000}) end
-
 -- The index as the state word keeps it (mod 2^KBITS; indexes are below 2^53).
 local function masked(index)
   if KBITS >= 53 then return index end
@@ -133,7 +131,7 @@ local function counter(verdict, remaining, retry, reset)
   return d
 end
 
-local function reserve(s, now, cost, max_wait)
+local function reserve(s, now, cost)
   local v = view(s, now)
   local used = weighted(v.prev, v.elapsed) + v.cur
   local remaining = math.max(LIMIT - used, 0)
