@@ -13,6 +13,8 @@ local function encode(s)
   return int(s[1]) .. ' ' .. int(s[2])
 end
 
+local load, save = string_state(decode, encode)
+
 local function reserve(s, now, cost)
   -- A later window starts from zero; an earlier now stays in the latest window seen.
   local index, count = s[1], s[2]

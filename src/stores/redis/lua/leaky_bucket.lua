@@ -49,6 +49,8 @@ local function leaky(verdict, remaining, wait, retry, reset)
   return d
 end
 
+local load, save = string_state(decode, encode)
+
 local function reserve(tat, now, cost)
   local ticks, dropped = read(now)
   local start = maxbn(tat, ticks)

@@ -44,3 +44,20 @@ local function split32(x)
   local hi = math.floor(x / 4294967296)
   return hi, x - hi * 4294967296
 end
+
+-- load(key) -> state, held and save(key, state, ms) (ms nil: no expiry) for a state
+-- kept as one string: GET and SET ... PX.
+local function string_state(decode, encode)
+  local function load(key)
+    local raw = redis.call('GET', key)
+    return decode(raw), raw ~= false
+  end
+  local function save(key, state, ms)
+    if ms then
+      redis.call('SET', key, encode(state), 'PX', int(ms))
+    else
+      redis.call('SET', key, encode(state))
+    end
+  end
+  return load, save
+end

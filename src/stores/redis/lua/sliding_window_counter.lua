@@ -131,6 +131,8 @@ local function counter(verdict, remaining, retry, reset)
   return d
 end
 
+local load, save = string_state(decode, encode)
+
 local function reserve(s, now, cost)
   local v = view(s, now)
   local used = weighted(v.prev, v.elapsed) + v.cur

@@ -27,6 +27,8 @@ local function bursty(verdict, remaining, wait, retry, reset)
   return d
 end
 
+local load, save = string_state(decode, encode)
+
 local function reserve(tat, now, cost)
   local now_ns = ns(now)
   -- Resync: T <- max(T, now - burst).
