@@ -108,6 +108,7 @@ mod fixed_window;
 pub mod keys;
 mod leaky_bucket;
 mod options;
+mod sliding_log;
 mod sliding_window_buckets;
 mod sliding_window_counter;
 mod smooth_bursty;
