@@ -112,6 +112,7 @@ mod sliding_log;
 mod sliding_window_buckets;
 mod sliding_window_counter;
 mod smooth_bursty;
+mod smooth_warming_up;
 
 pub use algorithm::RedisAlgorithm;
 pub use options::{RedisOptions, TimeSource};
