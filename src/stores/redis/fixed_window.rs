@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 const SOURCE: &str = concat!(
     include_str!("lua/prelude.lua"),
     include_str!("lua/fixed_window.lua"),
+    "local ALG = make_fixed_window(CONFIG)\n",
     include_str!("lua/driver.lua"),
 );
 

@@ -21,6 +21,7 @@ const SOURCE: &str = concat!(
     include_str!("lua/prelude.lua"),
     include_str!("lua/exact.lua"),
     include_str!("lua/leaky_bucket.lua"),
+    "local ALG = make_leaky_bucket(CONFIG)\n",
     include_str!("lua/driver.lua"),
 );
 

@@ -21,6 +21,7 @@ use std::sync::OnceLock;
 const SOURCE: &str = concat!(
     include_str!("lua/prelude.lua"),
     include_str!("lua/sliding_log.lua"),
+    "local ALG = make_sliding_log(CONFIG)\n",
     include_str!("lua/driver.lua"),
 );
 

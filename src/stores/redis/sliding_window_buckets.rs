@@ -31,6 +31,7 @@ const SOURCE: &str = concat!(
     include_str!("lua/prelude.lua"),
     include_str!("lua/exact.lua"),
     include_str!("lua/sliding_window_buckets.lua"),
+    "local ALG = make_sliding_window_buckets(CONFIG)\n",
     include_str!("lua/driver.lua"),
 );
 

@@ -17,6 +17,7 @@ const SOURCE: &str = concat!(
     include_str!("lua/prelude.lua"),
     include_str!("lua/exact.lua"),
     include_str!("lua/sliding_window_counter.lua"),
+    "local ALG = make_sliding_window_counter(CONFIG)\n",
     include_str!("lua/driver.lua"),
 );
 

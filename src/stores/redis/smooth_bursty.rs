@@ -18,6 +18,7 @@ const SOURCE: &str = concat!(
     include_str!("lua/prelude.lua"),
     include_str!("lua/exact.lua"),
     include_str!("lua/smooth_bursty.lua"),
+    "local ALG = make_smooth_bursty(CONFIG)\n",
     include_str!("lua/driver.lua"),
 );
 

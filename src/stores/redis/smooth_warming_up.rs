@@ -17,6 +17,7 @@ const SOURCE: &str = concat!(
     include_str!("lua/prelude.lua"),
     include_str!("lua/exact.lua"),
     include_str!("lua/smooth_warming_up.lua"),
+    "local ALG = make_smooth_warming_up(CONFIG)\n",
     include_str!("lua/driver.lua"),
 );
 

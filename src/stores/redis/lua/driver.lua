@@ -1,40 +1,48 @@
--- sluicegate: the driver every step script ends with. The algorithm above defines
--- load(key) -> state, held (a new key's state is the algorithm's initial state),
--- save(key, state, ms) and reserve(state, now, cost) -> decision, new state (nil:
--- unchanged), the wait the caller accepts being MAX_WAIT.
--- Every key is read once; a key that appears twice is stepped again on its updated
--- copy; a reserve commits every changed state only if every key allowed it (one key:
--- whatever the algorithm left, as in memory), and a peek writes nothing.
-local states, dirty, last, held = {}, {}, {}, {}
+-- sluicegate: the driver every step script ends with, running ALG (an algorithm
+-- object, see `single` in the prelude) on every identity of the call. An identity
+-- is ALG.nkeys consecutive KEYS (one for a single algorithm; a set's serial key and
+-- its members' keys). Every identity is read once; one that appears twice is
+-- stepped again on its updated copy; a reserve commits every changed state only if
+-- every identity allowed it (one identity: whatever the algorithm left, as in
+-- memory), each with an expiry equal to its reset_after (deleted once that is
+-- zero, kept without expiry when it is for ever), and a peek writes nothing.
+local K = ALG.nkeys
+local states, dirty, last, held, keysof, order = {}, {}, {}, {}, {}, {}
 local out = {}
 local all = true
-for i = 1, #KEYS do
-  local k = KEYS[i]
-  local s = states[k]
+local n = #KEYS / K
+for i = 1, n do
+  local keys = {}
+  for j = 1, K do keys[j] = KEYS[(i - 1) * K + j] end
+  local id = keys[1]
+  local s = states[id]
   if s == nil then
-    s, held[k] = load(k)
-    states[k] = s
+    s, held[id] = ALG.load(keys)
+    states[id] = s
+    keysof[id] = keys
+    order[#order + 1] = id
   end
-  local d, changed = reserve(s, NOW, COST)
+  local d, changed = ALG.reserve(s, NOW, COST)
   if changed then
-    states[k] = changed
-    dirty[k] = true
+    states[id] = changed
+    dirty[id] = true
   end
-  last[k] = d
+  last[id] = d
   if d[1] ~= 0 then all = false end
   for j = 1, #d do out[#out + 1] = d[j] end
 end
-if STEP == 'r' and (all or #KEYS == 1) then
-  for k in pairs(dirty) do
-    local d = last[k]
-    local reset_ns = d[6] * 1000 + d[7]
-    if d[6] < 0 then
-      -- Never replenishes (a saturated state): kept without expiry.
-      save(k, states[k], nil)
-    elseif reset_ns <= 0 then
-      redis.call('DEL', k)
-    elseif d[1] == 0 or held[k] then
-      save(k, states[k], math.ceil(reset_ns / 1000000) + GRACE_MS)
+if STEP == 'r' and (all or n == 1) then
+  for _, id in ipairs(order) do
+    if dirty[id] then
+      local d = last[id]
+      local reset_ns = d[6] * 1000 + d[7]
+      if d[6] < 0 then
+        ALG.save(keysof[id], states[id], nil)
+      elseif reset_ns <= 0 then
+        ALG.drop(keysof[id])
+      elseif d[1] == 0 or held[id] then
+        ALG.save(keysof[id], states[id], math.ceil(reset_ns / 1000000) + GRACE_MS)
+      end
     end
   end
 end

@@ -18,8 +18,8 @@ local COST = tonumber(ARGV[3])
 local MAX_WAIT = tonumber(ARGV[4])
 if STEP == 'p' then MAX_WAIT = 0 end
 local GRACE_MS = tonumber(ARGV[5])
-local C = {}
-for i = 1, tonumber(ARGV[6]) do C[i] = tonumber(ARGV[6 + i]) end
+local CONFIG = {}
+for i = 1, tonumber(ARGV[6]) do CONFIG[i] = tonumber(ARGV[6 + i]) end
 
 -- Exact integer text for a double holding an integer (tostring keeps 14 digits).
 local function int(x) return string.format('%.0f', x) end
@@ -60,4 +60,17 @@ local function string_state(decode, encode)
     end
   end
   return load, save
+end
+
+-- An algorithm as the driver (and a set) uses it: load(keys) -> state, held;
+-- save(keys, state, ms); drop(keys); reserve(state, now, cost) -> decision, new state
+-- or nil; nkeys, the server keys of one identity. A single algorithm has one key.
+local function single(load, save, reserve)
+  return {
+    nkeys = 1,
+    load = function(keys) return load(keys[1]) end,
+    save = function(keys, state, ms) save(keys[1], state, ms) end,
+    drop = function(keys) redis.call('DEL', keys[1]) end,
+    reserve = reserve,
+  }
 end
