@@ -104,6 +104,16 @@ impl<A: sluicegate::algorithms::Algorithm> Reference<A> {
             Step::Peek { cost } => (cost, 0, false),
             Step::Cancel { .. } => unimplemented!("traces do not cancel yet"),
         };
+        if let ([key], Step::Peek { cost }) = (keys, step) {
+            // One key: the algorithm's own peek (a set's differs from a zero-wait
+            // reserve: it marks no grant).
+            let state = self
+                .states
+                .get(key)
+                .cloned()
+                .unwrap_or_else(|| algorithm.initial_state(0));
+            return vec![algorithm.peek(&state, now, cost)];
+        }
         let mut work: Vec<(String, A::State, bool)> = Vec::new();
         let mut out = Vec::with_capacity(keys.len());
         for key in keys {

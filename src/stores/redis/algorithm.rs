@@ -43,6 +43,18 @@ pub trait RedisAlgorithm: Algorithm {
     /// duration that is not a whole number of microseconds, or a count above 2⁵³).
     fn config_args(&self, args: &mut Vec<String>) -> Result<(), Error>;
 
+    /// The script factory that runs this algorithm inside a set (an index into the
+    /// set script's `FACTORIES`, see `lua/set.lua`).
+    #[doc(hidden)]
+    const KIND: u8;
+
+    /// The suffixes of the server keys one rendered key uses (in the order the
+    /// script reads them): one, [`NAME`](RedisAlgorithm::NAME), for a single
+    /// algorithm; a set's serial key and its members' keys for a set.
+    fn key_suffixes(out: &mut Vec<String>) {
+        out.push(Self::NAME.to_owned());
+    }
+
     /// Whether [`Algorithm::cancel`] can give anything back (a queue's or Guava's
     /// reservations). When false, a cancel is answered with the grants themselves and
     /// no round trip, exactly as the default `cancel` does in memory.

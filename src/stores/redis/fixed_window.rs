@@ -19,6 +19,7 @@ const SOURCE: &str = concat!(
 
 impl RedisAlgorithm for FixedWindow {
     const NAME: &'static str = "fw";
+    const KIND: u8 = 1;
 
     fn script() -> &'static Script {
         static SCRIPT: OnceLock<Script> = OnceLock::new();

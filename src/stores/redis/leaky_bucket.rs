@@ -34,6 +34,7 @@ fn limbs(value: u64, args: &mut Vec<String>) {
 
 impl RedisAlgorithm for LeakyBucket {
     const NAME: &'static str = "lb";
+    const KIND: u8 = 2;
     const CANCEL_RESTORES: bool = true;
 
     fn script() -> &'static Script {

@@ -103,6 +103,7 @@
 //! a tokio runtime (redis-rs's `tokio-comp`).
 
 mod algorithm;
+mod all_of;
 mod connection;
 mod fixed_window;
 pub mod keys;
@@ -231,8 +232,9 @@ impl<K, A> RedisStore<K, A> {
         &self.options
     }
 
-    /// The server key holding the state of `key` for the algorithm `A` (for
-    /// inspecting a server; see [`keys`] for the layout).
+    /// The (first) server key holding the state of `key` for the algorithm `A`
+    /// (for inspecting a server; see [`keys`] for the layout; a set also has one
+    /// key per member, `…:set.<index>.<member>`).
     ///
     /// ```
     /// use sluicegate::algorithms::FixedWindow;
@@ -271,8 +273,23 @@ impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
         now: Nanos,
         step: Step<'_>,
     ) -> Result<Request, Error> {
-        let server_keys: Vec<String> = keys.iter().map(|key| self.server_key(key)).collect();
-        if self.cluster && server_keys.len() > 1 {
+        let mut suffixes = Vec::new();
+        A::key_suffixes(&mut suffixes);
+        let mut server_keys = Vec::with_capacity(keys.len() * suffixes.len());
+        let mut text = String::new();
+        for key in keys {
+            text.clear();
+            key.render_key(&mut text);
+            for suffix in &suffixes {
+                server_keys.push(keys::server_key(
+                    &self.options.prefix,
+                    self.options.shared_tag.as_deref(),
+                    &text,
+                    suffix,
+                ));
+            }
+        }
+        if self.cluster && keys.len() > 1 {
             keys::check_one_slot(&server_keys)?;
         }
         let (code, cost, max_wait) = match step {

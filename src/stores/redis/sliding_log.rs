@@ -27,6 +27,7 @@ const SOURCE: &str = concat!(
 
 impl RedisAlgorithm for SlidingLog {
     const NAME: &'static str = "log";
+    const KIND: u8 = 6;
 
     fn script() -> &'static Script {
         static SCRIPT: OnceLock<Script> = OnceLock::new();

@@ -37,6 +37,7 @@ const SOURCE: &str = concat!(
 
 impl RedisAlgorithm for SlidingWindowBuckets {
     const NAME: &'static str = "swb";
+    const KIND: u8 = 5;
 
     fn script() -> &'static Script {
         static SCRIPT: OnceLock<Script> = OnceLock::new();

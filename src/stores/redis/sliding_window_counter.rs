@@ -28,6 +28,7 @@ fn bits(value: u64) -> u32 {
 
 impl RedisAlgorithm for SlidingWindowCounter {
     const NAME: &'static str = "swc";
+    const KIND: u8 = 3;
 
     fn script() -> &'static Script {
         static SCRIPT: OnceLock<Script> = OnceLock::new();

@@ -24,6 +24,7 @@ const SOURCE: &str = concat!(
 
 impl RedisAlgorithm for SmoothBursty {
     const NAME: &'static str = "sb";
+    const KIND: u8 = 4;
     const CANCEL_RESTORES: bool = true;
 
     fn script() -> &'static Script {

@@ -23,6 +23,7 @@ const SOURCE: &str = concat!(
 
 impl RedisAlgorithm for SmoothWarmingUp {
     const NAME: &'static str = "wu";
+    const KIND: u8 = 7;
     const CANCEL_RESTORES: bool = true;
 
     fn script() -> &'static Script {

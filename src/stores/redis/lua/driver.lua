@@ -11,6 +11,7 @@ local states, dirty, last, held, keysof, order = {}, {}, {}, {}, {}, {}
 local out = {}
 local all = true
 local n = #KEYS / K
+PURE_PEEK = STEP == 'p' and n == 1
 for i = 1, n do
   local keys = {}
   for j = 1, K do keys[j] = KEYS[(i - 1) * K + j] end

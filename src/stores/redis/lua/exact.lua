@@ -198,3 +198,8 @@ end
 
 -- A duration in ns from whole microseconds.
 local function ns(us) return mul(bn(us), {1000}) end
+
+-- The exact cost (ARGV[3] is its decimal text), for a set's grant charge.
+local COST_BN = {0}
+for i = 1, #ARGV[3] do COST_BN = add(mul(COST_BN, {10}), {tonumber(string.sub(ARGV[3], i, i))}) end
+COST_BN = trim(COST_BN)

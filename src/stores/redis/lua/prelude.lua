@@ -17,6 +17,10 @@ local COST = tonumber(ARGV[3])
 -- A peek is a reserve that accepts no wait; -1 is for ever.
 local MAX_WAIT = tonumber(ARGV[4])
 if STEP == 'p' then MAX_WAIT = 0 end
+-- A peek on one identity is the algorithm's peek (the driver sets it); on several,
+-- the memory store runs zero-wait reserves on copies. Only a set answers the two
+-- differently (a reserve marks its grant with the set's serial).
+local PURE_PEEK = false
 local GRACE_MS = tonumber(ARGV[5])
 local CONFIG = {}
 for i = 1, tonumber(ARGV[6]) do CONFIG[i] = tonumber(ARGV[6 + i]) end

@@ -1,0 +1,120 @@
+-- A set of limits (src/algorithms/multi: AllOf), all-or-nothing in one script. C: 1
+-- the number of members, then for each: its kind (the FACTORIES index), the number
+-- of its configuration words, the words. An identity's keys: the set's serial key
+-- (its grant counter, the mark of its grants), then each member's keys in order.
+-- Every member steps on the same state, time, cost and wait; any refusal leaves
+-- every member as it was and answers the tally's refusal (never beats denied;
+-- among denials the longest retry_after, the first on a tie); otherwise every
+-- member keeps its new state, the serial moves on, and the answer is the tightest
+-- member's (fewest remaining), with the longest wait and reset_after of all.
+local FACTORIES = {}
+
+-- a > b for durations sent as {us, ns} (us -1: for ever).
+local function longer(a_us, a_ns, b_us, b_ns)
+  if a_us < 0 then return b_us >= 0 end
+  if b_us < 0 then return false end
+  if a_us ~= b_us then return a_us > b_us end
+  return a_ns > b_ns
+end
+
+-- a < b for counts (-1: u64::MAX).
+local function fewer(a, b)
+  if a < 0 then return false end
+  if b < 0 then return true end
+  return a < b
+end
+
+local function make_set(C)
+  local members, nkeys, at = {}, 1, 2
+  for m = 1, C[1] do
+    local kind, len = C[at], C[at + 1]
+    local sub = {}
+    for j = 1, len do sub[j] = C[at + 1 + j] end
+    at = at + 2 + len
+    local alg = FACTORIES[kind](sub)
+    members[m] = {alg = alg, first = nkeys + 1}
+    nkeys = nkeys + alg.nkeys
+  end
+
+  local function slice(keys, member)
+    local t = {}
+    for j = 1, member.alg.nkeys do t[j] = keys[member.first + j - 1] end
+    return t
+  end
+
+  local function load(keys)
+    local raw = redis.call('GET', keys[1])
+    local st = {serial = tonumber(raw or '0'), members = {}}
+    for m, member in ipairs(members) do st.members[m] = member.alg.load(slice(keys, member)) end
+    return st, raw ~= false
+  end
+
+  -- Each changed member keeps its own expiry (its own reset_after); the serial
+  -- lives as long as the longest, as the set's state does in memory.
+  local function save(keys, st, ms)
+    if ms then
+      redis.call('SET', keys[1], int(st.serial), 'PX', int(ms))
+    else
+      redis.call('SET', keys[1], int(st.serial))
+    end
+    for m, member in ipairs(members) do
+      local d = st.decisions[m]
+      if st.changed[m] then
+        local mine = slice(keys, member)
+        local reset_ns = d[6] * 1000 + d[7]
+        if d[6] < 0 then
+          member.alg.save(mine, st.members[m], nil)
+        elseif reset_ns <= 0 then
+          member.alg.drop(mine)
+        else
+          member.alg.save(mine, st.members[m], math.ceil(reset_ns / 1000000) + GRACE_MS)
+        end
+      end
+    end
+  end
+
+  local function drop(keys)
+    for j = 1, nkeys do redis.call('DEL', keys[j]) end
+  end
+
+  local function reserve(st, now, cost)
+    local reset_us, reset_ns, wait_us, wait_ns = 0, 0, 0, 0
+    local tight, refusal = nil, nil
+    local decisions, news = {}, {}
+    for m, member in ipairs(members) do
+      local d, new = member.alg.reserve(st.members[m], now, cost)
+      decisions[m], news[m] = d, new
+      if longer(d[6], d[7], reset_us, reset_ns) then reset_us, reset_ns = d[6], d[7] end
+      if d[1] == 0 then
+        if longer(d[2], d[3], wait_us, wait_ns) then wait_us, wait_ns = d[2], d[3] end
+        if tight == nil or fewer(d[8], tight[1]) then tight = {d[8], d[9], m - 1} end
+      else
+        local replace = refusal == nil
+          or (refusal[1] ~= 2 and (d[1] == 2 or longer(d[4], d[5], refusal[2], refusal[3])))
+        if replace then refusal = {d[1], d[4], d[5], d[8], d[9], m - 1} end
+      end
+    end
+    if refusal then
+      local d = decision(refusal[1], refusal[5], refusal[4], 0, 0, 0)
+      if refusal[1] == 1 then d[4], d[5] = refusal[2], refusal[3] end
+      d[6], d[7], d[10] = reset_us, reset_ns, refusal[6]
+      return d, nil
+    end
+    local d = decision(0, tight[2], tight[1], 0, 0, 0)
+    d[2], d[3], d[6], d[7], d[10] = wait_us, wait_ns, reset_us, reset_ns, tight[3]
+    if PURE_PEEK then return d, nil end
+    local new = {serial = st.serial + 1, members = {}, changed = {}, decisions = decisions}
+    for m = 1, #members do
+      new.members[m] = news[m] or st.members[m]
+      new.changed[m] = news[m] ~= nil
+    end
+    d[11], d[12] = split32(new.serial)
+    d[13], d[14] = halves(COST_BN)
+    return d, new
+  end
+
+  return {nkeys = nkeys, load = load, save = save, drop = drop, reserve = reserve}
+end
+
+FACTORIES = {make_fixed_window, make_leaky_bucket, make_sliding_window_counter, make_smooth_bursty,
+             make_sliding_window_buckets, make_sliding_log, make_smooth_warming_up, make_set}
