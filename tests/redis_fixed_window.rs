@@ -28,6 +28,7 @@ fn random_traces_decide_as_in_memory() {
             max_gap_us: 3 * window.window().as_micros() as u64 / window.limit(),
             back_percent: 3,
             compare_memory: true,
+            cancel_percent: 5,
             max_back_us: window.window().as_micros() as u64,
             multi_percent: 15,
             start_us: [0, 1_763_900_000_000_000, 1 << 52][seed],

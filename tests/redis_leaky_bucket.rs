@@ -47,6 +47,7 @@ fn random_traces_decide_as_in_memory() {
             max_gap_us: *gap,
             back_percent: 3,
             compare_memory: true,
+            cancel_percent: 5,
             max_back_us: *gap,
             multi_percent: 15,
             start_us: starts[seed % starts.len()],

@@ -83,6 +83,7 @@ fn random_traces_decide_as_in_memory() {
             },
             back_percent: 3,
             compare_memory: config.limit() < 1000,
+            cancel_percent: 0,
             max_back_us: 2 * len_us,
             multi_percent: 15,
             start_us: starts[seed % starts.len()],

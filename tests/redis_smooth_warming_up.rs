@@ -53,6 +53,7 @@ fn random_traces_decide_as_in_memory() {
             multi_percent: 15,
             start_us: starts[seed % starts.len()],
             compare_memory: true,
+            cancel_percent: 5,
         };
         let seen = differential(limiter, &store, 600 + seed as u64, 2_000, &shape);
         for (total, n) in totals.iter_mut().zip(seen) {

@@ -70,6 +70,9 @@ pub struct TraceShape {
     /// state as recent, which the memory store has forgotten by then and Redis, at
     /// the caller's virtual time, has not.
     pub compare_memory: bool,
+    /// Percent of calls that cancel an earlier grant (0 for algorithms whose cancel
+    /// the Redis store does not run yet).
+    pub cancel_percent: u64,
 }
 
 /// The store contract with nothing ever forgotten: the in-memory store's multi-key
@@ -102,7 +105,16 @@ impl<A: sluicegate::algorithms::Algorithm> Reference<A> {
         let (cost, max_wait, commit) = match step {
             Step::Reserve { cost, max_wait } => (cost, max_wait, true),
             Step::Peek { cost } => (cost, 0, false),
-            Step::Cancel { .. } => unimplemented!("traces do not cancel yet"),
+            Step::Cancel { grants, acts_at } => {
+                // As the memory store: each held key gives back its grant, in order.
+                for (index, key) in keys.iter().enumerate() {
+                    let grant = grants[index];
+                    if let Some(state) = self.states.get_mut(key) {
+                        algorithm.cancel(state, now, &grant, acts_at);
+                    }
+                }
+                return grants.to_vec();
+            }
         };
         if let ([key], Step::Peek { cost }) = (keys, step) {
             // One key: the algorithm's own peek (a set's differs from a zero-wait
@@ -156,6 +168,8 @@ where
     let memory: MemoryStore<String, A> = MemoryStore::new();
     let mut reference = Reference::new();
     let mut forward = true;
+    // Recent grants that a later event may cancel: keys, decisions, time to act.
+    let mut granted: Vec<(Vec<String>, Vec<Decision>, u64)> = Vec::new();
     let mut rng = Rng::new(seed);
     let mut now_us: u64 = shape.start_us + rng.below(1_000_000);
     let mut seen = [0usize; 3];
@@ -178,7 +192,24 @@ where
             .map(|_| KEYS[rng.below(KEYS.len() as u64) as usize].to_owned())
             .collect();
         let cost = 1 + rng.below(shape.max_cost);
+        let cancelling = if !granted.is_empty() && rng.chance(shape.cancel_percent) {
+            Some(granted.swap_remove(rng.below(granted.len() as u64) as usize))
+        } else {
+            None
+        };
+        let keys = match &cancelling {
+            Some((keys, _, _)) => keys.clone(),
+            None => keys,
+        };
+        let count = keys.len();
         let step = match rng.below(10) {
+            _ if cancelling.is_some() => {
+                let (_, grants, acts_at) = cancelling.as_ref().unwrap();
+                Step::Cancel {
+                    grants,
+                    acts_at: *acts_at,
+                }
+            }
             0 | 1 => Step::Peek { cost },
             2 => Step::Reserve {
                 cost,
@@ -206,6 +237,15 @@ where
             got, expected,
             "event {event} (seed {seed}): {step:?} on {keys:?} at {now_us} us"
         );
+        if let Step::Reserve { .. } = step {
+            if expected.iter().all(Decision::is_allowed) {
+                let wait = expected.iter().map(Decision::wait_nanos).max().unwrap_or(0);
+                granted.push((keys.clone(), expected.clone(), now.saturating_add(wait)));
+                if granted.len() > 8 {
+                    granted.remove(0);
+                }
+            }
+        }
         for decision in &expected {
             seen[match decision.verdict() {
                 sluicegate::Verdict::Allowed => 0,

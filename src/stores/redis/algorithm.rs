@@ -59,6 +59,12 @@ pub trait RedisAlgorithm: Algorithm {
     /// reservations). When false, a cancel is answered with the grants themselves and
     /// no round trip, exactly as the default `cancel` does in memory.
     const CANCEL_RESTORES: bool = false;
+
+    /// Whether the script runs the cancel step (`ALG.cancel`). An algorithm whose
+    /// cancel restores permits but has no server-side cancel yet refuses a cancel
+    /// with an error rather than silently restoring nothing.
+    #[doc(hidden)]
+    const CANCEL_ON_SERVER: bool = false;
 }
 
 /// A duration the server must hold exactly: whole microseconds below 2⁵³ µs.

@@ -36,6 +36,7 @@ impl RedisAlgorithm for LeakyBucket {
     const NAME: &'static str = "lb";
     const KIND: u8 = 2;
     const CANCEL_RESTORES: bool = true;
+    const CANCEL_ON_SERVER: bool = true;
 
     fn script() -> &'static Script {
         static SCRIPT: OnceLock<Script> = OnceLock::new();

@@ -295,8 +295,9 @@ impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
         let (code, cost, max_wait) = match step {
             Step::Reserve { cost, max_wait } => ("r", cost, max_wait),
             Step::Peek { cost } => ("p", cost, 0),
-            Step::Cancel { .. } => unreachable!("cancel is answered before a request is built"),
+            Step::Cancel { .. } => ("c", 1, 0),
         };
+        let now_nanos = now;
         let now = match self.options.time_source {
             TimeSource::Server => String::new(),
             TimeSource::Caller => (now / 1_000).min(EXACT - 1).to_string(),
@@ -317,6 +318,9 @@ impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
         args.push(grace.to_string());
         args.push(config.len().to_string());
         args.extend(config);
+        if let Step::Cancel { grants, acts_at } = step {
+            cancel_args(grants, acts_at, now_nanos, keys.len(), &mut args);
+        }
         Ok(Request {
             keys: server_keys,
             args,
@@ -370,12 +374,18 @@ where
             return Ok(());
         }
         if let Step::Cancel { grants, .. } = step {
-            return cancel::<A>(grants, decisions);
+            if cancel_without_server::<A>(grants, decisions)? {
+                return Ok(());
+            }
         }
         let request = self.request(algorithm, keys, now, step)?;
         let reply = self
             .connections
             .run_blocking(A::script(), &request.keys, &request.args)?;
+        if let Step::Cancel { grants, .. } = step {
+            answer_grants(grants, decisions);
+            return Ok(());
+        }
         decisions_from(&reply, decisions)
     }
 
@@ -384,10 +394,14 @@ where
         if count == 0 {
             return futures::future::ready(Ok(Vec::new())).boxed();
         }
+        let mut grants_back = None;
         if let Step::Cancel { grants, .. } = step {
             let mut decisions = vec![super::store::blank(); count];
-            let result = cancel::<A>(grants, &mut decisions).map(|()| decisions);
-            return futures::future::ready(result).boxed();
+            match cancel_without_server::<A>(grants, &mut decisions) {
+                Ok(true) => return futures::future::ready(Ok(decisions)).boxed(),
+                Ok(false) => grants_back = Some(decisions),
+                Err(e) => return futures::future::ready(Err(e)).boxed(),
+            }
         }
         let request = match self.request(algorithm, keys, now, step) {
             Ok(request) => request,
@@ -398,6 +412,9 @@ where
             let reply = connections
                 .run_async(A::script(), request.keys, request.args)
                 .await?;
+            if let Some(grants) = grants_back {
+                return Ok(grants);
+            }
             let mut decisions = vec![super::store::blank(); count];
             decisions_from(&reply, &mut decisions)?;
             Ok(decisions)
@@ -406,32 +423,77 @@ where
     }
 }
 
-/// `Step::Cancel`: the one place cancellation is handled (the cancel bookkeeping is
-/// moving out of [`Decision`] into a receipt type; this adapts to it).
-///
-/// For algorithms whose grants act at once ([`RedisAlgorithm::CANCEL_RESTORES`]
-/// false) cancelling restores nothing, as the default [`Algorithm::cancel`] does in
-/// memory: the answer is the grants themselves, with no round trip.
+// `Step::Cancel`: the one place cancellation is handled. The cancel bookkeeping
+// (mark, charge, stored permits spent) is moving out of `Decision` into a receipt
+// type; these three functions are all that reads it.
+
+/// Answers a cancel that needs no round trip: `Ok(true)` with `decisions` filled
+/// when the algorithm's grants act at once (cancelling restores nothing, as the
+/// default [`Algorithm::cancel`] does in memory), `Ok(false)` when the script must
+/// run it, and an error for an algorithm whose cancel restores permits but has no
+/// server-side step yet (saying so rather than silently restoring nothing).
 ///
 /// [`Algorithm::cancel`]: crate::algorithms::Algorithm::cancel
-// TODO(cancel): the leaky-bucket queue and Guava's limiters give permits back; their
-// server-side cancel step is not written yet, so the store says so instead of
-// silently restoring nothing.
-fn cancel<A: RedisAlgorithm>(grants: &[Decision], decisions: &mut [Decision]) -> Result<(), Error> {
-    if A::CANCEL_RESTORES {
-        return Err(failure(
-            Applied::No,
-            redis::RedisError::from((
-                redis::ErrorKind::Client,
-                "the Redis store cannot cancel a reservation of this algorithm yet",
-            )),
-        ));
+fn cancel_without_server<A: RedisAlgorithm>(
+    grants: &[Decision],
+    decisions: &mut [Decision],
+) -> Result<bool, Error> {
+    if !A::CANCEL_RESTORES {
+        answer_grants(grants, decisions);
+        return Ok(true);
     }
+    if A::CANCEL_ON_SERVER {
+        answer_grants(grants, decisions);
+        return Ok(false);
+    }
+    Err(failure(
+        Applied::No,
+        redis::RedisError::from((
+            redis::ErrorKind::Client,
+            "the Redis store cannot cancel a reservation of this algorithm yet",
+        )),
+    ))
+}
+
+/// A cancel answers with the grants themselves, as the memory store does.
+fn answer_grants(grants: &[Decision], decisions: &mut [Decision]) {
     for (index, slot) in decisions.iter_mut().enumerate() {
         *slot = grants
             .get(index)
             .copied()
             .unwrap_or_else(super::store::blank);
     }
-    Ok(())
+}
+
+/// The cancel's arguments after the configuration: when the grants were to act,
+/// relative to `now` (so that it means the same at the server's time; `-` when
+/// already past), then each key's grant: allowed, mark, charge and stored permits
+/// spent, each as 32-bit halves.
+fn cancel_args(
+    grants: &[Decision],
+    acts_at: Nanos,
+    now: Nanos,
+    keys: usize,
+    args: &mut Vec<String>,
+) {
+    args.push(if acts_at < now {
+        "-".to_owned()
+    } else {
+        (acts_at - now).to_string()
+    });
+    for index in 0..keys {
+        let grant = grants
+            .get(index)
+            .copied()
+            .unwrap_or_else(super::store::blank);
+        args.push(u8::from(grant.is_allowed()).to_string());
+        for word in [
+            grant.mark() as u64,
+            grant.charge(),
+            grant.stored_spent().to_bits(),
+        ] {
+            args.push((word >> 32).to_string());
+            args.push((word & 0xffff_ffff).to_string());
+        }
+    }
 }

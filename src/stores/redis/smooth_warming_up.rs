@@ -25,6 +25,7 @@ impl RedisAlgorithm for SmoothWarmingUp {
     const NAME: &'static str = "wu";
     const KIND: u8 = 7;
     const CANCEL_RESTORES: bool = true;
+    const CANCEL_ON_SERVER: bool = true;
 
     fn script() -> &'static Script {
         static SCRIPT: OnceLock<Script> = OnceLock::new();

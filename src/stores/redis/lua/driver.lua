@@ -12,6 +12,45 @@ local out = {}
 local all = true
 local n = #KEYS / K
 PURE_PEEK = STEP == 'p' and n == 1
+
+-- A cancel: after the configuration, when the grant was to act, relative to now
+-- (ns, decimal; negative: already past, sent as '-'), then per identity its grant: allowed (1/0), mark, charge and stored-permits bits (each
+-- as 32-bit halves). Keys the server does not hold have nothing to give back; the
+-- others keep their expiry. The answer (the grants themselves) is the caller's.
+if STEP == 'c' then
+  local base = 7 + #CONFIG
+  local acts_at = nil
+  if ARGV[base] ~= '-' then acts_at = add(ns(NOW), decimal(ARGV[base])) end
+  local cancelled = {}
+  for i = 1, n do
+    local keys = {}
+    for j = 1, K do keys[j] = KEYS[(i - 1) * K + j] end
+    local id = keys[1]
+    if states[id] == nil then
+      states[id], held[id] = ALG.load(keys)
+      keysof[id] = keys
+      order[#order + 1] = id
+    end
+    if held[id] then
+      local g = base + 1 + (i - 1) * 7
+      local grant = {
+        allowed = ARGV[g] == '1',
+        mark = from_halves(tonumber(ARGV[g + 1]), tonumber(ARGV[g + 2])),
+        charge = from_halves(tonumber(ARGV[g + 3]), tonumber(ARGV[g + 4])),
+        spent_bits = {tonumber(ARGV[g + 5]), tonumber(ARGV[g + 6])},
+      }
+      local new = ALG.cancel(states[id], NOW, grant, acts_at)
+      if new then
+        states[id] = new
+        cancelled[id] = true
+      end
+    end
+  end
+  for _, id in ipairs(order) do
+    if cancelled[id] then ALG.save(keysof[id], states[id], 'keep') end
+  end
+  return {}
+end
 for i = 1, n do
   local keys = {}
   for j = 1, K do keys[j] = KEYS[(i - 1) * K + j] end

@@ -199,7 +199,17 @@ end
 -- A duration in ns from whole microseconds.
 local function ns(us) return mul(bn(us), {1000}) end
 
+-- A non-negative integer from its decimal text.
+local function decimal(text)
+  local a = {0}
+  for i = 1, #text do a = add(mul(a, {10}), {tonumber(string.sub(text, i, i))}) end
+  return trim(a)
+end
+
 -- The exact cost (ARGV[3] is its decimal text), for a set's grant charge.
-local COST_BN = {0}
-for i = 1, #ARGV[3] do COST_BN = add(mul(COST_BN, {10}), {tonumber(string.sub(ARGV[3], i, i))}) end
-COST_BN = trim(COST_BN)
+local COST_BN = decimal(ARGV[3])
+
+-- A 64-bit word from its 32-bit halves.
+local function from_halves(hi, lo)
+  return add(mul(bn(hi), {0, 256}), bn(lo))
+end

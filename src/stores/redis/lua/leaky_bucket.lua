@@ -87,5 +87,15 @@ local function make_leaky_bucket(C)
     d[13], d[14] = split32(charge)
     return d, finish
   end
-  return single(load, save, reserve)
+  -- Go's rule, as the Rust cancel: a grant not yet acted on gives back its charge
+  -- minus whatever later grants queued behind it; never below now.
+  local function cancel(tat, now, grant, acts_at)
+    if acts_at == nil or cmp(acts_at, ns(now)) <= 0 or not grant.allowed then return nil end
+    local restore = subsat(grant.charge, subsat(tat, grant.mark))
+    if #restore == 1 and restore[1] == 0 then return nil end
+    local ticks = read(now)
+    return maxbn(subsat(tat, restore), ticks)
+  end
+
+  return single(load, save, reserve, cancel)
 end

@@ -57,7 +57,9 @@ local function string_state(decode, encode)
     return decode(raw), raw ~= false
   end
   local function save(key, state, ms)
-    if ms then
+    if ms == 'keep' then
+      redis.call('SET', key, encode(state), 'KEEPTTL')
+    elseif ms then
       redis.call('SET', key, encode(state), 'PX', int(ms))
     else
       redis.call('SET', key, encode(state))
@@ -67,10 +69,13 @@ local function string_state(decode, encode)
 end
 
 -- An algorithm as the driver (and a set) uses it: load(keys) -> state, held;
--- save(keys, state, ms); drop(keys); reserve(state, now, cost) -> decision, new state
--- or nil; nkeys, the server keys of one identity. A single algorithm has one key.
-local function single(load, save, reserve)
+-- save(keys, state, ms) (ms: nil for no expiry, 'keep' to keep the key's); drop(keys);
+-- reserve(state, now, cost) -> decision, new state or nil; cancel(state, now, grant,
+-- acts_at) -> new state or nil, for the algorithms whose cancel gives permits back;
+-- nkeys, the server keys of one identity. A single algorithm has one key.
+local function single(load, save, reserve, cancel)
   return {
+    cancel = cancel,
     nkeys = 1,
     load = function(keys) return load(keys[1]) end,
     save = function(keys, state, ms) save(keys[1], state, ms) end,

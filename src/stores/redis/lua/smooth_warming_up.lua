@@ -135,5 +135,35 @@ local function make_smooth_warming_up(C)
     d[15], d[16] = bits(spend)
     return d, new
   end
-  return single(load, save, reserve)
+  -- The Rust cancel: give back the share of the charge no later grant reserved
+  -- behind, with the same share of the stored permits the grant spent.
+  local function cancel(s, now, grant, acts_at)
+    local now_ns = ns(now)
+    if STABLE_MICROS == 0.0 or acts_at == nil or cmp(acts_at, now_ns) < 0 or not grant.allowed then
+      return nil
+    end
+    local restore = subsat(grant.charge, subsat(s.next_free, grant.mark))
+    if (#restore == 1 and restore[1] == 0) or cmp(s.next_free, I64_MAX) == 0 then return nil end
+    -- `restore as f64 / charge as f64`: both below 2^64, three limbs, rounded once.
+    local share = num(restore) / num(grant.charge)
+    local stored = s.stored + f64(grant.spent_bits[1], grant.spent_bits[2]) * share
+    local restore_i64 = minbn(restore, I64_MAX)
+    local next_free
+    if cmp(s.next_free, restore_i64) >= 0 and cmp(sub(s.next_free, restore_i64), now_ns) >= 0 then
+      next_free = sub(s.next_free, restore_i64)
+    else
+      -- now - rolled_back, where rolled_back = next_free - restore may be negative.
+      local behind
+      if cmp(s.next_free, restore_i64) >= 0 then
+        behind = sub(now_ns, sub(s.next_free, restore_i64))
+      else
+        behind = add(now_ns, sub(restore_i64, s.next_free))
+      end
+      stored = stored + num(behind) / STABLE
+      next_free = now_ns
+    end
+    return {stored = fmin(MAX_PERMITS, stored), next_free = next_free}
+  end
+
+  return single(load, save, reserve, cancel)
 end
