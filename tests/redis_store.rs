@@ -187,21 +187,38 @@ fn peeks_and_refusals_change_nothing_and_idle_keys_expire() {
         .unwrap()
         .is_never());
     assert_eq!(dbsize(&mut admin), 0);
-    for i in 0..50 {
-        store
-            .apply_key(&fw, &format!("user{i}"), 0, take(1))
-            .unwrap();
-    }
-    let key = store.server_key(&"user0".to_owned());
+    // A refused call leaves the state as it was (a minute-long window, so the key
+    // cannot expire between the two reads).
+    let minute = window(1);
+    let long: RedisStore<String, FixedWindow> = RedisStore::open(server.url()).unwrap();
+    assert!(long
+        .apply_key(&minute, &"held".to_owned(), 0, take(1))
+        .unwrap()
+        .is_allowed());
+    let key = long.server_key(&"held".to_owned());
     let before: String = redis::cmd("GET").arg(&key).query(&mut admin).unwrap();
-    let full = store
-        .apply_key(&fw, &"user0".to_owned(), 0, take(2))
-        .unwrap();
-    if !full.is_allowed() {
-        let after: String = redis::cmd("GET").arg(&key).query(&mut admin).unwrap();
-        assert_eq!(after, before);
+    assert!(!long
+        .apply_key(&minute, &"held".to_owned(), 0, take(1))
+        .unwrap()
+        .is_allowed());
+    let after: String = redis::cmd("GET").arg(&key).query(&mut admin).unwrap();
+    assert_eq!(after, before);
+    let () = redis::cmd("DEL").arg(&key).query(&mut admin).unwrap();
+    // Keys written now exist until their window ends (a write just before a window
+    // edge may expire at once, so write until one is seen).
+    let mut seen = false;
+    for round in 0..5 {
+        for i in 0..50 {
+            store
+                .apply_key(&fw, &format!("user{round}-{i}"), 0, take(1))
+                .unwrap();
+        }
+        if dbsize(&mut admin) > 0 {
+            seen = true;
+            break;
+        }
     }
-    assert!(dbsize(&mut admin) > 0);
+    assert!(seen, "no key was written");
     // After the idle horizon (one window) the database is empty again.
     let deadline = Instant::now() + Duration::from_secs(10);
     while dbsize(&mut admin) > 0 {
