@@ -18,7 +18,7 @@
 //!   step to the states of one call's keys atomically, in memory or on a server.
 //! * [`memory`] is the default [`Store`]: a sharded, compact in-memory table that
 //!   forgets idle keys lazily, with an optional cap.
-//! * [`redis`] (feature `redis`) runs the same steps server-side on Redis or Redis
+//! * `redis` (feature `redis`) runs the same steps server-side on Redis or Redis
 //!   Cluster, one script call per decision, so that many processes share limits.
 
 pub mod cell;

@@ -22,21 +22,47 @@
 //! script and turns the configuration into its arguments). A call is one `EVALSHA`:
 //!
 //! ```text
-//!   KEYS  one server key per key of the call, in order
-//!   ARGV  step ('r' reserve, 'p' peek) · now in µs ('' = the server's TIME) · cost ·
-//!         max wait in µs (-1: for ever) · expiry grace in ms · n · n configuration words
+//!   KEYS  the server keys of each key of the call, in order (one per key; a set:
+//!         its serial key, then its members' keys)
+//!   ARGV  step ('r' reserve, 'p' peek, 'c' cancel) · now in µs ('' = the server's
+//!         TIME) · cost · max wait in µs (-1: for ever) · expiry grace in ms · n ·
+//!         n configuration words [· a cancel's grants]
 //!   reply 16 integers per key: verdict · wait, retry_after, reset_after (each as µs
 //!         and a ns remainder) · remaining · limit · limit index · the grant's mark,
 //!         charge and stored permits (each as two 32-bit halves)
 //! ```
 //!
-//! Every script is a shared prelude (arguments, time), the algorithm's step
-//! (`decode`, `reserve`, `encode` of its state) and a shared driver: it reads each
-//! key once, steps the keys in order (a repeated key again on its updated copy),
-//! and only if every key allowed the call writes every changed state, with an
-//! expiry equal to the key's `reset_after` (a state that has fully replenished is
-//! deleted instead). A refused call writes nothing; a peek writes and creates
-//! nothing. This is the in-memory store's multi-key rule, written once for all.
+//! Every script is a shared prelude (arguments, time), the algorithm's step as a
+//! factory (`lua/<algorithm>.lua`: `make_<name>(config)` returns its `load`,
+//! `save` and `reserve`, and `cancel` where it gives permits back) and a shared
+//! driver (`lua/driver.lua`): it reads each key once, steps the keys in order (a
+//! repeated key again on its updated copy), and only if every key allowed the call
+//! writes every changed state, with an expiry equal to the key's `reset_after` (a
+//! state that has fully replenished is deleted instead). A refused call writes
+//! nothing; a peek writes and creates nothing. This is the in-memory store's
+//! multi-key rule, written once for all.
+//!
+//! | algorithm | server state per key | server work per call |
+//! |---|---|---|
+//! | [`FixedWindow`](crate::algorithms::FixedWindow), [`SlidingWindowCounter`](crate::algorithms::SlidingWindowCounter) | a string of integers | `GET`, `SET … PX` on a grant |
+//! | [`LeakyBucket`](crate::algorithms::LeakyBucket), [`SmoothBursty`](crate::algorithms::SmoothBursty), [`SmoothWarmingUp`](crate::algorithms::SmoothWarmingUp) | a string: exact limbs (and an f64's bits) | the same, plus limb arithmetic in Lua |
+//! | [`SlidingWindowBuckets`](crate::algorithms::SlidingWindowBuckets) | a hash: header and non-empty ring slots | `HMGET` and one or two `HGET`s; a grant writes the changed slots; long gaps and refusals read the non-empty slots (`HGETALL`) |
+//! | [`SlidingLog`](crate::algorithms::SlidingLog) | a hash: header and ring slots | `HMGET` and one `HGET`; a full log adds a binary search (`O(log limit)` `HGET`s); a grant writes the header and one slot |
+//! | [`AllOf`](crate::algorithms::AllOf) of any of these (nested too) | a serial key and each member's own keys | the members' work, in the same script call |
+//!
+//! [`Limits`](crate::algorithms::Limits) (members chosen at run time) is not
+//! supported yet: its members are type-erased, and the store cannot learn their
+//! configurations without a hook in [`DynLimit`](crate::algorithms::DynLimit).
+//!
+//! # Cancel
+//!
+//! A cancel ([`Step::Cancel`]) of an algorithm whose grants act at once restores
+//! nothing and costs no round trip. The leaky bucket and the warming-up limiter
+//! cancel on the server (Go's rule, as in memory; the time to act is sent relative
+//! to now, so it means the same at the server's time). Guava's bursty limiter and
+//! sets containing a member that can give permits back do not cancel on the server
+//! yet: their cancel fails with [`Error::Store`] ([`Applied::No`])
+//! rather than silently restoring nothing.
 //!
 //! # Exactness: what differs from memory
 //!
@@ -72,10 +98,23 @@
 //! * The cost is sent exactly and read by the script as the double nearest to it,
 //!   as Rust's `cost as f64` does; above 2⁵³ every exact-count algorithm answers
 //!   never, as in memory.
+//! * Floats (Guava's limiters) are not approximated: the configuration's `f64`
+//!   words travel as their bits or in shortest round-trip decimal, and the script
+//!   evaluates the Rust formulas operation for operation on IEEE doubles, so the
+//!   results are bit-identical.
+//! * A set's grant carries the set's serial as its mark (what a cancel finds the
+//!   members' grants by). Memory restarts it when its lazy sweep forgets a
+//!   replenished set; Redis when the serial key expires. The two can therefore
+//!   differ in that one opaque field; the differential tests compare sets with the
+//!   pure algorithm (a reference that never forgets).
+//! * Limits on sizes: a leaky bucket's full span (`capacity × interval`) and a
+//!   bursty limiter's burst must be below 2⁵³ ns (104 days); counts and limits
+//!   below 2⁵³; durations whole microseconds. Anything else is a typed error.
 //!
 //! # Keys
 //!
-//! `<prefix>{k<escaped key text>}:<algorithm>`; see [`keys`] for why the escaping
+//! `<prefix>{k<escaped key text>}:<algorithm>` (a set: `…:set` for its serial and
+//! `…:set.<index>.<member>` for each member); see [`keys`] for why the escaping
 //! makes any text (braces, colons, spaces, 10 KB) address only its own state and
 //! keeps all states of one key on one Cluster slot. A multi-key call on Cluster whose
 //! keys fall in different slots is refused before anything is sent
@@ -87,9 +126,9 @@
 //! A script is called by its SHA1 digest; only an explicit `NOSCRIPT` reply (after
 //! `SCRIPT FLUSH` or a restart) loads it and calls once more. Nothing else is ever
 //! retried. A failure is [`Error::Store`] with the redis error as its source and
-//! [`Applied::No`](crate::Applied::No) when the step certainly did not run (no
+//! [`Applied::No`] when the step certainly did not run (no
 //! connection, a refused connection, an error reply: scripts check everything
-//! before their first write) or [`Applied::Unknown`](crate::Applied::Unknown)
+//! before their first write) or [`Applied::Unknown`]
 //! when it was sent and no usable reply came (a timeout, a dropped connection).
 //! After a server restart, a pooled connection opened before it fails once with
 //! `Unknown` (a dead connection and a lost reply look the same) and is replaced.
