@@ -69,7 +69,7 @@ pub trait RedisAlgorithm: Algorithm {
 
 /// A duration the server must hold exactly: whole microseconds below 2⁵³ µs.
 pub(super) fn whole_micros(what: &'static str, nanos: Nanos) -> Result<u64, Error> {
-    if nanos % 1_000 != 0 || nanos / 1_000 >= EXACT {
+    if !nanos.is_multiple_of(1_000) || nanos / 1_000 >= EXACT {
         return Err(Error::InvalidDuration {
             what,
             value: Duration::from_nanos(nanos),

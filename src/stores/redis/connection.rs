@@ -16,20 +16,20 @@ pub(super) enum Backend {
     /// One server (plain or TLS, as the client's URL says).
     Single(Client),
     /// A Redis Cluster, built with no retries of its own (see [`cluster_client`]).
-    Cluster(ClusterClient),
+    Cluster(Box<ClusterClient>),
 }
 
 /// A blocking connection of either kind.
 enum Blocking {
     Single(redis::Connection),
-    Cluster(ClusterConnection),
+    Cluster(Box<ClusterConnection>),
 }
 
 impl Blocking {
     fn as_dyn(&mut self) -> &mut dyn ConnectionLike {
         match self {
             Blocking::Single(conn) => conn,
-            Blocking::Cluster(conn) => conn,
+            Blocking::Cluster(conn) => &mut **conn,
         }
     }
 }
@@ -122,7 +122,7 @@ impl Connections {
                 let conn = client.get_connection()?;
                 conn.set_read_timeout(timeout)?;
                 conn.set_write_timeout(timeout)?;
-                Ok(Blocking::Cluster(conn))
+                Ok(Blocking::Cluster(Box::new(conn)))
             }
         }
     }

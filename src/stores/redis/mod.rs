@@ -244,7 +244,11 @@ impl<K, A> RedisStore<K, A> {
         options: RedisOptions,
     ) -> Result<Self, Error> {
         let client = cluster_client(nodes, &options)?;
-        Ok(Self::build(Backend::Cluster(client), options, true))
+        Ok(Self::build(
+            Backend::Cluster(Box::new(client)),
+            options,
+            true,
+        ))
     }
 
     /// A store over a cluster client you built. Build it with `.retries(0)`: the
@@ -254,7 +258,7 @@ impl<K, A> RedisStore<K, A> {
         client: redis::cluster::ClusterClient,
         options: RedisOptions,
     ) -> Self {
-        Self::build(Backend::Cluster(client), options, true)
+        Self::build(Backend::Cluster(Box::new(client)), options, true)
     }
 
     fn build(backend: Backend, options: RedisOptions, cluster: bool) -> Self {
