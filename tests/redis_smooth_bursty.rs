@@ -49,7 +49,7 @@ fn random_traces_decide_as_in_memory() {
             multi_percent: 15,
             start_us: starts[seed % starts.len()],
             compare_memory: true,
-            cancel_percent: 0,
+            cancel_percent: 5,
         };
         let seen = differential(limiter, &store, 300 + seed as u64, 2_000, &shape);
         for (total, n) in totals.iter_mut().zip(seen) {
@@ -77,4 +77,40 @@ fn threads_hammering_one_key_get_exactly_the_burst() {
         120,
     );
     assert_eq!(granted, 301);
+}
+
+#[test]
+fn cancels_that_take_the_state_below_the_origin_match_memory() {
+    use sluicegate::stores::{MemoryStore, Step, Store};
+    let server = RedisServer::start();
+    let limiter = SmoothBursty::new(5.0).unwrap();
+    let redis: RedisStore<&str, SmoothBursty> =
+        RedisStore::open_with(server.url(), caller_time_options(&unique_prefix("sb-neg"))).unwrap();
+    let memory: MemoryStore<&str, SmoothBursty> = MemoryStore::new();
+    let both = |now: u64, step: Step<'_>| {
+        let a = memory.apply_key(&limiter, &"k", now, step).unwrap();
+        let b = redis.apply_key(&limiter, &"k", now, step).unwrap();
+        assert_eq!(b, a, "{step:?} at {now}");
+        a
+    };
+    // Near the origin (now < max_burst), cancelling one grant three times rolls
+    // the state back below zero (i64), which later decisions must see the same.
+    let reserve = Step::Reserve {
+        cost: 2,
+        max_wait: u64::MAX,
+    };
+    let grant = both(1_000, reserve);
+    for _ in 0..3 {
+        both(
+            2_000,
+            Step::Cancel {
+                grants: &[grant],
+                acts_at: 5_000_000_000,
+            },
+        );
+    }
+    for now in [3_000, 400_000_000, 900_000_000, 1_500_000_000] {
+        both(now, reserve);
+        both(now, Step::Peek { cost: 1 });
+    }
 }

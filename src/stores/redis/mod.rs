@@ -57,12 +57,12 @@
 //! # Cancel
 //!
 //! A cancel ([`Step::Cancel`]) of an algorithm whose grants act at once restores
-//! nothing and costs no round trip. The leaky bucket and the warming-up limiter
+//! nothing and costs no round trip. The leaky bucket and Guava's two limiters
 //! cancel on the server (Go's rule, as in memory; the time to act is sent relative
-//! to now, so it means the same at the server's time). Guava's bursty limiter and
-//! sets containing a member that can give permits back do not cancel on the server
-//! yet: their cancel fails with [`Error::Store`] ([`Applied::No`])
-//! rather than silently restoring nothing.
+//! to now, so it means the same at the server's time). Sets containing a member
+//! that can give permits back do not cancel on the server yet (the set would have
+//! to keep its members' last grants): their cancel fails with [`Error::Store`]
+//! ([`Applied::No`]) rather than silently restoring nothing.
 //!
 //! # Exactness: what differs from memory
 //!

@@ -26,6 +26,7 @@ impl RedisAlgorithm for SmoothBursty {
     const NAME: &'static str = "sb";
     const KIND: u8 = 4;
     const CANCEL_RESTORES: bool = true;
+    const CANCEL_ON_SERVER: bool = true;
 
     fn script() -> &'static Script {
         static SCRIPT: OnceLock<Script> = OnceLock::new();

@@ -36,6 +36,7 @@ if STEP == 'c' then
       local grant = {
         allowed = ARGV[g] == '1',
         mark = from_halves(tonumber(ARGV[g + 1]), tonumber(ARGV[g + 2])),
+        mark_halves = {tonumber(ARGV[g + 1]), tonumber(ARGV[g + 2])},
         charge = from_halves(tonumber(ARGV[g + 3]), tonumber(ARGV[g + 4])),
         spent_bits = {tonumber(ARGV[g + 5]), tonumber(ARGV[g + 6])},
       }
