@@ -31,7 +31,7 @@ fn shape(gap_us: u64, start_us: u64) -> TraceShape {
         // set, at times of its own sweeping, while Redis and the reference (the
         // pure algorithm) keep counting until the key expires.
         compare_memory: false,
-        cancel_percent: 0,
+        cancel_percent: 5,
     }
 }
 

@@ -58,6 +58,7 @@ impl<A: RedisAlgorithm, B: RedisAlgorithm> RedisAlgorithm for AllOf<(A, B)> {
     const NAME: &'static str = "set";
     const KIND: u8 = 8;
     const CANCEL_RESTORES: bool = A::CANCEL_RESTORES || B::CANCEL_RESTORES;
+    const CANCEL_ON_SERVER: bool = true;
 
     fn script() -> &'static Script {
         set_script()
@@ -81,6 +82,7 @@ impl<A: RedisAlgorithm, B: RedisAlgorithm, C: RedisAlgorithm> RedisAlgorithm for
     const NAME: &'static str = "set";
     const KIND: u8 = 8;
     const CANCEL_RESTORES: bool = A::CANCEL_RESTORES || B::CANCEL_RESTORES || C::CANCEL_RESTORES;
+    const CANCEL_ON_SERVER: bool = true;
 
     fn script() -> &'static Script {
         set_script()

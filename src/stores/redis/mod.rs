@@ -57,12 +57,12 @@
 //! # Cancel
 //!
 //! A cancel ([`Step::Cancel`]) of an algorithm whose grants act at once restores
-//! nothing and costs no round trip. The leaky bucket and Guava's two limiters
-//! cancel on the server (Go's rule, as in memory; the time to act is sent relative
-//! to now, so it means the same at the server's time). Sets containing a member
-//! that can give permits back do not cancel on the server yet (the set would have
-//! to keep its members' last grants): their cancel fails with [`Error::Store`]
-//! ([`Applied::No`]) rather than silently restoring nothing.
+//! nothing and costs no round trip. The leaky bucket, Guava's two limiters and sets
+//! cancel on the server, by the Rust rules (Go's rule; a set cancels only its last
+//! grant, once, through its members). The time to act is sent relative to now, so
+//! it means the same at the server's time; there a set identifies its last grant by
+//! its serial alone, since the caller's time to act cannot reproduce the recorded
+//! one to the nanosecond.
 //!
 //! # Exactness: what differs from memory
 //!

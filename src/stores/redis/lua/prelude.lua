@@ -7,7 +7,8 @@
 -- decimal, which tonumber reads back to the same double).
 local STEP = ARGV[1]
 local NOW
-if ARGV[2] == '' then
+local SERVER_TIME = ARGV[2] == ''
+if SERVER_TIME then
   local t = redis.call('TIME')
   NOW = tonumber(t[1]) * 1000000 + tonumber(t[2])
 else
