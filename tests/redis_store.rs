@@ -364,3 +364,101 @@ fn a_prefix_with_a_brace_is_a_typed_error() {
         Err(Error::InvalidKeys { .. })
     ));
 }
+
+#[test]
+fn the_keyed_limiters_run_over_the_redis_store() {
+    use sluicegate::algorithms::{AllOf, LeakyBucket, SmoothBursty};
+    use sluicegate::{KeyedRateLimiter, ManualClock};
+    let server = RedisServer::start();
+    let clock = ManualClock::new();
+    clock.advance(Duration::from_secs(5));
+    // Blocking acquire over a queue: the caller sleeps (virtually) for its turn.
+    let queue = LeakyBucket::queue(3, 1, Duration::from_secs(1)).unwrap();
+    let store =
+        RedisStore::open_with(server.url(), caller_time_options(&unique_prefix("kl"))).unwrap();
+    let limiter = KeyedRateLimiter::with_store(queue, store, clock.clone());
+    for _ in 0..3 {
+        limiter.acquire(&"job").unwrap();
+    }
+    assert_eq!(
+        clock.sleeps(),
+        [Duration::ZERO, Duration::from_secs(1), Duration::from_secs(1)]
+    );
+    // All-or-nothing over two keys, and a set per key, on one store each.
+    let set = AllOf::new((window(2), SmoothBursty::new(100.0).unwrap()));
+    let store =
+        RedisStore::open_with(server.url(), caller_time_options(&unique_prefix("kl"))).unwrap();
+    let limiter = KeyedRateLimiter::with_store(set, store, clock.clone());
+    assert!(limiter
+        .check_all(&["ip:1", "user:a"], 2)
+        .unwrap()
+        .is_allowed());
+    let refused = limiter.check_all(&["ip:2", "user:a"], 1).unwrap();
+    assert!(!refused.is_allowed());
+    // ip:2 was not charged by the refused call.
+    assert_eq!(limiter.peek(&"ip:2", 2).unwrap().remaining(), 0);
+    assert!(limiter.peek(&"ip:2", 2).unwrap().is_allowed());
+    // The async front end under tokio: 5 acquires of a 1-per-second queue, each
+    // sleeping (virtually) for its turn; a dropped wait gives its turn back.
+    let queue = LeakyBucket::queue(10, 1, Duration::from_secs(1)).unwrap();
+    let store =
+        RedisStore::open_with(server.url(), caller_time_options(&unique_prefix("kl"))).unwrap();
+    let handle = KeyedRateLimiter::with_store(queue, store, clock.clone()).to_async();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let waited = runtime.block_on(async {
+        let mut waited = Vec::new();
+        for _ in 0..5 {
+            waited.push(handle.acquire("k").await.unwrap());
+        }
+        waited
+    });
+    assert_eq!(waited[0], Duration::ZERO);
+    assert!(
+        waited[1..].iter().all(|w| *w > Duration::ZERO),
+        "{waited:?}"
+    );
+}
+
+#[test]
+fn a_cancel_at_the_servers_time_gives_the_turn_back() {
+    use sluicegate::algorithms::LeakyBucket;
+    let server = RedisServer::start();
+    let queue = LeakyBucket::queue(5, 1, Duration::from_secs(10)).unwrap();
+    let store: RedisStore<String, LeakyBucket> = RedisStore::open_with(
+        server.url(),
+        RedisOptions::default()
+            .prefix(unique_prefix("cancel-server"))
+            .unwrap(),
+    )
+    .unwrap();
+    let key = ["turns".to_owned()];
+    let reserve = Step::Reserve {
+        cost: 1,
+        max_wait: u64::MAX,
+    };
+    // The caller's clock is unrelated to the server's: only differences matter.
+    let now = 42;
+    let mut first = [Decision::never(0, 0, 0)];
+    store.apply(&queue, &key, now, reserve, &mut first).unwrap();
+    let mut second = [Decision::never(0, 0, 0)];
+    store
+        .apply(&queue, &key, now, reserve, &mut second)
+        .unwrap();
+    let wait = second[0].wait_nanos();
+    assert!(wait > 9_000_000_000, "{wait}");
+    // Cancel the second turn (it acts ~10 s from now): the next caller gets it.
+    let cancel = Step::Cancel {
+        grants: &second,
+        acts_at: now + wait,
+    };
+    let mut out = [Decision::never(0, 0, 0)];
+    store.apply(&queue, &key, now, cancel, &mut out).unwrap();
+    assert_eq!(out, second);
+    let mut third = [Decision::never(0, 0, 0)];
+    store.apply(&queue, &key, now, reserve, &mut third).unwrap();
+    assert!(third[0].wait_nanos() <= wait, "{:?} vs {wait}", third[0]);
+    assert!(third[0].wait_nanos() > 9_000_000_000);
+}
