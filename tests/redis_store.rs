@@ -382,7 +382,11 @@ fn the_keyed_limiters_run_over_the_redis_store() {
     }
     assert_eq!(
         clock.sleeps(),
-        [Duration::ZERO, Duration::from_secs(1), Duration::from_secs(1)]
+        [
+            Duration::ZERO,
+            Duration::from_secs(1),
+            Duration::from_secs(1)
+        ]
     );
     // All-or-nothing over two keys, and a set per key, on one store each.
     let set = AllOf::new((window(2), SmoothBursty::new(100.0).unwrap()));
