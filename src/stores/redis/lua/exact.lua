@@ -110,6 +110,16 @@ end
 -- estimated from doubles (relative error about 2^-50) and corrected exactly.
 local function divmod(a, d)
   if cmp(a, d) < 0 then return {0}, a end
+  if #d == 1 then
+    -- A one-limb divisor: r < d < 2^24, so r * BASE + limb < 2^48 is exact.
+    local q, r, dv = {}, 0, d[1]
+    for i = #a, 1, -1 do
+      local t = r * BASE + a[i]
+      r = math.fmod(t, dv)
+      q[i] = (t - r) / dv
+    end
+    return trim(q), {r}
+  end
   local q, r = {}, {0}
   local dn = num(d)
   for i = #a, 1, -1 do
@@ -160,6 +170,12 @@ local U64_MAX = {BASE - 1, BASE - 1, 65535}
 -- A duration in ns as whole microseconds and the ns remainder (the reply's format);
 -- microseconds saturate below 2^53 (285 years).
 local function us_ns(a)
+  if #a < 3 or a[3] < 32 then
+    -- Below 2^53: plain doubles.
+    local x = num(a)
+    local rest = math.fmod(x, 1000)
+    return (x - rest) / 1000, rest
+  end
   local us, rest = divmod(a, {1000})
   local u = num(us)
   if u >= 9007199254740991 then u = 9007199254740991 end
@@ -206,8 +222,9 @@ local function decimal(text)
   return trim(a)
 end
 
--- The exact cost (ARGV[3] is its decimal text), for a set's grant charge.
-local COST_BN = decimal(ARGV[3])
+-- The exact cost (ARGV[3] is its decimal text), for a set's grant charge: parsed
+-- only by the set script, when a set grants.
+local function cost_bn() return decimal(ARGV[3]) end
 
 -- A 64-bit word from its 32-bit halves.
 local function from_halves(hi, lo)

@@ -148,7 +148,7 @@ local function make_set(C)
       new.grants[m] = {g[1] == 0 and 1 or 0, g[11], g[12], g[13], g[14], g[15], g[16]}
     end
     d[11], d[12] = split32(new.serial)
-    d[13], d[14] = halves(COST_BN)
+    d[13], d[14] = halves(cost_bn())
     return d, new
   end
 
