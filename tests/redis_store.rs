@@ -348,7 +348,24 @@ fn cluster_calls_per_identity_work_and_cross_slot_calls_are_refused() {
             .remaining(),
         2
     ); // untouched: 3 - the peeked 1
-       // With a shared tag the same call runs, all-or-nothing, on one slot.
+       // The async side on Cluster: the store's cluster connection routes by slot.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let decisions = runtime.block_on(async {
+        let mut all = Vec::new();
+        for i in 0..50 {
+            let key = [format!("async:{i}")];
+            all.push(store.apply_async(&fw, &key, SECOND, take(3)).await.unwrap()[0]);
+            all.push(store.apply_async(&fw, &key, SECOND, take(1)).await.unwrap()[0]);
+        }
+        all
+    });
+    for pair in decisions.chunks(2) {
+        assert!(pair[0].is_allowed() && !pair[1].is_allowed(), "{pair:?}");
+    }
+    // With a shared tag the same call runs, all-or-nothing, on one slot.
     let tagged: RedisStore<String, FixedWindow> =
         RedisStore::open_cluster(cluster.urls(), options.shared_tag("checkout").unwrap()).unwrap();
     tagged.apply(&fw, &pair, SECOND, take(3), &mut out).unwrap();
