@@ -245,7 +245,7 @@ fn main() {
     // `SLUICEGATE_KEYED_ONLY=hot|100k|1M|interleaved|memory` runs one part (e.g.
     // under a profiler).
     let only = std::env::var("SLUICEGATE_KEYED_ONLY").ok();
-    let wanted = |part: &str| only.as_deref().map_or(true, |o| o == part);
+    let wanted = |part: &str| only.as_deref().is_none_or(|o| o == part);
     let mut c = Criterion::default().configure_from_args();
     for (name, keys) in [("hot", 1), ("100k", 100_000), ("1M", 1_000_000)] {
         if wanted(name) {

@@ -76,6 +76,15 @@ pub enum Error {
     /// have been applied anyway; [`source`](std::error::Error::source) returns the
     /// underlying error.
     Store(StoreError),
+    /// The keys of one call cannot be applied together by this store (e.g. on Redis
+    /// Cluster they fall in different hash slots, and one script can only touch one
+    /// slot). Nothing was sent and nothing was consumed.
+    InvalidKeys {
+        /// Why the keys cannot go together.
+        why: &'static str,
+        /// What to do about it.
+        help: &'static str,
+    },
 }
 
 /// Whether a step that failed may still have been applied by the store.
@@ -230,6 +239,7 @@ impl fmt::Display for Error {
                 "the keyed store holds its maximum of {max_keys} keys and none can be forgotten yet"
             ),
             Error::Store(error) => error.fmt(f),
+            Error::InvalidKeys { why, help } => write!(f, "{why}; {help}"),
         }
     }
 }

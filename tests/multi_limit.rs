@@ -128,7 +128,7 @@ impl Algorithm for SlidingLog {
             return Decision::denied(self.limit, remaining, frees + self.window - now, reset);
         }
         log.retain(|&t| t + self.window > now);
-        log.extend(std::iter::repeat(now).take(cost as usize));
+        log.extend(std::iter::repeat_n(now, cost as usize));
         Decision::allowed(self.limit, remaining - cost, self.window)
     }
 

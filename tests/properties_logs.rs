@@ -90,7 +90,7 @@ proptest! {
         let mut now = 0;
         for (step, cost) in steps {
             now += step * MS;
-            let spaced = admitted.last().map_or(true, |&(t, _)| now >= t + spacing);
+            let spaced = admitted.last().is_none_or(|&(t, _)| now >= t + spacing);
             let fits = cost <= limit && live_sum(&admitted, now, duration) + cost <= limit;
             let d = log.reserve(&mut state, now, cost, 0);
             prop_assert_eq!(d.is_allowed(), fits && spaced);
@@ -227,7 +227,7 @@ proptest! {
                 prop_assert!(held <= limit, "buckets {}..{} hold {}", first, first + k, held);
             }
         }
-        if d % p == 0 {
+        if d.is_multiple_of(p) {
             for &(start, _) in &admitted {
                 let held: u64 = admitted
                     .iter()

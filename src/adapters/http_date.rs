@@ -91,7 +91,7 @@ fn time(text: &str) -> Option<u64> {
 /// Seconds since the epoch of a civil date and time of day (UTC), or `None` for an
 /// impossible date or one before 1970.
 fn seconds(year: u64, month: u64, day: u64, time: u64) -> Option<u64> {
-    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    let leap = (year.is_multiple_of(4) && !year.is_multiple_of(100)) || year.is_multiple_of(400);
     let days_in_month = match month {
         2 if leap => 29,
         2 => 28,

@@ -525,9 +525,7 @@ pub(crate) fn combine(answers: &[(Decision, Receipt)]) -> Decision {
     }
     let mut denied: Option<&Decision> = None;
     for d in decisions.clone().filter(|d| d.verdict() == Verdict::Denied) {
-        if denied.map_or(true, |best| {
-            d.retry_after_nanos() > best.retry_after_nanos()
-        }) {
+        if denied.is_none_or(|best| d.retry_after_nanos() > best.retry_after_nanos()) {
             denied = Some(d);
         }
     }

@@ -6,10 +6,14 @@
 //!   without blocking.
 //! * [`memory`] is the default [`Store`]: a sharded, compact in-memory table that
 //!   forgets idle keys lazily, with an optional cap.
+//! * `redis` (feature `redis`) runs the same steps server-side on Redis or Redis
+//!   Cluster, one script call per decision, so that many processes share limits.
 //!
 //! One limit's state (a direct limiter's) lives in a [cell](crate::cells) instead.
 
 pub mod memory;
+#[cfg(feature = "redis")]
+pub mod redis;
 pub mod store;
 
 pub use memory::MemoryStore;

@@ -237,7 +237,7 @@ impl<A: Algorithm + Clone> DynLimit for A {
     fn is_replenished_dyn(&self, state: &DynState, now: Nanos) -> bool {
         state
             .downcast_ref::<A::State>()
-            .map_or(true, |state| self.is_replenished(state, now))
+            .is_none_or(|state| self.is_replenished(state, now))
     }
 
     fn clone_dyn(&self) -> Box<dyn DynLimit> {

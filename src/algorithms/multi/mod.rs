@@ -283,7 +283,7 @@ impl Tally {
         if verdict == Verdict::Allowed {
             self.wait = self.wait.max(decision.wait_nanos());
             let remaining = decision.remaining();
-            if self.tightest.map_or(true, |(least, ..)| remaining < least) {
+            if self.tightest.is_none_or(|(least, ..)| remaining < least) {
                 self.tightest = Some((remaining, decision.limit(), index));
             }
             return;

@@ -1,0 +1,292 @@
+//! The Redis store's cost, against a `redis-server` this bench starts itself (on a
+//! free port, no persistence). For each algorithm: the server's CPU per decision
+//! (`INFO commandstats`, `usec_per_call` of `EVALSHA`), the commands clients sent
+//! per decision (must be 1: the commands a script runs inside are part of it), decisions per second from one blocking
+//! connection and from 64 concurrent async callers on one multiplexed connection.
+//! Anchors in the same run: a plain `SET`; the smallest atomic Lua step that reads
+//! `TIME`, `GET`s a key and `SET`s it with an expiry (the floor of any scripted
+//! decision); and redis-cell's `CL.THROTTLE` when `REDIS_CELL_MODULE` names a built
+//! module (the row says so and is skipped when it is unset). The sliding log and
+//! the bucketed window are also run at limits from 10 to 100,000 on a hammered key.
+//!
+//! `cargo bench --bench redis --features redis` (wall-clock figures on a loaded
+//! machine are noisy; the server's µs per call are the comparable ones).
+
+use sluicegate::algorithms::*;
+use sluicegate::stores::redis::{RedisAlgorithm, RedisOptions, RedisStore};
+use sluicegate::stores::{Step, Store};
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const CALLS: usize = 20_000;
+
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_server() -> Server {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let dir = std::env::temp_dir().join(format!("sluicegate-redis-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let mut command = Command::new("redis-server");
+    command
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no"])
+        .args(["--dir", &dir.display().to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if let Ok(module) = std::env::var("REDIS_CELL_MODULE") {
+        command.args(["--loadmodule", &module]);
+    }
+    // Owned by a Server at once, whose drop kills and reaps it on every path.
+    let server = Server {
+        child: command
+            .spawn()
+            .expect("redis-server must be installed (apt-get install -y redis-server)"),
+        url: format!("redis://127.0.0.1:{port}/"),
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let ping = redis::Client::open(server.url.as_str())
+            .and_then(|c| c.get_connection_with_timeout(Duration::from_millis(200)))
+            .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c));
+        if ping.is_ok() {
+            return server;
+        }
+        assert!(Instant::now() < deadline, "redis-server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The server's (µs per call of `command`, commands the clients sent) since the
+/// last reset. The commands a script runs inside (`GET`, `SET`, `TIME`) are part of
+/// its call, not commands of their own, so only the client-level ones count.
+fn server_stats(admin: &mut redis::Connection, command: &str) -> (f64, u64) {
+    let info: String = redis::cmd("INFO").arg("commandstats").query(admin).unwrap();
+    let stat = |name: &str, field: &str| -> Option<String> {
+        let line = info
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("cmdstat_{name}:")))?;
+        line.split(',')
+            .find_map(|f| f.strip_prefix(field))
+            .map(str::to_owned)
+    };
+    let per_call = stat(command, "usec_per_call=")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(f64::NAN);
+    let client_level: &[&str] = if command == "set" {
+        &["set"]
+    } else {
+        &["evalsha", "eval", "script|load", "cl.throttle"]
+    };
+    let sent = client_level
+        .iter()
+        .filter_map(|name| stat(name, "calls=")?.parse::<u64>().ok())
+        .sum();
+    (per_call, sent)
+}
+
+fn reset(admin: &mut redis::Connection) {
+    let () = redis::cmd("CONFIG").arg("RESETSTAT").query(admin).unwrap();
+}
+
+fn row(name: &str, usec: f64, commands: f64, blocking: f64, concurrent: Option<f64>) {
+    let concurrent = concurrent.map_or("-".to_owned(), |c| format!("{c:.0}"));
+    println!("{name:44} {usec:>8.2} {commands:>6.2} {blocking:>10.0} {concurrent:>10}");
+}
+
+fn bench<A: RedisAlgorithm + Clone>(server: &Server, name: &str, algorithm: &A) {
+    let mut admin = redis::Client::open(server.url.as_str())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let options = RedisOptions::default()
+        .prefix(format!("bench-{name}:"))
+        .unwrap();
+    let store: RedisStore<&str, A> = RedisStore::open_with(&server.url, options).unwrap();
+    let step = Step::Reserve {
+        cost: 1,
+        max_wait: 0,
+    };
+    store.apply_key(algorithm, &"hot", 0, step).unwrap(); // loads the script
+    reset(&mut admin);
+    let started = Instant::now();
+    for _ in 0..CALLS {
+        store.apply_key(algorithm, &"hot", 0, step).unwrap();
+    }
+    let blocking = CALLS as f64 / started.elapsed().as_secs_f64();
+    let (usec, commands) = server_stats(&mut admin, "evalsha");
+    // 64 concurrent async callers on the store's one multiplexed connection.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let keys: Vec<&str> = vec!["hot"];
+    let started = Instant::now();
+    runtime.block_on(async {
+        let tasks: Vec<_> = (0..64)
+            .map(|_| {
+                let store = store.clone();
+                let algorithm = algorithm.clone();
+                let keys = keys.clone();
+                tokio::spawn(async move {
+                    for _ in 0..CALLS / 64 {
+                        store.apply_async(&algorithm, &keys, 0, step).await.unwrap();
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+    });
+    let concurrent = (CALLS / 64 * 64) as f64 / started.elapsed().as_secs_f64();
+    row(
+        name,
+        usec,
+        commands as f64 / CALLS as f64,
+        blocking,
+        Some(concurrent),
+    );
+}
+
+fn anchors(server: &Server) {
+    let mut admin = redis::Client::open(server.url.as_str())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    reset(&mut admin);
+    let started = Instant::now();
+    for _ in 0..CALLS {
+        let () = redis::cmd("SET")
+            .arg("anchor")
+            .arg("1")
+            .query(&mut admin)
+            .unwrap();
+    }
+    let rate = CALLS as f64 / started.elapsed().as_secs_f64();
+    let (usec, calls) = server_stats(&mut admin, "set");
+    row("anchor: SET", usec, calls as f64 / CALLS as f64, rate, None);
+    let floor = redis::Script::new(
+        "local t = redis.call('TIME') local v = redis.call('GET', KEYS[1]) \
+         redis.call('SET', KEYS[1], t[2], 'PX', 60000) return 1",
+    );
+    let _: i64 = floor.key("floor").invoke(&mut admin).unwrap();
+    reset(&mut admin);
+    let started = Instant::now();
+    for _ in 0..CALLS {
+        let _: i64 = floor.key("floor").invoke(&mut admin).unwrap();
+    }
+    let rate = CALLS as f64 / started.elapsed().as_secs_f64();
+    let (usec, calls) = server_stats(&mut admin, "evalsha");
+    row(
+        "anchor: TIME+GET+SET script (the floor)",
+        usec,
+        calls as f64 / CALLS as f64,
+        rate,
+        None,
+    );
+    if std::env::var("REDIS_CELL_MODULE").is_err() {
+        println!("anchor: CL.THROTTLE skipped: set REDIS_CELL_MODULE to a built redis-cell module");
+        return;
+    }
+    reset(&mut admin);
+    let started = Instant::now();
+    for _ in 0..CALLS {
+        let _: Vec<i64> = redis::cmd("CL.THROTTLE")
+            .arg("cell")
+            .arg(100)
+            .arg(100)
+            .arg(60)
+            .query(&mut admin)
+            .unwrap();
+    }
+    let rate = CALLS as f64 / started.elapsed().as_secs_f64();
+    let (usec, calls) = server_stats(&mut admin, "cl.throttle");
+    row(
+        "anchor: redis-cell CL.THROTTLE",
+        usec,
+        calls as f64 / CALLS as f64,
+        rate,
+        None,
+    );
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; nothing to parse.
+    let server = start_server();
+    let s = Duration::from_secs;
+    println!(
+        "{:44} {:>8} {:>6} {:>10} {:>10}",
+        "", "µs/call", "cmds", "blocking/s", "64 async/s"
+    );
+    anchors(&server);
+    bench(
+        &server,
+        "fixed window 100/min",
+        &FixedWindow::new(100, s(60)).unwrap(),
+    );
+    bench(
+        &server,
+        "leaky bucket meter 100/min",
+        &LeakyBucket::meter(100, 100, s(60)).unwrap(),
+    );
+    bench(
+        &server,
+        "leaky bucket meter 3/s (fractional)",
+        &LeakyBucket::meter(10, 3, s(1)).unwrap(),
+    );
+    bench(
+        &server,
+        "leaky bucket queue 3/s",
+        &LeakyBucket::queue(10, 3, s(1)).unwrap(),
+    );
+    bench(
+        &server,
+        "sliding window counter 100/min",
+        &SlidingWindowCounter::new(100, s(60)).unwrap(),
+    );
+    bench(
+        &server,
+        "smooth bursty 10/s",
+        &SmoothBursty::new(10.0).unwrap(),
+    );
+    bench(
+        &server,
+        "smooth warming up 10/s",
+        &SmoothWarmingUp::new(10.0, s(2)).unwrap(),
+    );
+    for limit in [10, 1_000, 100_000] {
+        bench(
+            &server,
+            &format!("buckets {limit}/min in 1 s"),
+            &SlidingWindowBuckets::dropping(limit, s(60), s(1)).unwrap(),
+        );
+        bench(
+            &server,
+            &format!("sliding log {limit}/min"),
+            &SlidingLog::new(limit, s(60)).unwrap(),
+        );
+    }
+    bench(
+        &server,
+        "set: fixed window + sliding log",
+        &AllOf::new((
+            FixedWindow::new(100, s(60)).unwrap(),
+            SlidingLog::new(50, s(60)).unwrap(),
+        )),
+    );
+}

@@ -1,0 +1,233 @@
+//! Connections and script calls: a pool of blocking connections, one shared
+//! multiplexed async connection, and the one rule for running a script (call by
+//! digest; only `NOSCRIPT` reloads and retries) with the one rule for what a failure
+//! means ([`Applied::No`] or [`Applied::Unknown`]).
+
+use super::options::RedisOptions;
+use crate::error::{Applied, Error, StoreError};
+use parking_lot::Mutex;
+use redis::aio::MultiplexedConnection;
+use redis::cluster::{ClusterClient, ClusterConnection};
+use redis::{AsyncConnectionConfig, Client, Cmd, ConnectionLike, ErrorKind, RedisError, Script};
+use std::sync::Arc;
+
+/// Where connections come from.
+pub(super) enum Backend {
+    /// One server (plain or TLS, as the client's URL says).
+    Single(Client),
+    /// A Redis Cluster, built with no retries of its own (see [`cluster_client`]).
+    Cluster(Box<ClusterClient>),
+}
+
+/// A blocking connection of either kind.
+enum Blocking {
+    Single(redis::Connection),
+    Cluster(Box<ClusterConnection>),
+}
+
+impl Blocking {
+    fn as_dyn(&mut self) -> &mut dyn ConnectionLike {
+        match self {
+            Blocking::Single(conn) => conn,
+            Blocking::Cluster(conn) => &mut **conn,
+        }
+    }
+}
+
+/// An async connection of either kind; cloning shares it (both multiplex).
+#[derive(Clone)]
+enum Multiplexed {
+    Single(MultiplexedConnection),
+    Cluster(redis::cluster_async::ClusterConnection),
+}
+
+/// Builds a cluster client that never retries a command by itself: a retry after a
+/// dropped connection or a timeout could count a call twice. (A redirect is then
+/// an error too, [`Applied::No`]: the node refused the call without running it.)
+pub(super) fn cluster_client<I: redis::IntoConnectionInfo>(
+    nodes: impl IntoIterator<Item = I>,
+    options: &RedisOptions,
+) -> Result<ClusterClient, Error> {
+    ClusterClient::builder(nodes)
+        .retries(0)
+        .connection_timeout(options.connect_timeout)
+        .response_timeout(options.response_timeout)
+        .build()
+        .map_err(|e| failure(Applied::No, e))
+}
+
+/// The connections of one store.
+pub(super) struct Connections {
+    backend: Backend,
+    options: RedisOptions,
+    /// Idle blocking connections. A call takes one (or opens one) and puts it back
+    /// only if it ended cleanly: a connection whose reply may still be in flight is
+    /// dropped, so no later call can read a stale reply.
+    idle: Mutex<Vec<Blocking>>,
+    /// The shared async connection, opened by the first async call and dropped after
+    /// an I/O failure so the next call opens a fresh one.
+    multiplexed: tokio::sync::Mutex<Option<Multiplexed>>,
+}
+
+pub(super) fn failure(applied: Applied, source: RedisError) -> Error {
+    Error::Store(StoreError::new("redis", applied, source))
+}
+
+/// What a failed call means: a server's error reply (a script error, `NOSCRIPT`
+/// after a reload, a Cluster redirect) means the step did not run; a refused
+/// connection means it was never sent; anything else after sending (a timeout, a
+/// dropped connection, an unreadable reply) may have run.
+fn applied_of(error: &RedisError) -> Applied {
+    match error.kind() {
+        ErrorKind::Server(_) | ErrorKind::Extension => Applied::No,
+        _ if error.is_connection_refusal() => Applied::No,
+        _ => Applied::Unknown,
+    }
+}
+
+/// `EVALSHA` of `script` with `keys` and `args`.
+fn evalsha(script: &Script, keys: &[String], args: &[String]) -> Cmd {
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(script.get_hash())
+        .arg(keys.len())
+        .arg(keys)
+        .arg(args);
+    cmd
+}
+
+fn is_noscript(error: &RedisError) -> bool {
+    error.kind() == ErrorKind::Server(redis::ServerErrorKind::NoScript)
+}
+
+impl Connections {
+    pub(super) fn new(backend: Backend, options: RedisOptions) -> Self {
+        Connections {
+            backend,
+            options,
+            idle: Mutex::new(Vec::new()),
+            multiplexed: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    fn open_blocking(&self) -> Result<Blocking, RedisError> {
+        let timeout = Some(self.options.response_timeout);
+        match &self.backend {
+            Backend::Single(client) => {
+                let conn = client.get_connection_with_timeout(self.options.connect_timeout)?;
+                conn.set_read_timeout(timeout)?;
+                conn.set_write_timeout(timeout)?;
+                Ok(Blocking::Single(conn))
+            }
+            Backend::Cluster(client) => {
+                let conn = client.get_connection()?;
+                conn.set_read_timeout(timeout)?;
+                conn.set_write_timeout(timeout)?;
+                Ok(Blocking::Cluster(Box::new(conn)))
+            }
+        }
+    }
+
+    /// Runs `script` on a blocking connection: by digest, loading it and trying once
+    /// more only on an explicit `NOSCRIPT`.
+    pub(super) fn run_blocking(
+        &self,
+        script: &Script,
+        keys: &[String],
+        args: &[String],
+    ) -> Result<Vec<i64>, Error> {
+        let taken = self.idle.lock().pop();
+        let mut conn = match taken {
+            Some(conn) => conn,
+            // Not connected: nothing was sent.
+            None => self.open_blocking().map_err(|e| failure(Applied::No, e))?,
+        };
+        let cmd = evalsha(script, keys, args);
+        let result = match cmd.query::<Vec<i64>>(conn.as_dyn()) {
+            Err(e) if is_noscript(&e) => script
+                .load(conn.as_dyn())
+                .and_then(|_| cmd.query::<Vec<i64>>(conn.as_dyn())),
+            other => other,
+        };
+        match result {
+            Ok(reply) => {
+                self.idle.lock().push(conn);
+                Ok(reply)
+            }
+            Err(e) => {
+                let applied = applied_of(&e);
+                if applied == Applied::No && e.kind() != ErrorKind::Io {
+                    // The server answered: the connection is in step.
+                    self.idle.lock().push(conn);
+                }
+                Err(failure(applied, e))
+            }
+        }
+    }
+
+    async fn multiplexed(&self) -> Result<Multiplexed, RedisError> {
+        let mut slot = self.multiplexed.lock().await;
+        if let Some(conn) = slot.as_ref() {
+            return Ok(conn.clone());
+        }
+        let conn = match &self.backend {
+            Backend::Single(client) => {
+                let config = AsyncConnectionConfig::new()
+                    .set_connection_timeout(Some(self.options.connect_timeout))
+                    .set_response_timeout(Some(self.options.response_timeout));
+                Multiplexed::Single(
+                    client
+                        .get_multiplexed_async_connection_with_config(&config)
+                        .await?,
+                )
+            }
+            Backend::Cluster(client) => Multiplexed::Cluster(client.get_async_connection().await?),
+        };
+        *slot = Some(conn.clone());
+        Ok(conn)
+    }
+
+    /// [`run_blocking`](Connections::run_blocking) on the shared async connection.
+    pub(super) async fn run_async(
+        self: Arc<Self>,
+        script: &'static Script,
+        keys: Vec<String>,
+        args: Vec<String>,
+    ) -> Result<Vec<i64>, Error> {
+        let mut conn = self
+            .multiplexed()
+            .await
+            .map_err(|e| failure(Applied::No, e))?;
+        let cmd = evalsha(script, &keys, &args);
+        let result = match query_async(&cmd, &mut conn).await {
+            Err(e) if is_noscript(&e) => match load_async(script, &mut conn).await {
+                Ok(()) => query_async(&cmd, &mut conn).await,
+                Err(e) => Err(e),
+            },
+            other => other,
+        };
+        result.map_err(|e| {
+            let applied = applied_of(&e);
+            if applied == Applied::Unknown || e.kind() == ErrorKind::Io {
+                // Open a fresh connection for the next call: this one may be dead.
+                if let Ok(mut slot) = self.multiplexed.try_lock() {
+                    *slot = None;
+                }
+            }
+            failure(applied, e)
+        })
+    }
+}
+
+async fn query_async(cmd: &Cmd, conn: &mut Multiplexed) -> Result<Vec<i64>, RedisError> {
+    match conn {
+        Multiplexed::Single(conn) => cmd.query_async(conn).await,
+        Multiplexed::Cluster(conn) => cmd.query_async(conn).await,
+    }
+}
+
+async fn load_async(script: &Script, conn: &mut Multiplexed) -> Result<(), RedisError> {
+    match conn {
+        Multiplexed::Single(conn) => script.load_async(conn).await.map(drop),
+        Multiplexed::Cluster(conn) => script.load_async(conn).await.map(drop),
+    }
+}

@@ -1,0 +1,155 @@
+//! Server key names: `<prefix>{k<escaped identity>}:<algorithm>`.
+//!
+//! Redis Cluster places a key by the text between its first `{` and the first `}`
+//! after it (the *hash tag*). The identity (a key's rendered text) goes inside the
+//! tag with its `}` escaped, so:
+//!
+//! * the tag is always the whole identity, whatever it contains: a `}` in the text
+//!   cannot end the tag early and a `{` inside a tag is plain text to Redis;
+//! * the escaping is injective (`\` → `\\`, `}` → `\]`): two identities that differ
+//!   give different key names, so no key can read or write another's state;
+//! * the tag is never empty (the leading `k`): Redis hashes the *whole* key name when
+//!   the tag is `{}`, which would put one identity's states on different slots;
+//! * the prefix may not contain a brace, so it cannot open a tag of its own.
+//!
+//! Escaping keeps key names readable in `MONITOR` and `SCAN` (hex would double every
+//! key's length). All states of one identity (one per algorithm) share its tag, so a
+//! multi-limit call for one identity always runs on one Cluster slot.
+//!
+//! A store configured with a [shared tag](super::RedisOptions::shared_tag) puts the
+//! identity outside the tag instead (`<prefix>{<tag>}k<escaped identity>:<algorithm>`):
+//! every key of that store is on one slot, so multi-key calls work on Cluster too.
+
+use crate::error::Error;
+
+/// Appends `identity`, escaped so that it contains no `}` and decodes uniquely.
+fn escape_into(identity: &str, out: &mut String) {
+    out.reserve(identity.len() + 1);
+    out.push('k');
+    for c in identity.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '}' => out.push_str("\\]"),
+            c => out.push(c),
+        }
+    }
+}
+
+/// Checks a namespace prefix or shared tag: no braces, which would open or close a
+/// hash tag of their own.
+pub(super) fn check_part(what: &'static str, text: &str) -> Result<(), Error> {
+    if text.contains(['{', '}']) {
+        return Err(Error::InvalidKeys {
+            why: if what == "prefix" {
+                "a Redis key prefix may not contain '{' or '}' (it would change the hash tag)"
+            } else {
+                "a shared hash tag may not contain '{' or '}'"
+            },
+            help: "choose a prefix or tag without braces",
+        });
+    }
+    Ok(())
+}
+
+/// Builds the server key of `identity` for the algorithm named `algorithm`.
+pub(super) fn server_key(
+    prefix: &str,
+    shared_tag: Option<&str>,
+    identity: &str,
+    algorithm: &str,
+) -> String {
+    let mut key = String::with_capacity(prefix.len() + identity.len() + algorithm.len() + 8);
+    key.push_str(prefix);
+    match shared_tag {
+        None => {
+            key.push('{');
+            escape_into(identity, &mut key);
+            key.push('}');
+        }
+        Some(tag) => {
+            key.push('{');
+            key.push_str(tag);
+            key.push('}');
+            escape_into(identity, &mut key);
+        }
+    }
+    key.push(':');
+    key.push_str(algorithm);
+    key
+}
+
+/// Refuses a multi-key call whose keys fall in different Cluster slots.
+pub(super) fn check_one_slot(keys: &[String]) -> Result<(), Error> {
+    use redis::cluster_routing::Slot;
+    let Some(first) = keys.first() else {
+        return Ok(());
+    };
+    let slot = Slot::for_key(first);
+    if keys.iter().all(|key| Slot::for_key(key) == slot) {
+        return Ok(());
+    }
+    Err(Error::InvalidKeys {
+        why: "the keys of this call fall in different Redis Cluster hash slots, and one \
+              atomic script can touch only one slot",
+        help: "give the store a shared hash tag (RedisOptions::shared_tag) so that the keys \
+               that are limited together share a slot, or make one call per key",
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redis::cluster_routing::Slot;
+
+    #[test]
+    fn hostile_identities_stay_inside_their_own_tag() {
+        let hostile = [
+            "",
+            "}",
+            "{",
+            "{}",
+            "a}b",
+            "a\\]b",
+            "a}b\\",
+            "\\",
+            "\\\\]",
+            "x:y z",
+            "\u{0}\u{1}\u{ff}",
+        ];
+        let keys: Vec<String> = hostile
+            .iter()
+            .map(|id| server_key("rl:", None, id, "fw"))
+            .collect();
+        for (i, a) in keys.iter().enumerate() {
+            // The tag Redis sees is exactly the escaped identity.
+            let open = a.find('{').unwrap();
+            let close = open + a[open..].find('}').unwrap();
+            assert_eq!(&a[close..], "}:fw", "{a}");
+            for b in &keys[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        // Every state of one identity shares a slot.
+        let id = "user:{42}";
+        assert_eq!(
+            Slot::for_key(server_key("rl:", None, id, "fw")),
+            Slot::for_key(server_key("rl:", None, id, "lb"))
+        );
+    }
+
+    #[test]
+    fn a_shared_tag_puts_every_identity_on_one_slot() {
+        let a = server_key("rl:", Some("shop"), "alice", "fw");
+        let b = server_key("rl:", Some("shop"), "bob}", "fw");
+        assert!(check_one_slot(&[a.clone(), b]).is_ok());
+        let c = server_key("rl:", None, "alice", "fw");
+        let d = server_key("rl:", None, "bob", "fw");
+        assert!(matches!(
+            check_one_slot(&[c, d]),
+            Err(Error::InvalidKeys { .. })
+        ));
+        assert!(check_part("prefix", "a{b").is_err());
+        assert!(check_part("prefix", "rl:").is_ok());
+        assert_ne!(a, server_key("rl:", Some("shop"), "alice", "lb"));
+    }
+}

@@ -1,0 +1,75 @@
+//! [`LeakyBucket`] on the server: `lua/leaky_bucket.lua`, over the exact-integer
+//! limbs of `lua/exact.lua`.
+//!
+//! The Rust bucket counts *ticks* (a tick is the interval split into `K = ⌈interval⌉`
+//! parts, just under a nanosecond when the interval is fractional) in a `u64`
+//! since its clock's origin, and reads `now` with a 128-bit product and quotient. The
+//! server's `TIME` since 1970 is about 1.7 × 10¹⁸ ns, far beyond a double's 2⁵³, so
+//! the script keeps the theoretical arrival time and every absolute tick count as
+//! limb arrays and transcribes each step of the Rust code (`read`, `until`, the
+//! reserve) operation for operation. Only quantities bounded by the bucket's span
+//! (`capacity × K` ticks, required below 2⁵³, i.e. about 104 days of burst) are
+//! plain doubles.
+
+use super::algorithm::{exact_count, RedisAlgorithm, EXACT};
+use crate::algorithms::{LeakyBucket, LeakyMode};
+use crate::error::Error;
+use redis::Script;
+use std::sync::OnceLock;
+
+const SOURCE: &str = concat!(
+    include_str!("lua/prelude.lua"),
+    include_str!("lua/exact.lua"),
+    include_str!("lua/leaky_bucket.lua"),
+    "local ALG = make_leaky_bucket(CONFIG)\n",
+    include_str!("lua/driver.lua"),
+);
+
+/// A `u64` as three base-2²⁴ limbs, least significant first.
+fn limbs(value: u64, args: &mut Vec<String>) {
+    for shift in [0, 24, 48] {
+        args.push(((value >> shift) & 0xff_ffff).to_string());
+    }
+}
+
+impl RedisAlgorithm for LeakyBucket {
+    const NAME: &'static str = "lb";
+    const KIND: u8 = 2;
+    const CANCEL_RESTORES: bool = true;
+    const CANCEL_ON_SERVER: bool = true;
+
+    fn script() -> &'static Script {
+        static SCRIPT: OnceLock<Script> = OnceLock::new();
+        SCRIPT.get_or_init(|| Script::new(SOURCE))
+    }
+
+    fn config_args(&self, args: &mut Vec<String>) -> Result<(), Error> {
+        // The tick arithmetic of the Rust bucket (`Ticks`), from its public reduced
+        // interval `period / count`.
+        let (period, count) = self.interval();
+        let per_permit = period.div_ceil(count);
+        let (num, den) = if count == 1 {
+            (1, 1)
+        } else {
+            (count * per_permit, period)
+        };
+        let span = per_permit
+            .checked_mul(self.capacity())
+            .filter(|&span| span < EXACT);
+        if span.is_none() {
+            return Err(Error::InvalidCount {
+                what: "capacity",
+                value: self.capacity(),
+                requirement: "small enough that capacity x interval is below 2^53 ns (about 104 \
+                              days of burst) for the Redis store",
+            });
+        }
+        args.push(exact_count("ticks per permit", per_permit)?.to_string());
+        args.push(self.capacity().to_string());
+        args.push((num - den).to_string());
+        limbs(num, args);
+        limbs(den, args);
+        args.push(u8::from(self.mode() == LeakyMode::Queue).to_string());
+        Ok(())
+    }
+}

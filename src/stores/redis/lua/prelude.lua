@@ -1,0 +1,86 @@
+-- sluicegate: the prelude every step script starts with (see src/stores/redis/mod.rs).
+-- ARGV: 1 step ('r' reserve, 'p' peek), 2 now in us ('' = server TIME), 3 cost,
+-- 4 max wait in whole us (-1: for ever), 5 expiry grace in ms, 6 n = number of config words,
+-- 7..6+n the algorithm's configuration. Every number is an integer below 2^53, so
+-- a Lua double holds it exactly, except the cost (read as the nearest double, as
+-- Rust's `cost as f64`) and f64 configuration words (sent in shortest round-trip
+-- decimal, which tonumber reads back to the same double).
+local STEP = ARGV[1]
+local NOW
+local SERVER_TIME = ARGV[2] == ''
+if SERVER_TIME then
+  local t = redis.call('TIME')
+  NOW = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  NOW = tonumber(ARGV[2])
+end
+local COST = tonumber(ARGV[3])
+-- A peek is a reserve that accepts no wait; -1 is for ever.
+local MAX_WAIT = tonumber(ARGV[4])
+if STEP == 'p' then MAX_WAIT = 0 end
+-- A peek on one identity is the algorithm's peek (the driver sets it); on several,
+-- the memory store runs zero-wait reserves on copies. Only a set answers the two
+-- differently (a reserve marks its grant with the set's serial).
+local PURE_PEEK = false
+local GRACE_MS = tonumber(ARGV[5])
+local CONFIG = {}
+for i = 1, tonumber(ARGV[6]) do CONFIG[i] = tonumber(ARGV[6 + i]) end
+
+-- Exact integer text for a double holding an integer (tostring keeps 14 digits).
+local function int(x) return string.format('%.0f', x) end
+
+-- floor(a / b) for integers 0 <= a, 0 < b below 2^53: fmod is exact, so is the rest.
+local function div(a, b)
+  local r = math.fmod(a, b)
+  return (a - r) / b, r
+end
+
+-- A decision, 16 integers: 1 verdict (0 allowed, 1 denied, 2 never); 2-3 wait,
+-- 4-5 retry_after, 6-7 reset_after, each as whole microseconds and a sub-microsecond
+-- remainder in ns (-1 us: u64::MAX ns); 8 remaining, 9 limit (-1: u64::MAX); 10 the
+-- deciding limit's index; 11-12 the grant's mark, 13-14 its charge and 15-16 the
+-- bits of its stored-permits f64, each as high and low 32-bit halves.
+local function decision(verdict, limit, remaining, wait, retry, reset)
+  return {verdict, wait, 0, retry, 0, reset, 0, remaining, limit, 0, 0, 0, 0, 0, 0, 0}
+end
+
+-- The high and low 32-bit halves of an integer double in [0, 2^64).
+local function split32(x)
+  local hi = math.floor(x / 4294967296)
+  return hi, x - hi * 4294967296
+end
+
+-- load(key) -> state, held and save(key, state, ms) (ms nil: no expiry) for a state
+-- kept as one string: GET and SET ... PX.
+local function string_state(decode, encode)
+  local function load(key)
+    local raw = redis.call('GET', key)
+    return decode(raw), raw ~= false
+  end
+  local function save(key, state, ms)
+    if ms == 'keep' then
+      redis.call('SET', key, encode(state), 'KEEPTTL')
+    elseif ms then
+      redis.call('SET', key, encode(state), 'PX', int(ms))
+    else
+      redis.call('SET', key, encode(state))
+    end
+  end
+  return load, save
+end
+
+-- An algorithm as the driver (and a set) uses it: load(keys) -> state, held;
+-- save(keys, state, ms) (ms: nil for no expiry, 'keep' to keep the key's); drop(keys);
+-- reserve(state, now, cost) -> decision, new state or nil; cancel(state, now, grant,
+-- acts_at) -> new state or nil, for the algorithms whose cancel gives permits back;
+-- nkeys, the server keys of one identity. A single algorithm has one key.
+local function single(load, save, reserve, cancel)
+  return {
+    cancel = cancel,
+    nkeys = 1,
+    load = function(keys) return load(keys[1]) end,
+    save = function(keys, state, ms) save(keys[1], state, ms) end,
+    drop = function(keys) redis.call('DEL', keys[1]) end,
+    reserve = reserve,
+  }
+end

@@ -1,0 +1,157 @@
+-- The sliding window counter (src/algorithms/sliding_window_counter.rs), at whole
+-- microseconds. C: 1 window length (us), 2 limit, 3 floor rounding (1) or exact
+-- (0), 4 counting attempts (1) or admitted (0), 5 count bits B (the Rust state word
+-- keeps counts in B bits and the window index in 64 - 2B, modulo 2^(64 - 2B): the
+-- script keeps the same modular index so that even an index that wrapped decides
+-- the same), 6 exact index (1: the index field holds every window of the clock).
+-- State: "index previous current". Durations are exact ns limb arrays.
+local function make_sliding_window_counter(C)
+  local LEN, LIMIT = C[1], C[2]
+  local FLOOR, ATTEMPTS = C[3] == 1, C[4] == 1
+  local B, EXACT_INDEX = C[5], C[6] == 1
+  local KBITS = 64 - 2 * B
+  local SAT = 2 ^ B - 1
+  local LEN_NS = mul(bn(LEN), {1000})
+
+  local function decode(raw)
+    if not raw then return {0, 0, 0} end
+    local i, p, c = string.match(raw, '^(%d+) (%d+) (%d+)$')
+    return {tonumber(i), tonumber(p), tonumber(c)}
+  end
+
+  local function encode(s)
+    return int(s[1]) .. ' ' .. int(s[2]) .. ' ' .. int(s[3])
+  end
+
+  -- The index as the state word keeps it (mod 2^KBITS; indexes are below 2^53).
+  local function masked(index)
+    if KBITS >= 53 then return index end
+    return math.fmod(index, 2 ^ KBITS)
+  end
+
+  local function fresh(now)
+    local now_index = div(now, LEN)
+    return {index = masked(now_index), prev = 0, cur = 0, elapsed = now - now_index * LEN, behind = {0}}
+  end
+
+  local function view(s, now)
+    local index, prev, cur = s[1], s[2], s[3]
+    local function stored(elapsed, behind)
+      return {index = index, prev = prev, cur = cur, elapsed = elapsed, behind = behind}
+    end
+    local now_index, distance
+    if EXACT_INDEX then
+      local start = index * LEN
+      if now >= start and now - start < LEN then return stored(now - start, {0}) end
+      if now < start then
+        if prev + cur == 0 then return fresh(now) end
+        return stored(0, ns(start - now))
+      end
+      now_index = div(now, LEN)
+      distance = now_index - index
+    else
+      now_index = div(now, LEN)
+      local back
+      if KBITS >= 54 then
+        -- Every index is below 2^53 <= half the modulus: a smaller now is backwards.
+        distance = now_index - index
+        if distance < 0 then back = index - now_index end
+      else
+        distance = masked(now_index) - index
+        if distance < 0 then distance = distance + 2 ^ KBITS end
+        if distance > 2 ^ (KBITS - 1) - 1 then back = 2 ^ KBITS - distance end
+      end
+      if back then
+        if prev + cur == 0 then return fresh(now) end
+        local start = mul(add(bn(now_index), bn(back)), LEN_NS)
+        return stored(0, subsat(start, ns(now)))
+      end
+    end
+    if distance == 1 then
+      prev, cur = cur, 0
+    elseif distance > 1 then
+      prev, cur = 0, 0
+    end
+    return {index = masked(now_index), prev = prev, cur = cur, elapsed = now - now_index * LEN, behind = {0}}
+  end
+
+  -- The previous window's count weighted by its unelapsed part, rounded as configured.
+  local function weighted(prev, elapsed)
+    if prev == 0 then return 0 end
+    local rest = LEN - elapsed
+    local q, r
+    if prev * rest < 9007199254740992 then
+      q, r = div(prev * rest, LEN)
+    else
+      local qb, rb = divmod(mul(bn(prev), bn(rest)), bn(LEN))
+      q, r = num(qb), num(rb)
+    end
+    if not FLOOR and r > 0 then q = q + 1 end
+    return q
+  end
+
+  -- The first point (ns into a window) at which `prev` weighted fits in `room`, or nil.
+  local function first_fit(prev, room)
+    if prev <= room then return {0} end
+    if room == 0 and not FLOOR then return nil end
+    local allowance
+    if FLOOR then
+      allowance = sub(mul(bn(room + 1), LEN_NS), {1})
+    else
+      allowance = mul(bn(room), LEN_NS)
+    end
+    local span = divmod(allowance, bn(prev))
+    local first = subsat(LEN_NS, span)
+    if cmp(first, LEN_NS) < 0 then return first end
+    return nil
+  end
+
+  local function retry_after(v, cost)
+    local used = v.cur + cost
+    if used <= LIMIT then
+      local first = first_fit(v.prev, LIMIT - used)
+      if first then return subsat(first, ns(v.elapsed)) end
+    end
+    local to_next = ns(LEN - v.elapsed)
+    local first = first_fit(v.cur, LIMIT - cost)
+    if first then return add(to_next, first) end
+    return add(to_next, LEN_NS)
+  end
+
+  local function reset_after(v)
+    local to_next = ns(LEN - v.elapsed)
+    if v.cur > 0 then return add(to_next, LEN_NS) end
+    if v.prev > 0 then return to_next end
+    return {0}
+  end
+
+  local function counter(verdict, remaining, retry, reset)
+    local d = decision(verdict, LIMIT, remaining, 0, 0, 0)
+    d[4], d[5] = us_ns(retry)
+    d[6], d[7] = us_ns(reset)
+    return d
+  end
+
+  local load, save = string_state(decode, encode)
+
+  local function reserve(s, now, cost)
+    local v = view(s, now)
+    local used = weighted(v.prev, v.elapsed) + v.cur
+    local remaining = math.max(LIMIT - used, 0)
+    if cost > LIMIT then
+      return counter(2, remaining, {0}, add(reset_after(v), v.behind)), nil
+    end
+    if used + cost > LIMIT then
+      local changed = nil
+      if ATTEMPTS then
+        v.cur = math.min(v.cur + cost, SAT)
+        changed = {v.index, v.prev, v.cur}
+      end
+      local retry = add(retry_after(v, cost), v.behind)
+      return counter(1, remaining, retry, add(reset_after(v), v.behind)), changed
+    end
+    v.cur = v.cur + cost
+    return counter(0, remaining - cost, {0}, add(reset_after(v), v.behind)), {v.index, v.prev, v.cur}
+  end
+  return single(load, save, reserve)
+end

@@ -1,0 +1,99 @@
+-- Guava's SmoothBursty (src/algorithms/smooth_bursty.rs): one instant T, the time
+-- the bucket would have been empty, in i64 ns since the clock's origin (an exact
+-- limb array: today's time is 1.7e18 ns). The f64 parts (a cost's charge, the
+-- stored permits) are the Rust formulas operation for operation on the same
+-- doubles. C: 1 interval in ns (f64), 2 max burst in ns (integer below 2^53), 3 max
+-- permits (f64, below 2^53), 4 limit (-1: unlimited), 5 unlimited rate (1) or not.
+-- T is an i64 and a cancel can take it below zero (near the clock's origin), so it
+-- is kept offset by 2^63, as an unsigned limb array: T + 2^63 in [0, 2^64). The
+-- i64 operations map one to one (i64::MAX is u64::MAX; saturating at the bounds
+-- is saturating at 0 and u64::MAX; T's i64 bits are the offset value's, top bit
+-- flipped). State: the offset T's limbs "l0 l1 l2".
+local function make_smooth_bursty(C)
+  local INTERVAL, BURST, MAX_PERMITS, LIMIT = C[1], C[2], C[3], C[4]
+  local UNLIMITED = C[5] == 1
+  local BURST_BN = bn(BURST)
+  local OFFSET = {0, 0, 32768}
+
+  -- Offset a + b, saturating at u64::MAX (Rust's saturating i64 addition).
+  local function add_sat(a, b)
+    local s = add(a, b)
+    if cmp(s, U64_MAX) > 0 then return U64_MAX end
+    return s
+  end
+
+  -- The i64 bits of an offset value: its u64 bits with the top bit flipped.
+  local function i64_halves(a)
+    local hi, lo = halves(a)
+    return math.fmod(hi + 2147483648, 4294967296), lo
+  end
+
+  local function decode(raw)
+    if not raw then return OFFSET end
+    local l0, l1, l2 = string.match(raw, '^(%d+) (%d+) (%d+)$')
+    return limbs(tonumber(l0), tonumber(l1), tonumber(l2))
+  end
+
+  local function encode(t)
+    return int(t[1] or 0) .. ' ' .. int(t[2] or 0) .. ' ' .. int(t[3] or 0)
+  end
+
+  local function bursty(verdict, remaining, wait, retry, reset)
+    local d = decision(verdict, LIMIT, remaining, 0, 0, 0)
+    d[2], d[3] = us_ns(wait)
+    d[4], d[5] = us_ns(retry)
+    d[6], d[7] = us_ns(reset)
+    return d
+  end
+
+  local load, save = string_state(decode, encode)
+
+  local function reserve(tat, now, cost)
+    local now_ns = add(ns(now), OFFSET)
+    -- Resync: T <- max(T, now - burst).
+    tat = maxbn(tat, sub(now_ns, BURST_BN))
+    if cmp(tat, U64_MAX) == 0 then
+      local d = decision(2, LIMIT, 0, 0, 0, 0)
+      d[6] = -1
+      return d, nil
+    end
+    local wait = subsat(tat, now_ns)
+    if too_long(wait) then
+      return bursty(1, 0, {0}, wait, subsat(add_sat(tat, BURST_BN), now_ns)), nil
+    end
+    -- (cost as f64 * interval) as i64: truncated, saturating.
+    local c = cost * INTERVAL
+    local charge
+    if c >= 2 ^ 63 then charge = I64_MAX else charge = bn(math.floor(c)) end
+    local next = add_sat(tat, charge)
+    local reset = subsat(add_sat(next, BURST_BN), now_ns)
+    local remaining = -1
+    if not UNLIMITED then
+      -- Stored permits: (now - next) / interval, at most max permits, truncated.
+      local stored = num(subsat(now_ns, next)) / INTERVAL
+      remaining = math.floor(math.min(stored, MAX_PERMITS))
+    end
+    local d = bursty(0, remaining, wait, {0}, reset)
+    d[11], d[12] = i64_halves(next)
+    d[13], d[14] = halves(charge)
+    return d, next
+  end
+
+  -- The Rust cancel: give back the charge minus what later grants reserved behind
+  -- it, never below now - burst.
+  local function cancel(tat, now, grant, acts_at)
+    local now_ns = ns(now)
+    if UNLIMITED or acts_at == nil or cmp(acts_at, now_ns) < 0 or not grant.allowed then
+      return nil
+    end
+    -- The mark is T's i64 bits: offset, it is the same word with the top bit flipped.
+    local hi, lo = grant.mark_halves[1], grant.mark_halves[2]
+    local mark = from_halves(math.fmod(hi + 2147483648, 4294967296), lo)
+    local restore = subsat(grant.charge, subsat(tat, mark))
+    if (#restore == 1 and restore[1] == 0) or cmp(tat, U64_MAX) == 0 then return nil end
+    local restored = subsat(tat, minbn(restore, I64_MAX))
+    return maxbn(restored, sub(add(now_ns, OFFSET), BURST_BN))
+  end
+
+  return single(load, save, reserve, cancel)
+end

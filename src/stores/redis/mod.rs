@@ -1,0 +1,560 @@
+//! The Redis store (feature `redis`): keyed limits shared by every process that
+//! talks to one Redis or Redis Cluster, each decision one script call, one round
+//! trip, whatever the number of keys.
+//!
+//! ```no_run
+//! use sluicegate::algorithms::FixedWindow;
+//! use sluicegate::stores::redis::RedisStore;
+//! use sluicegate::KeyedRateLimiter;
+//! use std::time::Duration;
+//! let window = FixedWindow::new(100, Duration::from_secs(60)).unwrap();
+//! let store = RedisStore::open("redis://127.0.0.1/").unwrap();
+//! let limiter = KeyedRateLimiter::with_store(window, store, sluicegate::DefaultClock::new());
+//! let decision = limiter.check(&"alice", 1)?; // one round trip
+//! println!("allowed: {}, remaining: {}", decision.is_allowed(), decision.remaining());
+//! # Ok::<(), sluicegate::Error>(())
+//! ```
+//!
+//! # The model
+//!
+//! [`RedisStore`] implements the [store contract](super::store) by running each
+//! algorithm's step *on the server*, in a Lua script ([`RedisAlgorithm`] names the
+//! script and turns the configuration into its arguments). A call is one `EVALSHA`:
+//!
+//! ```text
+//!   KEYS  the server keys of each key of the call, in order (one per key; a set:
+//!         its serial key, then its members' keys)
+//!   ARGV  step ('r' reserve, 'p' peek, 'c' cancel) · now in µs ('' = the server's
+//!         TIME) · cost · max wait in µs (-1: for ever) · expiry grace in ms · n ·
+//!         n configuration words [· a cancel's grants]
+//!   reply 16 integers per key: verdict · wait, retry_after, reset_after (each as µs
+//!         and a ns remainder) · remaining · limit · limit index · the grant's mark,
+//!         charge and stored permits (each as two 32-bit halves)
+//! ```
+//!
+//! Every script is a shared prelude (arguments, time), the algorithm's step as a
+//! factory (`lua/<algorithm>.lua`: `make_<name>(config)` returns its `load`,
+//! `save` and `reserve`, and `cancel` where it gives permits back) and a shared
+//! driver (`lua/driver.lua`): it reads each key once, steps the keys in order (a
+//! repeated key again on its updated copy), and only if every key allowed the call
+//! writes every changed state, with an expiry equal to the key's `reset_after` (a
+//! state that has fully replenished is deleted instead). A refused call writes
+//! nothing; a peek writes and creates nothing. This is the in-memory store's
+//! multi-key rule, written once for all.
+//!
+//! | algorithm | server state per key | server work per call |
+//! |---|---|---|
+//! | [`FixedWindow`](crate::algorithms::FixedWindow), [`SlidingWindowCounter`](crate::algorithms::SlidingWindowCounter) | a string of integers | `GET`, `SET … PX` on a grant |
+//! | [`LeakyBucket`](crate::algorithms::LeakyBucket), [`SmoothBursty`](crate::algorithms::SmoothBursty), [`SmoothWarmingUp`](crate::algorithms::SmoothWarmingUp) | a string: exact limbs (and an f64's bits) | the same, plus limb arithmetic in Lua |
+//! | [`SlidingWindowBuckets`](crate::algorithms::SlidingWindowBuckets) | a hash: header and non-empty ring slots | `HMGET` and one or two `HGET`s; a grant writes the changed slots; long gaps and refusals read the non-empty slots (`HGETALL`) |
+//! | [`SlidingLog`](crate::algorithms::SlidingLog) | a hash: header and ring slots | `HMGET` and one `HGET`; a full log adds a binary search (`O(log limit)` `HGET`s); a grant writes the header and one slot |
+//! | [`AllOf`](crate::algorithms::AllOf) of any of these (nested too) | a serial key and each member's own keys | the members' work, in the same script call |
+//!
+//! [`Limits`](crate::algorithms::Limits) (members chosen at run time) is not
+//! supported yet: its members are type-erased, and the store cannot learn their
+//! configurations without a hook in [`DynLimit`](crate::algorithms::DynLimit).
+//!
+//! # Cancel
+//!
+//! A cancel ([`Step::Cancel`]) of an algorithm whose grants act at once restores
+//! nothing and costs no round trip. The leaky bucket, Guava's two limiters and sets
+//! cancel on the server, by the Rust rules (Go's rule; a set cancels only its last
+//! grant, once, through its members). The time to act is sent relative to now, so
+//! it means the same at the server's time; there a set identifies its last grant by
+//! its serial alone, since the caller's time to act cannot reproduce the recorded
+//! one to the nanosecond.
+//!
+//! # Exactness: what differs from memory
+//!
+//! Lua numbers are IEEE doubles, exact only for integers below 2⁵³, while the Rust
+//! steps count `u64` nanoseconds (2⁵³ ns is only 104 days since an origin; the
+//! server's `TIME` since 1970 is 1.7 × 10¹⁸ ns). So the server counts time in
+//! whole **microseconds** (2⁵³ µs is 285 years), and:
+//!
+//! * every number a script computes stays an integer below 2⁵³: absolute times in
+//!   µs, differences and counts bounded by the configuration; configurations that
+//!   would break this are refused with a typed error before anything is sent
+//!   (durations that are not whole microseconds, counts from 2⁵³ up);
+//! * durations come back as whole µs plus a ns remainder, so a decision whose Rust
+//!   value is not a whole µs is still returned exactly;
+//! * with [`TimeSource::Caller`], `now` is rounded down to a whole microsecond and
+//!   `max_wait` too. Driven with whole-microsecond times and waits, every decision is
+//!   identical, field by field, to the in-memory store's (the differential tests
+//!   check this on random traces); with other times the server's answer is the one
+//!   for the microsecond below.
+//! * Forgetting differs, as the store contract allows: the memory store forgets a
+//!   key once it is replenished at the latest time it has seen; Redis expires a key
+//!   by *its own* clock, `reset_after` (plus [`RedisOptions::expiry_grace`]) after
+//!   the last write. Both are invisible while time runs forward, with two
+//!   exceptions that only a virtual caller's clock can produce: a call that steps
+//!   back in time (memory may find fresh a key it forgot at a later time, Redis
+//!   still holds it), and a sliding window counter whose 16-bit window index wraps
+//!   while its key idles (memory has forgotten it; a key Redis still holds reads as
+//!   recent, exactly as the Rust state word would). The differential tests compare
+//!   the Redis store with the memory store while time runs forward, and with a
+//!   reference that never forgets (the pure algorithm) throughout.
+//! * The caller's time is capped just below 2⁵³ µs (285 years after its clock's
+//!   origin).
+//! * The cost is sent exactly and read by the script as the double nearest to it,
+//!   as Rust's `cost as f64` does; above 2⁵³ every exact-count algorithm answers
+//!   never, as in memory.
+//! * Floats (Guava's limiters) are not approximated: the configuration's `f64`
+//!   words travel as their bits or in shortest round-trip decimal, and the script
+//!   evaluates the Rust formulas operation for operation on IEEE doubles, so the
+//!   results are bit-identical.
+//! * A set's grant carries the set's serial as its mark (what a cancel finds the
+//!   members' grants by). Memory restarts it when its lazy sweep forgets a
+//!   replenished set; Redis when the serial key expires. The two can therefore
+//!   differ in that one opaque field; the differential tests compare sets with the
+//!   pure algorithm (a reference that never forgets).
+//! * Limits on sizes: a leaky bucket's full span (`capacity × interval`) and a
+//!   bursty limiter's burst must be below 2⁵³ ns (104 days); counts and limits
+//!   below 2⁵³; durations whole microseconds. Anything else is a typed error.
+//!
+//! # Keys
+//!
+//! `<prefix>{k<escaped key text>}:<algorithm>` (a set: `…:set` for its serial and
+//! `…:set.<index>.<member>` for each member); see [`keys`] for why the escaping
+//! makes any text (braces, colons, spaces, 10 KB) address only its own state and
+//! keeps all states of one key on one Cluster slot. A multi-key call on Cluster whose
+//! keys fall in different slots is refused before anything is sent
+//! ([`Error::InvalidKeys`]); [`RedisOptions::shared_tag`] puts a store's keys on
+//! one slot.
+//!
+//! # Scripts and failures
+//!
+//! A script is called by its SHA1 digest; only an explicit `NOSCRIPT` reply (after
+//! `SCRIPT FLUSH` or a restart) loads it and calls once more. Nothing else is ever
+//! retried. A failure is [`Error::Store`] with the redis error as its source and
+//! [`Applied::No`] when the step certainly did not run (no
+//! connection, a refused connection, an error reply: scripts check everything
+//! before their first write) or [`Applied::Unknown`]
+//! when it was sent and no usable reply came (a timeout, a dropped connection).
+//! After a server restart, a pooled connection opened before it fails once with
+//! `Unknown` (a dead connection and a lost reply look the same) and is replaced.
+//! Connect and response timeouts are [`RedisOptions`] (250 ms by default).
+//!
+//! # Blocking and async
+//!
+//! Blocking calls ([`Store::apply`]) take a connection from a pool (opening one when
+//! none is idle, so each thread in flight has its own); async calls
+//! ([`Store::apply_async`]) share one multiplexed connection. The async side needs
+//! a tokio runtime (redis-rs's `tokio-comp`).
+
+mod algorithm;
+mod all_of;
+mod connection;
+mod fixed_window;
+pub mod keys;
+mod leaky_bucket;
+mod options;
+mod sliding_log;
+mod sliding_window_buckets;
+mod sliding_window_counter;
+mod smooth_bursty;
+mod smooth_warming_up;
+
+pub use algorithm::RedisAlgorithm;
+pub use options::{RedisOptions, TimeSource};
+
+use self::algorithm::{decode, EXACT, REPLY_WIDTH};
+use self::connection::{cluster_client, failure, Backend, Connections};
+use super::store::{RenderKey, Step, Store};
+use crate::algorithms::{Decision, Receipt};
+use crate::clock::Nanos;
+use crate::error::{Applied, Error};
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+/// A [`Store`] on Redis or Redis Cluster for keys that [render](RenderKey) and
+/// algorithms that implement [`RedisAlgorithm`]. See the [module docs](self) for
+/// the protocol, the key layout, exactness and failures. Cloning shares the
+/// connections.
+///
+/// ```no_run
+/// use sluicegate::algorithms::FixedWindow;
+/// use sluicegate::stores::redis::{RedisOptions, RedisStore};
+/// let store: RedisStore<u64, FixedWindow> =
+///     RedisStore::open_with("redis://127.0.0.1/", RedisOptions::default().prefix("api:")?)?;
+/// # Ok::<(), sluicegate::Error>(())
+/// ```
+pub struct RedisStore<K, A> {
+    connections: Arc<Connections>,
+    options: RedisOptions,
+    cluster: bool,
+    _types: PhantomData<fn(&K, &A)>,
+}
+
+impl<K, A> Clone for RedisStore<K, A> {
+    fn clone(&self) -> Self {
+        RedisStore {
+            connections: Arc::clone(&self.connections),
+            options: self.options.clone(),
+            cluster: self.cluster,
+            _types: PhantomData,
+        }
+    }
+}
+
+impl<K, A> fmt::Debug for RedisStore<K, A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("options", &self.options)
+            .field("cluster", &self.cluster)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K, A> RedisStore<K, A> {
+    /// A store on the server at `url` (`redis://`, or `rediss://` when redis-rs's
+    /// TLS features are enabled) with the default [`RedisOptions`]. Connects
+    /// lazily: the first call opens the first connection.
+    ///
+    /// # Errors
+    /// [`Error::Store`] ([`Applied::No`]) if the URL does not parse.
+    pub fn open(url: &str) -> Result<Self, Error> {
+        Self::open_with(url, RedisOptions::default())
+    }
+
+    /// [`open`](RedisStore::open) with `options`.
+    ///
+    /// # Errors
+    /// As [`open`](RedisStore::open).
+    pub fn open_with(url: &str, options: RedisOptions) -> Result<Self, Error> {
+        let client = redis::Client::open(url).map_err(|e| failure(Applied::No, e))?;
+        Ok(Self::from_client(client, options))
+    }
+
+    /// A store over a client you built (TLS settings, credentials, ...).
+    pub fn from_client(client: redis::Client, options: RedisOptions) -> Self {
+        Self::build(Backend::Single(client), options, false)
+    }
+
+    /// A store on a Redis Cluster reached through any of `nodes`. The cluster
+    /// client is built with no retries of its own: a retry after a timeout could
+    /// count a call twice.
+    ///
+    /// # Errors
+    /// [`Error::Store`] ([`Applied::No`]) if a node URL does not parse.
+    pub fn open_cluster<I: redis::IntoConnectionInfo>(
+        nodes: impl IntoIterator<Item = I>,
+        options: RedisOptions,
+    ) -> Result<Self, Error> {
+        let client = cluster_client(nodes, &options)?;
+        Ok(Self::build(
+            Backend::Cluster(Box::new(client)),
+            options,
+            true,
+        ))
+    }
+
+    /// A store over a cluster client you built. Build it with `.retries(0)`: the
+    /// store's rule is that nothing is retried after a timeout or a dropped
+    /// connection, and the cluster client's own retries would break it.
+    pub fn from_cluster_client(
+        client: redis::cluster::ClusterClient,
+        options: RedisOptions,
+    ) -> Self {
+        Self::build(Backend::Cluster(Box::new(client)), options, true)
+    }
+
+    fn build(backend: Backend, options: RedisOptions, cluster: bool) -> Self {
+        RedisStore {
+            connections: Arc::new(Connections::new(backend, options.clone())),
+            options,
+            cluster,
+            _types: PhantomData,
+        }
+    }
+
+    /// The store's options.
+    pub fn options(&self) -> &RedisOptions {
+        &self.options
+    }
+
+    /// The (first) server key holding the state of `key` for the algorithm `A`
+    /// (for inspecting a server; see [`keys`] for the layout; a set also has one
+    /// key per member, `…:set.<index>.<member>`).
+    ///
+    /// ```
+    /// use sluicegate::algorithms::FixedWindow;
+    /// use sluicegate::stores::redis::RedisStore;
+    /// let store: RedisStore<&str, FixedWindow> = RedisStore::open("redis://127.0.0.1/").unwrap();
+    /// assert_eq!(store.server_key(&"user:{7}"), "rl:{kuser:{7\\]}:fw");
+    /// ```
+    pub fn server_key(&self, key: &K) -> String
+    where
+        K: RenderKey,
+        A: RedisAlgorithm,
+    {
+        let mut text = String::new();
+        key.render_key(&mut text);
+        keys::server_key(
+            &self.options.prefix,
+            self.options.shared_tag.as_deref(),
+            &text,
+            A::NAME,
+        )
+    }
+}
+
+/// One script call, built before anything is sent.
+struct Request {
+    keys: Vec<String>,
+    args: Vec<String>,
+}
+
+impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
+    /// Builds the call, or the typed error that refuses it before sending.
+    fn request(
+        &self,
+        algorithm: &A,
+        keys: &[K],
+        now: Nanos,
+        step: Step<'_>,
+    ) -> Result<Request, Error> {
+        let mut suffixes = Vec::new();
+        A::key_suffixes(&mut suffixes);
+        let mut server_keys = Vec::with_capacity(keys.len() * suffixes.len());
+        let mut text = String::new();
+        for key in keys {
+            text.clear();
+            key.render_key(&mut text);
+            for suffix in &suffixes {
+                server_keys.push(keys::server_key(
+                    &self.options.prefix,
+                    self.options.shared_tag.as_deref(),
+                    &text,
+                    suffix,
+                ));
+            }
+        }
+        if self.cluster && keys.len() > 1 {
+            keys::check_one_slot(&server_keys)?;
+        }
+        let (code, cost, max_wait) = match step {
+            Step::Reserve { cost, max_wait } => ("r", cost, max_wait),
+            Step::Peek { cost } => ("p", cost, 0),
+            Step::Cancel { .. } => ("c", 1, 0),
+        };
+        let now_nanos = now;
+        let now = match self.options.time_source {
+            TimeSource::Server => String::new(),
+            TimeSource::Caller => (now / 1_000).min(EXACT - 1).to_string(),
+        };
+        let mut config = Vec::new();
+        algorithm.config_args(&mut config)?;
+        let grace = self.options.expiry_grace.as_millis().min(u128::from(EXACT));
+        let mut args = Vec::with_capacity(6 + config.len());
+        args.push(code.to_owned());
+        args.push(now);
+        // The exact cost: Lua's tonumber rounds it as Rust's `cost as f64` does.
+        args.push(cost.to_string());
+        args.push(if max_wait == u64::MAX {
+            "-1".to_owned()
+        } else {
+            (max_wait / 1_000).min(EXACT - 1).to_string()
+        });
+        args.push(grace.to_string());
+        args.push(config.len().to_string());
+        args.extend(config);
+        if let Step::Cancel { receipts, acts_at } = step {
+            cancel_args(receipts, acts_at, now_nanos, keys.len(), &mut args);
+        }
+        Ok(Request {
+            keys: server_keys,
+            args,
+        })
+    }
+}
+
+/// Splits a script's reply into one decision and receipt per key. A peek takes
+/// nothing, so it leaves nothing to give back (the script's step reports the mark
+/// a grant would have had).
+fn answers_from(
+    reply: &[i64],
+    out: &mut [(Decision, Receipt)],
+    step: Step<'_>,
+) -> Result<(), Error> {
+    let malformed = || {
+        failure(
+            Applied::Unknown,
+            redis::RedisError::from((
+                redis::ErrorKind::UnexpectedReturnType,
+                "the step script's reply has the wrong shape",
+            )),
+        )
+    };
+    if reply.len() != out.len() * REPLY_WIDTH {
+        return Err(malformed());
+    }
+    for (slot, chunk) in out.iter_mut().zip(reply.chunks_exact(REPLY_WIDTH)) {
+        *slot = decode(chunk).ok_or_else(malformed)?;
+        if let Step::Peek { .. } = step {
+            slot.1 = Receipt::NONE;
+        }
+    }
+    Ok(())
+}
+
+impl<K, A> Store<K, A> for RedisStore<K, A>
+where
+    K: RenderKey,
+    A: RedisAlgorithm,
+{
+    type Pending = BoxFuture<'static, Result<Vec<(Decision, Receipt)>, Error>>;
+
+    fn apply(
+        &self,
+        algorithm: &A,
+        keys: &[K],
+        now: Nanos,
+        step: Step<'_>,
+        out: &mut [(Decision, Receipt)],
+    ) -> Result<(), Error> {
+        if out.len() != keys.len() {
+            return Err(Error::InvalidCount {
+                what: "output buffer length",
+                value: out.len() as u64,
+                requirement: "equal to the number of keys",
+            });
+        }
+        if keys.is_empty() || (matches!(step, Step::Cancel { .. }) && !cancel_on_server::<A>()?) {
+            return Ok(());
+        }
+        let request = self.request(algorithm, keys, now, step)?;
+        let reply = self
+            .connections
+            .run_blocking(A::script(), &request.keys, &request.args)?;
+        if let Step::Cancel { .. } = step {
+            return Ok(());
+        }
+        answers_from(&reply, out, step)
+    }
+
+    fn apply_async(&self, algorithm: &A, keys: &[K], now: Nanos, step: Step<'_>) -> Self::Pending {
+        let count = keys.len();
+        let blank = vec![super::store::blank(); count];
+        let cancel = matches!(step, Step::Cancel { .. });
+        // The future owns what it needs: only whether this is a peek.
+        let peek = match step {
+            Step::Peek { cost } => Step::Peek { cost },
+            _ => Step::Reserve {
+                cost: 1,
+                max_wait: 0,
+            },
+        };
+        if cancel {
+            match cancel_on_server::<A>() {
+                Ok(true) => {}
+                Ok(false) => return futures::future::ready(Ok(blank)).boxed(),
+                Err(e) => return futures::future::ready(Err(e)).boxed(),
+            }
+        }
+        if count == 0 {
+            return futures::future::ready(Ok(blank)).boxed();
+        }
+        let request = match self.request(algorithm, keys, now, step) {
+            Ok(request) => request,
+            Err(e) => return futures::future::ready(Err(e)).boxed(),
+        };
+        let connections = Arc::clone(&self.connections);
+        async move {
+            let reply = connections
+                .run_async(A::script(), request.keys, request.args)
+                .await?;
+            let mut out = blank;
+            if !cancel {
+                answers_from(&reply, &mut out, peek)?;
+            }
+            Ok(out)
+        }
+        .boxed()
+    }
+
+    /// Sends the cancel on the multiplexed connection from a task of the current
+    /// tokio runtime and returns at once; its reply, or its failure, is not
+    /// awaited (a lost cancel leaves the permits taken). Outside a tokio runtime
+    /// there is no executor to hand the request to, so it is sent on a blocking
+    /// connection instead, which waits at most the response timeout.
+    fn cancel_detached(
+        &self,
+        algorithm: &A,
+        keys: &[K],
+        now: Nanos,
+        receipts: &[Receipt],
+        acts_at: Nanos,
+    ) {
+        let step = Step::Cancel { receipts, acts_at };
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                let pending = self.apply_async(algorithm, keys, now, step);
+                runtime.spawn(async move {
+                    let _ = pending.await;
+                });
+            }
+            Err(_) => {
+                let mut out = vec![super::store::blank(); keys.len()];
+                let _ = self.apply(algorithm, keys, now, step, &mut out);
+            }
+        }
+    }
+}
+
+// `Step::Cancel`: the one place cancellation is handled.
+
+/// Whether a cancel goes to the server: `Ok(false)` when the algorithm's cancel
+/// restores nothing (as the default [`Algorithm::cancel`] does in memory, so no round
+/// trip is needed), `Ok(true)` when the script runs it, and an error for an
+/// algorithm whose cancel restores permits but has no server-side step yet (saying
+/// so rather than silently restoring nothing).
+///
+/// [`Algorithm::cancel`]: crate::algorithms::Algorithm::cancel
+fn cancel_on_server<A: RedisAlgorithm>() -> Result<bool, Error> {
+    if !A::CANCEL_RESTORES {
+        return Ok(false);
+    }
+    if A::CANCEL_ON_SERVER {
+        return Ok(true);
+    }
+    Err(failure(
+        Applied::No,
+        redis::RedisError::from((
+            redis::ErrorKind::Client,
+            "the Redis store cannot cancel a reservation of this algorithm yet",
+        )),
+    ))
+}
+
+/// The cancel's arguments after the configuration: when the grants were to act,
+/// relative to `now` (so that it means the same at the server's time; `-` when
+/// already past), then each key's receipt: whether it gives anything back, mark,
+/// charge and stored permits spent, each as 32-bit halves.
+fn cancel_args(
+    receipts: &[Receipt],
+    acts_at: Nanos,
+    now: Nanos,
+    keys: usize,
+    args: &mut Vec<String>,
+) {
+    args.push(if acts_at < now {
+        "-".to_owned()
+    } else {
+        (acts_at - now).to_string()
+    });
+    for index in 0..keys {
+        let receipt = receipts.get(index).copied().unwrap_or(Receipt::NONE);
+        args.push(u8::from(!receipt.is_none()).to_string());
+        for word in [
+            receipt.mark() as u64,
+            receipt.charge(),
+            receipt.stored_spent().to_bits(),
+        ] {
+            args.push((word >> 32).to_string());
+            args.push((word & 0xffff_ffff).to_string());
+        }
+    }
+}

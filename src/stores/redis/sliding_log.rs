@@ -1,0 +1,50 @@
+//! [`SlidingLog`] on the server: `lua/sliding_log.lua`.
+//!
+//! # Why a hash
+//!
+//! The Rust log is a ring of `(time, running count)` entries behind a three-word
+//! header. On the server it is one hash per key: the header fields and one field
+//! per ring slot. A sorted set (seed 004's log) costs `O(log n + m)` per call to
+//! trim and count, and its size grows with refused attempts; here, as in memory, a
+//! call reads the header and the newest entry, and only a call that finds the log
+//! full of held entries searches for the first live one (a binary search over the
+//! slots, `O(log limit)` field reads); a grant writes the header and one slot. The
+//! running counts make the live total one subtraction, never a walk. Times are
+//! whole microseconds and the running counts plain integers, all below 2⁵³.
+
+use super::algorithm::{whole_micros, RedisAlgorithm};
+use crate::algorithms::SlidingLog;
+use crate::error::Error;
+use redis::Script;
+use std::sync::OnceLock;
+
+const SOURCE: &str = concat!(
+    include_str!("lua/prelude.lua"),
+    include_str!("lua/sliding_log.lua"),
+    "local ALG = make_sliding_log(CONFIG)\n",
+    include_str!("lua/driver.lua"),
+);
+
+impl RedisAlgorithm for SlidingLog {
+    const NAME: &'static str = "log";
+    const KIND: u8 = 6;
+
+    fn script() -> &'static Script {
+        static SCRIPT: OnceLock<Script> = OnceLock::new();
+        SCRIPT.get_or_init(|| Script::new(SOURCE))
+    }
+
+    fn config_args(&self, args: &mut Vec<String>) -> Result<(), Error> {
+        let duration = whole_micros("duration", self.duration().as_nanos() as u64)?;
+        let spacing = whole_micros("min_spacing", self.min_spacing().as_nanos() as u64)?;
+        for word in [
+            self.limit(),
+            duration,
+            spacing,
+            u64::from(self.rejected_recorded()),
+        ] {
+            args.push(word.to_string());
+        }
+        Ok(())
+    }
+}

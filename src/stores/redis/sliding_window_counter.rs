@@ -1,0 +1,72 @@
+//! [`SlidingWindowCounter`] on the server: `lua/sliding_window_counter.lua`.
+//!
+//! Window indexes and positions are whole microseconds (below 2⁵³); the weighted
+//! previous count, the first instant a call fits and every returned duration are
+//! computed exactly, with limb arrays where a product can pass 2⁵³ (a floor-rounded
+//! `retry_after` is not always a whole microsecond). The script keeps the window
+//! index modulo the same power of two as the Rust state word, so that even an idle
+//! state whose index wrapped decides the same as in memory.
+
+use super::algorithm::{whole_micros, RedisAlgorithm};
+use crate::algorithms::{SlidingWindowCounter, WordEncoded};
+use crate::error::Error;
+use redis::Script;
+use std::sync::OnceLock;
+
+const SOURCE: &str = concat!(
+    include_str!("lua/prelude.lua"),
+    include_str!("lua/exact.lua"),
+    include_str!("lua/sliding_window_counter.lua"),
+    "local ALG = make_sliding_window_counter(CONFIG)\n",
+    include_str!("lua/driver.lua"),
+);
+
+/// Bits needed to write `value` (as the Rust state word counts them).
+fn bits(value: u64) -> u32 {
+    u64::BITS - value.leading_zeros()
+}
+
+impl RedisAlgorithm for SlidingWindowCounter {
+    const NAME: &'static str = "swc";
+    const KIND: u8 = 3;
+
+    fn script() -> &'static Script {
+        static SCRIPT: OnceLock<Script> = OnceLock::new();
+        SCRIPT.get_or_init(|| Script::new(SOURCE))
+    }
+
+    fn config_args(&self, args: &mut Vec<String>) -> Result<(), Error> {
+        let len_ns = self.window().as_nanos() as u64;
+        // Windows below 2⁵² µs, so that a window end plus a whole window stays exact.
+        let len = whole_micros("window", len_ns).and_then(|len| {
+            if len < 1 << 52 {
+                Ok(len)
+            } else {
+                whole_micros("window", u64::MAX)
+            }
+        })?;
+        // The options, as the configuration words carry them (bit 32: floor
+        // rounding, bit 33: counting attempts).
+        let options = self.config_words()[1];
+        let floor = options >> 32 & 1;
+        let attempts = options >> 33 & 1;
+        let count_bits = if attempts == 1 {
+            (bits(self.limit()) + 8).min(24)
+        } else {
+            bits(self.limit())
+        };
+        let index_bits = u64::BITS - 2 * count_bits;
+        let exact_index = len_ns > u64::MAX >> index_bits;
+        for word in [
+            len,
+            self.limit(),
+            floor,
+            attempts,
+            u64::from(count_bits),
+            u64::from(exact_index),
+        ] {
+            args.push(word.to_string());
+        }
+        Ok(())
+    }
+}

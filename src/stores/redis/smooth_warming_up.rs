@@ -1,0 +1,60 @@
+//! [`SmoothWarmingUp`] on the server: `lua/smooth_warming_up.lua`.
+//!
+//! The state is Guava's two numbers: the stored permits, an `f64` kept as its bit
+//! pattern, and `nextFreeTicket` in i64 nanoseconds, kept as exact limbs. The
+//! configuration's six `f64` words travel as bit patterns too, and every float
+//! formula of the Rust step (resync, the trapezoid integral, the charge) is
+//! transcribed operation for operation, so the server computes the same bits.
+
+use super::algorithm::{RedisAlgorithm, EXACT};
+use crate::algorithms::smooth_bursty::smooth_limit;
+use crate::algorithms::{SmoothWarmingUp, WordEncoded};
+use crate::error::Error;
+use redis::Script;
+use std::sync::OnceLock;
+
+const SOURCE: &str = concat!(
+    include_str!("lua/prelude.lua"),
+    include_str!("lua/exact.lua"),
+    include_str!("lua/smooth_warming_up.lua"),
+    "local ALG = make_smooth_warming_up(CONFIG)\n",
+    include_str!("lua/driver.lua"),
+);
+
+impl RedisAlgorithm for SmoothWarmingUp {
+    const NAME: &'static str = "wu";
+    const KIND: u8 = 7;
+    const CANCEL_RESTORES: bool = true;
+    const CANCEL_ON_SERVER: bool = true;
+
+    fn script() -> &'static Script {
+        static SCRIPT: OnceLock<Script> = OnceLock::new();
+        SCRIPT.get_or_init(|| Script::new(SOURCE))
+    }
+
+    fn config_args(&self, args: &mut Vec<String>) -> Result<(), Error> {
+        let words = self.config_words();
+        let limit = if f64::from_bits(words[0]) == 0.0 {
+            u64::MAX
+        } else {
+            smooth_limit(self.max_permits())
+        };
+        if limit != u64::MAX && limit >= EXACT {
+            return Err(Error::InvalidCount {
+                what: "max permits",
+                value: limit,
+                requirement: "below 2^53 for the Redis store (Lua numbers are doubles)",
+            });
+        }
+        for word in words {
+            args.push((word >> 32).to_string());
+            args.push((word & 0xffff_ffff).to_string());
+        }
+        args.push(if limit == u64::MAX {
+            "-1".to_owned()
+        } else {
+            limit.to_string()
+        });
+        Ok(())
+    }
+}

@@ -1,0 +1,209 @@
+//! Sets of limits (AllOf, mixing algorithms, nested) and multi-key calls on a real
+//! Redis: the same decisions as the pure algorithm on random traces; no lost
+//! update; multi-limit calls per identity on Redis Cluster.
+#![cfg(feature = "redis")]
+
+mod redis_support;
+
+use redis_support::trace::{caller_time_options, differential, hammer, TraceShape};
+use redis_support::{unique_prefix, RedisCluster, RedisServer};
+use sluicegate::algorithms::Receipt;
+use sluicegate::algorithms::{
+    AllOf, FixedWindow, LeakyBucket, SlidingLog, SlidingWindowBuckets, SlidingWindowCounter,
+    SmoothBursty, SmoothWarmingUp,
+};
+use sluicegate::stores::redis::{RedisAlgorithm, RedisStore};
+use sluicegate::stores::{Step, Store};
+use sluicegate::Decision;
+use std::time::Duration;
+
+const MS: u64 = 1_000;
+
+fn shape(gap_us: u64, start_us: u64) -> TraceShape {
+    TraceShape {
+        max_cost: 4,
+        max_gap_us: gap_us,
+        back_percent: 3,
+        max_back_us: gap_us,
+        multi_percent: 20,
+        start_us,
+        // A set's grants carry its serial (the mark a cancel finds its members'
+        // grants by); the memory store restarts it when it forgets a replenished
+        // set, at times of its own sweeping, while Redis and the reference (the
+        // pure algorithm) keep counting until the key expires.
+        compare_memory: false,
+        // The Redis store does not run this algorithm's cancel yet (it gives a grant
+        // back only at its very instant, in memory): a cancel is refused there.
+        cancel_percent: 0,
+    }
+}
+
+fn run<A: RedisAlgorithm>(
+    server: &RedisServer,
+    set: &A,
+    seed: u64,
+    gap_us: u64,
+    start_us: u64,
+) -> [usize; 3] {
+    let store = RedisStore::open_with(
+        server.url(),
+        caller_time_options(&unique_prefix("set-diff")),
+    )
+    .unwrap();
+    differential(set, &store, seed, 2_500, &shape(gap_us, start_us))
+}
+
+#[test]
+fn random_traces_of_sets_decide_as_the_algorithm() {
+    let server = RedisServer::start();
+    let ms = Duration::from_millis;
+    let mut totals = [0; 3];
+    let mut add = |seen: [usize; 3]| {
+        for (total, n) in totals.iter_mut().zip(seen) {
+            *total += n;
+        }
+    };
+    // Seed 002's shape: a short and a long window, plus a log with spacing.
+    add(run(
+        &server,
+        &AllOf::new((
+            FixedWindow::new(4, ms(10)).unwrap(),
+            SlidingLog::new(9, ms(50)).unwrap().with_min_spacing(ms(1)),
+        )),
+        700,
+        4 * MS,
+        0,
+    ));
+    // Reservations (a queue and Guava's bursty) beside a window counter.
+    add(run(
+        &server,
+        &AllOf::new((
+            LeakyBucket::queue(4, 3, Duration::from_secs(1)).unwrap(),
+            SmoothBursty::new(5.0).unwrap(),
+            SlidingWindowCounter::new(6, ms(900)).unwrap(),
+        )),
+        701,
+        250 * MS,
+        1_763_900_000_000_000,
+    ));
+    add(run(
+        &server,
+        &AllOf::new((
+            SlidingWindowBuckets::weighted(7, ms(60), ms(15)).unwrap(),
+            SmoothWarmingUp::new(50.0, ms(200)).unwrap(),
+        )),
+        702,
+        15 * MS,
+        5,
+    ));
+    // Nested: a set is a member like any other.
+    add(run(
+        &server,
+        &AllOf::new((
+            AllOf::new((
+                FixedWindow::new(3, ms(20)).unwrap(),
+                LeakyBucket::meter(5, 1, ms(10)).unwrap(),
+            )),
+            SlidingLog::new(6, ms(40)).unwrap().with_rejected_recorded(),
+        )),
+        703,
+        7 * MS,
+        1 << 52,
+    ));
+    assert!(totals.iter().all(|&n| n > 100), "{totals:?}");
+}
+
+#[test]
+fn threads_hammering_a_set_get_exactly_its_tightest_limit() {
+    let server = RedisServer::start();
+    let set = AllOf::new((
+        SlidingLog::new(1_000, Duration::from_secs(60)).unwrap(),
+        FixedWindow::new(300, Duration::from_secs(60)).unwrap(),
+    ));
+    let granted = hammer(
+        server.url(),
+        &unique_prefix("set-hammer"),
+        &set,
+        (1_763_900_000_000_000_000, 0),
+        4,
+        120,
+    );
+    assert_eq!(granted, 300);
+}
+
+#[test]
+fn a_refused_set_call_changes_no_member() {
+    let server = RedisServer::start_own();
+    let mut admin = server.connection();
+    let set = AllOf::new((
+        FixedWindow::new(10, Duration::from_secs(60)).unwrap(),
+        FixedWindow::new(1, Duration::from_secs(60)).unwrap(),
+    ));
+    let store: RedisStore<&str, _> =
+        RedisStore::open_with(server.url(), caller_time_options("r:")).unwrap();
+    let take = Step::Reserve {
+        cost: 1,
+        max_wait: 0,
+    };
+    assert!(store
+        .apply_key(&set, &"k", 0, take)
+        .map(|(d, _)| d)
+        .unwrap()
+        .is_allowed());
+    let dump = |admin: &mut redis::Connection| -> Vec<(String, String)> {
+        let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(admin).unwrap();
+        keys.sort();
+        keys.into_iter()
+            .map(|k| {
+                let v: String = redis::cmd("GET").arg(&k).query(admin).unwrap();
+                (k, v)
+            })
+            .collect()
+    };
+    let before = dump(&mut admin);
+    assert_eq!(before.len(), 3, "{before:?}"); // the serial and one key per member
+    let refused = store
+        .apply_key(&set, &"k", 0, take)
+        .map(|(d, _)| d)
+        .unwrap();
+    assert!(!refused.is_allowed());
+    assert_eq!(refused.limit_index(), 1);
+    assert_eq!(dump(&mut admin), before);
+    // A peek creates nothing for a new identity.
+    store
+        .apply_key(&set, &"fresh", 0, Step::Peek { cost: 1 })
+        .map(|(d, _)| d)
+        .unwrap();
+    assert_eq!(dump(&mut admin), before);
+}
+
+#[test]
+fn cluster_multi_limit_calls_per_identity() {
+    let cluster = RedisCluster::start();
+    let set = AllOf::new((
+        FixedWindow::new(3, Duration::from_secs(1)).unwrap(),
+        SlidingLog::new(5, Duration::from_secs(60)).unwrap(),
+        LeakyBucket::meter(4, 1, Duration::from_secs(1)).unwrap(),
+    ));
+    let store: RedisStore<String, _> =
+        RedisStore::open_cluster(cluster.urls(), caller_time_options("cl-set:")).unwrap();
+    let take = Step::Reserve {
+        cost: 1,
+        max_wait: 0,
+    };
+    for i in 0..150 {
+        let id = format!("ip:10.0.{}.{}", i / 250, i % 250);
+        for expected_remaining in [2, 1, 0] {
+            let d = store.apply_key(&set, &id, 0, take).map(|(d, _)| d).unwrap();
+            assert!(d.is_allowed(), "{id}");
+            assert_eq!(d.remaining(), expected_remaining, "{id}");
+        }
+        let refused = store.apply_key(&set, &id, 0, take).map(|(d, _)| d).unwrap();
+        assert!(!refused.is_allowed());
+        assert_eq!(refused.limit_index(), 0);
+    }
+    // Two identities in one call: refused before sending unless they share a slot.
+    let mut out = [(Decision::never(0, 0, 0), Receipt::NONE); 2];
+    let pair = ["user:alice".to_owned(), "user:bob".to_owned()];
+    assert!(store.apply(&set, &pair, 0, take, &mut out).is_err());
+}

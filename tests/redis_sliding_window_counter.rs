@@ -1,0 +1,114 @@
+//! The sliding window counter on a real Redis, with both roundings and both
+//! countings: the same decisions as memory on random traces; no lost update.
+#![cfg(feature = "redis")]
+
+mod redis_support;
+
+use redis_support::trace::{caller_time_options, differential, hammer, TraceShape};
+use redis_support::{unique_prefix, RedisServer};
+use sluicegate::algorithms::{Counting, Rounding, SlidingWindowCounter};
+use sluicegate::stores::redis::RedisStore;
+use std::time::Duration;
+
+fn counter(
+    limit: u64,
+    len: Duration,
+    rounding: Rounding,
+    counting: Counting,
+) -> SlidingWindowCounter {
+    SlidingWindowCounter::new(limit, len)
+        .unwrap()
+        .with_rounding(rounding)
+        .with_counting(counting)
+}
+
+#[test]
+fn random_traces_decide_as_in_memory() {
+    let server = RedisServer::start();
+    let configs = [
+        counter(
+            3,
+            Duration::from_millis(10),
+            Rounding::Exact,
+            Counting::Admitted,
+        ),
+        counter(
+            5,
+            Duration::from_micros(1_700),
+            Rounding::Floor,
+            Counting::Admitted,
+        ),
+        counter(
+            4,
+            Duration::from_millis(3),
+            Rounding::Exact,
+            Counting::Attempts,
+        ),
+        counter(
+            7,
+            Duration::from_secs(60),
+            Rounding::Floor,
+            Counting::Attempts,
+        ),
+        // A large limit: 24 count bits leave a 16-bit window index that wraps every
+        // 65,536 windows of 1 µs.
+        counter(
+            (1 << 24) - 1,
+            Duration::from_micros(1),
+            Rounding::Exact,
+            Counting::Admitted,
+        ),
+        counter(
+            100,
+            Duration::from_micros(3),
+            Rounding::Floor,
+            Counting::Attempts,
+        ),
+    ];
+    let starts = [0, 1_763_900_000_000_000, 5, 1 << 52];
+    let mut totals = [0; 3];
+    for (seed, config) in configs.iter().enumerate() {
+        let store = RedisStore::open_with(
+            server.url(),
+            caller_time_options(&unique_prefix("swc-diff")),
+        )
+        .unwrap();
+        let len_us = config.window().as_micros() as u64;
+        let shape = TraceShape {
+            max_cost: config.limit().min(6) + 1,
+            max_gap_us: if config.limit() > 1000 {
+                70_000
+            } else {
+                2 * len_us / config.limit().min(6) + 1
+            },
+            back_percent: 3,
+            compare_memory: config.limit() < 1000,
+            cancel_percent: 0,
+            max_back_us: 2 * len_us,
+            multi_percent: 15,
+            start_us: starts[seed % starts.len()],
+        };
+        let seen = differential(config, &store, 200 + seed as u64, 2_000, &shape);
+        for (total, n) in totals.iter_mut().zip(seen) {
+            *total += n;
+        }
+    }
+    assert!(totals.iter().all(|&n| n > 100), "{totals:?}");
+}
+
+#[test]
+fn threads_hammering_one_key_get_exactly_the_limit() {
+    let server = RedisServer::start();
+    for counting in [Counting::Admitted, Counting::Attempts] {
+        let config = counter(300, Duration::from_secs(60), Rounding::Exact, counting);
+        let granted = hammer(
+            server.url(),
+            &unique_prefix("swc-hammer"),
+            &config,
+            (1_763_900_000_000_000_000, 0),
+            4,
+            120,
+        );
+        assert_eq!(granted, 300, "{counting:?}");
+    }
+}

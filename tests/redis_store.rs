@@ -1,0 +1,518 @@
+//! The Redis store's own behaviour, on a real server: scripts reloaded only on
+//! NOSCRIPT, typed failures (refused, timed out, restarted), expiry, peeks that
+//! create nothing, hostile key texts, the async path, Cluster slots.
+#![cfg(feature = "redis")]
+
+mod redis_support;
+
+use redis_support::trace::caller_time_options;
+use redis_support::{unique_prefix, RedisCluster, RedisServer};
+use sluicegate::algorithms::FixedWindow;
+use sluicegate::algorithms::Receipt;
+use sluicegate::stores::redis::{RedisOptions, RedisStore};
+use sluicegate::stores::{Step, Store};
+use sluicegate::{Applied, Decision, Error};
+use std::time::{Duration, Instant};
+
+const SECOND: u64 = 1_000_000_000;
+
+fn take(cost: u64) -> Step<'static> {
+    Step::Reserve { cost, max_wait: 0 }
+}
+
+fn window(limit: u64) -> FixedWindow {
+    FixedWindow::new(limit, Duration::from_secs(60)).unwrap()
+}
+
+fn applied(result: Result<Decision, Error>) -> Option<Applied> {
+    match result {
+        Err(Error::Store(e)) => Some(e.applied()),
+        Err(other) => panic!("expected a store error, got {other}"),
+        Ok(_) => None,
+    }
+}
+
+/// `name` in `INFO commandstats`: how many times the server ran it.
+fn calls(conn: &mut redis::Connection, name: &str) -> u64 {
+    let info: String = redis::cmd("INFO").arg("commandstats").query(conn).unwrap();
+    info.lines()
+        .find_map(|line| line.strip_prefix(&format!("cmdstat_{name}:calls=")))
+        .map_or(0, |rest| rest.split(',').next().unwrap().parse().unwrap())
+}
+
+#[test]
+fn script_flush_costs_one_reload_and_the_call_counts_once() {
+    let server = RedisServer::start_own();
+    let mut admin = server.connection();
+    let fw = window(5);
+    let store: RedisStore<&str, FixedWindow> =
+        RedisStore::open_with(server.url(), caller_time_options("flush:")).unwrap();
+    assert_eq!(
+        store
+            .apply_key(&fw, &"k", SECOND, take(1))
+            .map(|(d, _)| d)
+            .unwrap()
+            .remaining(),
+        4
+    );
+    let () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut admin).unwrap();
+    let () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut admin)
+        .unwrap();
+    assert_eq!(
+        store
+            .apply_key(&fw, &"k", SECOND, take(1))
+            .map(|(d, _)| d)
+            .unwrap()
+            .remaining(),
+        3
+    );
+    // EVALSHA answered NOSCRIPT once, the script was loaded once, EVALSHA ran again.
+    assert_eq!(calls(&mut admin, "script|load"), 1);
+    assert_eq!(calls(&mut admin, "evalsha"), 2);
+    // From then on one EVALSHA per call, no load.
+    assert_eq!(
+        store
+            .apply_key(&fw, &"k", SECOND, take(1))
+            .map(|(d, _)| d)
+            .unwrap()
+            .remaining(),
+        2
+    );
+    assert_eq!(calls(&mut admin, "script|load"), 1);
+    assert_eq!(calls(&mut admin, "evalsha"), 3);
+}
+
+#[test]
+fn a_restart_loses_no_call_and_counts_none_twice() {
+    let mut server = RedisServer::start_own();
+    let fw = window(10);
+    let store: RedisStore<&str, FixedWindow> =
+        RedisStore::open_with(server.url(), caller_time_options("restart:")).unwrap();
+    assert!(store
+        .apply_key(&fw, &"k", SECOND, take(1))
+        .map(|(d, _)| d)
+        .unwrap()
+        .is_allowed());
+    server.restart();
+    // The pooled connection died with the old server: its call fails, saying the
+    // outcome is unknown (it cannot tell a dead connection from a lost reply), and
+    // it is replaced. A later call succeeds on the empty new server.
+    let mut succeeded = 0;
+    let mut last = None;
+    for _ in 0..3 {
+        match store.apply_key(&fw, &"k", SECOND, take(1)).map(|(d, _)| d) {
+            Ok(d) => {
+                succeeded += 1;
+                last = Some(d);
+            }
+            Err(Error::Store(e)) => {
+                assert_eq!(e.applied(), Applied::Unknown, "{e}");
+                assert_eq!(succeeded, 0, "only the first call may fail");
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert!(succeeded >= 2);
+    // Each successful call counted once on the new server, nothing else did.
+    assert_eq!(last.unwrap().remaining(), 10 - succeeded);
+}
+
+#[test]
+fn a_refused_connection_is_not_applied() {
+    // A port nothing listens on: the server we started and then killed.
+    let mut server = RedisServer::start_own();
+    let url = server.url().to_owned();
+    server.kill();
+    let store: RedisStore<&str, FixedWindow> =
+        RedisStore::open_with(&url, caller_time_options("refused:")).unwrap();
+    assert_eq!(
+        applied(
+            store
+                .apply_key(&window(1), &"k", SECOND, take(1))
+                .map(|(d, _)| d)
+        ),
+        Some(Applied::No)
+    );
+}
+
+#[test]
+fn a_frozen_server_times_out_as_unknown_and_the_store_recovers() {
+    let mut server = RedisServer::start_own();
+    let fw = window(10);
+    let options = caller_time_options("frozen:").response_timeout(Duration::from_millis(200));
+    let store: RedisStore<&str, FixedWindow> =
+        RedisStore::open_with(server.url(), options).unwrap();
+    assert!(store
+        .apply_key(&fw, &"k", SECOND, take(1))
+        .map(|(d, _)| d)
+        .unwrap()
+        .is_allowed());
+    server.pause();
+    let started = Instant::now();
+    let result = store.apply_key(&fw, &"k", SECOND, take(1)).map(|(d, _)| d);
+    let waited = started.elapsed();
+    server.resume();
+    assert_eq!(applied(result), Some(Applied::Unknown));
+    // Bounded by the response timeout (a generous bound: the machine is loaded).
+    assert!(waited < Duration::from_secs(10), "{waited:?}");
+    // The timed-out call was sent, and ran once the server thawed: it counted.
+    let after = store
+        .apply_key(&fw, &"k", SECOND, take(1))
+        .map(|(d, _)| d)
+        .unwrap();
+    assert!(after.is_allowed());
+    assert_eq!(after.remaining(), 7);
+}
+
+#[test]
+fn configurations_the_server_cannot_hold_exactly_are_refused_before_sending() {
+    // No server at all: the error comes before any connection is tried.
+    let store: RedisStore<&str, FixedWindow> =
+        RedisStore::open_with("redis://127.0.0.1:1/", caller_time_options("cfg:")).unwrap();
+    let odd = FixedWindow::new(1, Duration::from_nanos(1_500)).unwrap();
+    assert!(matches!(
+        store.apply_key(&odd, &"k", 0, take(1)).map(|(d, _)| d),
+        Err(Error::InvalidDuration { .. })
+    ));
+}
+
+#[test]
+fn peeks_and_refusals_change_nothing_and_idle_keys_expire() {
+    let server = RedisServer::start_own();
+    let mut admin = server.connection();
+    let dbsize =
+        |admin: &mut redis::Connection| -> u64 { redis::cmd("DBSIZE").query(admin).unwrap() };
+    // Server time, windows of 100 ms: keys expire on their own.
+    let fw = FixedWindow::new(2, Duration::from_millis(100)).unwrap();
+    let store: RedisStore<String, FixedWindow> = RedisStore::open(server.url()).unwrap();
+    for i in 0..50 {
+        let d = store
+            .apply_key(&fw, &format!("peek{i}"), 0, Step::Peek { cost: 1 })
+            .map(|(d, _)| d)
+            .unwrap();
+        assert!(d.is_allowed());
+    }
+    assert_eq!(dbsize(&mut admin), 0, "a peek creates nothing");
+    // A refused call (cost above the limit, or a full window) writes nothing.
+    assert!(store
+        .apply_key(&fw, &"big".to_owned(), 0, take(3))
+        .map(|(d, _)| d)
+        .unwrap()
+        .is_never());
+    assert_eq!(dbsize(&mut admin), 0);
+    // A refused call leaves the state as it was (a minute-long window, so the key
+    // cannot expire between the two reads).
+    let minute = window(1);
+    let long: RedisStore<String, FixedWindow> = RedisStore::open(server.url()).unwrap();
+    assert!(long
+        .apply_key(&minute, &"held".to_owned(), 0, take(1))
+        .map(|(d, _)| d)
+        .unwrap()
+        .is_allowed());
+    let key = long.server_key(&"held".to_owned());
+    let before: String = redis::cmd("GET").arg(&key).query(&mut admin).unwrap();
+    assert!(!long
+        .apply_key(&minute, &"held".to_owned(), 0, take(1))
+        .map(|(d, _)| d)
+        .unwrap()
+        .is_allowed());
+    let after: String = redis::cmd("GET").arg(&key).query(&mut admin).unwrap();
+    assert_eq!(after, before);
+    let () = redis::cmd("DEL").arg(&key).query(&mut admin).unwrap();
+    // Keys written now exist until their window ends (a write just before a window
+    // edge may expire at once, so write until one is seen).
+    let mut seen = false;
+    for round in 0..5 {
+        for i in 0..50 {
+            store
+                .apply_key(&fw, &format!("user{round}-{i}"), 0, take(1))
+                .map(|(d, _)| d)
+                .unwrap();
+        }
+        if dbsize(&mut admin) > 0 {
+            seen = true;
+            break;
+        }
+    }
+    assert!(seen, "no key was written");
+    // After the idle horizon (one window) the database is empty again.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while dbsize(&mut admin) > 0 {
+        assert!(Instant::now() < deadline, "keys did not expire");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn hostile_key_texts_address_only_their_own_state() {
+    let server = RedisServer::start();
+    let fw = window(1);
+    let store: RedisStore<String, FixedWindow> =
+        RedisStore::open_with(server.url(), caller_time_options(&unique_prefix("hostile")))
+            .unwrap();
+    let mut keys: Vec<String> = [
+        "",
+        "}",
+        "{",
+        "{}",
+        "}{",
+        "a}b",
+        "a\\]b",
+        "\\",
+        "\\\\]",
+        "x:y z",
+        "\u{0}\u{1}\u{7f}\u{ff}",
+        "{user}",
+        "user",
+        "k",
+        "kuser",
+        "rl:{kuser}:fw",
+        "\r\n*1\r\n$4\r\nPING\r\n",
+        "'; return 1 --",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    keys.push("{".repeat(10_240));
+    keys.push("}".repeat(10_240));
+    keys.push("é}".repeat(3_000));
+    for key in &keys {
+        let d = store
+            .apply_key(&fw, key, SECOND, take(1))
+            .map(|(d, _)| d)
+            .unwrap();
+        assert!(d.is_allowed(), "{key:?} was limited by another key's state");
+    }
+    for key in &keys {
+        let d = store
+            .apply_key(&fw, key, SECOND, take(1))
+            .map(|(d, _)| d)
+            .unwrap();
+        assert!(!d.is_allowed(), "{key:?} lost its own state");
+    }
+}
+
+#[test]
+fn async_calls_decide_like_blocking_ones_and_lose_no_update() {
+    let server = RedisServer::start();
+    let prefix = unique_prefix("async");
+    let fw = window(100);
+    let store: RedisStore<String, FixedWindow> =
+        RedisStore::open_with(server.url(), caller_time_options(&prefix)).unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let granted = runtime.block_on(async {
+        let calls: Vec<_> = (0..300)
+            .map(|_| {
+                let pending = store.apply_async(&fw, &["hot".to_owned()], SECOND, take(1));
+                tokio::spawn(pending)
+            })
+            .collect();
+        let mut granted = 0;
+        for call in calls {
+            let decisions = call.await.unwrap().unwrap();
+            granted += u64::from(decisions[0].0.is_allowed());
+        }
+        granted
+    });
+    assert_eq!(granted, 100);
+    // The blocking side sees the same state.
+    let d = store
+        .apply_key(&fw, &"hot".to_owned(), SECOND, Step::Peek { cost: 1 })
+        .map(|(d, _)| d)
+        .unwrap();
+    assert!(!d.is_allowed());
+    assert_eq!(d.remaining(), 0);
+}
+
+#[test]
+fn cluster_calls_per_identity_work_and_cross_slot_calls_are_refused() {
+    let cluster = RedisCluster::start();
+    let fw = window(3);
+    let options = caller_time_options("cl:");
+    let store: RedisStore<String, FixedWindow> =
+        RedisStore::open_cluster(cluster.urls(), options.clone()).unwrap();
+    // Many identities, spread over the slots of all three masters.
+    for i in 0..200 {
+        let key = format!("user:{i}");
+        let d = store
+            .apply_key(&fw, &key, SECOND, take(2))
+            .map(|(d, _)| d)
+            .unwrap();
+        assert!(d.is_allowed(), "{key}");
+        assert_eq!(
+            store
+                .apply_key(&fw, &key, SECOND, take(1))
+                .map(|(d, _)| d)
+                .unwrap()
+                .remaining(),
+            0
+        );
+        assert!(!store
+            .apply_key(&fw, &key, SECOND, take(1))
+            .map(|(d, _)| d)
+            .unwrap()
+            .is_allowed());
+    }
+    // A key twice in one call is one slot: fine.
+    let twice = ["solo".to_owned(), "solo".to_owned()];
+    let mut out = [(Decision::never(0, 0, 0), Receipt::NONE); 2];
+    store.apply(&fw, &twice, SECOND, take(1), &mut out).unwrap();
+    assert!(out.iter().all(|(d, _)| d.is_allowed()));
+    // Two identities on different slots: refused before sending, nothing applied.
+    let pair = ["alice".to_owned(), "bob".to_owned()];
+    let err = store
+        .apply(&fw, &pair, SECOND, take(1), &mut out)
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidKeys { .. }), "{err}");
+    assert!(err.to_string().contains("shared hash tag"), "{err}");
+    assert_eq!(
+        store
+            .apply_key(&fw, &"alice".to_owned(), SECOND, Step::Peek { cost: 1 })
+            .map(|(d, _)| d)
+            .unwrap()
+            .remaining(),
+        2
+    ); // untouched: 3 - the peeked 1
+       // The async side on Cluster: the store's cluster connection routes by slot.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let decisions = runtime.block_on(async {
+        let mut all = Vec::new();
+        for i in 0..50 {
+            let key = [format!("async:{i}")];
+            all.push(store.apply_async(&fw, &key, SECOND, take(3)).await.unwrap()[0].0);
+            all.push(store.apply_async(&fw, &key, SECOND, take(1)).await.unwrap()[0].0);
+        }
+        all
+    });
+    for pair in decisions.chunks(2) {
+        assert!(pair[0].is_allowed() && !pair[1].is_allowed(), "{pair:?}");
+    }
+    // With a shared tag the same call runs, all-or-nothing, on one slot.
+    let tagged: RedisStore<String, FixedWindow> =
+        RedisStore::open_cluster(cluster.urls(), options.shared_tag("checkout").unwrap()).unwrap();
+    tagged.apply(&fw, &pair, SECOND, take(3), &mut out).unwrap();
+    assert!(out.iter().all(|(d, _)| d.is_allowed()));
+    tagged.apply(&fw, &pair, SECOND, take(1), &mut out).unwrap();
+    assert!(out.iter().all(|(d, _)| !d.is_allowed()));
+}
+
+#[test]
+fn a_prefix_with_a_brace_is_a_typed_error() {
+    assert!(matches!(
+        RedisOptions::default().prefix("rl:{x"),
+        Err(Error::InvalidKeys { .. })
+    ));
+}
+
+#[test]
+fn the_keyed_limiters_run_over_the_redis_store() {
+    use sluicegate::algorithms::{AllOf, LeakyBucket, SmoothBursty};
+    use sluicegate::{KeyedRateLimiter, ManualClock};
+    let server = RedisServer::start();
+    let clock = ManualClock::new();
+    clock.advance(Duration::from_secs(5));
+    // Blocking acquire over a queue: the caller sleeps (virtually) for its turn.
+    let queue = LeakyBucket::queue(3, 1, Duration::from_secs(1)).unwrap();
+    let store =
+        RedisStore::open_with(server.url(), caller_time_options(&unique_prefix("kl"))).unwrap();
+    let limiter = KeyedRateLimiter::with_store(queue, store, clock.clone());
+    for _ in 0..3 {
+        limiter.acquire(&"job").unwrap();
+    }
+    assert_eq!(
+        clock.sleeps(),
+        [
+            Duration::ZERO,
+            Duration::from_secs(1),
+            Duration::from_secs(1)
+        ]
+    );
+    // All-or-nothing over two keys, and a set per key, on one store each.
+    let set = AllOf::new((window(2), SmoothBursty::new(100.0).unwrap()));
+    let store =
+        RedisStore::open_with(server.url(), caller_time_options(&unique_prefix("kl"))).unwrap();
+    let limiter = KeyedRateLimiter::with_store(set, store, clock.clone());
+    assert!(limiter
+        .check_all(&["ip:1", "user:a"], 2)
+        .unwrap()
+        .is_allowed());
+    let refused = limiter.check_all(&["ip:2", "user:a"], 1).unwrap();
+    assert!(!refused.is_allowed());
+    // ip:2 was not charged by the refused call.
+    assert_eq!(limiter.peek(&"ip:2", 2).unwrap().remaining(), 0);
+    assert!(limiter.peek(&"ip:2", 2).unwrap().is_allowed());
+    // The async front end under tokio: 5 acquires of a 1-per-second queue, each
+    // sleeping (virtually) for its turn; a dropped wait gives its turn back.
+    let queue = LeakyBucket::queue(10, 1, Duration::from_secs(1)).unwrap();
+    let store =
+        RedisStore::open_with(server.url(), caller_time_options(&unique_prefix("kl"))).unwrap();
+    let handle = KeyedRateLimiter::with_store(queue, store, clock.clone()).to_async();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let waited = runtime.block_on(async {
+        let mut waited = Vec::new();
+        for _ in 0..5 {
+            waited.push(handle.acquire("k").await.unwrap());
+        }
+        waited
+    });
+    assert_eq!(waited[0], Duration::ZERO);
+    assert!(
+        waited[1..].iter().all(|w| *w > Duration::ZERO),
+        "{waited:?}"
+    );
+}
+
+#[test]
+fn a_cancel_at_the_servers_time_gives_the_turn_back() {
+    use sluicegate::algorithms::LeakyBucket;
+    let server = RedisServer::start();
+    let queue = LeakyBucket::queue(5, 1, Duration::from_secs(10)).unwrap();
+    let store: RedisStore<String, LeakyBucket> = RedisStore::open_with(
+        server.url(),
+        RedisOptions::default()
+            .prefix(unique_prefix("cancel-server"))
+            .unwrap(),
+    )
+    .unwrap();
+    let key = ["turns".to_owned()];
+    let reserve = Step::Reserve {
+        cost: 1,
+        max_wait: u64::MAX,
+    };
+    // The caller's clock is unrelated to the server's: only differences matter.
+    let now = 42;
+    let blank = [(Decision::never(0, 0, 0), Receipt::NONE)];
+    let mut first = blank;
+    store.apply(&queue, &key, now, reserve, &mut first).unwrap();
+    let mut second = blank;
+    store
+        .apply(&queue, &key, now, reserve, &mut second)
+        .unwrap();
+    let wait = second[0].0.wait_nanos();
+    assert!(wait > 9_000_000_000, "{wait}");
+    // Cancel the second turn (it acts ~10 s from now): the next caller gets it.
+    let cancel = Step::Cancel {
+        receipts: &[second[0].1],
+        acts_at: now + wait,
+    };
+    let mut out = blank;
+    store.apply(&queue, &key, now, cancel, &mut out).unwrap();
+    assert_eq!(out, blank); // a cancel answers nothing
+    let mut third = blank;
+    store.apply(&queue, &key, now, reserve, &mut third).unwrap();
+    let third = third[0].0;
+    assert!(third.wait_nanos() <= wait, "{third:?} vs {wait}");
+    assert!(third.wait_nanos() > 9_000_000_000);
+}

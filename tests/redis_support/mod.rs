@@ -1,0 +1,365 @@
+//! A real Redis for the Redis store's tests: a `redis-server` the harness starts
+//! itself (on a free port, no persistence, its own temporary directory), or the one
+//! `REDIS_URL` names. Nothing here skips: a test that cannot get a server panics and
+//! says why.
+//!
+//! Fault helpers (kill, pause, resume, restart) act only on a server this harness
+//! started, never on one it was given: [`RedisServer::start_own`] always starts one.
+//! [`RedisCluster::start`] starts three Cluster masters and joins them.
+#![allow(dead_code)]
+
+pub mod trace;
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long a started server has to answer `PING` before the harness gives up.
+const START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A key prefix no other test in this process (or another process) uses, so that
+/// tests sharing a `REDIS_URL` server never see each other's keys.
+pub fn unique_prefix(test: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "t{}-{}-{}:",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed),
+        test
+    )
+}
+
+/// A port nothing listens on right now (the OS picks it; a race with another
+/// process taking it before the server binds is caught by the start retry).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|addr| addr.port())
+        .unwrap_or_else(|e| panic!("redis test harness: cannot find a free port: {e}"))
+}
+
+fn temp_dir(tag: &str) -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "sluicegate-redis-{}-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed),
+        tag
+    ));
+    std::fs::create_dir_all(&dir)
+        .unwrap_or_else(|e| panic!("redis test harness: cannot create {}: {e}", dir.display()));
+    dir
+}
+
+fn spawn_server(port: u16, dir: &Path, extra: &[&str]) -> Child {
+    let mut command = Command::new("redis-server");
+    command
+        .args(["--port", &port.to_string()])
+        .args(["--bind", "127.0.0.1"])
+        .args(["--save", ""])
+        .args(["--appendonly", "no"])
+        .args(["--dir", &dir.display().to_string()])
+        .args(["--protected-mode", "no"])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    command.spawn().unwrap_or_else(|e| {
+        panic!(
+            "redis test harness: cannot run `redis-server` ({e}). Install it (Debian: \
+             `apt-get install -y redis-server`, which .ci/run does) or set REDIS_URL to a \
+             server the tests may use."
+        )
+    })
+}
+
+/// Waits until the server on `port` answers PING, or the child exits.
+fn wait_ready(port: u16, child: &mut Child) -> Result<(), String> {
+    let deadline = Instant::now() + START_TIMEOUT;
+    let url = format!("redis://127.0.0.1:{port}/");
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("redis-server exited at start with {status}"));
+        }
+        let ping = redis::Client::open(url.as_str())
+            .and_then(|client| client.get_connection_with_timeout(Duration::from_millis(200)))
+            .and_then(|mut conn| redis::cmd("PING").query::<String>(&mut conn));
+        if ping.is_ok() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!("no PONG from port {port} within {START_TIMEOUT:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn signal(pid: u32, signal: &str) {
+    let status = Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .unwrap_or_else(|e| panic!("redis test harness: cannot run kill: {e}"));
+    assert!(status.success(), "kill {signal} {pid} failed");
+}
+
+/// A Redis server for one test: started here (killed on drop) or given by `REDIS_URL`.
+pub struct RedisServer {
+    url: String,
+    port: u16,
+    dir: Option<PathBuf>,
+    child: Option<Child>,
+    paused: bool,
+}
+
+impl RedisServer {
+    /// The server `REDIS_URL` names, or one started here.
+    pub fn start() -> Self {
+        match std::env::var("REDIS_URL") {
+            Ok(url) if !url.is_empty() => RedisServer {
+                url,
+                port: 0,
+                dir: None,
+                child: None,
+                paused: false,
+            },
+            _ => Self::start_own(),
+        }
+    }
+
+    /// A server started here, whatever `REDIS_URL` says: for tests that kill, pause
+    /// or restart it, or that need an empty database (`DBSIZE`).
+    pub fn start_own() -> Self {
+        let dir = temp_dir("server");
+        let mut last = String::new();
+        for _ in 0..5 {
+            let port = free_port();
+            let mut child = spawn_server(port, &dir, &[]);
+            match wait_ready(port, &mut child) {
+                Ok(()) => {
+                    return RedisServer {
+                        url: format!("redis://127.0.0.1:{port}/"),
+                        port,
+                        dir: Some(dir),
+                        child: Some(child),
+                        paused: false,
+                    }
+                }
+                Err(why) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    last = why;
+                }
+            }
+        }
+        panic!("redis test harness: could not start redis-server: {last}");
+    }
+
+    /// The URL to connect to.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// A fresh blocking connection, for setting up and inspecting the server.
+    pub fn connection(&self) -> redis::Connection {
+        redis::Client::open(self.url.as_str())
+            .and_then(|client| client.get_connection_with_timeout(Duration::from_secs(5)))
+            .unwrap_or_else(|e| panic!("redis test harness: cannot connect to {}: {e}", self.url))
+    }
+
+    /// True if this harness started the server (so faults may be injected).
+    pub fn is_own(&self) -> bool {
+        self.child.is_some()
+    }
+
+    fn own_child(&mut self) -> &mut Child {
+        self.child
+            .as_mut()
+            .expect("fault helpers act only on a server the harness started (use start_own)")
+    }
+
+    /// Kills the server (SIGKILL): connections drop, state is gone.
+    pub fn kill(&mut self) {
+        self.resume_if_paused();
+        let child = self.own_child();
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    /// Freezes the server (SIGSTOP): connections stay open, nothing answers.
+    pub fn pause(&mut self) {
+        let pid = self.own_child().id();
+        signal(pid, "-STOP");
+        self.paused = true;
+    }
+
+    /// Thaws a paused server (SIGCONT).
+    pub fn resume(&mut self) {
+        let pid = self.own_child().id();
+        signal(pid, "-CONT");
+        self.paused = false;
+    }
+
+    fn resume_if_paused(&mut self) {
+        if self.paused {
+            self.resume();
+        }
+    }
+
+    /// Kills the server and starts a new, empty one on the same port.
+    pub fn restart(&mut self) {
+        self.kill();
+        let dir = self.dir.clone().expect("own server has a directory");
+        let port = self.port;
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            let mut child = spawn_server(port, &dir, &[]);
+            match wait_ready(port, &mut child) {
+                Ok(()) => {
+                    self.child = Some(child);
+                    return;
+                }
+                // The old socket may linger for a moment: try again.
+                Err(why) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    assert!(
+                        Instant::now() < deadline,
+                        "redis test harness: could not restart on port {port}: {why}"
+                    );
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+        }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        if self.child.is_some() {
+            self.kill();
+        }
+        if let Some(dir) = &self.dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// Three Redis Cluster masters started here, joined with `redis-cli --cluster
+/// create`, killed on drop.
+pub struct RedisCluster {
+    ports: Vec<u16>,
+    children: Vec<Child>,
+    dirs: Vec<PathBuf>,
+}
+
+impl RedisCluster {
+    /// Starts three masters and waits until every node says `cluster_state:ok`.
+    pub fn start() -> Self {
+        let mut cluster = RedisCluster {
+            ports: Vec::new(),
+            children: Vec::new(),
+            dirs: Vec::new(),
+        };
+        for _ in 0..3 {
+            let (port, child, dir) = Self::start_node();
+            cluster.ports.push(port);
+            cluster.children.push(child);
+            cluster.dirs.push(dir);
+        }
+        let mut create = Command::new("redis-cli");
+        create.arg("--cluster").arg("create");
+        for port in &cluster.ports {
+            create.arg(format!("127.0.0.1:{port}"));
+        }
+        let output = create
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "redis test harness: cannot run `redis-cli` ({e}); install it (Debian: \
+                     `apt-get install -y redis-tools`, which .ci/run does)"
+                )
+            });
+        assert!(
+            output.status.success(),
+            "redis test harness: redis-cli --cluster create failed: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        cluster.wait_ok();
+        cluster
+    }
+
+    fn start_node() -> (u16, Child, PathBuf) {
+        let dir = temp_dir("cluster");
+        let mut last = String::new();
+        for _ in 0..5 {
+            let port = free_port();
+            let mut child = spawn_server(
+                port,
+                &dir,
+                &[
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    &format!("nodes-{port}.conf"),
+                    "--cluster-node-timeout",
+                    "5000",
+                ],
+            );
+            match wait_ready(port, &mut child) {
+                Ok(()) => return (port, child, dir),
+                Err(why) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    last = why;
+                }
+            }
+        }
+        panic!("redis test harness: could not start a cluster node: {last}");
+    }
+
+    fn wait_ok(&self) {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            let all_ok = self.ports.iter().all(|port| {
+                let url = format!("redis://127.0.0.1:{port}/");
+                redis::Client::open(url.as_str())
+                    .and_then(|c| c.get_connection_with_timeout(Duration::from_millis(500)))
+                    .and_then(|mut conn| {
+                        redis::cmd("CLUSTER").arg("INFO").query::<String>(&mut conn)
+                    })
+                    .is_ok_and(|info| info.contains("cluster_state:ok"))
+            });
+            if all_ok {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "redis test harness: the cluster did not reach cluster_state:ok within {START_TIMEOUT:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The nodes' URLs, to build a cluster client from.
+    pub fn urls(&self) -> Vec<String> {
+        self.ports
+            .iter()
+            .map(|port| format!("redis://127.0.0.1:{port}/"))
+            .collect()
+    }
+}
+
+impl Drop for RedisCluster {
+    fn drop(&mut self) {
+        for child in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        for dir in &self.dirs {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}

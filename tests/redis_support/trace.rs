@@ -1,0 +1,323 @@
+//! Differential traces: the same random calls on the memory store and on the Redis
+//! store at the caller's time, decision by decision, and a no-lost-update hammer.
+#![allow(dead_code)]
+
+use sluicegate::algorithms::{Decision, Receipt};
+use sluicegate::stores::redis::{RedisAlgorithm, RedisOptions, RedisStore, TimeSource};
+use sluicegate::stores::{MemoryStore, Step, Store};
+use std::time::Duration;
+
+/// SplitMix64: a small seeded generator, so a failing trace replays exactly.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (n > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// Options for a store driven by the caller's (virtual) time: keys live an hour
+/// longer than their state matters, since the server expires them by its own clock.
+pub fn caller_time_options(prefix: &str) -> RedisOptions {
+    RedisOptions::default()
+        .prefix(prefix)
+        .expect("test prefixes have no braces")
+        .time_source(TimeSource::Caller)
+        .expiry_grace(Duration::from_secs(3600))
+        .connect_timeout(Duration::from_secs(5))
+        .response_timeout(Duration::from_secs(5))
+}
+
+/// The keys a trace draws from: ordinary and hostile texts.
+pub const KEYS: [&str; 6] = ["alice", "bob", "}{", "a b:c", "\\]", "k"];
+
+/// What one trace exercises.
+pub struct TraceShape {
+    /// Largest cost asked (costs run 1..=max_cost; choose it above the limit so
+    /// that "never" shows up).
+    pub max_cost: u64,
+    /// Largest forward gap between calls, in µs.
+    pub max_gap_us: u64,
+    /// Percent of calls in the second half of the trace that step time back (by up
+    /// to `max_back_us`).
+    pub back_percent: u64,
+    pub max_back_us: u64,
+    /// Percent of calls on two or three keys (possibly repeated).
+    pub multi_percent: u64,
+    /// When the trace starts, in µs since the stores' origin (e.g. today's Unix
+    /// time, where absolute nanoseconds are far beyond a double's 2⁵³).
+    pub start_us: u64,
+    /// Compare with the memory store too while time runs forward. False only where
+    /// forgetting is visible even forward: an algorithm whose stored window index
+    /// wraps (the sliding window counter with a 16-bit index) reads a long-idle
+    /// state as recent, which the memory store has forgotten by then and Redis, at
+    /// the caller's virtual time, has not.
+    pub compare_memory: bool,
+    /// Percent of calls that cancel an earlier grant (0 for algorithms whose cancel
+    /// the Redis store does not run yet).
+    pub cancel_percent: u64,
+}
+
+/// The store contract with nothing ever forgotten: the in-memory store's multi-key
+/// rule (working copies in key order, commit all or nothing; a new key is kept only
+/// if allowed and not replenished) over a plain map.
+///
+/// It is the reference once time has gone backwards: the memory store forgets a
+/// key that is replenished at the latest time it has seen, and a later call at an
+/// earlier time then finds it fresh where it was not (Redis forgets by its own
+/// clock, which a virtual trace never reaches). Forward in time the two agree,
+/// which the trace checks too.
+pub struct Reference<A: sluicegate::algorithms::Algorithm> {
+    states: std::collections::HashMap<String, A::State>,
+}
+
+impl<A: sluicegate::algorithms::Algorithm> Reference<A> {
+    pub fn new() -> Self {
+        Reference {
+            states: std::collections::HashMap::new(),
+        }
+    }
+
+    pub fn apply(
+        &mut self,
+        algorithm: &A,
+        keys: &[String],
+        now: u64,
+        step: Step<'_>,
+    ) -> Vec<(Decision, Receipt)> {
+        let (cost, max_wait, commit) = match step {
+            Step::Reserve { cost, max_wait } => (cost, max_wait, true),
+            Step::Peek { cost } => (cost, 0, false),
+            Step::Cancel { receipts, acts_at } => {
+                // As the memory store: each held key gives back its grant, in order.
+                for (index, key) in keys.iter().enumerate() {
+                    if let Some(state) = self.states.get_mut(key) {
+                        algorithm.cancel(state, now, &receipts[index], acts_at);
+                    }
+                }
+                return vec![(Decision::never(0, 0, 0), Receipt::NONE); keys.len()];
+            }
+        };
+        if let ([key], Step::Peek { cost }) = (keys, step) {
+            // One key: the algorithm's own peek (a set's differs from a zero-wait
+            // reserve: it marks no grant).
+            let state = self
+                .states
+                .get(key)
+                .cloned()
+                .unwrap_or_else(|| algorithm.initial_state(0));
+            return vec![(algorithm.peek(&state, now, cost), Receipt::NONE)];
+        }
+        let mut work: Vec<(String, A::State, bool)> = Vec::new();
+        let mut out = Vec::with_capacity(keys.len());
+        for key in keys {
+            if !work.iter().any(|(k, _, _)| k == key) {
+                let (state, held) = match self.states.get(key) {
+                    Some(state) => (state.clone(), true),
+                    None => (algorithm.initial_state(0), false),
+                };
+                work.push((key.clone(), state, held));
+            }
+            let entry = work.iter_mut().find(|(k, _, _)| k == key).unwrap();
+            let (decision, receipt) =
+                algorithm.reserve_with_receipt(&mut entry.1, now, cost, max_wait);
+            // A peek is a zero-wait reserve on copies: it takes nothing, so it
+            // leaves nothing to give back.
+            out.push((decision, if commit { receipt } else { Receipt::NONE }));
+        }
+        let all = out.iter().all(|(d, _)| d.is_allowed());
+        if commit && (all || keys.len() == 1) {
+            for (key, state, held) in work {
+                if held || (all && !algorithm.is_replenished(&state, now)) {
+                    self.states.insert(key, state);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Runs `events` random calls on the Redis store and the reference, asserting
+/// identical results field by field, and on the memory store too until the trace
+/// first steps back in time. Returns how many calls were allowed, denied and never,
+/// so a test can check that the trace exercised each.
+pub fn differential<A>(
+    algorithm: &A,
+    redis: &RedisStore<String, A>,
+    seed: u64,
+    events: usize,
+    shape: &TraceShape,
+) -> [usize; 3]
+where
+    A: RedisAlgorithm,
+{
+    let memory: MemoryStore<String, A> = MemoryStore::new();
+    let mut reference = Reference::new();
+    let mut forward = true;
+    // Recent grants that a later event may cancel: keys, receipts, time to act.
+    let mut granted: Vec<(Vec<String>, Vec<Receipt>, u64)> = Vec::new();
+    // Receipts are compared too where the server runs the cancel they feed; an
+    // algorithm whose cancel the store refuses keeps no marks on the server.
+    let comparable = |answers: &[(Decision, Receipt)]| -> Vec<(Decision, Receipt)> {
+        answers
+            .iter()
+            .map(|&(d, r)| {
+                (
+                    d,
+                    if A::CANCEL_ON_SERVER {
+                        r
+                    } else {
+                        Receipt::NONE
+                    },
+                )
+            })
+            .collect()
+    };
+    let mut rng = Rng::new(seed);
+    let mut now_us: u64 = shape.start_us + rng.below(1_000_000);
+    let mut seen = [0usize; 3];
+    for event in 0..events {
+        // The first half runs forward (the memory store is compared too), the
+        // second sometimes steps back.
+        if event >= events / 2 && shape.back_percent > 0 && rng.chance(shape.back_percent) {
+            now_us = now_us.saturating_sub(1 + rng.below(shape.max_back_us));
+            forward = false;
+        } else {
+            now_us += rng.below(shape.max_gap_us + 1);
+        }
+        let now = now_us * 1_000;
+        let count = if rng.chance(shape.multi_percent) {
+            2 + rng.below(2) as usize
+        } else {
+            1
+        };
+        let keys: Vec<String> = (0..count)
+            .map(|_| KEYS[rng.below(KEYS.len() as u64) as usize].to_owned())
+            .collect();
+        let cost = 1 + rng.below(shape.max_cost);
+        let cancelling = if !granted.is_empty() && rng.chance(shape.cancel_percent) {
+            Some(granted.swap_remove(rng.below(granted.len() as u64) as usize))
+        } else {
+            None
+        };
+        let keys = match &cancelling {
+            Some((keys, _, _)) => keys.clone(),
+            None => keys,
+        };
+        let count = keys.len();
+        let step = match rng.below(10) {
+            _ if cancelling.is_some() => {
+                let (_, receipts, acts_at) = cancelling.as_ref().unwrap();
+                Step::Cancel {
+                    receipts,
+                    acts_at: *acts_at,
+                }
+            }
+            0 | 1 => Step::Peek { cost },
+            2 => Step::Reserve {
+                cost,
+                max_wait: u64::MAX,
+            },
+            3 => Step::Reserve {
+                cost,
+                max_wait: rng.below(2 * shape.max_gap_us + 1) * 1_000,
+            },
+            _ => Step::Reserve { cost, max_wait: 0 },
+        };
+        let expected = reference.apply(algorithm, &keys, now, step);
+        if forward && shape.compare_memory {
+            let mut in_memory = vec![(Decision::never(0, 0, 0), Receipt::NONE); count];
+            memory
+                .apply(algorithm, &keys, now, step, &mut in_memory)
+                .expect("memory store");
+            assert_eq!(
+                comparable(&in_memory),
+                comparable(&expected),
+                "memory vs reference at event {event}"
+            );
+        }
+        let mut got = vec![(Decision::never(0, 0, 0), Receipt::NONE); count];
+        redis
+            .apply(algorithm, &keys, now, step, &mut got)
+            .unwrap_or_else(|e| panic!("redis store failed at event {event}: {e}"));
+        assert_eq!(
+            comparable(&got),
+            comparable(&expected),
+            "event {event} (seed {seed}): {step:?} on {keys:?} at {now_us} us"
+        );
+        let expected: Vec<Decision> = expected.iter().map(|(d, _)| *d).collect();
+        if let Step::Reserve { .. } = step {
+            if expected.iter().all(Decision::is_allowed) {
+                let wait = expected.iter().map(Decision::wait_nanos).max().unwrap_or(0);
+                let receipts = got.iter().map(|(_, r)| *r).collect();
+                granted.push((keys.clone(), receipts, now.saturating_add(wait)));
+                if granted.len() > 8 {
+                    granted.remove(0);
+                }
+            }
+        }
+        for decision in &expected {
+            seen[match decision.verdict() {
+                sluicegate::Verdict::Allowed => 0,
+                sluicegate::Verdict::Denied => 1,
+                sluicegate::Verdict::Never => 2,
+            }] += 1;
+        }
+    }
+    seen
+}
+
+/// `threads` threads, each with its own store (so its own connection), reserve
+/// one permit `tries` times each on one key at the frozen caller time `now`, willing
+/// to wait `max_wait` ns; answers the total granted.
+pub fn hammer<A>(
+    url: &str,
+    prefix: &str,
+    algorithm: &A,
+    (now, max_wait): (u64, u64),
+    threads: usize,
+    tries: usize,
+) -> u64
+where
+    A: RedisAlgorithm + Clone,
+{
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                let algorithm = algorithm.clone();
+                scope.spawn(move || {
+                    let store: RedisStore<&str, A> =
+                        RedisStore::open_with(url, caller_time_options(prefix)).expect("store");
+                    let mut granted = 0;
+                    for _ in 0..tries {
+                        let (decision, _) = store
+                            .apply_key(&algorithm, &"hot", now, Step::Reserve { cost: 1, max_wait })
+                            .expect("redis call");
+                        if decision.is_allowed() {
+                            granted += 1;
+                        }
+                    }
+                    granted
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("thread")).sum()
+    })
+}
