@@ -7,7 +7,7 @@ use futures::executor::block_on;
 use http::{HeaderMap, Request, Response, StatusCode};
 use sluicegate::adapters::server::{Legacy, Policy, RateLimitHeaders, ServerLayer};
 use sluicegate::adapters::{HoldBack, Weighed};
-use sluicegate::algorithms::{AllOf, FixedWindow, SmoothBursty};
+use sluicegate::algorithms::{AllOf, FixedWindow, LeakyBucket, SmoothBursty};
 use sluicegate::clock::ManualClock;
 use sluicegate::stores::MemoryStore;
 use sluicegate::{KeyedRateLimiter, RateLimiter};
@@ -135,7 +135,7 @@ fn retry_after_is_whole_seconds_rounded_up_never_early() {
 }
 
 #[test]
-fn a_set_names_the_limit_that_decided_and_lists_every_policy() {
+fn a_set_lists_one_item_per_limit_and_every_policy() {
     let clock = ManualClock::new();
     // 2 per second (bursty, 1 s saved) and 5 per minute.
     let set = AllOf::new((
@@ -161,9 +161,21 @@ fn a_set_names_the_limit_that_decided_and_lists_every_policy() {
         limits.push(response.headers()["ratelimit"].to_str().unwrap().to_owned());
     }
     assert_eq!(statuses, [200, 200, 200, 429]);
-    // The per-second bucket is the tightest at once; pay later lets the third through,
-    // then the fourth is refused by it for 0.5 s.
-    assert_eq!(limits[3], r#""second";r=0;t=1"#);
+    // Every grant lists both limits: the bucket's remaining and when it is full again
+    // (0.5 s per permit spent, rounded up), the minute's window ending at 60 s. The
+    // second grant spends the bucket, but pay later would still let one more through
+    // (so its `t` stays the refill); after the third one more would be refused, so
+    // `t` is when the next permit comes (0.5 s). The fourth is refused by the bucket
+    // alone, the only limit listed then.
+    assert_eq!(
+        limits,
+        [
+            r#""second";r=1;t=1, "minute";r=4;t=59"#,
+            r#""second";r=0;t=1, "minute";r=3;t=59"#,
+            r#""second";r=0;t=1, "minute";r=2;t=59"#,
+            r#""second";r=0;t=1"#,
+        ]
+    );
     // After the minute's 5 are spent, the minute refuses (the longest retry).
     clock.advance(Duration::from_secs(2));
     send(&server, request("ann", 1));
@@ -174,6 +186,66 @@ fn a_set_names_the_limit_that_decided_and_lists_every_policy() {
     assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(refused.headers()["ratelimit"], r#""minute";r=0;t=53"#);
     assert_eq!(refused.headers()["retry-after"], "53");
+}
+
+#[test]
+fn every_limit_of_a_set_gets_its_own_item_with_its_own_next_permit() {
+    let clock = ManualClock::new();
+    // A bucket of 2 draining 1 per second, 3 per minute, 100 per hour; no policies
+    // named, so the items and policies are "limit<i>".
+    let set = AllOf::new((
+        LeakyBucket::meter(2, 1, Duration::from_secs(1)).unwrap(),
+        FixedWindow::new(3, Duration::from_secs(60)).unwrap(),
+        FixedWindow::new(100, Duration::from_secs(3600)).unwrap(),
+    ));
+    let limiter = KeyedRateLimiter::with_clock(set, clock.clone());
+    let (app, _) = app();
+    let server = ServerLayer::with_meter(limiter, client_and_cost).layer(app);
+    let policy = r#""limit0";q=2, "limit1";q=3, "limit2";q=100"#;
+    clock.advance(Duration::from_millis(2_500));
+    let mut seen = Vec::new();
+    for advance in [0, 0, 1_000, 0] {
+        clock.advance(Duration::from_millis(advance));
+        let response = send(&server, request("ann", 1));
+        assert_eq!(response.headers()["ratelimit-policy"], policy);
+        let retry = response
+            .headers()
+            .get("retry-after")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let items = response.headers()["ratelimit"].to_str().unwrap().to_owned();
+        seen.push((response.status().as_u16(), items, retry));
+    }
+    let expected = [
+        // The bucket is full again 1 s after one permit; the windows end at 60 s and
+        // 3600 s (2.5 s in).
+        (
+            200,
+            r#""limit0";r=1;t=1, "limit1";r=2;t=58, "limit2";r=99;t=3598"#,
+            None,
+        ),
+        // The bucket's last permit went: its next one drains in 1 s (it is whole
+        // only in 2 s).
+        (
+            200,
+            r#""limit0";r=0;t=1, "limit1";r=1;t=58, "limit2";r=98;t=3598"#,
+            None,
+        ),
+        // A second later: the bucket's last permit again, and the minute's, whose
+        // next permit is the next window, 56.5 s away.
+        (
+            200,
+            r#""limit0";r=0;t=1, "limit1";r=0;t=57, "limit2";r=97;t=3597"#,
+            None,
+        ),
+        // Refused by both (the hour would have allowed and is left out); Retry-After
+        // is the longer.
+        (429, r#""limit0";r=0;t=1, "limit1";r=0;t=57"#, Some("57")),
+    ];
+    let expected: Vec<(u16, String, Option<String>)> = expected
+        .iter()
+        .map(|(status, items, retry)| (*status, (*items).to_owned(), retry.map(str::to_owned)))
+        .collect();
+    assert_eq!(seen, expected);
 }
 
 #[test]

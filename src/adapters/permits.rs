@@ -61,6 +61,36 @@ pub trait Permits: Clone + Send + Sync + 'static {
     /// As the limiter's `check`.
     fn check(&self, key: &Self::Key, cost: u64) -> Result<Decision, Error>;
 
+    /// [`check`](Permits::check), also telling `each` how every limit stands after
+    /// it, one decision per limit in order (see
+    /// [`Algorithm::reserve_each`](crate::algorithms::Algorithm::reserve_each)).
+    /// A keyed limiter reports every member of an
+    /// [`AllOf`](crate::algorithms::AllOf) set when its store can in the same step
+    /// (the in-memory store can); the default, which direct limiters keep, reports
+    /// the combined decision once.
+    ///
+    /// # Errors
+    /// As [`check`](Permits::check).
+    ///
+    /// ```
+    /// use sluicegate::adapters::Permits;
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// let limiter = RateLimiter::bursty_with_clock(2.0, ManualClock::new()).unwrap();
+    /// let mut reported = Vec::new();
+    /// let decision = limiter.check_each(&(), 1, &mut |d| reported.push(d)).unwrap();
+    /// assert_eq!(reported, [decision]);
+    /// ```
+    fn check_each(
+        &self,
+        key: &Self::Key,
+        cost: u64,
+        each: &mut dyn FnMut(Decision),
+    ) -> Result<Decision, Error> {
+        let decision = self.check(key, cost)?;
+        each(decision);
+        Ok(decision)
+    }
+
     /// Takes `cost` permits for `key` if that needs no waiting, answering whether it
     /// did, when the limiter can answer that without blocking (its state is in this
     /// process); `None` when it cannot say so cheaply. The adapters try this first
@@ -174,6 +204,15 @@ where
         KeyedRateLimiter::check(self, key, cost)
     }
 
+    fn check_each(
+        &self,
+        key: &K,
+        cost: u64,
+        each: &mut dyn FnMut(Decision),
+    ) -> Result<Decision, Error> {
+        KeyedRateLimiter::check_each(self, key, cost, each)
+    }
+
     fn peek(&self, key: &K, cost: u64) -> Result<Decision, Error> {
         KeyedRateLimiter::peek(self, key, cost)
     }
@@ -199,6 +238,15 @@ where
 
     fn check(&self, key: &K, cost: u64) -> Result<Decision, Error> {
         Permits::check(self.blocking(), key, cost)
+    }
+
+    fn check_each(
+        &self,
+        key: &K,
+        cost: u64,
+        each: &mut dyn FnMut(Decision),
+    ) -> Result<Decision, Error> {
+        Permits::check_each(self.blocking(), key, cost, each)
     }
 
     fn peek(&self, key: &K, cost: u64) -> Result<Decision, Error> {

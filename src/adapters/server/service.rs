@@ -17,7 +17,44 @@ use tower_service::Service;
 struct Described {
     config: Arc<Config>,
     decision: Decision,
-    next: Option<Decision>,
+    each: Each,
+}
+
+/// How many limits a response lists one `RateLimit` item for (an `AllOf` has at
+/// most three members); a step reporting more is described by its combined
+/// decision alone.
+const MAX_ITEMS: usize = 4;
+
+/// How every limit stands after a check, as it reported them, kept inline.
+#[derive(Clone, Copy, Debug)]
+struct Each {
+    items: [Decision; MAX_ITEMS],
+    len: usize,
+}
+
+impl Each {
+    fn new() -> Self {
+        Each {
+            items: [Decision::never(0, 0, 0); MAX_ITEMS],
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, decision: Decision) {
+        if let Some(slot) = self.items.get_mut(self.len) {
+            *slot = decision;
+        }
+        self.len += 1;
+    }
+
+    /// The reported items, or `decision` alone if there were none or too many.
+    fn items<'a>(&'a self, decision: &'a Decision) -> &'a [Decision] {
+        if (1..=MAX_ITEMS).contains(&self.len) {
+            &self.items[..self.len]
+        } else {
+            std::slice::from_ref(decision)
+        }
+    }
 }
 
 /// What every service of one layer shares.
@@ -66,7 +103,15 @@ where
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let (key, cost) = self.meter.meter(&request);
         let config = &*self.config;
-        let decision = match self.permits.check(&key, cost) {
+        let mut each = Each::new();
+        // Only the `RateLimit` field lists every limit; without it the plain check.
+        let checked = if config.headers.lists_limits() {
+            self.permits
+                .check_each(&key, cost, &mut |decision| each.push(decision))
+        } else {
+            self.permits.check(&key, cost)
+        };
+        let decision = match checked {
             Ok(decision) => decision,
             // A free request is not counted and carries no fields.
             Err(Error::ZeroCost) => return ResponseFuture::called(self.inner.call(request), None),
@@ -80,28 +125,43 @@ where
                 ResponseFuture::called(self.inner.call(request), None)
             }
             Verdict::Allowed => {
-                // The last permit went: say when the next one comes (one more look).
-                let next = (decision.remaining() == 0)
-                    .then(|| self.permits.peek(&key, 1).ok())
-                    .flatten()
-                    .filter(|next| next.verdict() == Verdict::Denied);
+                // A limiter that reported the deciding limit alone, granting its last
+                // permit: say when the next one comes (one more look). Limits that
+                // report each member say so themselves.
+                if config.headers.lists_limits()
+                    && each.len == 1
+                    && each.items[0].is_allowed()
+                    && each.items[0].remaining() == 0
+                {
+                    if let Ok(next) = self.permits.peek(&key, 1) {
+                        if next.verdict() == Verdict::Denied {
+                            each.items[0] = next;
+                        }
+                    }
+                }
                 // Boxed: a grant with fields allocates its values anyway, and the
                 // future stays small for the paths without.
                 let described = Box::new(Described {
                     config: self.config.clone(),
                     decision,
-                    next,
+                    each,
                 });
                 ResponseFuture::called(self.inner.call(request), Some(described))
             }
             Verdict::Denied => {
                 let mut response = status(StatusCode::TOO_MANY_REQUESTS);
-                config.headers.write(&decision, response.headers_mut());
+                let items = each.items(&decision);
+                config
+                    .headers
+                    .write_each(&decision, items, response.headers_mut());
                 ResponseFuture::answered(response)
             }
             Verdict::Never => {
                 let mut response = status(config.never_status);
-                config.headers.write(&decision, response.headers_mut());
+                let items = each.items(&decision);
+                config
+                    .headers
+                    .write_each(&decision, items, response.headers_mut());
                 ResponseFuture::answered(response)
             }
         }
@@ -165,9 +225,8 @@ where
                 let mut response = ready!(future.poll(cx))?;
                 if let Some(d) = described.take() {
                     let headers = response.headers_mut();
-                    d.config
-                        .headers
-                        .write_with_next(&d.decision, d.next.as_ref(), headers);
+                    let items = d.each.items(&d.decision);
+                    d.config.headers.write_each(&d.decision, items, headers);
                 }
                 Poll::Ready(Ok(response))
             }

@@ -358,10 +358,27 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
     where
         K: Hash,
     {
+        self.apply_one_with(algorithm, key, now, step, A::reserve_with_receipt)
+    }
+
+    /// [`apply_one`](Self::apply_one) reserving with `reserve` (the plain step, or
+    /// one that reports every limit).
+    #[inline(always)]
+    fn apply_one_with(
+        &self,
+        algorithm: &A,
+        key: &K,
+        now: Nanos,
+        step: Step<'_>,
+        reserve: impl FnOnce(&A, &mut A::State, Nanos, u64, Nanos) -> (Decision, Receipt),
+    ) -> Result<(Decision, Receipt), Error>
+    where
+        K: Hash,
+    {
         let hash = self.hash(key);
         let home = &self.shards[self.shard_of(hash)];
         let mut guard = home.inner.lock();
-        let result = self.step_one(&mut guard, algorithm, hash, now, step);
+        let result = self.step_one(&mut guard, algorithm, hash, now, step, reserve);
         home.len.store(guard.table.len(), Ordering::Relaxed);
         result
     }
@@ -374,15 +391,16 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
         hash: u64,
         now: Nanos,
         step: Step<'_>,
+        reserve: impl FnOnce(&A, &mut A::State, Nanos, u64, Nanos) -> (Decision, Receipt),
     ) -> Result<(Decision, Receipt), Error> {
         let found = shard.table.find(hash);
         let answer = match (step, found) {
             (Step::Reserve { cost, max_wait }, Probe::Found(at)) => {
-                algorithm.reserve_with_receipt(shard.table.state_mut(at), now, cost, max_wait)
+                reserve(algorithm, shard.table.state_mut(at), now, cost, max_wait)
             }
             (Step::Reserve { cost, max_wait }, Probe::Absent) => {
                 let mut state = algorithm.initial_state(0);
-                let answer = algorithm.reserve_with_receipt(&mut state, now, cost, max_wait);
+                let answer = reserve(algorithm, &mut state, now, cost, max_wait);
                 if answer.0.is_allowed() && !algorithm.is_replenished(&state, now) {
                     if !self.claim(1) {
                         self.sweep_for_room(shard, algorithm, now);
@@ -631,6 +649,26 @@ where
         step: Step<'_>,
     ) -> Result<(Decision, Receipt), Error> {
         self.apply_one(algorithm, key, now, step)
+    }
+
+    /// Runs the step and reports every limit under the shard's one lock.
+    fn apply_key_each(
+        &self,
+        algorithm: &A,
+        key: &K,
+        now: Nanos,
+        step: Step<'_>,
+        each: &mut dyn FnMut(Decision),
+    ) -> Result<(Decision, Receipt), Error> {
+        let Step::Reserve { .. } = step else {
+            let answer = self.apply_one(algorithm, key, now, step)?;
+            each(answer.0);
+            return Ok(answer);
+        };
+        let reserve = |algorithm: &A, state: &mut A::State, now, cost, max_wait| {
+            algorithm.reserve_each(state, now, cost, max_wait, &mut *each)
+        };
+        self.apply_one_with(algorithm, key, now, step, reserve)
     }
 
     fn apply_async(&self, algorithm: &A, keys: &[K], now: Nanos, step: Step<'_>) -> Self::Pending {
