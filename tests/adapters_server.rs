@@ -3,6 +3,9 @@
 //! requests, store failures, and the client's back-off reading the server's fields.
 #![cfg(feature = "tower")]
 
+mod adapters_common;
+
+use adapters_common::{poll_once, Remote};
 use futures::executor::block_on;
 use http::{HeaderMap, Request, Response, StatusCode};
 use sluicegate::adapters::server::{Legacy, Policy, RateLimitHeaders, ServerLayer};
@@ -14,6 +17,7 @@ use sluicegate::{KeyedRateLimiter, RateLimiter};
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 use tower::{service_fn, Layer, Service, ServiceExt};
 
@@ -246,6 +250,63 @@ fn every_limit_of_a_set_gets_its_own_item_with_its_own_next_permit() {
         .map(|(status, items, retry)| (*status, (*items).to_owned(), retry.map(str::to_owned)))
         .collect();
     assert_eq!(seen, expected);
+}
+
+#[test]
+fn over_a_remote_store_the_check_is_awaited_and_never_blocks() {
+    let clock = ManualClock::new();
+    let round_trips = Arc::new(AtomicUsize::new(0));
+    let store = Remote::new(round_trips.clone());
+    let blocking = store.blocking.clone();
+    let window = FixedWindow::new(2, Duration::from_secs(10)).unwrap();
+    let limiter = KeyedRateLimiter::with_store(window, store, clock.clone());
+    let (app, calls) = app();
+    let mut server = ServerLayer::with_meter(limiter, client_and_cost).layer(app);
+    clock.advance(Duration::from_millis(2_500));
+    let mut answers = Vec::new();
+    for _ in 0..3 {
+        let mut response = std::pin::pin!(server.call(request("ann", 1)));
+        assert!(
+            poll_once(response.as_mut()).is_pending(),
+            "the store's reply is in flight"
+        );
+        let Poll::Ready(Ok(response)) = poll_once(response.as_mut()) else {
+            panic!("answered once the reply came")
+        };
+        answers.push((response.status().as_u16(), fields(&response)));
+    }
+    // A remote store answers the combined decision: one item, and no second round
+    // trip after the last permit (its `t` is the window's end, 7.5 s away).
+    assert_eq!(
+        answers,
+        [
+            (
+                200,
+                pairs(&[
+                    ("ratelimit", r#""default";r=1;t=8"#),
+                    ("ratelimit-policy", r#""default";q=2"#)
+                ])
+            ),
+            (
+                200,
+                pairs(&[
+                    ("ratelimit", r#""default";r=0;t=8"#),
+                    ("ratelimit-policy", r#""default";q=2"#)
+                ])
+            ),
+            (
+                429,
+                pairs(&[
+                    ("retry-after", "8"),
+                    ("ratelimit", r#""default";r=0;t=8"#),
+                    ("ratelimit-policy", r#""default";q=2"#)
+                ])
+            ),
+        ]
+    );
+    assert_eq!(round_trips.load(Ordering::Relaxed), 3, "one per request");
+    assert_eq!(blocking.load(Ordering::Relaxed), 0, "no thread waited");
+    assert_eq!(calls.load(Ordering::Relaxed), 2);
 }
 
 #[test]

@@ -212,6 +212,23 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
         Ok(answer)
     }
 
+    /// True if [`apply`](Store::apply) answers at once, waiting on nothing but
+    /// locks in this process (the in-memory store), so that an async caller may
+    /// call it on its task instead of going through
+    /// [`apply_async`](Store::apply_async)'s future. The default, `false`, is right
+    /// for a store that waits on a network (Redis) and for any store that does not
+    /// say.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::SmoothBursty;
+    /// use sluicegate::stores::{MemoryStore, Store};
+    /// let store: MemoryStore<u64, SmoothBursty> = MemoryStore::new();
+    /// assert!(Store::<u64, SmoothBursty>::answers_at_once(&store));
+    /// ```
+    fn answers_at_once(&self) -> bool {
+        false
+    }
+
     /// [`apply`](Store::apply) without blocking the calling task: a remote store
     /// sends its request at once and the future resolves with the reply, one
     /// decision and receipt per key. Everything the future needs is taken

@@ -1,7 +1,7 @@
 //! The server service: decide, then answer or call the inner service.
 
 use super::headers::RateLimitHeaders;
-use crate::adapters::{Meter, Permits};
+use crate::adapters::{Checking, Meter, Permits};
 use crate::algorithms::{Decision, Verdict};
 use crate::error::Error;
 use http::{Request, Response, StatusCode};
@@ -69,7 +69,11 @@ pub(super) struct Config {
 /// [module docs](super).
 ///
 /// Readiness is the inner service's: a refused request is answered without calling
-/// it.
+/// it. When the limiter's check [answers at once](Permits::checks_at_once) (a direct
+/// limiter, the in-memory store) it runs in `call`; otherwise (a remote store) the
+/// response future awaits it, carrying the readied inner service and the request
+/// (tower's pattern: `call` leaves a fresh clone in its place), so no thread blocks
+/// on a round trip.
 #[derive(Clone, Debug)]
 pub struct Server<S, P, M> {
     pub(super) inner: S,
@@ -87,14 +91,14 @@ impl<S, P, M> Server<S, P, M> {
 
 impl<S, P, M, B, RB> Service<Request<B>> for Server<S, P, M>
 where
-    S: Service<Request<B>, Response = Response<RB>>,
+    S: Service<Request<B>, Response = Response<RB>> + Clone,
     P: Permits,
     M: Meter<Request<B>, P::Key>,
     RB: Default,
 {
     type Response = Response<RB>;
     type Error = S::Error;
-    type Future = ResponseFuture<S::Future, RB>;
+    type Future = ResponseFuture<S, B, RB>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -102,7 +106,20 @@ where
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let (key, cost) = self.meter.meter(&request);
-        let config = &*self.config;
+        if !self.permits.checks_at_once() {
+            let checking = self.permits.check_async(&key, cost);
+            // The readied service goes with its request; a fresh clone stays.
+            let fresh = self.inner.clone();
+            let inner = std::mem::replace(&mut self.inner, fresh);
+            return ResponseFuture {
+                state: State::Checking {
+                    checking,
+                    pending: Some((inner, request)),
+                    config: self.config.clone(),
+                },
+            };
+        }
+        let config = &self.config;
         let mut each = Each::new();
         // Only the `RateLimit` field lists every limit; without it the plain check.
         let checked = if config.headers.lists_limits() {
@@ -111,59 +128,74 @@ where
         } else {
             self.permits.check(&key, cost)
         };
-        let decision = match checked {
-            Ok(decision) => decision,
-            // A free request is not counted and carries no fields.
-            Err(Error::ZeroCost) => return ResponseFuture::called(self.inner.call(request), None),
-            Err(_) if config.fail_open => {
-                return ResponseFuture::called(self.inner.call(request), None)
-            }
-            Err(_) => return ResponseFuture::answered(status(StatusCode::SERVICE_UNAVAILABLE)),
-        };
-        match decision.verdict() {
-            Verdict::Allowed if !config.headers.describes_grants() => {
-                ResponseFuture::called(self.inner.call(request), None)
-            }
-            Verdict::Allowed => {
-                // A limiter that reported the deciding limit alone, granting its last
-                // permit: say when the next one comes (one more look). Limits that
-                // report each member say so themselves.
-                if config.headers.lists_limits()
-                    && each.len == 1
-                    && each.items[0].is_allowed()
-                    && each.items[0].remaining() == 0
-                {
-                    if let Ok(next) = self.permits.peek(&key, 1) {
-                        if next.verdict() == Verdict::Denied {
-                            each.items[0] = next;
-                        }
+        // A limiter that reported the deciding limit alone, granting its last
+        // permit: say when the next one comes (one more look). Limits that report
+        // each member say so themselves.
+        let permits = &self.permits;
+        let next = || permits.peek(&key, 1).ok();
+        match outcome(config, checked, each, next) {
+            Outcome::Call(described) => ResponseFuture::called(self.inner.call(request), described),
+            Outcome::Answer(response) => ResponseFuture::answered(response),
+        }
+    }
+}
+
+/// What the check decided for a request.
+enum Outcome<RB> {
+    /// Call the inner service; describe the grant if boxed here.
+    Call(Option<Box<Described>>),
+    /// Answer with this (a refusal, or a failed store).
+    Answer(Response<RB>),
+}
+
+/// The one place a check's result becomes a response: `each` is how the limits
+/// reported they stand, `next` peeks for the next permit when a lone deciding
+/// limit granted its last one.
+fn outcome<RB: Default>(
+    config: &Arc<Config>,
+    checked: Result<Decision, Error>,
+    mut each: Each,
+    next: impl FnOnce() -> Option<Decision>,
+) -> Outcome<RB> {
+    let decision = match checked {
+        Ok(decision) => decision,
+        // A free request is not counted and carries no fields.
+        Err(Error::ZeroCost) => return Outcome::Call(None),
+        Err(_) if config.fail_open => return Outcome::Call(None),
+        Err(_) => return Outcome::Answer(status(StatusCode::SERVICE_UNAVAILABLE)),
+    };
+    let headers = &config.headers;
+    match decision.verdict() {
+        Verdict::Allowed if !headers.describes_grants() => Outcome::Call(None),
+        Verdict::Allowed => {
+            let lone = each.len <= 1;
+            if headers.lists_limits() && lone && decision.remaining() == 0 {
+                let last = each.items(&decision)[0];
+                if last.is_allowed() {
+                    if let Some(next) = next().filter(|n| n.verdict() == Verdict::Denied) {
+                        each = Each::new();
+                        each.push(next);
                     }
                 }
-                // Boxed: a grant with fields allocates its values anyway, and the
-                // future stays small for the paths without.
-                let described = Box::new(Described {
-                    config: self.config.clone(),
-                    decision,
-                    each,
-                });
-                ResponseFuture::called(self.inner.call(request), Some(described))
             }
-            Verdict::Denied => {
-                let mut response = status(StatusCode::TOO_MANY_REQUESTS);
-                let items = each.items(&decision);
-                config
-                    .headers
-                    .write_each(&decision, items, response.headers_mut());
-                ResponseFuture::answered(response)
-            }
-            Verdict::Never => {
-                let mut response = status(config.never_status);
-                let items = each.items(&decision);
-                config
-                    .headers
-                    .write_each(&decision, items, response.headers_mut());
-                ResponseFuture::answered(response)
-            }
+            // Boxed: a grant with fields allocates its values anyway, and the
+            // future stays small for the paths without.
+            Outcome::Call(Some(Box::new(Described {
+                config: config.clone(),
+                decision,
+                each,
+            })))
+        }
+        Verdict::Denied | Verdict::Never => {
+            let code = if decision.is_never() {
+                config.never_status
+            } else {
+                StatusCode::TOO_MANY_REQUESTS
+            };
+            let mut response = status(code);
+            let items = each.items(&decision);
+            headers.write_each(&decision, items, response.headers_mut());
+            Outcome::Answer(response)
         }
     }
 }
@@ -176,20 +208,34 @@ fn status<RB: Default>(status: StatusCode) -> Response<RB> {
 
 pin_project! {
     /// The future of [`Server::call`]: the inner service's response with the
-    /// rate-limit fields added, or the refusal built at once.
-    pub struct ResponseFuture<F, RB> {
+    /// rate-limit fields added, or the refusal; first, with a limiter that does not
+    /// check at once, the check itself.
+    pub struct ResponseFuture<S, B, RB>
+    where
+        S: Service<Request<B>>,
+    {
         #[pin]
-        state: State<F, RB>,
+        state: State<S, B, RB>,
     }
 }
 
 pin_project! {
     #[project = StateProj]
-    enum State<F, RB> {
+    enum State<S, B, RB>
+    where
+        S: Service<Request<B>>,
+    {
+        // Awaiting the store's answer; then the readied inner service and the
+        // request, to call if allowed.
+        Checking {
+            checking: Checking,
+            pending: Option<(S, Request<B>)>,
+            config: Arc<Config>,
+        },
         // Allowed: the inner call, and the decision to describe.
         Called {
             #[pin]
-            future: F,
+            future: S::Future,
             described: Option<Box<Described>>,
         },
         // Refused (or failed closed): the answer.
@@ -197,8 +243,11 @@ pin_project! {
     }
 }
 
-impl<F, RB> ResponseFuture<F, RB> {
-    fn called(future: F, described: Option<Box<Described>>) -> Self {
+impl<S, B, RB> ResponseFuture<S, B, RB>
+where
+    S: Service<Request<B>>,
+{
+    fn called(future: S::Future, described: Option<Box<Described>>) -> Self {
         ResponseFuture {
             state: State::Called { future, described },
         }
@@ -213,28 +262,57 @@ impl<F, RB> ResponseFuture<F, RB> {
     }
 }
 
-impl<F, RB, E> Future for ResponseFuture<F, RB>
+impl<S, B, RB> Future for ResponseFuture<S, B, RB>
 where
-    F: Future<Output = Result<Response<RB>, E>>,
+    S: Service<Request<B>, Response = Response<RB>>,
+    RB: Default,
 {
-    type Output = Result<Response<RB>, E>;
+    type Output = Result<Response<RB>, S::Error>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project().state.project() {
-            StateProj::Called { future, described } => {
-                let mut response = ready!(future.poll(cx))?;
-                if let Some(d) = described.take() {
-                    let headers = response.headers_mut();
-                    let items = d.each.items(&d.decision);
-                    d.config.headers.write_each(&d.decision, items, headers);
+        let mut state = self.project().state;
+        loop {
+            let next = match state.as_mut().project() {
+                StateProj::Checking {
+                    checking,
+                    pending,
+                    config,
+                } => {
+                    let checked = ready!(checking.as_mut().poll(cx));
+                    // A remote store answers the combined decision; no second
+                    // round trip for the next permit.
+                    match outcome(config, checked, Each::new(), || None) {
+                        Outcome::Call(described) => match pending.take() {
+                            Some((mut inner, request)) => State::Called {
+                                future: inner.call(request),
+                                described,
+                            },
+                            // Polled again after completing.
+                            None => return Poll::Pending,
+                        },
+                        Outcome::Answer(response) => State::Answered {
+                            response: Some(response),
+                        },
+                    }
                 }
-                Poll::Ready(Ok(response))
-            }
-            // Polled again after answering: there is nothing left to give.
-            StateProj::Answered { response } => match response.take() {
-                Some(response) => Poll::Ready(Ok(response)),
-                None => Poll::Pending,
-            },
+                StateProj::Called { future, described } => {
+                    let mut response = ready!(future.poll(cx))?;
+                    if let Some(d) = described.take() {
+                        let items = d.each.items(&d.decision);
+                        let headers = response.headers_mut();
+                        d.config.headers.write_each(&d.decision, items, headers);
+                    }
+                    return Poll::Ready(Ok(response));
+                }
+                // Polled again after answering: there is nothing left to give.
+                StateProj::Answered { response } => {
+                    return match response.take() {
+                        Some(response) => Poll::Ready(Ok(response)),
+                        None => Poll::Pending,
+                    }
+                }
+            };
+            state.set(next);
         }
     }
 }

@@ -651,6 +651,11 @@ where
         self.apply_one(algorithm, key, now, step)
     }
 
+    /// True: a step waits only on a shard's lock.
+    fn answers_at_once(&self) -> bool {
+        true
+    }
+
     /// Runs the step and reports every limit under the shard's one lock.
     fn apply_key_each(
         &self,
