@@ -111,22 +111,26 @@ where
             // The readied service goes with its request; a fresh clone stays.
             let fresh = self.inner.clone();
             let inner = std::mem::replace(&mut self.inner, fresh);
+            // Boxed, as the check is: the future stays small for the paths without.
+            let awaiting = Box::new(Awaiting {
+                checking,
+                called: Some((inner, request)),
+                config: self.config.clone(),
+            });
             return ResponseFuture {
-                state: State::Checking {
-                    checking,
-                    pending: Some((inner, request)),
-                    config: self.config.clone(),
-                },
+                state: State::Checking { awaiting },
             };
         }
         let config = &self.config;
-        let mut each = Each::new();
         // Only the `RateLimit` field lists every limit; without it the plain check.
-        let checked = if config.headers.lists_limits() {
-            self.permits
-                .check_each(&key, cost, &mut |decision| each.push(decision))
+        let (checked, each) = if config.headers.lists_limits() {
+            let mut each = Each::new();
+            let checked = self
+                .permits
+                .check_each(&key, cost, &mut |decision| each.push(decision));
+            (checked, Some(each))
         } else {
-            self.permits.check(&key, cost)
+            (self.permits.check(&key, cost), None)
         };
         // A limiter that reported the deciding limit alone, granting its last
         // permit: say when the next one comes (one more look). Limits that report
@@ -151,10 +155,11 @@ enum Outcome<RB> {
 /// The one place a check's result becomes a response: `each` is how the limits
 /// reported they stand, `next` peeks for the next permit when a lone deciding
 /// limit granted its last one.
+#[inline]
 fn outcome<RB: Default>(
     config: &Arc<Config>,
     checked: Result<Decision, Error>,
-    mut each: Each,
+    each: Option<Each>,
     next: impl FnOnce() -> Option<Decision>,
 ) -> Outcome<RB> {
     let decision = match checked {
@@ -168,6 +173,7 @@ fn outcome<RB: Default>(
     match decision.verdict() {
         Verdict::Allowed if !headers.describes_grants() => Outcome::Call(None),
         Verdict::Allowed => {
+            let mut each = each.unwrap_or_else(Each::new);
             let lone = each.len <= 1;
             if headers.lists_limits() && lone && decision.remaining() == 0 {
                 let last = each.items(&decision)[0];
@@ -193,6 +199,7 @@ fn outcome<RB: Default>(
                 StatusCode::TOO_MANY_REQUESTS
             };
             let mut response = status(code);
+            let each = each.unwrap_or_else(Each::new);
             let items = each.items(&decision);
             headers.write_each(&decision, items, response.headers_mut());
             Outcome::Answer(response)
@@ -227,11 +234,7 @@ pin_project! {
     {
         // Awaiting the store's answer; then the readied inner service and the
         // request, to call if allowed.
-        Checking {
-            checking: Checking,
-            pending: Option<(S, Request<B>)>,
-            config: Arc<Config>,
-        },
+        Checking { awaiting: Box<Awaiting<S, B>> },
         // Allowed: the inner call, and the decision to describe.
         Called {
             #[pin]
@@ -271,48 +274,62 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut state = self.project().state;
-        loop {
-            let next = match state.as_mut().project() {
-                StateProj::Checking {
-                    checking,
-                    pending,
-                    config,
-                } => {
-                    let checked = ready!(checking.as_mut().poll(cx));
-                    // A remote store answers the combined decision; no second
-                    // round trip for the next permit.
-                    match outcome(config, checked, Each::new(), || None) {
-                        Outcome::Call(described) => match pending.take() {
-                            Some((mut inner, request)) => State::Called {
-                                future: inner.call(request),
-                                described,
-                            },
-                            // Polled again after completing.
-                            None => return Poll::Pending,
-                        },
-                        Outcome::Answer(response) => State::Answered {
-                            response: Some(response),
-                        },
-                    }
-                }
-                StateProj::Called { future, described } => {
-                    let mut response = ready!(future.poll(cx))?;
-                    if let Some(d) = described.take() {
-                        let items = d.each.items(&d.decision);
-                        let headers = response.headers_mut();
-                        d.config.headers.write_each(&d.decision, items, headers);
-                    }
-                    return Poll::Ready(Ok(response));
-                }
-                // Polled again after answering: there is nothing left to give.
-                StateProj::Answered { response } => {
-                    return match response.take() {
-                        Some(response) => Poll::Ready(Ok(response)),
-                        None => Poll::Pending,
-                    }
-                }
-            };
+        if let StateProj::Checking { awaiting } = state.as_mut().project() {
+            let next = ready!(awaiting.poll_checked(cx));
             state.set(next);
         }
+        match state.project() {
+            StateProj::Called { future, described } => {
+                let mut response = ready!(future.poll(cx))?;
+                if let Some(d) = described.take() {
+                    let items = d.each.items(&d.decision);
+                    let headers = response.headers_mut();
+                    d.config.headers.write_each(&d.decision, items, headers);
+                }
+                Poll::Ready(Ok(response))
+            }
+            // Polled again after answering: there is nothing left to give.
+            StateProj::Answered { response } => match response.take() {
+                Some(response) => Poll::Ready(Ok(response)),
+                None => Poll::Pending,
+            },
+            // Polled again after the check's outcome was taken.
+            StateProj::Checking { .. } => Poll::Pending,
+        }
+    }
+}
+
+/// A check awaiting a remote store's reply, and what to call once it allows.
+struct Awaiting<S, B> {
+    checking: Checking,
+    called: Option<(S, Request<B>)>,
+    config: Arc<Config>,
+}
+
+impl<S, B> Awaiting<S, B> {
+    /// The state to go on in once the reply came: the inner call, or the answer.
+    /// Out of line: the memory store's path never comes here.
+    #[inline(never)]
+    fn poll_checked<RB>(&mut self, cx: &mut Context<'_>) -> Poll<State<S, B, RB>>
+    where
+        S: Service<Request<B>, Response = Response<RB>>,
+        RB: Default,
+    {
+        let checked = ready!(self.checking.as_mut().poll(cx));
+        let Some((mut inner, request)) = self.called.take() else {
+            // Polled again after completing: nothing left to give.
+            return Poll::Pending;
+        };
+        // A remote store answers the combined decision; no second round trip for
+        // the next permit.
+        Poll::Ready(match outcome(&self.config, checked, None, || None) {
+            Outcome::Call(described) => State::Called {
+                future: inner.call(request),
+                described,
+            },
+            Outcome::Answer(response) => State::Answered {
+                response: Some(response),
+            },
+        })
     }
 }

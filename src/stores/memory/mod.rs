@@ -358,7 +358,10 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
     where
         K: Hash,
     {
-        self.apply_one_with(algorithm, key, now, step, A::reserve_with_receipt)
+        let reserve = |algorithm: &A, state: &mut A::State, now, cost, max_wait| {
+            algorithm.reserve_with_receipt(state, now, cost, max_wait)
+        };
+        self.apply_one_with(algorithm, key, now, step, reserve)
     }
 
     /// [`apply_one`](Self::apply_one) reserving with `reserve` (the plain step, or
