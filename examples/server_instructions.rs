@@ -49,7 +49,11 @@ where
     S: Service<Request<Body>, Response = Response<Body>>,
     S::Error: std::fmt::Debug,
 {
-    let response = service.call(request).now_or_never().expect("ready").unwrap();
+    let response = service
+        .call(request)
+        .now_or_never()
+        .expect("ready")
+        .unwrap();
     response.status().as_u16()
 }
 

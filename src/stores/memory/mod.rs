@@ -358,22 +358,19 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
     where
         K: Hash,
     {
-        let reserve = |algorithm: &A, state: &mut A::State, now, cost, max_wait| {
-            algorithm.reserve_with_receipt(state, now, cost, max_wait)
-        };
-        self.apply_one_with(algorithm, key, now, step, reserve)
+        self.apply_one_with::<false>(algorithm, key, now, step, &mut |_| {})
     }
 
-    /// [`apply_one`](Self::apply_one) reserving with `reserve` (the plain step, or
-    /// one that reports every limit).
+    /// [`apply_one`](Self::apply_one), also reporting every limit to `each` when
+    /// `EACH` (see [`Algorithm::reserve_each`]); without it, the plain step.
     #[inline(always)]
-    fn apply_one_with(
+    fn apply_one_with<const EACH: bool>(
         &self,
         algorithm: &A,
         key: &K,
         now: Nanos,
         step: Step<'_>,
-        reserve: impl FnOnce(&A, &mut A::State, Nanos, u64, Nanos) -> (Decision, Receipt),
+        each: &mut dyn FnMut(Decision),
     ) -> Result<(Decision, Receipt), Error>
     where
         K: Hash,
@@ -381,29 +378,36 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
         let hash = self.hash(key);
         let home = &self.shards[self.shard_of(hash)];
         let mut guard = home.inner.lock();
-        let result = self.step_one(&mut guard, algorithm, hash, now, step, reserve);
+        let result = self.step_one::<EACH>(&mut guard, algorithm, hash, now, step, each);
         home.len.store(guard.table.len(), Ordering::Relaxed);
         result
     }
 
     #[inline]
-    fn step_one(
+    fn step_one<const EACH: bool>(
         &self,
         shard: &mut ShardState<A::State>,
         algorithm: &A,
         hash: u64,
         now: Nanos,
         step: Step<'_>,
-        reserve: impl FnOnce(&A, &mut A::State, Nanos, u64, Nanos) -> (Decision, Receipt),
+        each: &mut dyn FnMut(Decision),
     ) -> Result<(Decision, Receipt), Error> {
+        let mut reserve = |state: &mut A::State, cost, max_wait| {
+            if EACH {
+                algorithm.reserve_each(state, now, cost, max_wait, &mut *each)
+            } else {
+                algorithm.reserve_with_receipt(state, now, cost, max_wait)
+            }
+        };
         let found = shard.table.find(hash);
         let answer = match (step, found) {
             (Step::Reserve { cost, max_wait }, Probe::Found(at)) => {
-                reserve(algorithm, shard.table.state_mut(at), now, cost, max_wait)
+                reserve(shard.table.state_mut(at), cost, max_wait)
             }
             (Step::Reserve { cost, max_wait }, Probe::Absent) => {
                 let mut state = algorithm.initial_state(0);
-                let answer = reserve(algorithm, &mut state, now, cost, max_wait);
+                let answer = reserve(&mut state, cost, max_wait);
                 if answer.0.is_allowed() && !algorithm.is_replenished(&state, now) {
                     if !self.claim(1) {
                         self.sweep_for_room(shard, algorithm, now);
@@ -673,10 +677,7 @@ where
             each(answer.0);
             return Ok(answer);
         };
-        let reserve = |algorithm: &A, state: &mut A::State, now, cost, max_wait| {
-            algorithm.reserve_each(state, now, cost, max_wait, &mut *each)
-        };
-        self.apply_one_with(algorithm, key, now, step, reserve)
+        self.apply_one_with::<true>(algorithm, key, now, step, each)
     }
 
     fn apply_async(&self, algorithm: &A, keys: &[K], now: Nanos, step: Step<'_>) -> Self::Pending {
