@@ -5,7 +5,7 @@
 
 mod adapters_common;
 
-use adapters_common::{poll_once, secs, HeldClock};
+use adapters_common::{poll_once, secs, HeldClock, Remote};
 use futures::executor::block_on;
 use http::{Request, Response, StatusCode};
 use sluicegate::adapters::client::{ClientError, ClientLayer};
@@ -410,91 +410,11 @@ fn holds_are_per_key() {
     assert_eq!(times(&log), [0.0, 0.0, 4.0]);
 }
 
-/// A store that answers asynchronously, like a remote one: its replies arrive one
-/// poll late, and it counts its round trips. The states live in a `MemoryStore`.
-struct Remote<K, A: sluicegate::algorithms::Algorithm> {
-    states: sluicegate::stores::MemoryStore<K, A>,
-    round_trips: Arc<std::sync::atomic::AtomicUsize>,
-}
-
-impl<K, A> sluicegate::stores::Store<K, A> for Remote<K, A>
-where
-    K: std::hash::Hash + Eq + Send + Sync,
-    A: sluicegate::algorithms::Algorithm,
-{
-    type Pending = std::pin::Pin<
-        Box<
-            dyn std::future::Future<
-                    Output = Result<
-                        Vec<(sluicegate::Decision, sluicegate::algorithms::Receipt)>,
-                        Error,
-                    >,
-                > + Send,
-        >,
-    >;
-
-    fn apply(
-        &self,
-        algorithm: &A,
-        keys: &[K],
-        now: u64,
-        step: sluicegate::stores::Step<'_>,
-        out: &mut [(sluicegate::Decision, sluicegate::algorithms::Receipt)],
-    ) -> Result<(), Error> {
-        self.round_trips
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.states.apply(algorithm, keys, now, step, out)
-    }
-
-    fn cancel_detached(
-        &self,
-        algorithm: &A,
-        keys: &[K],
-        now: u64,
-        receipts: &[sluicegate::algorithms::Receipt],
-        acts_at: u64,
-    ) {
-        self.round_trips
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.states
-            .cancel_detached(algorithm, keys, now, receipts, acts_at)
-    }
-
-    fn apply_async(
-        &self,
-        algorithm: &A,
-        keys: &[K],
-        now: u64,
-        step: sluicegate::stores::Step<'_>,
-    ) -> Self::Pending {
-        self.round_trips
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let reply = self.states.apply_async(algorithm, keys, now, step);
-        let mut late = true;
-        Box::pin(async move {
-            // The reply is in flight for one poll.
-            futures::future::poll_fn(|cx| {
-                if std::mem::take(&mut late) {
-                    cx.waker().wake_by_ref();
-                    std::task::Poll::Pending
-                } else {
-                    std::task::Poll::Ready(())
-                }
-            })
-            .await;
-            reply.await
-        })
-    }
-}
-
 #[test]
 fn a_keyed_limiter_over_an_asynchronous_store_paces_and_gives_back() {
     let clock = HeldClock::default();
     let round_trips = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let store = Remote {
-        states: sluicegate::stores::MemoryStore::new(),
-        round_trips: round_trips.clone(),
-    };
+    let store = Remote::new(round_trips.clone());
     let bursty = SmoothBursty::new(1.0)
         .unwrap()
         .with_max_burst(Duration::ZERO)

@@ -13,7 +13,7 @@ use http::{Method, Request, StatusCode};
 use sluicegate::adapters::client::ClientLayer;
 use sluicegate::adapters::server::{Legacy, Policy, RateLimitHeaders, ServerLayer};
 use sluicegate::adapters::HoldBack;
-use sluicegate::algorithms::{FixedWindow, LeakyBucket, SmoothBursty};
+use sluicegate::algorithms::{AllOf, FixedWindow, LeakyBucket, SmoothBursty};
 use sluicegate::clock::{DefaultClock, ManualClock};
 use sluicegate::{KeyedRateLimiter, RateLimiter};
 use std::net::{IpAddr, SocketAddr};
@@ -117,6 +117,62 @@ async fn header_values_over_loopback_are_exact_and_parse_as_structured_fields() 
         [named("per-minute", &[("r", 0), ("t", 45)])]
     );
     assert_eq!(h["x-ratelimit-remaining"], "0");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_set_over_loopback_lists_one_item_per_limit() {
+    let clock = ManualClock::new();
+    let set = AllOf::new((
+        FixedWindow::new(2, Duration::from_secs(10)).unwrap(),
+        FixedWindow::new(50, Duration::from_secs(3600)).unwrap(),
+    ));
+    let limiter = KeyedRateLimiter::with_clock(set, clock.clone());
+    let policies = Policy::describe(limiter.algorithm(), ["burst", "hourly"]);
+    let server = ServerLayer::with_meter(limiter, peer_ip)
+        .headers(RateLimitHeaders::new().policies(policies));
+    let base = serve(hello().layer(server)).await;
+    clock.advance(Duration::from_millis(4_500));
+    let http = reqwest::Client::new();
+
+    let first = http.get(&base).send().await.unwrap();
+    assert_eq!(first.status(), StatusCode::OK);
+    let h = first.headers();
+    assert_eq!(h["ratelimit"], r#""burst";r=1;t=6, "hourly";r=49;t=3596"#);
+    assert_eq!(
+        h["ratelimit-policy"],
+        r#""burst";q=2;w=10, "hourly";q=50;w=3600"#
+    );
+    assert_eq!(
+        sf_list(&h["ratelimit"]),
+        [
+            named("burst", &[("r", 1), ("t", 6)]),
+            named("hourly", &[("r", 49), ("t", 3596)]),
+        ]
+    );
+    assert_eq!(
+        sf_list(&h["ratelimit-policy"]),
+        [
+            named("burst", &[("q", 2), ("w", 10)]),
+            named("hourly", &[("q", 50), ("w", 3600)]),
+        ]
+    );
+    let second = http.get(&base).send().await.unwrap();
+    assert_eq!(
+        sf_list(&second.headers()["ratelimit"]),
+        [
+            named("burst", &[("r", 0), ("t", 6)]), // its next permit: the next window
+            named("hourly", &[("r", 48), ("t", 3596)]),
+        ]
+    );
+    let refused = http.get(&base).send().await.unwrap();
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    let h = refused.headers();
+    assert_eq!(h["retry-after"], "6");
+    // Only the limit that refused: the hour took nothing.
+    assert_eq!(
+        sf_list(&h["ratelimit"]),
+        [named("burst", &[("r", 0), ("t", 6)])]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

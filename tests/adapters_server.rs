@@ -3,17 +3,21 @@
 //! requests, store failures, and the client's back-off reading the server's fields.
 #![cfg(feature = "tower")]
 
+mod adapters_common;
+
+use adapters_common::{poll_once, Remote};
 use futures::executor::block_on;
 use http::{HeaderMap, Request, Response, StatusCode};
 use sluicegate::adapters::server::{Legacy, Policy, RateLimitHeaders, ServerLayer};
 use sluicegate::adapters::{HoldBack, Weighed};
-use sluicegate::algorithms::{AllOf, FixedWindow, SmoothBursty};
+use sluicegate::algorithms::{AllOf, FixedWindow, LeakyBucket, SmoothBursty};
 use sluicegate::clock::ManualClock;
 use sluicegate::stores::MemoryStore;
 use sluicegate::{KeyedRateLimiter, RateLimiter};
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 use tower::{service_fn, Layer, Service, ServiceExt};
 
@@ -135,7 +139,7 @@ fn retry_after_is_whole_seconds_rounded_up_never_early() {
 }
 
 #[test]
-fn a_set_names_the_limit_that_decided_and_lists_every_policy() {
+fn a_set_lists_one_item_per_limit_and_every_policy() {
     let clock = ManualClock::new();
     // 2 per second (bursty, 1 s saved) and 5 per minute.
     let set = AllOf::new((
@@ -161,9 +165,21 @@ fn a_set_names_the_limit_that_decided_and_lists_every_policy() {
         limits.push(response.headers()["ratelimit"].to_str().unwrap().to_owned());
     }
     assert_eq!(statuses, [200, 200, 200, 429]);
-    // The per-second bucket is the tightest at once; pay later lets the third through,
-    // then the fourth is refused by it for 0.5 s.
-    assert_eq!(limits[3], r#""second";r=0;t=1"#);
+    // Every grant lists both limits: the bucket's remaining and when it is full again
+    // (0.5 s per permit spent, rounded up), the minute's window ending at 60 s. The
+    // second grant spends the bucket, but pay later would still let one more through
+    // (so its `t` stays the refill); after the third one more would be refused, so
+    // `t` is when the next permit comes (0.5 s). The fourth is refused by the bucket
+    // alone, the only limit listed then.
+    assert_eq!(
+        limits,
+        [
+            r#""second";r=1;t=1, "minute";r=4;t=59"#,
+            r#""second";r=0;t=1, "minute";r=3;t=59"#,
+            r#""second";r=0;t=1, "minute";r=2;t=59"#,
+            r#""second";r=0;t=1"#,
+        ]
+    );
     // After the minute's 5 are spent, the minute refuses (the longest retry).
     clock.advance(Duration::from_secs(2));
     send(&server, request("ann", 1));
@@ -174,6 +190,123 @@ fn a_set_names_the_limit_that_decided_and_lists_every_policy() {
     assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(refused.headers()["ratelimit"], r#""minute";r=0;t=53"#);
     assert_eq!(refused.headers()["retry-after"], "53");
+}
+
+#[test]
+fn every_limit_of_a_set_gets_its_own_item_with_its_own_next_permit() {
+    let clock = ManualClock::new();
+    // A bucket of 2 draining 1 per second, 3 per minute, 100 per hour; no policies
+    // named, so the items and policies are "limit<i>".
+    let set = AllOf::new((
+        LeakyBucket::meter(2, 1, Duration::from_secs(1)).unwrap(),
+        FixedWindow::new(3, Duration::from_secs(60)).unwrap(),
+        FixedWindow::new(100, Duration::from_secs(3600)).unwrap(),
+    ));
+    let limiter = KeyedRateLimiter::with_clock(set, clock.clone());
+    let (app, _) = app();
+    let server = ServerLayer::with_meter(limiter, client_and_cost).layer(app);
+    let policy = r#""limit0";q=2, "limit1";q=3, "limit2";q=100"#;
+    clock.advance(Duration::from_millis(2_500));
+    let mut seen = Vec::new();
+    for advance in [0, 0, 1_000, 0] {
+        clock.advance(Duration::from_millis(advance));
+        let response = send(&server, request("ann", 1));
+        assert_eq!(response.headers()["ratelimit-policy"], policy);
+        let retry = response
+            .headers()
+            .get("retry-after")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let items = response.headers()["ratelimit"].to_str().unwrap().to_owned();
+        seen.push((response.status().as_u16(), items, retry));
+    }
+    let expected = [
+        // The bucket is full again 1 s after one permit; the windows end at 60 s and
+        // 3600 s (2.5 s in).
+        (
+            200,
+            r#""limit0";r=1;t=1, "limit1";r=2;t=58, "limit2";r=99;t=3598"#,
+            None,
+        ),
+        // The bucket's last permit went: its next one drains in 1 s (it is whole
+        // only in 2 s).
+        (
+            200,
+            r#""limit0";r=0;t=1, "limit1";r=1;t=58, "limit2";r=98;t=3598"#,
+            None,
+        ),
+        // A second later: the bucket's last permit again, and the minute's, whose
+        // next permit is the next window, 56.5 s away.
+        (
+            200,
+            r#""limit0";r=0;t=1, "limit1";r=0;t=57, "limit2";r=97;t=3597"#,
+            None,
+        ),
+        // Refused by both (the hour would have allowed and is left out); Retry-After
+        // is the longer.
+        (429, r#""limit0";r=0;t=1, "limit1";r=0;t=57"#, Some("57")),
+    ];
+    let expected: Vec<(u16, String, Option<String>)> = expected
+        .iter()
+        .map(|(status, items, retry)| (*status, (*items).to_owned(), retry.map(str::to_owned)))
+        .collect();
+    assert_eq!(seen, expected);
+}
+
+#[test]
+fn over_a_remote_store_the_check_is_awaited_and_never_blocks() {
+    let clock = ManualClock::new();
+    let round_trips = Arc::new(AtomicUsize::new(0));
+    let store = Remote::new(round_trips.clone());
+    let blocking = store.blocking.clone();
+    let window = FixedWindow::new(2, Duration::from_secs(10)).unwrap();
+    let limiter = KeyedRateLimiter::with_store(window, store, clock.clone());
+    let (app, calls) = app();
+    let mut server = ServerLayer::with_meter(limiter, client_and_cost).layer(app);
+    clock.advance(Duration::from_millis(2_500));
+    let mut answers = Vec::new();
+    for _ in 0..3 {
+        let mut response = std::pin::pin!(server.call(request("ann", 1)));
+        assert!(
+            poll_once(response.as_mut()).is_pending(),
+            "the store's reply is in flight"
+        );
+        let Poll::Ready(Ok(response)) = poll_once(response.as_mut()) else {
+            panic!("answered once the reply came")
+        };
+        answers.push((response.status().as_u16(), fields(&response)));
+    }
+    // A remote store answers the combined decision: one item, and no second round
+    // trip after the last permit (its `t` is the window's end, 7.5 s away).
+    assert_eq!(
+        answers,
+        [
+            (
+                200,
+                pairs(&[
+                    ("ratelimit", r#""default";r=1;t=8"#),
+                    ("ratelimit-policy", r#""default";q=2"#)
+                ])
+            ),
+            (
+                200,
+                pairs(&[
+                    ("ratelimit", r#""default";r=0;t=8"#),
+                    ("ratelimit-policy", r#""default";q=2"#)
+                ])
+            ),
+            (
+                429,
+                pairs(&[
+                    ("retry-after", "8"),
+                    ("ratelimit", r#""default";r=0;t=8"#),
+                    ("ratelimit-policy", r#""default";q=2"#)
+                ])
+            ),
+        ]
+    );
+    assert_eq!(round_trips.load(Ordering::Relaxed), 3, "one per request");
+    assert_eq!(blocking.load(Ordering::Relaxed), 0, "no thread waited");
+    assert_eq!(calls.load(Ordering::Relaxed), 2);
 }
 
 #[test]

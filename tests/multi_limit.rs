@@ -761,3 +761,42 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// `reserve_each` takes the very step `reserve_with_receipt` takes and reports
+    /// each member as it stands: a grant reports each member's grant (or, for a
+    /// member left with no permit that refuses one more, that refusal); a refusal
+    /// reports each member's own answer, one of them the refusal the set answered.
+    #[test]
+    fn reserve_each_steps_as_reserve_and_reports_every_member(
+        calls in proptest::collection::vec((0u64..400, 1u64..4), 1..40),
+    ) {
+        let set = AllOf::new((bursty(5.0), per(4, 1), cadence(20.0)));
+        let (a, b, c) = *set.members();
+        let mut plain = set.initial_state(0);
+        let mut reporting = set.initial_state(0);
+        let mut now = 0;
+        for (advance, cost) in calls {
+            now += advance * MS;
+            let expected = set.reserve_with_receipt(&mut plain, now, cost, 0);
+            let mut each = Vec::new();
+            let answer = set.reserve_each(&mut reporting, now, cost, 0, &mut |d| each.push(d));
+            prop_assert_eq!(answer, expected);
+            prop_assert_eq!(each.len(), 3);
+            let (sa, sb, sc) = reporting.members();
+            if answer.0.is_allowed() {
+                for (reported, next) in each.iter().zip([a.peek(sa, now, 1), b.peek(sb, now, 1), c.peek(sc, now, 1)]) {
+                    if reported.is_allowed() {
+                        prop_assert!(reported.remaining() > 0 || next.verdict() != Verdict::Denied);
+                    } else {
+                        prop_assert_eq!(*reported, next);
+                    }
+                }
+            } else {
+                let refusal = each[answer.0.limit_index() as usize];
+                prop_assert_eq!(refusal.retry_after_nanos(), answer.0.retry_after_nanos());
+                prop_assert!(each.iter().any(|d| !d.is_allowed()));
+            }
+        }
+    }
+}

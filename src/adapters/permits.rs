@@ -4,8 +4,8 @@ use crate::algorithms::{Algorithm, Decision};
 use crate::cells::CellAlgorithm;
 use crate::clock::{duration_to_nanos, Clock};
 use crate::error::Error;
-use crate::limiters::{asynchronous, keyed_async};
-use crate::stores::Store;
+use crate::limiters::{asynchronous, combine, keyed_async, nonzero};
+use crate::stores::{Step, Store};
 use crate::{AsyncKeyedRateLimiter, AsyncRateLimiter, KeyedRateLimiter, RateLimiter};
 use std::future::Future;
 use std::pin::Pin;
@@ -14,6 +14,9 @@ use std::time::Duration;
 /// The future of [`Permits::acquire`]: resolves to the time waited once the permits
 /// are granted. Dropping it before then gives the permits back.
 pub type Acquiring = Pin<Box<dyn Future<Output = Result<Duration, Error>> + Send + 'static>>;
+
+/// The future of [`Permits::check_async`]: the check's decision.
+pub type Checking = Pin<Box<dyn Future<Output = Result<Decision, Error>> + Send + 'static>>;
 
 /// A shared handle on a limiter that the adapters draw permits from: every limiter
 /// of this crate, direct ([`RateLimiter`], [`AsyncRateLimiter`], whose key is `()`)
@@ -60,6 +63,72 @@ pub trait Permits: Clone + Send + Sync + 'static {
     /// # Errors
     /// As the limiter's `check`.
     fn check(&self, key: &Self::Key, cost: u64) -> Result<Decision, Error>;
+
+    /// True if [`check`](Permits::check) answers at once, without waiting on
+    /// anything but locks in this process: a direct limiter, or a keyed one whose
+    /// store [answers at once](Store::answers_at_once) (the in-memory store). The
+    /// server layer then checks on the calling task; otherwise it awaits
+    /// [`check_async`](Permits::check_async), so a remote store never blocks the
+    /// executor. The default is `true`.
+    ///
+    /// ```
+    /// use sluicegate::adapters::Permits;
+    /// use sluicegate::{algorithms::SmoothBursty, KeyedRateLimiter, RateLimiter};
+    /// assert!(RateLimiter::bursty(1.0).unwrap().checks_at_once());
+    /// assert!(KeyedRateLimiter::<u64, _>::new(SmoothBursty::new(1.0).unwrap()).checks_at_once());
+    /// ```
+    fn checks_at_once(&self) -> bool {
+        true
+    }
+
+    /// [`check`](Permits::check) without blocking the calling task: a keyed
+    /// limiter sends its store step at once ([`Store::apply_async`]) and the future
+    /// resolves with the reply. It borrows nothing. The default answers `check`'s
+    /// decision in a ready future.
+    ///
+    /// # Errors
+    /// As [`check`](Permits::check), when the future resolves.
+    ///
+    /// ```
+    /// use sluicegate::adapters::Permits;
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// let limiter = RateLimiter::bursty_with_clock(1.0, ManualClock::new()).unwrap();
+    /// let decision = futures::executor::block_on(limiter.check_async(&(), 1)).unwrap();
+    /// assert!(decision.is_allowed());
+    /// ```
+    fn check_async(&self, key: &Self::Key, cost: u64) -> Checking {
+        Box::pin(std::future::ready(self.check(key, cost)))
+    }
+
+    /// [`check`](Permits::check), also telling `each` how every limit stands after
+    /// it, one decision per limit in order (see
+    /// [`Algorithm::reserve_each`](crate::algorithms::Algorithm::reserve_each)).
+    /// A keyed limiter reports every member of an
+    /// [`AllOf`](crate::algorithms::AllOf) set when its store can in the same step
+    /// (the in-memory store can); the default, which direct limiters keep, reports
+    /// the combined decision once.
+    ///
+    /// # Errors
+    /// As [`check`](Permits::check).
+    ///
+    /// ```
+    /// use sluicegate::adapters::Permits;
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// let limiter = RateLimiter::bursty_with_clock(2.0, ManualClock::new()).unwrap();
+    /// let mut reported = Vec::new();
+    /// let decision = limiter.check_each(&(), 1, &mut |d| reported.push(d)).unwrap();
+    /// assert_eq!(reported, [decision]);
+    /// ```
+    fn check_each(
+        &self,
+        key: &Self::Key,
+        cost: u64,
+        each: &mut dyn FnMut(Decision),
+    ) -> Result<Decision, Error> {
+        let decision = self.check(key, cost)?;
+        each(decision);
+        Ok(decision)
+    }
 
     /// Takes `cost` permits for `key` if that needs no waiting, answering whether it
     /// did, when the limiter can answer that without blocking (its state is in this
@@ -174,6 +243,30 @@ where
         KeyedRateLimiter::check(self, key, cost)
     }
 
+    fn checks_at_once(&self) -> bool {
+        self.store().answers_at_once()
+    }
+
+    fn check_async(&self, key: &K, cost: u64) -> Checking {
+        let Ok(cost) = nonzero(cost) else {
+            return Box::pin(std::future::ready(Err(Error::ZeroCost)));
+        };
+        let (algorithm, store, clock) = self.shared_parts();
+        let step = Step::Reserve { cost, max_wait: 0 };
+        // Sent now: the pending reply borrows nothing.
+        let pending = store.apply_async(algorithm, std::slice::from_ref(key), clock.now(), step);
+        Box::pin(async move { Ok(combine(&pending.await?)) })
+    }
+
+    fn check_each(
+        &self,
+        key: &K,
+        cost: u64,
+        each: &mut dyn FnMut(Decision),
+    ) -> Result<Decision, Error> {
+        KeyedRateLimiter::check_each(self, key, cost, each)
+    }
+
     fn peek(&self, key: &K, cost: u64) -> Result<Decision, Error> {
         KeyedRateLimiter::peek(self, key, cost)
     }
@@ -199,6 +292,23 @@ where
 
     fn check(&self, key: &K, cost: u64) -> Result<Decision, Error> {
         Permits::check(self.blocking(), key, cost)
+    }
+
+    fn checks_at_once(&self) -> bool {
+        Permits::checks_at_once(self.blocking())
+    }
+
+    fn check_async(&self, key: &K, cost: u64) -> Checking {
+        Permits::check_async(self.blocking(), key, cost)
+    }
+
+    fn check_each(
+        &self,
+        key: &K,
+        cost: u64,
+        each: &mut dyn FnMut(Decision),
+    ) -> Result<Decision, Error> {
+        Permits::check_each(self.blocking(), key, cost, each)
     }
 
     fn peek(&self, key: &K, cost: u64) -> Result<Decision, Error> {

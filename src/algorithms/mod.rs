@@ -129,6 +129,52 @@ pub trait Algorithm: Send + Sync + 'static {
         (self.reserve(state, now, cost, max_wait), Receipt::NONE)
     }
 
+    /// [`reserve_with_receipt`](Algorithm::reserve_with_receipt), also telling
+    /// `each` how every limit stands after the step: one decision per limit, in
+    /// order (what an HTTP server lists as one `RateLimit` item per limit). A single
+    /// limit reports its own answer; an [`AllOf`] set reports each member's. A
+    /// dynamic set ([`Limits`]) keeps this default and reports its one combined
+    /// answer, as does a set nested inside an [`AllOf`].
+    ///
+    /// * A grant reports each limit's grant; a limit left with no permit
+    ///   (`remaining` 0) that would refuse one more now reports that refusal
+    ///   instead, whose `retry_after` says when its next permit comes.
+    /// * A refusal reports each limit's answer to the refused call: the refusing
+    ///   limits their refusal, the others the grant they would have made (nothing
+    ///   was taken from them, so their `remaining` is after a grant that did not
+    ///   happen).
+    ///
+    /// The step is the same as `reserve_with_receipt`'s; reporting costs one more
+    /// [`peek`](Algorithm::peek) per limit left with no permit.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, AllOf, FixedWindow, SmoothBursty};
+    /// use std::time::Duration;
+    /// let set = AllOf::new((
+    ///     FixedWindow::new(2, Duration::from_secs(1)).unwrap(),
+    ///     FixedWindow::new(10, Duration::from_secs(60)).unwrap(),
+    /// ));
+    /// let mut state = set.initial_state(0);
+    /// let mut each = Vec::new();
+    /// let (grant, _) = set.reserve_each(&mut state, 0, 2, 0, &mut |d| each.push(d));
+    /// assert_eq!(grant.remaining(), 0); // the tightest member's
+    /// assert!(!each[0].is_allowed()); // the second's window is spent: its next permit is 1 s away
+    /// assert_eq!(each[0].retry_after(), Duration::from_secs(1));
+    /// assert_eq!((each[1].remaining(), each[1].reset_after()), (8, Duration::from_secs(60)));
+    /// ```
+    fn reserve_each(
+        &self,
+        state: &mut Self::State,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+        each: &mut dyn FnMut(Decision),
+    ) -> (Decision, Receipt) {
+        let answer = self.reserve_with_receipt(state, now, cost, max_wait);
+        each(standing(self, state, now, answer.0));
+        answer
+    }
+
     /// The decision a zero-wait [`reserve`](Algorithm::reserve) would give now,
     /// without consuming anything.
     fn peek(&self, state: &Self::State, now: Nanos, cost: u64) -> Decision {
@@ -191,6 +237,24 @@ pub trait AdjustableRate: Algorithm {
         now: Nanos,
         rate: f64,
     ) -> Result<(), crate::Error>;
+}
+
+/// What one limit reports after a step (see [`Algorithm::reserve_each`]): its
+/// `answer`, or for a grant that left no permit, the refusal one more would get.
+#[inline]
+pub(crate) fn standing<A: Algorithm + ?Sized>(
+    algorithm: &A,
+    state: &A::State,
+    now: Nanos,
+    answer: Decision,
+) -> Decision {
+    if answer.is_allowed() && answer.remaining() == 0 {
+        let next = algorithm.peek(state, now, 1);
+        if next.verdict() == Verdict::Denied {
+            return next;
+        }
+    }
+    answer
 }
 
 /// Helpers shared by the algorithms for time arithmetic on `i64` nanoseconds.

@@ -273,6 +273,48 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
         Ok(shared.store.apply_key(&shared.algorithm, key, now, step)?.0)
     }
 
+    /// [`check`](Self::check), also telling `each` how every limit of the
+    /// algorithm stands after the step, one decision per limit in order (see
+    /// [`Algorithm::reserve_each`]): every member of an [`AllOf`](crate::algorithms::AllOf)
+    /// set when the store can say so in the same step (the in-memory store can, under
+    /// the same lock; a store that cannot reports the combined decision once, see
+    /// [`Store::apply_key_each`]). What the server layer lists as one `RateLimit`
+    /// item per limit.
+    ///
+    /// # Errors
+    /// As [`check`](Self::check).
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{AllOf, FixedWindow};
+    /// use sluicegate::{clock::ManualClock, KeyedRateLimiter};
+    /// use std::time::Duration;
+    /// let set = AllOf::new((
+    ///     FixedWindow::new(3, Duration::from_secs(1)).unwrap(),
+    ///     FixedWindow::new(100, Duration::from_secs(3600)).unwrap(),
+    /// ));
+    /// let limiter = KeyedRateLimiter::with_clock(set, ManualClock::new());
+    /// let mut left = Vec::new();
+    /// let decision = limiter.check_each(&"ip", 1, &mut |d| left.push(d.remaining())).unwrap();
+    /// assert_eq!(decision.remaining(), 2); // the tightest member
+    /// assert_eq!(left, [2, 99]);
+    /// ```
+    #[inline]
+    pub fn check_each(
+        &self,
+        key: &K,
+        cost: u64,
+        each: &mut dyn FnMut(Decision),
+    ) -> Result<Decision, Error> {
+        let cost = nonzero(cost)?;
+        let shared = &*self.shared;
+        let now = shared.clock.now();
+        let step = Step::Reserve { cost, max_wait: 0 };
+        let answer = shared
+            .store
+            .apply_key_each(&shared.algorithm, key, now, step, each)?;
+        Ok(answer.0)
+    }
+
     /// Takes `cost` permits from *every* key in `keys`, or from none: allowed only if
     /// each key's limit allows it. Never blocks. See the type docs for which decision
     /// is returned. A key listed twice is charged twice (the store's contract: one

@@ -25,3 +25,6 @@ pub use direct::RateLimiter;
 pub use keyed::KeyedRateLimiter;
 pub use keyed_async::AsyncKeyedRateLimiter;
 pub use reservation::Reservation;
+
+pub(crate) use direct::nonzero;
+pub(crate) use keyed::combine;

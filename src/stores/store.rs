@@ -173,6 +173,62 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
         Ok(out[0])
     }
 
+    /// [`apply_key`](Store::apply_key) of a [`Step::Reserve`], also telling `each`
+    /// how every limit of the algorithm stands after the step, as
+    /// [`Algorithm::reserve_each`] does (one decision per member of a set). The
+    /// default, for a store that cannot run that step (a remote store's script
+    /// answers one decision), reports the combined decision once; the in-memory
+    /// store reports every limit, under the same lock as the step. Any other step
+    /// reports its one decision.
+    ///
+    /// # Errors
+    /// As [`apply`](Store::apply); what was reported before an error is to be
+    /// ignored.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{AllOf, FixedWindow};
+    /// use sluicegate::stores::{MemoryStore, Step, Store};
+    /// use std::time::Duration;
+    /// let set = AllOf::new((
+    ///     FixedWindow::new(5, Duration::from_secs(1)).unwrap(),
+    ///     FixedWindow::new(50, Duration::from_secs(60)).unwrap(),
+    /// ));
+    /// let store: MemoryStore<&str, _> = MemoryStore::new();
+    /// let mut left = Vec::new();
+    /// let step = Step::Reserve { cost: 1, max_wait: 0 };
+    /// store.apply_key_each(&set, &"k", 0, step, &mut |d| left.push(d.remaining())).unwrap();
+    /// assert_eq!(left, [4, 49]);
+    /// ```
+    fn apply_key_each(
+        &self,
+        algorithm: &A,
+        key: &K,
+        now: Nanos,
+        step: Step<'_>,
+        each: &mut dyn FnMut(Decision),
+    ) -> Result<(Decision, Receipt), Error> {
+        let answer = self.apply_key(algorithm, key, now, step)?;
+        each(answer.0);
+        Ok(answer)
+    }
+
+    /// True if [`apply`](Store::apply) answers at once, waiting on nothing but
+    /// locks in this process (the in-memory store), so that an async caller may
+    /// call it on its task instead of going through
+    /// [`apply_async`](Store::apply_async)'s future. The default, `false`, is right
+    /// for a store that waits on a network (Redis) and for any store that does not
+    /// say.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::SmoothBursty;
+    /// use sluicegate::stores::{MemoryStore, Store};
+    /// let store: MemoryStore<u64, SmoothBursty> = MemoryStore::new();
+    /// assert!(Store::<u64, SmoothBursty>::answers_at_once(&store));
+    /// ```
+    fn answers_at_once(&self) -> bool {
+        false
+    }
+
     /// [`apply`](Store::apply) without blocking the calling task: a remote store
     /// sends its request at once and the future resolves with the reply, one
     /// decision and receipt per key. Everything the future needs is taken

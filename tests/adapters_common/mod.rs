@@ -4,8 +4,10 @@
 
 use futures::task::noop_waker_ref;
 use sluicegate::clock::{duration_to_nanos, Clock, ManualClock, Nanos};
+use sluicegate::Error;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -70,4 +72,96 @@ pub fn poll_next<S: futures::Stream + ?Sized>(stream: Pin<&mut S>) -> Poll<Optio
 /// Seconds as f64, two decimals, for readable schedules.
 pub fn secs(nanos: Nanos) -> f64 {
     (nanos as f64 / 1e7).round() / 100.0
+}
+
+/// A store that answers asynchronously, like a remote one: its replies arrive one
+/// poll late, and it counts its round trips. The states live in a `MemoryStore`.
+pub struct Remote<K, A: sluicegate::algorithms::Algorithm> {
+    states: sluicegate::stores::MemoryStore<K, A>,
+    round_trips: Arc<std::sync::atomic::AtomicUsize>,
+    /// Steps taken through the blocking `apply` (a caller's thread waited).
+    pub blocking: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl<K, A: sluicegate::algorithms::Algorithm> Remote<K, A> {
+    /// An empty store counting its round trips in `round_trips`.
+    pub fn new(round_trips: Arc<std::sync::atomic::AtomicUsize>) -> Self {
+        Remote {
+            states: sluicegate::stores::MemoryStore::new(),
+            round_trips,
+            blocking: Arc::default(),
+        }
+    }
+}
+
+impl<K, A> sluicegate::stores::Store<K, A> for Remote<K, A>
+where
+    K: std::hash::Hash + Eq + Send + Sync,
+    A: sluicegate::algorithms::Algorithm,
+{
+    type Pending = std::pin::Pin<
+        Box<
+            dyn std::future::Future<
+                    Output = Result<
+                        Vec<(sluicegate::Decision, sluicegate::algorithms::Receipt)>,
+                        Error,
+                    >,
+                > + Send,
+        >,
+    >;
+
+    fn apply(
+        &self,
+        algorithm: &A,
+        keys: &[K],
+        now: u64,
+        step: sluicegate::stores::Step<'_>,
+        out: &mut [(sluicegate::Decision, sluicegate::algorithms::Receipt)],
+    ) -> Result<(), Error> {
+        self.round_trips
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.blocking
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.states.apply(algorithm, keys, now, step, out)
+    }
+
+    fn cancel_detached(
+        &self,
+        algorithm: &A,
+        keys: &[K],
+        now: u64,
+        receipts: &[sluicegate::algorithms::Receipt],
+        acts_at: u64,
+    ) {
+        self.round_trips
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.states
+            .cancel_detached(algorithm, keys, now, receipts, acts_at)
+    }
+
+    fn apply_async(
+        &self,
+        algorithm: &A,
+        keys: &[K],
+        now: u64,
+        step: sluicegate::stores::Step<'_>,
+    ) -> Self::Pending {
+        self.round_trips
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let reply = self.states.apply_async(algorithm, keys, now, step);
+        let mut late = true;
+        Box::pin(async move {
+            // The reply is in flight for one poll.
+            futures::future::poll_fn(|cx| {
+                if std::mem::take(&mut late) {
+                    cx.waker().wake_by_ref();
+                    std::task::Poll::Pending
+                } else {
+                    std::task::Poll::Ready(())
+                }
+            })
+            .await;
+            reply.await
+        })
+    }
 }

@@ -139,21 +139,27 @@ impl Legacy {
 ///
 /// ```text
 /// RateLimit-Policy: "burst";q=10;w=1, "hourly";q=100;w=3600     one item per limit of a set
-/// RateLimit: "hourly";r=0;t=1800                                the limit that decided
+/// RateLimit: "burst";r=7;t=1, "hourly";r=0;t=1800               one item per limit (allowed)
+/// RateLimit: "hourly";r=0;t=1800                                the limits that refused (429)
 /// Retry-After: 1800                                             refused (429) only
 /// ```
 ///
 /// * `RateLimit-Policy` lists every configured [`Policy`] in the set's order; without
-///   policies it is one item `"default";q=<limit>` from the decision.
-/// * `RateLimit` has one item, for the limit that decided (the decision's
-///   `limit_index`; the set's tightest member when allowed, its refusing member when
-///   refused): `r` its remaining permits; `t` whole seconds, rounded up, until more
-///   quota is there: the `retry_after` of a refusal; for a grant that spent the
-///   last permit, when the next permit comes (the server layer peeks for it, and
-///   names the limit that holds it back); for a grant that leaves permits, the
-///   `reset_after` (when the limit is whole again); no `t` for a cost that can
-///   never be granted. The other limits of a set are not listed: a set's decision
-///   reports only the one that decided.
+///   policies it is one item `"default";q=<limit>` from the decision (or, for a set
+///   reporting each member, `"limit<i>";q=<its limit>` per member).
+/// * `RateLimit` has one item per limit when the limiter reports every limit (a
+///   keyed limiter over the in-memory store, see
+///   [`KeyedRateLimiter::check_each`](crate::KeyedRateLimiter::check_each)), in the
+///   set's order: `r` its remaining permits; `t` whole seconds, rounded up, until
+///   more of its quota is there: for a limit that refuses one more permit now (it
+///   refused the call, or the call spent its last permit), when its next permit
+///   comes; otherwise its `reset_after` (when it is whole again). A refused call
+///   lists only the limits that refused it. A limiter that reports only the
+///   combined decision (a direct limiter, a remote store) gets one item, for the
+///   limit that decided (the decision's `limit_index`: the set's tightest member
+///   when allowed, its refusing member when refused; for a grant of the last
+///   permit, the limit that holds the next one back, which the server peeks for).
+///   A cost that can never be granted has no `t`.
 /// * `Retry-After` on a refusal: `retry_after` in whole seconds, rounded up, so a
 ///   client that honours it is never early; it equals the `RateLimit` item's `t`.
 /// * With [`legacy`](RateLimitHeaders::legacy): `X-RateLimit-Limit` (the deciding
@@ -297,7 +303,8 @@ impl RateLimitHeaders {
     }
 
     /// Writes the fields for `decision` into `headers` (replacing any of the same
-    /// name): `Retry-After` on a denial, and the configured rate-limit fields.
+    /// name): `Retry-After` on a denial, and the configured rate-limit fields, with
+    /// one `RateLimit` item, for the limit that decided.
     ///
     /// ```
     /// use sluicegate::adapters::server::RateLimitHeaders;
@@ -308,66 +315,43 @@ impl RateLimitHeaders {
     /// assert!(!out.contains_key("retry-after"));
     /// ```
     pub fn write(&self, decision: &Decision, headers: &mut HeaderMap) {
-        self.write_with_next(decision, None, headers);
+        self.write_each(decision, std::slice::from_ref(decision), headers);
     }
 
-    /// True if a grant gets any field (false for [`none`](RateLimitHeaders::none)),
-    /// so that the server skips describing grants at all when not.
-    pub(crate) fn describes_grants(&self) -> bool {
-        self.ietf || self.legacy.is_some()
-    }
-
-    /// [`write`](RateLimitHeaders::write) for a grant that spent the last permit
-    /// (`remaining` 0), given `next`: the refusal a peek for one more permit answered.
-    /// The `RateLimit` item then names the limit that holds the next permit back and
-    /// its `t` is when that permit comes (not when the whole set is replenished,
-    /// which a set's grant reports and can be far later).
-    pub(crate) fn write_with_next(
-        &self,
-        decision: &Decision,
-        next: Option<&Decision>,
-        headers: &mut HeaderMap,
-    ) {
-        let verdict = decision.verdict();
-        let t = match verdict {
-            Verdict::Denied => Some(ceil_seconds(decision.retry_after_nanos())),
-            Verdict::Allowed => Some(ceil_seconds(
-                next.map_or(decision.reset_after_nanos(), Decision::retry_after_nanos),
-            )),
-            Verdict::Never => None,
-        };
-        if verdict == Verdict::Denied {
-            if let Some(t) = t {
-                headers.insert(RETRY_AFTER, HeaderValue::from(t));
-            }
+    /// [`write`](RateLimitHeaders::write) with one `RateLimit` item per limit:
+    /// `each` is how every limit stands after the call, in the set's order (what
+    /// [`KeyedRateLimiter::check_each`](crate::KeyedRateLimiter::check_each)
+    /// reports). Item `i` is named by policy `i` (`"limit<i>"` without policies,
+    /// whose `RateLimit-Policy` then lists `"limit<i>";q=<its limit>`); its `r` is
+    /// that limit's `remaining`, its `t` its `retry_after` if it refuses (its next
+    /// permit), else its `reset_after`. A single entry in `each` is the limit that
+    /// decided, named as [`write`](RateLimitHeaders::write) names it.
+    ///
+    /// A refused call lists only the limits that refused it: the others took
+    /// nothing, and what they report is their standing after a grant that did not
+    /// happen (see [`Algorithm::reserve_each`](crate::algorithms::Algorithm::reserve_each)).
+    /// `Retry-After` and the legacy fields come from `decision`, the combined one.
+    ///
+    /// ```
+    /// use sluicegate::adapters::server::{Policy, RateLimitHeaders};
+    /// use sluicegate::Decision;
+    /// use std::time::Duration;
+    /// let headers = RateLimitHeaders::new().policies([
+    ///     Policy::new("second", 10, Duration::from_secs(1)),
+    ///     Policy::new("hour", 100, Duration::from_secs(3600)),
+    /// ]);
+    /// let each = [Decision::allowed(10, 9, 100_000_000), Decision::allowed(100, 42, 2_500_000_000)];
+    /// let mut out = http::HeaderMap::new();
+    /// headers.write_each(&each[0], &each, &mut out);
+    /// assert_eq!(out["ratelimit"], r#""second";r=9;t=1, "hour";r=42;t=3"#);
+    /// ```
+    pub fn write_each(&self, decision: &Decision, each: &[Decision], headers: &mut HeaderMap) {
+        if decision.verdict() == Verdict::Denied {
+            let retry = ceil_seconds(decision.retry_after_nanos());
+            headers.insert(RETRY_AFTER, HeaderValue::from(retry));
         }
         if self.ietf {
-            let index = next.unwrap_or(decision).limit_index() as usize;
-            let mut item = String::with_capacity(48);
-            match self.policies.get(index) {
-                Some(policy) => push_string(&mut item, &policy.name),
-                None if self.policies.is_empty() => item.push_str("\"default\""),
-                None => {
-                    let _ = write!(item, "\"limit{index}\"");
-                }
-            }
-            let _ = write!(item, ";r={}", decision.remaining().min(MAX_SF_INTEGER));
-            if let Some(t) = t {
-                let _ = write!(item, ";t={t}");
-            }
-            if let Ok(value) = HeaderValue::from_str(&item) {
-                headers.insert(RATELIMIT.clone(), value);
-            }
-            let policy = match &self.policy_value {
-                Some(value) => Some(value.clone()),
-                None => {
-                    let quota = decision.limit().min(MAX_SF_INTEGER);
-                    HeaderValue::from_str(&format!("\"default\";q={quota}")).ok()
-                }
-            };
-            if let Some(policy) = policy {
-                headers.insert(RATELIMIT_POLICY.clone(), policy);
-            }
+            self.write_ietf(decision, each, headers);
         }
         if let Some(legacy) = self.legacy {
             let [limit, remaining, reset] = legacy.names();
@@ -377,6 +361,76 @@ impl RateLimitHeaders {
                 reset,
                 HeaderValue::from(ceil_seconds(decision.reset_after_nanos())),
             );
+        }
+    }
+
+    /// True if a grant gets any field (false for [`none`](RateLimitHeaders::none)),
+    /// so that the server skips describing grants at all when not.
+    pub(crate) fn describes_grants(&self) -> bool {
+        self.ietf || self.legacy.is_some()
+    }
+
+    /// True if the `RateLimit` field is sent, whose items describe each limit.
+    pub(crate) fn lists_limits(&self) -> bool {
+        self.ietf
+    }
+
+    fn write_ietf(&self, decision: &Decision, each: &[Decision], headers: &mut HeaderMap) {
+        let single = each.len() <= 1;
+        let refused = !decision.is_allowed();
+        let mut items = String::with_capacity(48 * each.len().max(1));
+        for (position, limit) in each.iter().enumerate() {
+            if refused && !single && limit.is_allowed() {
+                continue;
+            }
+            if !items.is_empty() {
+                items.push_str(", ");
+            }
+            let index = if single {
+                limit.limit_index() as usize
+            } else {
+                position
+            };
+            match self.policies.get(index) {
+                Some(policy) => push_string(&mut items, &policy.name),
+                None if single && self.policies.is_empty() => items.push_str("\"default\""),
+                None => {
+                    let _ = write!(items, "\"limit{index}\"");
+                }
+            }
+            let _ = write!(items, ";r={}", limit.remaining().min(MAX_SF_INTEGER));
+            let t = match limit.verdict() {
+                Verdict::Denied => Some(limit.retry_after_nanos()),
+                Verdict::Allowed => Some(limit.reset_after_nanos()),
+                Verdict::Never => None,
+            };
+            if let Some(t) = t {
+                let _ = write!(items, ";t={}", ceil_seconds(t));
+            }
+        }
+        if let Ok(value) = HeaderValue::from_str(&items) {
+            headers.insert(RATELIMIT.clone(), value);
+        }
+        let policy = match &self.policy_value {
+            Some(value) => Some(value.clone()),
+            None if single => {
+                let quota = decision.limit().min(MAX_SF_INTEGER);
+                HeaderValue::from_str(&format!("\"default\";q={quota}")).ok()
+            }
+            None => {
+                let mut out = String::new();
+                for (index, limit) in each.iter().enumerate() {
+                    if index > 0 {
+                        out.push_str(", ");
+                    }
+                    let quota = limit.limit().min(MAX_SF_INTEGER);
+                    let _ = write!(out, "\"limit{index}\";q={quota}");
+                }
+                HeaderValue::from_str(&out).ok()
+            }
+        };
+        if let Some(policy) = policy {
+            headers.insert(RATELIMIT_POLICY.clone(), policy);
         }
     }
 }

@@ -8,8 +8,13 @@
 //!        never   ─► 413 (or the status set) + RateLimit, RateLimit-Policy, no Retry-After
 //! ```
 //!
-//! The check never waits: a server answers at once. It is synchronous, so with a
-//! remote store (Redis) it blocks the task's thread for one round trip.
+//! The check never waits for permits: a server answers at once. With a limiter
+//! whose state is in this process (a direct limiter, the in-memory store) it runs
+//! in `call`, allocation-free; with a remote store (Redis) the response future
+//! awaits the store's reply ([`Store::apply_async`](crate::stores::Store::apply_async)),
+//! so no thread blocks on the round trip. The inner service is `Clone` for that:
+//! the future carries the readied service to call once the reply allows it (tower's
+//! pattern for services that call later).
 //!
 //! **A cost that can never be granted** (above the capacity of a limit: a request
 //! that weighs more than the whole quota) is not a `429`: no retry time exists, and a

@@ -1,7 +1,7 @@
 //! The server service: decide, then answer or call the inner service.
 
 use super::headers::RateLimitHeaders;
-use crate::adapters::{Meter, Permits};
+use crate::adapters::{Checking, Meter, Permits};
 use crate::algorithms::{Decision, Verdict};
 use crate::error::Error;
 use http::{Request, Response, StatusCode};
@@ -17,7 +17,44 @@ use tower_service::Service;
 struct Described {
     config: Arc<Config>,
     decision: Decision,
-    next: Option<Decision>,
+    each: Each,
+}
+
+/// How many limits a response lists one `RateLimit` item for (an `AllOf` has at
+/// most three members); a step reporting more is described by its combined
+/// decision alone.
+const MAX_ITEMS: usize = 4;
+
+/// How every limit stands after a check, as it reported them, kept inline.
+#[derive(Clone, Copy, Debug)]
+struct Each {
+    items: [Decision; MAX_ITEMS],
+    len: usize,
+}
+
+impl Each {
+    fn new() -> Self {
+        Each {
+            items: [Decision::never(0, 0, 0); MAX_ITEMS],
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, decision: Decision) {
+        if let Some(slot) = self.items.get_mut(self.len) {
+            *slot = decision;
+        }
+        self.len += 1;
+    }
+
+    /// The reported items, or `decision` alone if there were none or too many.
+    fn items<'a>(&'a self, decision: &'a Decision) -> &'a [Decision] {
+        if (1..=MAX_ITEMS).contains(&self.len) {
+            &self.items[..self.len]
+        } else {
+            std::slice::from_ref(decision)
+        }
+    }
 }
 
 /// What every service of one layer shares.
@@ -32,7 +69,11 @@ pub(super) struct Config {
 /// [module docs](super).
 ///
 /// Readiness is the inner service's: a refused request is answered without calling
-/// it.
+/// it. When the limiter's check [answers at once](Permits::checks_at_once) (a direct
+/// limiter, the in-memory store) it runs in `call`; otherwise (a remote store) the
+/// response future awaits it, carrying the readied inner service and the request
+/// (tower's pattern: `call` leaves a fresh clone in its place), so no thread blocks
+/// on a round trip.
 #[derive(Clone, Debug)]
 pub struct Server<S, P, M> {
     pub(super) inner: S,
@@ -50,14 +91,14 @@ impl<S, P, M> Server<S, P, M> {
 
 impl<S, P, M, B, RB> Service<Request<B>> for Server<S, P, M>
 where
-    S: Service<Request<B>, Response = Response<RB>>,
+    S: Service<Request<B>, Response = Response<RB>> + Clone,
     P: Permits,
     M: Meter<Request<B>, P::Key>,
     RB: Default,
 {
     type Response = Response<RB>;
     type Error = S::Error;
-    type Future = ResponseFuture<S::Future, RB>;
+    type Future = ResponseFuture<S, B, RB>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -65,45 +106,103 @@ where
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let (key, cost) = self.meter.meter(&request);
-        let config = &*self.config;
-        let decision = match self.permits.check(&key, cost) {
-            Ok(decision) => decision,
-            // A free request is not counted and carries no fields.
-            Err(Error::ZeroCost) => return ResponseFuture::called(self.inner.call(request), None),
-            Err(_) if config.fail_open => {
-                return ResponseFuture::called(self.inner.call(request), None)
-            }
-            Err(_) => return ResponseFuture::answered(status(StatusCode::SERVICE_UNAVAILABLE)),
+        if !self.permits.checks_at_once() {
+            let checking = self.permits.check_async(&key, cost);
+            // The readied service goes with its request; a fresh clone stays.
+            let fresh = self.inner.clone();
+            let inner = std::mem::replace(&mut self.inner, fresh);
+            // Boxed, as the check is: the future stays small for the paths without.
+            let awaiting = Box::new(Awaiting {
+                checking,
+                called: Some((inner, request)),
+                config: self.config.clone(),
+            });
+            return ResponseFuture {
+                state: State::Checking { awaiting },
+            };
+        }
+        let config = &self.config;
+        // Only the `RateLimit` field lists every limit; without it the plain check.
+        let (checked, each) = if config.headers.lists_limits() {
+            let mut each = Each::new();
+            let checked = self
+                .permits
+                .check_each(&key, cost, &mut |decision| each.push(decision));
+            (checked, Some(each))
+        } else {
+            (self.permits.check(&key, cost), None)
         };
-        match decision.verdict() {
-            Verdict::Allowed if !config.headers.describes_grants() => {
-                ResponseFuture::called(self.inner.call(request), None)
+        // A limiter that reported the deciding limit alone, granting its last
+        // permit: say when the next one comes (one more look). Limits that report
+        // each member say so themselves.
+        let permits = &self.permits;
+        let next = || permits.peek(&key, 1).ok();
+        match outcome(config, checked, each, next) {
+            Outcome::Call(described) => ResponseFuture::called(self.inner.call(request), described),
+            Outcome::Answer(response) => ResponseFuture::answered(response),
+        }
+    }
+}
+
+/// What the check decided for a request.
+enum Outcome<RB> {
+    /// Call the inner service; describe the grant if boxed here.
+    Call(Option<Box<Described>>),
+    /// Answer with this (a refusal, or a failed store).
+    Answer(Response<RB>),
+}
+
+/// The one place a check's result becomes a response: `each` is how the limits
+/// reported they stand, `next` peeks for the next permit when a lone deciding
+/// limit granted its last one.
+#[inline]
+fn outcome<RB: Default>(
+    config: &Arc<Config>,
+    checked: Result<Decision, Error>,
+    each: Option<Each>,
+    next: impl FnOnce() -> Option<Decision>,
+) -> Outcome<RB> {
+    let decision = match checked {
+        Ok(decision) => decision,
+        // A free request is not counted and carries no fields.
+        Err(Error::ZeroCost) => return Outcome::Call(None),
+        Err(_) if config.fail_open => return Outcome::Call(None),
+        Err(_) => return Outcome::Answer(status(StatusCode::SERVICE_UNAVAILABLE)),
+    };
+    let headers = &config.headers;
+    match decision.verdict() {
+        Verdict::Allowed if !headers.describes_grants() => Outcome::Call(None),
+        Verdict::Allowed => {
+            let mut each = each.unwrap_or_else(Each::new);
+            let lone = each.len <= 1;
+            if headers.lists_limits() && lone && decision.remaining() == 0 {
+                let last = each.items(&decision)[0];
+                if last.is_allowed() {
+                    if let Some(next) = next().filter(|n| n.verdict() == Verdict::Denied) {
+                        each = Each::new();
+                        each.push(next);
+                    }
+                }
             }
-            Verdict::Allowed => {
-                // The last permit went: say when the next one comes (one more look).
-                let next = (decision.remaining() == 0)
-                    .then(|| self.permits.peek(&key, 1).ok())
-                    .flatten()
-                    .filter(|next| next.verdict() == Verdict::Denied);
-                // Boxed: a grant with fields allocates its values anyway, and the
-                // future stays small for the paths without.
-                let described = Box::new(Described {
-                    config: self.config.clone(),
-                    decision,
-                    next,
-                });
-                ResponseFuture::called(self.inner.call(request), Some(described))
-            }
-            Verdict::Denied => {
-                let mut response = status(StatusCode::TOO_MANY_REQUESTS);
-                config.headers.write(&decision, response.headers_mut());
-                ResponseFuture::answered(response)
-            }
-            Verdict::Never => {
-                let mut response = status(config.never_status);
-                config.headers.write(&decision, response.headers_mut());
-                ResponseFuture::answered(response)
-            }
+            // Boxed: a grant with fields allocates its values anyway, and the
+            // future stays small for the paths without.
+            Outcome::Call(Some(Box::new(Described {
+                config: config.clone(),
+                decision,
+                each,
+            })))
+        }
+        Verdict::Denied | Verdict::Never => {
+            let code = if decision.is_never() {
+                config.never_status
+            } else {
+                StatusCode::TOO_MANY_REQUESTS
+            };
+            let mut response = status(code);
+            let each = each.unwrap_or_else(Each::new);
+            let items = each.items(&decision);
+            headers.write_each(&decision, items, response.headers_mut());
+            Outcome::Answer(response)
         }
     }
 }
@@ -116,20 +215,30 @@ fn status<RB: Default>(status: StatusCode) -> Response<RB> {
 
 pin_project! {
     /// The future of [`Server::call`]: the inner service's response with the
-    /// rate-limit fields added, or the refusal built at once.
-    pub struct ResponseFuture<F, RB> {
+    /// rate-limit fields added, or the refusal; first, with a limiter that does not
+    /// check at once, the check itself.
+    pub struct ResponseFuture<S, B, RB>
+    where
+        S: Service<Request<B>>,
+    {
         #[pin]
-        state: State<F, RB>,
+        state: State<S, B, RB>,
     }
 }
 
 pin_project! {
     #[project = StateProj]
-    enum State<F, RB> {
+    enum State<S, B, RB>
+    where
+        S: Service<Request<B>>,
+    {
+        // Awaiting the store's answer; then the readied inner service and the
+        // request, to call if allowed.
+        Checking { awaiting: Box<Awaiting<S, B>> },
         // Allowed: the inner call, and the decision to describe.
         Called {
             #[pin]
-            future: F,
+            future: S::Future,
             described: Option<Box<Described>>,
         },
         // Refused (or failed closed): the answer.
@@ -137,8 +246,11 @@ pin_project! {
     }
 }
 
-impl<F, RB> ResponseFuture<F, RB> {
-    fn called(future: F, described: Option<Box<Described>>) -> Self {
+impl<S, B, RB> ResponseFuture<S, B, RB>
+where
+    S: Service<Request<B>>,
+{
+    fn called(future: S::Future, described: Option<Box<Described>>) -> Self {
         ResponseFuture {
             state: State::Called { future, described },
         }
@@ -153,21 +265,26 @@ impl<F, RB> ResponseFuture<F, RB> {
     }
 }
 
-impl<F, RB, E> Future for ResponseFuture<F, RB>
+impl<S, B, RB> Future for ResponseFuture<S, B, RB>
 where
-    F: Future<Output = Result<Response<RB>, E>>,
+    S: Service<Request<B>, Response = Response<RB>>,
+    RB: Default,
 {
-    type Output = Result<Response<RB>, E>;
+    type Output = Result<Response<RB>, S::Error>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.project().state.project() {
+        let mut state = self.project().state;
+        if let StateProj::Checking { awaiting } = state.as_mut().project() {
+            let next = ready!(awaiting.poll_checked(cx));
+            state.set(next);
+        }
+        match state.project() {
             StateProj::Called { future, described } => {
                 let mut response = ready!(future.poll(cx))?;
                 if let Some(d) = described.take() {
+                    let items = d.each.items(&d.decision);
                     let headers = response.headers_mut();
-                    d.config
-                        .headers
-                        .write_with_next(&d.decision, d.next.as_ref(), headers);
+                    d.config.headers.write_each(&d.decision, items, headers);
                 }
                 Poll::Ready(Ok(response))
             }
@@ -176,6 +293,43 @@ where
                 Some(response) => Poll::Ready(Ok(response)),
                 None => Poll::Pending,
             },
+            // Polled again after the check's outcome was taken.
+            StateProj::Checking { .. } => Poll::Pending,
         }
+    }
+}
+
+/// A check awaiting a remote store's reply, and what to call once it allows.
+struct Awaiting<S, B> {
+    checking: Checking,
+    called: Option<(S, Request<B>)>,
+    config: Arc<Config>,
+}
+
+impl<S, B> Awaiting<S, B> {
+    /// The state to go on in once the reply came: the inner call, or the answer.
+    /// Out of line: the memory store's path never comes here.
+    #[inline(never)]
+    fn poll_checked<RB>(&mut self, cx: &mut Context<'_>) -> Poll<State<S, B, RB>>
+    where
+        S: Service<Request<B>, Response = Response<RB>>,
+        RB: Default,
+    {
+        let checked = ready!(self.checking.as_mut().poll(cx));
+        let Some((mut inner, request)) = self.called.take() else {
+            // Polled again after completing: nothing left to give.
+            return Poll::Pending;
+        };
+        // A remote store answers the combined decision; no second round trip for
+        // the next permit.
+        Poll::Ready(match outcome(&self.config, checked, None, || None) {
+            Outcome::Call(described) => State::Called {
+                future: inner.call(request),
+                described,
+            },
+            Outcome::Answer(response) => State::Answered {
+                response: Some(response),
+            },
+        })
     }
 }

@@ -1,7 +1,7 @@
 //! [`AllOf`]: a statically typed set of two or three limits.
 
 use super::{first_refusal, LastGrant, Step, Tally};
-use crate::algorithms::{Algorithm, Decision, Plain, Receipt};
+use crate::algorithms::{standing, Algorithm, Decision, Plain, Receipt};
 use crate::clock::Nanos;
 
 /// Two or three limits that must all admit a call: `AllOf<(A, B)>` or
@@ -115,6 +115,51 @@ impl<S, const N: usize> AllOfState<S, N> {
 /// are the member types, `$m` the members, `$s` their states, `$g` their grants.
 macro_rules! all_of {
     ($n:literal; $(($T:ident, $m:ident, $s:ident, $g:ident, $i:literal)),+) => {
+        impl<$($T: Algorithm),+> AllOf<($($T,)+)> {
+            /// The set's step (see the module docs); with `REPORT`, also tells
+            /// `each` every member's standing (see [`Algorithm::reserve_each`]).
+            /// Without it the reporting compiles away.
+            #[inline(always)]
+            fn step<const REPORT: bool>(
+                &self,
+                state: &mut <Self as Algorithm>::State,
+                step: Step,
+                each: &mut dyn FnMut(Decision),
+            ) -> (Decision, Receipt) {
+                let ($($m,)+) = &self.members;
+                let ($($s,)+) = &mut state.members;
+                // Pass 1: once a member refuses, the rest are only looked at.
+                let mut refused = false;
+                $(
+                    let $g = step.attempt($m, $s, refused);
+                    refused |= !$g.decision().is_allowed();
+                )+
+                let mut tally = Tally::default();
+                $( tally.add($i, $g.decision()); )+
+                if refused {
+                    if REPORT {
+                        $( each($g.decision()); )+
+                    }
+                    $( $g.restore($s); )+
+                    return (tally.decision(), Receipt::NONE);
+                }
+                // Pass 2 (the attempts become the members' grants).
+                let grants = [$(step.finish($m, $s, &$g)),+];
+                if let Some(refusal) = first_refusal(&grants) {
+                    $( step.undo($m, $s, $g, &grants[$i]); )+
+                    state.last.live = false;
+                    if REPORT {
+                        $( each(grants[$i].0); )+
+                    }
+                    return (refusal, Receipt::NONE);
+                }
+                if REPORT {
+                    $( each(standing($m, $s, step.now, grants[$i].0)); )+
+                }
+                state.record(&step, grants, tally.decision())
+            }
+        }
+
         impl<$($T: Algorithm),+> Algorithm for AllOf<($($T,)+)> {
             type State = AllOfState<($($T::State,)+), $n>;
             type Shape = Plain;
@@ -143,29 +188,18 @@ macro_rules! all_of {
                 cost: u64,
                 max_wait: Nanos,
             ) -> (Decision, Receipt) {
-                let step = Step { now, cost, max_wait };
-                let ($($m,)+) = &self.members;
-                let ($($s,)+) = &mut state.members;
-                // Pass 1: once a member refuses, the rest are only looked at.
-                let mut refused = false;
-                $(
-                    let $g = step.attempt($m, $s, refused);
-                    refused |= !$g.decision().is_allowed();
-                )+
-                let mut tally = Tally::default();
-                $( tally.add($i, $g.decision()); )+
-                if refused {
-                    $( $g.restore($s); )+
-                    return (tally.decision(), Receipt::NONE);
-                }
-                // Pass 2 (the attempts become the members' grants).
-                let grants = [$(step.finish($m, $s, &$g)),+];
-                if let Some(refusal) = first_refusal(&grants) {
-                    $( step.undo($m, $s, $g, &grants[$i]); )+
-                    state.last.live = false;
-                    return (refusal, Receipt::NONE);
-                }
-                state.record(&step, grants, tally.decision())
+                self.step::<false>(state, Step { now, cost, max_wait }, &mut |_| {})
+            }
+
+            fn reserve_each(
+                &self,
+                state: &mut Self::State,
+                now: Nanos,
+                cost: u64,
+                max_wait: Nanos,
+                each: &mut dyn FnMut(Decision),
+            ) -> (Decision, Receipt) {
+                self.step::<true>(state, Step { now, cost, max_wait }, each)
             }
 
             #[inline]

@@ -358,31 +358,56 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
     where
         K: Hash,
     {
+        self.apply_one_with::<false>(algorithm, key, now, step, &mut |_| {})
+    }
+
+    /// [`apply_one`](Self::apply_one), also reporting every limit to `each` when
+    /// `EACH` (see [`Algorithm::reserve_each`]); without it, the plain step.
+    #[inline(always)]
+    fn apply_one_with<const EACH: bool>(
+        &self,
+        algorithm: &A,
+        key: &K,
+        now: Nanos,
+        step: Step<'_>,
+        each: &mut dyn FnMut(Decision),
+    ) -> Result<(Decision, Receipt), Error>
+    where
+        K: Hash,
+    {
         let hash = self.hash(key);
         let home = &self.shards[self.shard_of(hash)];
         let mut guard = home.inner.lock();
-        let result = self.step_one(&mut guard, algorithm, hash, now, step);
+        let result = self.step_one::<EACH>(&mut guard, algorithm, hash, now, step, each);
         home.len.store(guard.table.len(), Ordering::Relaxed);
         result
     }
 
     #[inline]
-    fn step_one(
+    fn step_one<const EACH: bool>(
         &self,
         shard: &mut ShardState<A::State>,
         algorithm: &A,
         hash: u64,
         now: Nanos,
         step: Step<'_>,
+        each: &mut dyn FnMut(Decision),
     ) -> Result<(Decision, Receipt), Error> {
+        let mut reserve = |state: &mut A::State, cost, max_wait| {
+            if EACH {
+                algorithm.reserve_each(state, now, cost, max_wait, &mut *each)
+            } else {
+                algorithm.reserve_with_receipt(state, now, cost, max_wait)
+            }
+        };
         let found = shard.table.find(hash);
         let answer = match (step, found) {
             (Step::Reserve { cost, max_wait }, Probe::Found(at)) => {
-                algorithm.reserve_with_receipt(shard.table.state_mut(at), now, cost, max_wait)
+                reserve(shard.table.state_mut(at), cost, max_wait)
             }
             (Step::Reserve { cost, max_wait }, Probe::Absent) => {
                 let mut state = algorithm.initial_state(0);
-                let answer = algorithm.reserve_with_receipt(&mut state, now, cost, max_wait);
+                let answer = reserve(&mut state, cost, max_wait);
                 if answer.0.is_allowed() && !algorithm.is_replenished(&state, now) {
                     if !self.claim(1) {
                         self.sweep_for_room(shard, algorithm, now);
@@ -631,6 +656,28 @@ where
         step: Step<'_>,
     ) -> Result<(Decision, Receipt), Error> {
         self.apply_one(algorithm, key, now, step)
+    }
+
+    /// True: a step waits only on a shard's lock.
+    fn answers_at_once(&self) -> bool {
+        true
+    }
+
+    /// Runs the step and reports every limit under the shard's one lock.
+    fn apply_key_each(
+        &self,
+        algorithm: &A,
+        key: &K,
+        now: Nanos,
+        step: Step<'_>,
+        each: &mut dyn FnMut(Decision),
+    ) -> Result<(Decision, Receipt), Error> {
+        let Step::Reserve { .. } = step else {
+            let answer = self.apply_one(algorithm, key, now, step)?;
+            each(answer.0);
+            return Ok(answer);
+        };
+        self.apply_one_with::<true>(algorithm, key, now, step, each)
     }
 
     fn apply_async(&self, algorithm: &A, keys: &[K], now: Nanos, step: Step<'_>) -> Self::Pending {
