@@ -38,6 +38,10 @@ fn bench_ours<A: CellAlgorithm>(
     }
     assert_eq!(limiter.try_acquire(), expect, "{name}");
     c.bench_function(name, |b| b.iter(|| black_box(limiter.try_acquire())));
+    if !expect {
+        // A fast refilling limit (3 per second) has refilled during the first run.
+        while limiter.try_acquire() {}
+    }
     assert_eq!(
         limiter.check(1).map(|d| d.is_allowed()),
         Ok(expect),

@@ -230,6 +230,7 @@ impl SmoothWarmingUp {
         Duration::from_nanos(self.warmup_nanos as u64)
     }
 
+    #[inline]
     fn stable_nanos(&self) -> f64 {
         self.stable_micros * 1000.0
     }
@@ -254,6 +255,7 @@ impl SmoothWarmingUp {
 
     /// Idle nanoseconds per stored permit: the bucket fills in exactly the warm-up
     /// period. With nothing to store (zero warm-up) nothing accrues.
+    #[inline]
     fn cool_down_nanos(&self) -> f64 {
         if self.max_permits == 0.0 {
             f64::INFINITY
@@ -262,12 +264,14 @@ impl SmoothWarmingUp {
         }
     }
 
+    #[inline]
     fn permits_to_time(&self, permits: f64) -> f64 {
         self.stable_nanos() + permits * self.slope
     }
 
     /// The area under the throttling curve between `stored - take` and `stored`,
     /// with the trapezoid and the flat part truncated separately, as Guava does.
+    #[inline]
     fn stored_permits_to_wait(&self, stored: f64, mut take: f64) -> i64 {
         let above = stored - self.threshold;
         let mut nanos: i64 = 0;
@@ -314,6 +318,7 @@ impl SmoothWarmingUp {
         }
     }
 
+    #[inline]
     fn limit(&self) -> u64 {
         if self.stable_micros == 0.0 {
             u64::MAX
@@ -322,6 +327,7 @@ impl SmoothWarmingUp {
         }
     }
 
+    #[inline]
     fn reset_after(&self, state: &WarmingUpState, now: i64) -> Nanos {
         let missing = (self.max_permits - state.stored).max(0.0);
         let refill = (missing * self.cool_down_nanos()) as u64;

@@ -557,6 +557,7 @@ impl WordEncoded for SlidingLog {
     }
 
     /// `[limit, duration, min_spacing, record_rejected]`.
+    #[inline(always)]
     fn config_words(&self) -> [u64; 4] {
         [
             self.limit,

@@ -51,6 +51,7 @@ pub(super) struct View {
 impl SlidingWindowBuckets {
     /// The ring's length: `B + 1` rounded up to a power of two, so that a bucket's
     /// slot is a mask, not a division.
+    #[inline(always)]
     pub(super) fn ring_len(&self) -> usize {
         // B + 1 <= 4097, so this is at most 8192.
         (self.buckets + 1).next_power_of_two() as usize
@@ -395,6 +396,7 @@ impl WordEncoded for SlidingWindowBuckets {
     type Config = [u64; 4];
     type Take = BucketsTake;
 
+    #[inline(always)]
     fn state_words(&self) -> usize {
         SLOTS + self.ring_len()
     }
@@ -481,6 +483,7 @@ impl WordEncoded for SlidingWindowBuckets {
         self.commit(words, &take.view, take.cost);
     }
 
+    #[inline(always)]
     fn config_words(&self) -> [u64; 4] {
         let oldest = match self.oldest {
             OldestBucket::Drop => 0,
@@ -498,6 +501,7 @@ impl WordEncoded for SlidingWindowBuckets {
     /// type did not encode are brought into range (a precision of at least 1 ns,
     /// 1 to [`MAX_BUCKETS`] buckets), so that no step on them divides by zero or
     /// sizes an absurd ring.
+    #[inline(always)]
     fn from_config_words(words: [u64; 4]) -> Self {
         SlidingWindowBuckets {
             limit: words[0],

@@ -18,6 +18,12 @@
 //! half (not doubling) and the table shrinks when it falls below a quarter full, so
 //! memory tracks the live keys closely.
 
+/// How many slots a partial sweep may pass over per entry it looks at. The table
+/// shrinks when it falls below a quarter full, so a run of this many empty slots is
+/// all but impossible while it holds entries; a nearly empty small table costs a
+/// walk of at most this many slots per step.
+const SKIP_PER_STEP: usize = 16;
+
 /// The most a table is filled before it grows: 7/8.
 const MAX_LOAD_NUM: usize = 7;
 const MAX_LOAD_DEN: usize = 8;
@@ -238,9 +244,13 @@ impl<S: Clone> Table<S> {
         self.len -= 1;
     }
 
-    /// Looks at up to `steps` slots from the sweep cursor and removes the entries
-    /// `forget` says are done with; returns how many were removed. A removal shifts
-    /// a later entry into the slot, so the cursor stays to look at it again.
+    /// Looks at up to `steps` entries from the sweep cursor (passing over empty
+    /// slots, at most [`SKIP_PER_STEP`] of them per step, so that a sparse table
+    /// costs a bounded walk) and removes those `forget` says are done with; returns
+    /// how many were removed. A removal shifts a later entry into the slot, so the
+    /// cursor stays to look at it again. Counting entries rather than slots is what
+    /// lets a full store find a replenished key at once: a few slots may all be
+    /// empty, a few entries cannot.
     pub(crate) fn sweep(
         &mut self,
         steps: usize,
@@ -248,12 +258,22 @@ impl<S: Clone> Table<S> {
         mut forget: impl FnMut(&S) -> bool,
     ) -> usize {
         let mut removed = 0;
-        for _ in 0..steps.min(self.slots.len()) {
+        let mut entries = 0;
+        let limit = steps.saturating_mul(SKIP_PER_STEP).min(self.slots.len());
+        for _ in 0..limit {
+            if entries == steps {
+                break;
+            }
             if self.cursor >= self.slots.len() {
                 self.cursor = 0;
             }
             let (hash, ref state) = self.slots[self.cursor];
-            if hash != 0 && forget(state) {
+            if hash == 0 {
+                self.cursor += 1;
+                continue;
+            }
+            entries += 1;
+            if forget(state) {
                 self.remove(self.cursor, empty);
                 removed += 1;
             } else {
