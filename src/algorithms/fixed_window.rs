@@ -48,7 +48,7 @@
 //!   nothing.
 
 use super::validate::validate_positive_period;
-use super::words::{one_word_state, Plan, Settle, Words, WordsMut};
+use super::words::{one_word_state, Plan, Settle, Words};
 use super::{Algorithm, Decision, OneWord, Receipt, WordEncoded};
 use crate::clock::Nanos;
 use crate::error::Error;
@@ -311,7 +311,8 @@ impl Algorithm for FixedWindow {
 
 impl WordEncoded for FixedWindow {
     type Config = [u64; 2];
-    one_word_state!(FixedWindowState { word: u64 });
+    // Publishes the new state first, then describes the decision.
+    one_word_state!(FixedWindowState { word: u64 }, settled);
 
     #[inline(always)]
     fn config_words(&self) -> [u64; 2] {
@@ -338,18 +339,6 @@ impl WordEncoded for FixedWindow {
         let mut state = self.read_state(words);
         let granted = self.reserve(&mut state, now, cost, 0).is_allowed();
         (granted, granted.then_some(state))
-    }
-
-    /// Publishes the count first, then describes the decision.
-    #[inline(always)]
-    fn check_words<W: WordsMut + ?Sized>(
-        &self,
-        words: &mut W,
-        now: Nanos,
-        cost: u64,
-        publish: impl FnOnce(&W) -> bool,
-    ) -> Option<Decision> {
-        self.check_settled(words, now, cost, publish)
     }
 }
 

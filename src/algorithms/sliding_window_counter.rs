@@ -125,7 +125,7 @@
 //!   when a call moves to a later window.
 
 use super::validate::validate_positive_period;
-use super::words::{one_word_state, Plan, Settle, Words, WordsMut};
+use super::words::{one_word_state, Plan, Settle, Words};
 use super::{Algorithm, Decision, OneWord, Receipt, WordEncoded};
 use crate::clock::Nanos;
 use crate::error::Error;
@@ -830,7 +830,8 @@ impl Algorithm for SlidingWindowCounter {
 /// flags and the bits per count (bits 40 to 44), then the length's reciprocal.
 impl WordEncoded for SlidingWindowCounter {
     type Config = [u64; 3];
-    one_word_state!(SlidingWindowState { word: u64 });
+    // Publishes the new state first, then describes the decision.
+    one_word_state!(SlidingWindowState { word: u64 }, settled);
 
     #[inline]
     fn config_words(&self) -> [u64; 3] {
@@ -882,19 +883,6 @@ impl WordEncoded for SlidingWindowCounter {
         let mut after = before;
         let granted = self.take(&mut after, now, cost);
         (granted, (after != before).then_some(after))
-    }
-
-    /// Publishes the counts first, then describes the decision (the weight's
-    /// division, `retry_after` and `reset_after`).
-    #[inline(always)]
-    fn check_words<W: WordsMut + ?Sized>(
-        &self,
-        words: &mut W,
-        now: Nanos,
-        cost: u64,
-        publish: impl FnOnce(&W) -> bool,
-    ) -> Option<Decision> {
-        self.check_settled(words, now, cost, publish)
     }
 }
 

@@ -48,7 +48,7 @@
 //!   nanoseconds, so waits agree with Guava's to within a microsecond.
 
 use super::validate::{validate_period, validate_rate};
-use super::words::{one_word_state, Plan, Settle, Words, WordsMut};
+use super::words::{one_word_state, Plan, Settle, Words};
 use super::{signed, until, AdjustableRate, Algorithm, Decision, OneWord, Receipt, WordEncoded};
 use crate::clock::Nanos;
 use crate::error::Error;
@@ -421,7 +421,8 @@ impl AdjustableRate for SmoothBursty {
 /// is); the state is `T` itself.
 impl WordEncoded for SmoothBursty {
     type Config = [u64; 3];
-    one_word_state!(BurstyState { tat: i64 });
+    // Publishes the new state first, then describes the decision.
+    one_word_state!(BurstyState { tat: i64 }, settled);
 
     #[inline(always)]
     fn config_words(&self) -> [u64; 3] {
@@ -455,19 +456,6 @@ impl WordEncoded for SmoothBursty {
             Step::Allowed { next, .. } => (true, Some(BurstyState { tat: next })),
             Step::Never | Step::Denied { .. } => (false, None),
         }
-    }
-
-    /// Publishes the new `T` first, then describes the decision (`remaining`'s
-    /// float division above all).
-    #[inline(always)]
-    fn check_words<W: WordsMut + ?Sized>(
-        &self,
-        words: &mut W,
-        now: Nanos,
-        cost: u64,
-        publish: impl FnOnce(&W) -> bool,
-    ) -> Option<Decision> {
-        self.check_settled(words, now, cost, publish)
     }
 }
 

@@ -342,8 +342,23 @@ pub(crate) trait Settle: WordEncoded {
 /// field (`$field`, of type `$ty`, stored as the word's bits), one word long, and a
 /// lean take whose plan is the next state, written as it is. Expands to
 /// `type Take`, `state_words`, `read_state`, `write_state` and `apply_take` inside a
-/// `WordEncoded` impl.
+/// `WordEncoded` impl; with `settled`, also a `check_words` that publishes the state
+/// before describing the decision, by the algorithm's [`Settle`] halves.
 macro_rules! one_word_state {
+    ($state:ident { $field:ident: $ty:ty }, settled) => {
+        $crate::algorithms::words::one_word_state!($state { $field: $ty });
+
+        #[inline(always)]
+        fn check_words<W: $crate::algorithms::words::WordsMut + ?Sized>(
+            &self,
+            words: &mut W,
+            now: Nanos,
+            cost: u64,
+            publish: impl FnOnce(&W) -> bool,
+        ) -> Option<Decision> {
+            self.check_settled(words, now, cost, publish)
+        }
+    };
     ($state:ident { $field:ident: $ty:ty }) => {
         type Take = $state;
 
