@@ -240,3 +240,24 @@ fn a_full_store_makes_room_at_once_when_its_keys_have_replenished() {
     }
     assert_eq!(limiter.store().live_keys(), 100);
 }
+
+#[test]
+fn an_output_buffer_of_the_wrong_length_is_a_typed_error_and_applies_nothing() {
+    use sluicegate::algorithms::{Decision, Receipt};
+    use sluicegate::stores::{Step, Store};
+    let algorithm = window(1);
+    let store: MemoryStore<u32, _> = one_shard();
+    let mut short = [(Decision::never(0, 0, 0), Receipt::NONE); 1];
+    let take = Step::Reserve {
+        cost: 1,
+        max_wait: 0,
+    };
+    let err = store
+        .apply(&algorithm, &[1, 2], 0, take, &mut short)
+        .unwrap_err();
+    assert!(matches!(err, Error::InvalidCount { value: 1, .. }), "{err}");
+    assert_eq!(store.live_keys(), 0);
+    // Nothing was taken: the key's one permit is still there.
+    store.apply(&algorithm, &[1], 0, take, &mut short).unwrap();
+    assert!(short[0].0.is_allowed());
+}

@@ -277,6 +277,18 @@ impl<T: fmt::Display + ?Sized> RenderKey for T {
     }
 }
 
+/// The check every store's [`Store::apply`] makes first: one output slot per key.
+pub(crate) fn check_output(keys: usize, out: usize) -> Result<(), Error> {
+    if out == keys {
+        return Ok(());
+    }
+    Err(Error::InvalidCount {
+        what: "output buffer length",
+        value: out as u64,
+        requirement: "equal to the number of keys",
+    })
+}
+
 /// A placeholder answer to fill an output buffer before a store writes into it.
 pub(crate) fn blank() -> (Decision, Receipt) {
     (Decision::never(0, 0, 0), Receipt::NONE)

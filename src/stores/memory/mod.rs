@@ -627,13 +627,7 @@ where
         step: Step<'_>,
         out: &mut [(Decision, Receipt)],
     ) -> Result<(), Error> {
-        if out.len() != keys.len() {
-            return Err(Error::InvalidCount {
-                what: "output buffer length",
-                value: out.len() as u64,
-                requirement: "equal to the number of keys",
-            });
-        }
+        super::store::check_output(keys.len(), out.len())?;
         match keys {
             [] => Ok(()),
             [key] => {

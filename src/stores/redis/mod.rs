@@ -415,13 +415,7 @@ where
         step: Step<'_>,
         out: &mut [(Decision, Receipt)],
     ) -> Result<(), Error> {
-        if out.len() != keys.len() {
-            return Err(Error::InvalidCount {
-                what: "output buffer length",
-                value: out.len() as u64,
-                requirement: "equal to the number of keys",
-            });
-        }
+        super::store::check_output(keys.len(), out.len())?;
         if keys.is_empty() || (matches!(step, Step::Cancel { .. }) && !cancel_on_server::<A>()?) {
             return Ok(());
         }
