@@ -1,6 +1,6 @@
 //! The Redis store's cost, against a `redis-server` this bench starts itself (on a
 //! free port, no persistence). For each algorithm: the server's CPU per decision
-//! (`INFO commandstats`, `usec_per_call` of `EVALSHA`), the commands clients sent
+//! (`INFO commandstats`, `usec_per_call` of `FCALL`), the commands clients sent
 //! per decision (must be 1: the commands a script runs inside are part of it), decisions per second from one blocking
 //! connection and from 64 concurrent async callers on one multiplexed connection.
 //! Anchors in the same run: a plain `SET`; the smallest atomic Lua step that reads
@@ -89,7 +89,14 @@ fn server_stats(admin: &mut redis::Connection, command: &str) -> (f64, u64) {
     let client_level: &[&str] = if command == "set" {
         &["set"]
     } else {
-        &["evalsha", "eval", "script|load", "cl.throttle"]
+        &[
+            "evalsha",
+            "eval",
+            "script|load",
+            "fcall",
+            "function|load",
+            "cl.throttle",
+        ]
     };
     let sent = client_level
         .iter()
@@ -127,7 +134,7 @@ fn bench<A: RedisAlgorithm + Clone>(server: &Server, name: &str, algorithm: &A) 
         store.apply_key(algorithm, &"hot", 0, step).unwrap();
     }
     let blocking = CALLS as f64 / started.elapsed().as_secs_f64();
-    let (usec, commands) = server_stats(&mut admin, "evalsha");
+    let (usec, commands) = server_stats(&mut admin, "fcall");
     // 64 concurrent async callers on the store's one multiplexed connection.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -163,65 +170,90 @@ fn bench<A: RedisAlgorithm + Clone>(server: &Server, name: &str, algorithm: &A) 
     );
 }
 
+/// Runs `call` CALLS times after a stats reset and prints its row: the server's µs
+/// per call of `command`, the commands sent per call, calls per second from this
+/// one connection.
+fn anchor(
+    admin: &mut redis::Connection,
+    name: &str,
+    command: &str,
+    mut call: impl FnMut(&mut redis::Connection),
+) {
+    reset(admin);
+    let started = Instant::now();
+    for _ in 0..CALLS {
+        call(admin);
+    }
+    let rate = CALLS as f64 / started.elapsed().as_secs_f64();
+    let (usec, commands) = server_stats(admin, command);
+    row(name, usec, commands as f64 / CALLS as f64, rate, None);
+}
+
 fn anchors(server: &Server) {
     let mut admin = redis::Client::open(server.url.as_str())
         .unwrap()
         .get_connection()
         .unwrap();
-    reset(&mut admin);
-    let started = Instant::now();
-    for _ in 0..CALLS {
+    anchor(&mut admin, "anchor: SET", "set", |conn| {
         let () = redis::cmd("SET")
             .arg("anchor")
             .arg("1")
-            .query(&mut admin)
+            .query(conn)
             .unwrap();
-    }
-    let rate = CALLS as f64 / started.elapsed().as_secs_f64();
-    let (usec, calls) = server_stats(&mut admin, "set");
-    row("anchor: SET", usec, calls as f64 / CALLS as f64, rate, None);
-    let floor = redis::Script::new(
-        "local t = redis.call('TIME') local v = redis.call('GET', KEYS[1]) \
-         redis.call('SET', KEYS[1], t[2], 'PX', 60000) return 1",
+    });
+    // The floor, as a script (EVALSHA) and as a function (FCALL, what the store
+    // calls): the same three commands either way.
+    let floor = "local t = redis.call('TIME') local v = redis.call('GET', KEYS[1]) \
+                 redis.call('SET', KEYS[1], t[2], 'PX', 60000) return 1";
+    let script = redis::Script::new(floor);
+    let _: i64 = script.key("floor").invoke(&mut admin).unwrap();
+    anchor(
+        &mut admin,
+        "anchor: TIME+GET+SET script (EVALSHA)",
+        "evalsha",
+        |conn| {
+            let _: i64 = script.key("floor").invoke(conn).unwrap();
+        },
     );
-    let _: i64 = floor.key("floor").invoke(&mut admin).unwrap();
-    reset(&mut admin);
-    let started = Instant::now();
-    for _ in 0..CALLS {
-        let _: i64 = floor.key("floor").invoke(&mut admin).unwrap();
-    }
-    let rate = CALLS as f64 / started.elapsed().as_secs_f64();
-    let (usec, calls) = server_stats(&mut admin, "evalsha");
-    row(
-        "anchor: TIME+GET+SET script (the floor)",
-        usec,
-        calls as f64 / CALLS as f64,
-        rate,
-        None,
+    let library = format!(
+        "#!lua name=floor\nredis.register_function('floor', function(KEYS, ARGV) {floor} end)"
+    );
+    let _: redis::Value = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg("REPLACE")
+        .arg(library)
+        .query(&mut admin)
+        .unwrap();
+    anchor(
+        &mut admin,
+        "anchor: TIME+GET+SET function (the floor)",
+        "fcall",
+        |conn| {
+            let _: i64 = redis::cmd("FCALL")
+                .arg("floor")
+                .arg(1)
+                .arg("floor")
+                .query(conn)
+                .unwrap();
+        },
     );
     if std::env::var("REDIS_CELL_MODULE").is_err() {
         println!("anchor: CL.THROTTLE skipped: set REDIS_CELL_MODULE to a built redis-cell module");
         return;
     }
-    reset(&mut admin);
-    let started = Instant::now();
-    for _ in 0..CALLS {
-        let _: Vec<i64> = redis::cmd("CL.THROTTLE")
-            .arg("cell")
-            .arg(100)
-            .arg(100)
-            .arg(60)
-            .query(&mut admin)
-            .unwrap();
-    }
-    let rate = CALLS as f64 / started.elapsed().as_secs_f64();
-    let (usec, calls) = server_stats(&mut admin, "cl.throttle");
-    row(
+    anchor(
+        &mut admin,
         "anchor: redis-cell CL.THROTTLE",
-        usec,
-        calls as f64 / CALLS as f64,
-        rate,
-        None,
+        "cl.throttle",
+        |conn| {
+            let _: Vec<i64> = redis::cmd("CL.THROTTLE")
+                .arg("cell")
+                .arg(100)
+                .arg(100)
+                .arg(60)
+                .query(conn)
+                .unwrap();
+        },
     );
 }
 

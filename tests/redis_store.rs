@@ -1,5 +1,5 @@
-//! The Redis store's own behaviour, on a real server: scripts reloaded only on
-//! NOSCRIPT, typed failures (refused, timed out, restarted), expiry, peeks that
+//! The Redis store's own behaviour, on a real server: the step library reloaded
+//! only when the server lacks it, typed failures (refused, timed out, restarted), expiry, peeks that
 //! create nothing, hostile key texts, the async path, Cluster slots.
 #![cfg(feature = "redis")]
 
@@ -40,48 +40,71 @@ fn calls(conn: &mut redis::Connection, name: &str) -> u64 {
         .map_or(0, |rest| rest.split(',').next().unwrap().parse().unwrap())
 }
 
+/// One reserve of 1 on `k`, answering what remains.
+fn remaining_after_one(store: &RedisStore<&str, FixedWindow>, fw: &FixedWindow) -> u64 {
+    store
+        .apply_key(fw, &"k", SECOND, take(1))
+        .map(|(d, _)| d)
+        .unwrap()
+        .remaining()
+}
+
+fn flush(admin: &mut redis::Connection, what: &str) {
+    let () = redis::cmd(what).arg("FLUSH").query(admin).unwrap();
+    let () = redis::cmd("CONFIG").arg("RESETSTAT").query(admin).unwrap();
+}
+
 #[test]
-fn script_flush_costs_one_reload_and_the_call_counts_once() {
+fn a_flushed_library_costs_one_reload_and_the_call_counts_once() {
     let server = RedisServer::start_own();
     let mut admin = server.connection();
     let fw = window(5);
     let store: RedisStore<&str, FixedWindow> =
         RedisStore::open_with(server.url(), caller_time_options("flush:")).unwrap();
-    assert_eq!(
-        store
-            .apply_key(&fw, &"k", SECOND, take(1))
-            .map(|(d, _)| d)
-            .unwrap()
-            .remaining(),
-        4
-    );
-    let () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut admin).unwrap();
+    assert_eq!(remaining_after_one(&store, &fw), 4);
+    // The step is a function, not a script: SCRIPT FLUSH leaves it in place.
+    flush(&mut admin, "SCRIPT");
+    assert_eq!(remaining_after_one(&store, &fw), 3);
+    assert_eq!(calls(&mut admin, "function|load"), 0);
+    assert_eq!(calls(&mut admin, "fcall"), 1);
+    // FUNCTION FLUSH drops it: FCALL answered "Function not found" once, the
+    // library was loaded once, FCALL ran again, and the call counted once.
+    flush(&mut admin, "FUNCTION");
+    assert_eq!(remaining_after_one(&store, &fw), 2);
+    assert_eq!(calls(&mut admin, "function|load"), 1);
+    assert_eq!(calls(&mut admin, "fcall"), 2);
+    // From then on one FCALL per call, no load.
+    assert_eq!(remaining_after_one(&store, &fw), 1);
+    assert_eq!(calls(&mut admin, "function|load"), 1);
+    assert_eq!(calls(&mut admin, "fcall"), 3);
+}
+
+#[test]
+fn a_library_loaded_by_another_process_is_used_as_it_is() {
+    let server = RedisServer::start_own();
+    let mut admin = server.connection();
+    let fw = window(5);
+    let first: RedisStore<&str, FixedWindow> =
+        RedisStore::open_with(server.url(), caller_time_options("shared:")).unwrap();
+    assert_eq!(remaining_after_one(&first, &fw), 4);
+    // A second store (as another process would) finds the library there: no load.
     let () = redis::cmd("CONFIG")
         .arg("RESETSTAT")
         .query(&mut admin)
         .unwrap();
+    let second: RedisStore<&str, FixedWindow> =
+        RedisStore::open_with(server.url(), caller_time_options("shared:")).unwrap();
+    assert_eq!(remaining_after_one(&second, &fw), 3);
+    assert_eq!(calls(&mut admin, "function|load"), 0);
+    let libraries: Vec<redis::Value> = redis::cmd("FUNCTION")
+        .arg("LIST")
+        .query(&mut admin)
+        .unwrap();
     assert_eq!(
-        store
-            .apply_key(&fw, &"k", SECOND, take(1))
-            .map(|(d, _)| d)
-            .unwrap()
-            .remaining(),
-        3
+        libraries.len(),
+        1,
+        "one library, whatever the number of stores and algorithms"
     );
-    // EVALSHA answered NOSCRIPT once, the script was loaded once, EVALSHA ran again.
-    assert_eq!(calls(&mut admin, "script|load"), 1);
-    assert_eq!(calls(&mut admin, "evalsha"), 2);
-    // From then on one EVALSHA per call, no load.
-    assert_eq!(
-        store
-            .apply_key(&fw, &"k", SECOND, take(1))
-            .map(|(d, _)| d)
-            .unwrap()
-            .remaining(),
-        2
-    );
-    assert_eq!(calls(&mut admin, "script|load"), 1);
-    assert_eq!(calls(&mut admin, "evalsha"), 3);
 }
 
 #[test]

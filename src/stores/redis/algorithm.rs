@@ -4,7 +4,6 @@
 use crate::algorithms::{Algorithm, Decision, Receipt};
 use crate::clock::Nanos;
 use crate::error::Error;
-use redis::Script;
 use std::time::Duration;
 
 /// The largest integer every number in a script's arguments and replies stays
@@ -32,9 +31,6 @@ pub trait RedisAlgorithm: Algorithm {
     /// A short name: the suffix of this algorithm's server keys, so that two
     /// algorithms never read each other's state.
     const NAME: &'static str;
-
-    /// The Lua script that runs the step (loaded once per server, called by digest).
-    fn script() -> &'static Script;
 
     /// Appends the configuration words to the script's arguments.
     ///

@@ -11,28 +11,6 @@
 use super::algorithm::RedisAlgorithm;
 use crate::algorithms::AllOf;
 use crate::error::Error;
-use redis::Script;
-use std::sync::OnceLock;
-
-const SOURCE: &str = concat!(
-    include_str!("lua/prelude.lua"),
-    include_str!("lua/exact.lua"),
-    include_str!("lua/fixed_window.lua"),
-    include_str!("lua/leaky_bucket.lua"),
-    include_str!("lua/sliding_window_counter.lua"),
-    include_str!("lua/smooth_bursty.lua"),
-    include_str!("lua/sliding_window_buckets.lua"),
-    include_str!("lua/sliding_log.lua"),
-    include_str!("lua/smooth_warming_up.lua"),
-    include_str!("lua/set.lua"),
-    "local ALG = make_set(CONFIG)\n",
-    include_str!("lua/driver.lua"),
-);
-
-fn set_script() -> &'static Script {
-    static SCRIPT: OnceLock<Script> = OnceLock::new();
-    SCRIPT.get_or_init(|| Script::new(SOURCE))
-}
 
 /// Appends one member: its kind, the number of its words, its words.
 fn member<M: RedisAlgorithm>(member: &M, args: &mut Vec<String>) -> Result<(), Error> {
@@ -62,10 +40,6 @@ impl<A: RedisAlgorithm, B: RedisAlgorithm> RedisAlgorithm for AllOf<(A, B)> {
     // less than memory does: it is refused instead.
     const CANCEL_ON_SERVER: bool = A::CANCEL_ON_SERVER && B::CANCEL_ON_SERVER;
 
-    fn script() -> &'static Script {
-        set_script()
-    }
-
     fn config_args(&self, args: &mut Vec<String>) -> Result<(), Error> {
         let (a, b) = self.members();
         args.push("2".to_owned());
@@ -86,10 +60,6 @@ impl<A: RedisAlgorithm, B: RedisAlgorithm, C: RedisAlgorithm> RedisAlgorithm for
     const CANCEL_RESTORES: bool = A::CANCEL_RESTORES || B::CANCEL_RESTORES || C::CANCEL_RESTORES;
     const CANCEL_ON_SERVER: bool =
         A::CANCEL_ON_SERVER && B::CANCEL_ON_SERVER && C::CANCEL_ON_SERVER;
-
-    fn script() -> &'static Script {
-        set_script()
-    }
 
     fn config_args(&self, args: &mut Vec<String>) -> Result<(), Error> {
         let (a, b, c) = self.members();

@@ -1,14 +1,16 @@
-//! Connections and script calls: a pool of blocking connections, one shared
-//! multiplexed async connection, and the one rule for running a script (call by
-//! digest; only `NOSCRIPT` reloads and retries) with the one rule for what a failure
-//! means ([`Applied::No`] or [`Applied::Unknown`]).
+//! Connections and step calls: a pool of blocking connections, one shared
+//! multiplexed async connection, and the one rule for running a step (`FCALL` of
+//! the [library](super::library); only the server's "Function not found" loads it
+//! and calls once more) with the one rule for what a failure means
+//! ([`Applied::No`] or [`Applied::Unknown`]).
 
+use super::library::{is_already_loaded, is_missing, library};
 use super::options::RedisOptions;
 use crate::error::{Applied, Error, StoreError};
 use parking_lot::Mutex;
 use redis::aio::MultiplexedConnection;
 use redis::cluster::{ClusterClient, ClusterConnection};
-use redis::{AsyncConnectionConfig, Client, Cmd, ConnectionLike, ErrorKind, RedisError, Script};
+use redis::{AsyncConnectionConfig, Client, Cmd, ConnectionLike, ErrorKind, RedisError};
 use std::sync::Arc;
 
 /// Where connections come from.
@@ -73,8 +75,8 @@ pub(super) fn failure(applied: Applied, source: RedisError) -> Error {
     Error::Store(StoreError::new("redis", applied, source))
 }
 
-/// What a failed call means: a server's error reply (a script error, `NOSCRIPT`
-/// after a reload, a Cluster redirect) means the step did not run; a refused
+/// What a failed call means: a server's error reply (a script error, a missing
+/// function after a reload, a Cluster redirect) means the step did not run; a refused
 /// connection means it was never sent; anything else after sending (a timeout, a
 /// dropped connection, an unreadable reply) may have run.
 fn applied_of(error: &RedisError) -> Applied {
@@ -85,18 +87,12 @@ fn applied_of(error: &RedisError) -> Applied {
     }
 }
 
-/// `EVALSHA` of `script` with `keys` and `args`.
-fn evalsha(script: &Script, keys: &[String], args: &[String]) -> Cmd {
-    let mut cmd = redis::cmd("EVALSHA");
-    cmd.arg(script.get_hash())
-        .arg(keys.len())
-        .arg(keys)
-        .arg(args);
-    cmd
-}
-
-fn is_noscript(error: &RedisError) -> bool {
-    error.kind() == ErrorKind::Server(redis::ServerErrorKind::NoScript)
+/// A load's outcome: a library already there is the same code, so that is success.
+fn loaded(result: Result<redis::Value, RedisError>) -> Result<(), RedisError> {
+    match result {
+        Err(e) if !is_already_loaded(&e) => Err(e),
+        _ => Ok(()),
+    }
 }
 
 impl Connections {
@@ -127,25 +123,19 @@ impl Connections {
         }
     }
 
-    /// Runs `script` on a blocking connection: by digest, loading it and trying once
-    /// more only on an explicit `NOSCRIPT`.
-    pub(super) fn run_blocking(
-        &self,
-        script: &Script,
-        keys: &[String],
-        args: &[String],
-    ) -> Result<Vec<i64>, Error> {
+    /// Runs a step on a blocking connection, loading the library and trying once
+    /// more only when the server says it does not hold it.
+    pub(super) fn run_blocking(&self, keys: &[String], args: &[String]) -> Result<Vec<i64>, Error> {
         let taken = self.idle.lock().pop();
         let mut conn = match taken {
             Some(conn) => conn,
             // Not connected: nothing was sent.
             None => self.open_blocking().map_err(|e| failure(Applied::No, e))?,
         };
-        let cmd = evalsha(script, keys, args);
+        let cmd = library().call(keys, args);
         let result = match cmd.query::<Vec<i64>>(conn.as_dyn()) {
-            Err(e) if is_noscript(&e) => script
-                .load(conn.as_dyn())
-                .and_then(|_| cmd.query::<Vec<i64>>(conn.as_dyn())),
+            Err(e) if is_missing(&e) => loaded(library().load().query(conn.as_dyn()))
+                .and_then(|()| cmd.query::<Vec<i64>>(conn.as_dyn())),
             other => other,
         };
         match result {
@@ -189,7 +179,6 @@ impl Connections {
     /// [`run_blocking`](Connections::run_blocking) on the shared async connection.
     pub(super) async fn run_async(
         self: Arc<Self>,
-        script: &'static Script,
         keys: Vec<String>,
         args: Vec<String>,
     ) -> Result<Vec<i64>, Error> {
@@ -197,12 +186,14 @@ impl Connections {
             .multiplexed()
             .await
             .map_err(|e| failure(Applied::No, e))?;
-        let cmd = evalsha(script, &keys, &args);
+        let cmd = library().call(&keys, &args);
         let result = match query_async(&cmd, &mut conn).await {
-            Err(e) if is_noscript(&e) => match load_async(script, &mut conn).await {
-                Ok(()) => query_async(&cmd, &mut conn).await,
-                Err(e) => Err(e),
-            },
+            Err(e) if is_missing(&e) => {
+                match loaded(query_async(&library().load(), &mut conn).await) {
+                    Ok(()) => query_async(&cmd, &mut conn).await,
+                    Err(e) => Err(e),
+                }
+            }
             other => other,
         };
         result.map_err(|e| {
@@ -218,16 +209,12 @@ impl Connections {
     }
 }
 
-async fn query_async(cmd: &Cmd, conn: &mut Multiplexed) -> Result<Vec<i64>, RedisError> {
+async fn query_async<T: redis::FromRedisValue>(
+    cmd: &Cmd,
+    conn: &mut Multiplexed,
+) -> Result<T, RedisError> {
     match conn {
         Multiplexed::Single(conn) => cmd.query_async(conn).await,
         Multiplexed::Cluster(conn) => cmd.query_async(conn).await,
-    }
-}
-
-async fn load_async(script: &Script, conn: &mut Multiplexed) -> Result<(), RedisError> {
-    match conn {
-        Multiplexed::Single(conn) => script.load_async(conn).await.map(drop),
-        Multiplexed::Cluster(conn) => script.load_async(conn).await.map(drop),
     }
 }

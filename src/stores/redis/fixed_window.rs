@@ -7,24 +7,10 @@
 use super::algorithm::{exact_count, whole_micros, RedisAlgorithm};
 use crate::algorithms::FixedWindow;
 use crate::error::Error;
-use redis::Script;
-use std::sync::OnceLock;
-
-const SOURCE: &str = concat!(
-    include_str!("lua/prelude.lua"),
-    include_str!("lua/fixed_window.lua"),
-    "local ALG = make_fixed_window(CONFIG)\n",
-    include_str!("lua/driver.lua"),
-);
 
 impl RedisAlgorithm for FixedWindow {
     const NAME: &'static str = "fw";
     const KIND: u8 = 1;
-
-    fn script() -> &'static Script {
-        static SCRIPT: OnceLock<Script> = OnceLock::new();
-        SCRIPT.get_or_init(|| Script::new(SOURCE))
-    }
 
     fn config_args(&self, args: &mut Vec<String>) -> Result<(), Error> {
         let len = whole_micros("window", self.window().as_nanos() as u64)?;

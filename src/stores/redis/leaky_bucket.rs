@@ -14,16 +14,6 @@
 use super::algorithm::{exact_count, RedisAlgorithm, EXACT};
 use crate::algorithms::{LeakyBucket, LeakyMode};
 use crate::error::Error;
-use redis::Script;
-use std::sync::OnceLock;
-
-const SOURCE: &str = concat!(
-    include_str!("lua/prelude.lua"),
-    include_str!("lua/exact.lua"),
-    include_str!("lua/leaky_bucket.lua"),
-    "local ALG = make_leaky_bucket(CONFIG)\n",
-    include_str!("lua/driver.lua"),
-);
 
 /// A `u64` as three base-2²⁴ limbs, least significant first.
 fn limbs(value: u64, args: &mut Vec<String>) {
@@ -37,11 +27,6 @@ impl RedisAlgorithm for LeakyBucket {
     const KIND: u8 = 2;
     const CANCEL_RESTORES: bool = true;
     const CANCEL_ON_SERVER: bool = true;
-
-    fn script() -> &'static Script {
-        static SCRIPT: OnceLock<Script> = OnceLock::new();
-        SCRIPT.get_or_init(|| Script::new(SOURCE))
-    }
 
     fn config_args(&self, args: &mut Vec<String>) -> Result<(), Error> {
         // The tick arithmetic of the Rust bucket (`Ticks`), from its public reduced

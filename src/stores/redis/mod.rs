@@ -147,6 +147,7 @@ mod connection;
 mod fixed_window;
 pub mod keys;
 mod leaky_bucket;
+mod library;
 mod options;
 mod sliding_log;
 mod sliding_window_buckets;
@@ -345,10 +346,15 @@ impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
             TimeSource::Server => String::new(),
             TimeSource::Caller => (now / 1_000).min(EXACT - 1).to_string(),
         };
-        let mut config = Vec::new();
-        algorithm.config_args(&mut config)?;
+        let mut words = Vec::new();
+        algorithm.config_args(&mut words)?;
+        let mut config = A::KIND.to_string();
+        for word in &words {
+            config.push(' ');
+            config.push_str(word);
+        }
         let grace = self.options.expiry_grace.as_millis().min(u128::from(EXACT));
-        let mut args = Vec::with_capacity(6 + config.len());
+        let mut args = Vec::with_capacity(6);
         args.push(code.to_owned());
         args.push(now);
         // The exact cost: Lua's tonumber rounds it as Rust's `cost as f64` does.
@@ -359,8 +365,7 @@ impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
             (max_wait / 1_000).min(EXACT - 1).to_string()
         });
         args.push(grace.to_string());
-        args.push(config.len().to_string());
-        args.extend(config);
+        args.push(config);
         if let Step::Cancel { receipts, acts_at } = step {
             cancel_args(receipts, acts_at, now_nanos, keys.len(), &mut args);
         }
@@ -422,7 +427,7 @@ where
         let request = self.request(algorithm, keys, now, step)?;
         let reply = self
             .connections
-            .run_blocking(A::script(), &request.keys, &request.args)?;
+            .run_blocking(&request.keys, &request.args)?;
         if let Step::Cancel { .. } = step {
             return Ok(());
         }
@@ -457,9 +462,7 @@ where
         };
         let connections = Arc::clone(&self.connections);
         async move {
-            let reply = connections
-                .run_async(A::script(), request.keys, request.args)
-                .await?;
+            let reply = connections.run_async(request.keys, request.args).await?;
             let mut out = blank;
             if !cancel {
                 answers_from(&reply, &mut out, peek)?;

@@ -15,24 +15,10 @@
 use super::algorithm::{whole_micros, RedisAlgorithm};
 use crate::algorithms::SlidingLog;
 use crate::error::Error;
-use redis::Script;
-use std::sync::OnceLock;
-
-const SOURCE: &str = concat!(
-    include_str!("lua/prelude.lua"),
-    include_str!("lua/sliding_log.lua"),
-    "local ALG = make_sliding_log(CONFIG)\n",
-    include_str!("lua/driver.lua"),
-);
 
 impl RedisAlgorithm for SlidingLog {
     const NAME: &'static str = "log";
     const KIND: u8 = 6;
-
-    fn script() -> &'static Script {
-        static SCRIPT: OnceLock<Script> = OnceLock::new();
-        SCRIPT.get_or_init(|| Script::new(SOURCE))
-    }
 
     fn config_args(&self, args: &mut Vec<String>) -> Result<(), Error> {
         let duration = whole_micros("duration", self.duration().as_nanos() as u64)?;

@@ -24,25 +24,10 @@ use super::algorithm::{exact_count, whole_micros, RedisAlgorithm};
 use crate::algorithms::sliding_window_buckets::OldestBucket;
 use crate::algorithms::SlidingWindowBuckets;
 use crate::error::Error;
-use redis::Script;
-use std::sync::OnceLock;
-
-const SOURCE: &str = concat!(
-    include_str!("lua/prelude.lua"),
-    include_str!("lua/exact.lua"),
-    include_str!("lua/sliding_window_buckets.lua"),
-    "local ALG = make_sliding_window_buckets(CONFIG)\n",
-    include_str!("lua/driver.lua"),
-);
 
 impl RedisAlgorithm for SlidingWindowBuckets {
     const NAME: &'static str = "swb";
     const KIND: u8 = 5;
-
-    fn script() -> &'static Script {
-        static SCRIPT: OnceLock<Script> = OnceLock::new();
-        SCRIPT.get_or_init(|| Script::new(SOURCE))
-    }
 
     fn config_args(&self, args: &mut Vec<String>) -> Result<(), Error> {
         let duration = whole_micros("duration", self.duration().as_nanos() as u64)?;

@@ -10,16 +10,6 @@
 use super::algorithm::{whole_micros, RedisAlgorithm};
 use crate::algorithms::{SlidingWindowCounter, WordEncoded};
 use crate::error::Error;
-use redis::Script;
-use std::sync::OnceLock;
-
-const SOURCE: &str = concat!(
-    include_str!("lua/prelude.lua"),
-    include_str!("lua/exact.lua"),
-    include_str!("lua/sliding_window_counter.lua"),
-    "local ALG = make_sliding_window_counter(CONFIG)\n",
-    include_str!("lua/driver.lua"),
-);
 
 /// Bits needed to write `value` (as the Rust state word counts them).
 fn bits(value: u64) -> u32 {
@@ -29,11 +19,6 @@ fn bits(value: u64) -> u32 {
 impl RedisAlgorithm for SlidingWindowCounter {
     const NAME: &'static str = "swc";
     const KIND: u8 = 3;
-
-    fn script() -> &'static Script {
-        static SCRIPT: OnceLock<Script> = OnceLock::new();
-        SCRIPT.get_or_init(|| Script::new(SOURCE))
-    }
 
     fn config_args(&self, args: &mut Vec<String>) -> Result<(), Error> {
         let len_ns = self.window().as_nanos() as u64;

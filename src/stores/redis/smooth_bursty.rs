@@ -10,28 +10,13 @@ use super::algorithm::{RedisAlgorithm, EXACT};
 use crate::algorithms::smooth_bursty::smooth_limit;
 use crate::algorithms::{SmoothBursty, WordEncoded};
 use crate::error::Error;
-use redis::Script;
-use std::sync::OnceLock;
 use std::time::Duration;
-
-const SOURCE: &str = concat!(
-    include_str!("lua/prelude.lua"),
-    include_str!("lua/exact.lua"),
-    include_str!("lua/smooth_bursty.lua"),
-    "local ALG = make_smooth_bursty(CONFIG)\n",
-    include_str!("lua/driver.lua"),
-);
 
 impl RedisAlgorithm for SmoothBursty {
     const NAME: &'static str = "sb";
     const KIND: u8 = 4;
     const CANCEL_RESTORES: bool = true;
     const CANCEL_ON_SERVER: bool = true;
-
-    fn script() -> &'static Script {
-        static SCRIPT: OnceLock<Script> = OnceLock::new();
-        SCRIPT.get_or_init(|| Script::new(SOURCE))
-    }
 
     fn config_args(&self, args: &mut Vec<String>) -> Result<(), Error> {
         // The configuration as the Rust step uses it: Guava's stable interval in µs

@@ -10,27 +10,12 @@ use super::algorithm::{RedisAlgorithm, EXACT};
 use crate::algorithms::smooth_bursty::smooth_limit;
 use crate::algorithms::{SmoothWarmingUp, WordEncoded};
 use crate::error::Error;
-use redis::Script;
-use std::sync::OnceLock;
-
-const SOURCE: &str = concat!(
-    include_str!("lua/prelude.lua"),
-    include_str!("lua/exact.lua"),
-    include_str!("lua/smooth_warming_up.lua"),
-    "local ALG = make_smooth_warming_up(CONFIG)\n",
-    include_str!("lua/driver.lua"),
-);
 
 impl RedisAlgorithm for SmoothWarmingUp {
     const NAME: &'static str = "wu";
     const KIND: u8 = 7;
     const CANCEL_RESTORES: bool = true;
     const CANCEL_ON_SERVER: bool = true;
-
-    fn script() -> &'static Script {
-        static SCRIPT: OnceLock<Script> = OnceLock::new();
-        SCRIPT.get_or_init(|| Script::new(SOURCE))
-    }
 
     fn config_args(&self, args: &mut Vec<String>) -> Result<(), Error> {
         let words = self.config_words();

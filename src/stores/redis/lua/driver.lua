@@ -1,90 +1,132 @@
--- sluicegate: the driver every step script ends with, running ALG (an algorithm
--- object, see `single` in the prelude) on every identity of the call. An identity
--- is ALG.nkeys consecutive KEYS (one for a single algorithm; a set's serial key and
+-- sluicegate: the library's one function, `call`, running one step of the
+-- algorithm its configuration names on every identity of the call. An identity
+-- is ALG.nkeys consecutive keys (one for a single algorithm; a set's serial key and
 -- its members' keys). Every identity is read once; one that appears twice is
 -- stepped again on its updated copy; a reserve commits every changed state only if
 -- every identity allowed it (one identity: whatever the algorithm left, as in
 -- memory), each with an expiry equal to its reset_after (deleted once that is
 -- zero, kept without expiry when it is for ever), and a peek writes nothing.
-local K = ALG.nkeys
-local states, dirty, last, held, keysof, order = {}, {}, {}, {}, {}, {}
-local out = {}
-local all = true
-local n = #KEYS / K
-PURE_PEEK = STEP == 'p' and n == 1
+--
+-- ARGV: 1 step ('r', 'p', 'c'), 2 now in us ('' = server TIME), 3 cost, 4 max wait
+-- in whole us (-1: for ever), 5 expiry grace in ms, 6 the configuration: the
+-- algorithm's kind (its FACTORIES index) and its words, space-separated; a
+-- cancel's grants follow.
 
--- A cancel: after the configuration, when the grant was to act, relative to now
--- (ns, decimal; negative: already past, sent as '-'), then per identity its grant: allowed (1/0), mark, charge and stored-permits bits (each
--- as 32-bit halves). Keys the server does not hold have nothing to give back; the
--- others keep their expiry. The answer (the grants themselves) is the caller's.
-if STEP == 'c' then
-  local base = 7 + #CONFIG
-  local acts_at = nil
-  if ARGV[base] ~= '-' then acts_at = add(ns(NOW), decimal(ARGV[base])) end
-  local cancelled = {}
+-- Algorithms built from their configuration text, kept between calls: building
+-- one (its closures, its constants) is most of what a step would otherwise cost.
+-- Bounded: a server that sees many configurations rebuilds them now and then.
+local built, nbuilt = {}, 0
+local function algorithm(text)
+  local alg = built[text]
+  if alg == nil then
+    local words = {}
+    for word in string.gmatch(text, '%S+') do words[#words + 1] = tonumber(word) end
+    local make = FACTORIES[table.remove(words, 1)]
+    if make == nil then return error('sluicegate: unknown algorithm in ' .. text) end
+    alg = make(words)
+    if nbuilt >= 256 then built, nbuilt = {}, 0 end
+    built[text], nbuilt = alg, nbuilt + 1
+  end
+  return alg
+end
+
+local function call(KEYS, ARGV)
+  STEP = ARGV[1]
+  SERVER_TIME = ARGV[2] == ''
+  if SERVER_TIME then
+    local t = redis.call('TIME')
+    NOW = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  else
+    NOW = tonumber(ARGV[2])
+  end
+  COST_TEXT = ARGV[3]
+  COST = tonumber(COST_TEXT)
+  MAX_WAIT = tonumber(ARGV[4])
+  if STEP == 'p' then MAX_WAIT = 0 end
+  MAX_WAIT_NS = nil
+  if MAX_WAIT >= 0 then MAX_WAIT_NS = mul(bn(MAX_WAIT), {1000}) end
+  GRACE_MS = tonumber(ARGV[5])
+  local ALG = algorithm(ARGV[6])
+  local K = ALG.nkeys
+  local states, dirty, last, held, keysof, order = {}, {}, {}, {}, {}, {}
+  local out = {}
+  local all = true
+  local n = #KEYS / K
+  PURE_PEEK = STEP == 'p' and n == 1
+
+  -- A cancel: ARGV 7 is when the grant was to act, relative to now (ns, decimal;
+  -- '-': already past), then per identity its grant: allowed (1/0), mark, charge
+  -- and stored-permits bits (each as 32-bit halves). Keys the server does not hold
+  -- have nothing to give back; the others keep their expiry. The answer (the
+  -- grants themselves) is the caller's.
+  if STEP == 'c' then
+    local acts_at = nil
+    if ARGV[7] ~= '-' then acts_at = add(ns(NOW), decimal(ARGV[7])) end
+    local cancelled = {}
+    for i = 1, n do
+      local keys = {}
+      for j = 1, K do keys[j] = KEYS[(i - 1) * K + j] end
+      local id = keys[1]
+      if states[id] == nil then
+        states[id], held[id] = ALG.load(keys)
+        keysof[id] = keys
+        order[#order + 1] = id
+      end
+      if held[id] then
+        local g = 8 + (i - 1) * 7
+        local grant = {
+          allowed = ARGV[g] == '1',
+          mark = from_halves(tonumber(ARGV[g + 1]), tonumber(ARGV[g + 2])),
+          mark_halves = {tonumber(ARGV[g + 1]), tonumber(ARGV[g + 2])},
+          charge = from_halves(tonumber(ARGV[g + 3]), tonumber(ARGV[g + 4])),
+          spent_bits = {tonumber(ARGV[g + 5]), tonumber(ARGV[g + 6])},
+        }
+        local new = ALG.cancel(states[id], NOW, grant, acts_at)
+        if new then
+          states[id] = new
+          cancelled[id] = true
+        end
+      end
+    end
+    for _, id in ipairs(order) do
+      if cancelled[id] then ALG.save(keysof[id], states[id], 'keep') end
+    end
+    return {}
+  end
   for i = 1, n do
     local keys = {}
     for j = 1, K do keys[j] = KEYS[(i - 1) * K + j] end
     local id = keys[1]
-    if states[id] == nil then
-      states[id], held[id] = ALG.load(keys)
+    local s = states[id]
+    if s == nil then
+      s, held[id] = ALG.load(keys)
+      states[id] = s
       keysof[id] = keys
       order[#order + 1] = id
     end
-    if held[id] then
-      local g = base + 1 + (i - 1) * 7
-      local grant = {
-        allowed = ARGV[g] == '1',
-        mark = from_halves(tonumber(ARGV[g + 1]), tonumber(ARGV[g + 2])),
-        mark_halves = {tonumber(ARGV[g + 1]), tonumber(ARGV[g + 2])},
-        charge = from_halves(tonumber(ARGV[g + 3]), tonumber(ARGV[g + 4])),
-        spent_bits = {tonumber(ARGV[g + 5]), tonumber(ARGV[g + 6])},
-      }
-      local new = ALG.cancel(states[id], NOW, grant, acts_at)
-      if new then
-        states[id] = new
-        cancelled[id] = true
+    local d, changed = ALG.reserve(s, NOW, COST)
+    if changed then
+      states[id] = changed
+      dirty[id] = true
+    end
+    last[id] = d
+    if d[1] ~= 0 then all = false end
+    for j = 1, #d do out[#out + 1] = d[j] end
+  end
+  if STEP == 'r' and (all or n == 1) then
+    for _, id in ipairs(order) do
+      if dirty[id] then
+        local d = last[id]
+        local reset_ns = d[6] * 1000 + d[7]
+        if d[6] < 0 then
+          ALG.save(keysof[id], states[id], nil)
+        elseif reset_ns <= 0 then
+          ALG.drop(keysof[id])
+        elseif d[1] == 0 or held[id] then
+          ALG.save(keysof[id], states[id], math.ceil(reset_ns / 1000000) + GRACE_MS)
+        end
       end
     end
   end
-  for _, id in ipairs(order) do
-    if cancelled[id] then ALG.save(keysof[id], states[id], 'keep') end
-  end
-  return {}
+  return out
 end
-for i = 1, n do
-  local keys = {}
-  for j = 1, K do keys[j] = KEYS[(i - 1) * K + j] end
-  local id = keys[1]
-  local s = states[id]
-  if s == nil then
-    s, held[id] = ALG.load(keys)
-    states[id] = s
-    keysof[id] = keys
-    order[#order + 1] = id
-  end
-  local d, changed = ALG.reserve(s, NOW, COST)
-  if changed then
-    states[id] = changed
-    dirty[id] = true
-  end
-  last[id] = d
-  if d[1] ~= 0 then all = false end
-  for j = 1, #d do out[#out + 1] = d[j] end
-end
-if STEP == 'r' and (all or n == 1) then
-  for _, id in ipairs(order) do
-    if dirty[id] then
-      local d = last[id]
-      local reset_ns = d[6] * 1000 + d[7]
-      if d[6] < 0 then
-        ALG.save(keysof[id], states[id], nil)
-      elseif reset_ns <= 0 then
-        ALG.drop(keysof[id])
-      elseif d[1] == 0 or held[id] then
-        ALG.save(keysof[id], states[id], math.ceil(reset_ns / 1000000) + GRACE_MS)
-      end
-    end
-  end
-end
-return out

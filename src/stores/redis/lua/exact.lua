@@ -189,9 +189,9 @@ local function halves(a)
   return (l1 - l1lo) / 256 + l2 * 65536, l0 + l1lo * BASE
 end
 
--- The caller's max wait in ns (nil: for ever, sent as -1).
-local MAX_WAIT_NS = nil
-if MAX_WAIT >= 0 then MAX_WAIT_NS = mul(bn(MAX_WAIT), {1000}) end
+-- The caller's max wait in ns (nil: for ever), set by `call` with the other
+-- parameters of the call.
+local MAX_WAIT_NS
 
 -- True if a wait of `wait` ns is longer than the caller accepts.
 local function too_long(wait)
@@ -216,9 +216,8 @@ local function decimal(text)
   return trim(a)
 end
 
--- The exact cost (ARGV[3] is its decimal text), for a set's grant charge: parsed
--- only by the set script, when a set grants.
-local function cost_bn() return decimal(ARGV[3]) end
+-- The exact cost, for a set's grant charge: parsed only when a set grants.
+local function cost_bn() return decimal(COST_TEXT) end
 
 -- A 64-bit word from its 32-bit halves.
 local function from_halves(hi, lo)

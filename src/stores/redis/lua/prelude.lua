@@ -1,30 +1,17 @@
--- sluicegate: the prelude every step script starts with (see src/stores/redis/mod.rs).
--- ARGV: 1 step ('r' reserve, 'p' peek), 2 now in us ('' = server TIME), 3 cost,
--- 4 max wait in whole us (-1: for ever), 5 expiry grace in ms, 6 n = number of config words,
--- 7..6+n the algorithm's configuration. Every number is an integer below 2^53, so
--- a Lua double holds it exactly, except the cost (read as the nearest double, as
--- Rust's `cost as f64`) and f64 configuration words (sent in shortest round-trip
--- decimal, which tonumber reads back to the same double).
-local STEP = ARGV[1]
-local NOW
-local SERVER_TIME = ARGV[2] == ''
-if SERVER_TIME then
-  local t = redis.call('TIME')
-  NOW = tonumber(t[1]) * 1000000 + tonumber(t[2])
-else
-  NOW = tonumber(ARGV[2])
-end
-local COST = tonumber(ARGV[3])
--- A peek is a reserve that accepts no wait; -1 is for ever.
-local MAX_WAIT = tonumber(ARGV[4])
-if STEP == 'p' then MAX_WAIT = 0 end
--- A peek on one identity is the algorithm's peek (the driver sets it); on several,
--- the memory store runs zero-wait reserves on copies. Only a set answers the two
--- differently (a reserve marks its grant with the set's serial).
-local PURE_PEEK = false
-local GRACE_MS = tonumber(ARGV[5])
-local CONFIG = {}
-for i = 1, tonumber(ARGV[6]) do CONFIG[i] = tonumber(ARGV[6 + i]) end
+-- sluicegate: the prelude of the step library (see src/stores/redis/library.rs).
+-- The library is loaded once per server (FUNCTION LOAD); its one function, `call`
+-- (driver.lua), runs one step. The call's parameters below are set by `call` before
+-- each step and read by the algorithms' closures as upvalues:
+-- STEP ('r' reserve, 'p' peek, 'c' cancel); NOW in us (the server's TIME unless the
+-- caller sent its own, SERVER_TIME says which); COST (the nearest double, as Rust's
+-- `cost as f64`) and COST_TEXT (its exact decimal text); MAX_WAIT in whole us (-1:
+-- for ever; a peek accepts no wait); PURE_PEEK: a peek on one identity runs the
+-- algorithm's peek (on several, the memory store runs zero-wait reserves on copies;
+-- only a set answers the two differently, since a reserve marks its grant with the
+-- set's serial); GRACE_MS, the expiry grace. Every number is an integer below 2^53,
+-- so a Lua double holds it exactly, except the cost and f64 configuration words
+-- (sent in shortest round-trip decimal, which tonumber reads back to the same double).
+local STEP, NOW, SERVER_TIME, COST, COST_TEXT, MAX_WAIT, PURE_PEEK, GRACE_MS
 
 -- Exact integer text for a double holding an integer (tostring keeps 14 digits).
 local function int(x) return string.format('%.0f', x) end
