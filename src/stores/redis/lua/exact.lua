@@ -159,6 +159,47 @@ local function minbn(a, b)
   return b
 end
 
+-- Absolute times near now, on doubles: the fast paths of the time-based steps.
+-- A limb array below 2^64 is also the pair (hi, lo) = (l1 + l2 * 2^24, l0), both
+-- exact. The difference of two pairs is exact while it is below 2^53 in size, as a
+-- step's relative quantities are (a bucket's span, a burst, a wait), so a step that
+-- finds its state within that distance of now runs on plain doubles; any other
+-- falls back to limb arrays.
+
+-- A limb array as a pair.
+local function pair(a) return (a[2] or 0) + (a[3] or 0) * BASE, a[1] end
+
+-- A pair as a limb array.
+local function pair_limbs(hi, lo)
+  local l2, l1 = div(hi, BASE)
+  return trim({lo, l1, l2})
+end
+
+-- Whole microseconds (below 2^53) in ns, as a pair.
+local function ns_pair(us)
+  local hi, lo = div(us, BASE)
+  local carry, rest = div(lo * 1000, BASE)
+  return hi * 1000 + carry, rest
+end
+
+-- (hi, lo) + x for an integer 0 <= x < 2^53.
+local function pair_add(hi, lo, x)
+  local xh, xl = div(x, BASE)
+  lo = lo + xl
+  if lo >= BASE then return hi + xh + 1, lo - BASE end
+  return hi + xh, lo
+end
+
+-- (ahi, alo) - (bhi, blo): exact when below 2^53 in size; otherwise only its sign
+-- and magnitude are right, which is all a comparison with a bound needs.
+local function pair_sub(ahi, alo, bhi, blo) return (ahi - bhi) * BASE + (alo - blo) end
+
+-- A pair's high and low 32-bit halves (the reply's grant marks).
+local function pair_halves(hi, lo)
+  local top, rest = div(hi, 256)
+  return top, rest * BASE + lo
+end
+
 -- A limb array from config words: limbs given least significant first.
 local function limbs(l0, l1, l2)
   return trim({l0, l1, l2})
@@ -189,15 +230,6 @@ local function halves(a)
   return (l1 - l1lo) / 256 + l2 * 65536, l0 + l1lo * BASE
 end
 
--- The caller's max wait in ns (nil: for ever), set by `call` with the other
--- parameters of the call.
-local MAX_WAIT_NS
-
--- True if a wait of `wait` ns is longer than the caller accepts.
-local function too_long(wait)
-  return MAX_WAIT_NS ~= nil and cmp(wait, MAX_WAIT_NS) > 0
-end
-
 -- 2^63 - 1, the largest i64, and Rust's saturating i64 addition of non-negatives.
 local I64_MAX = {BASE - 1, BASE - 1, 32767}
 local function add_i64(a, b)
@@ -208,6 +240,14 @@ end
 
 -- A duration in ns from whole microseconds.
 local function ns(us) return mul(bn(us), {1000}) end
+
+-- True if a wait of `wait` ns is longer than the caller accepts (MAX_WAIT, in us;
+-- below 2^48 ns the doubles compare exactly).
+local function too_long(wait)
+  if MAX_WAIT < 0 then return false end
+  if #wait < 3 then return num(wait) > MAX_WAIT * 1000 end
+  return cmp(wait, ns(MAX_WAIT)) > 0
+end
 
 -- A non-negative integer from its decimal text.
 local function decimal(text)

@@ -11,6 +11,12 @@ local function make_leaky_bucket(C)
   local CAPT = CAP * K
   local CAPT_BN = bn(CAPT)
   local EXCESS_BN = bn(EXCESS)
+  -- The fast path (`reserve_near`) needs num and den as doubles and every product
+  -- it forms below 2^53: ns * excess reduced modulo den (now_us * 1000 * excess)
+  -- and (delta * excess + dropped) for deltas up to twice the span.
+  local NUM_N, DEN_N, E = num(NUM), num(DEN), EXCESS * 1000
+  local NEAR = #NUM <= 2 and #DEN <= 2
+    and (EXCESS == 0 or (DEN_N * E < 2 ^ 53 and (2 * CAPT + 1) * EXCESS + DEN_N < 2 ^ 53))
 
   local function decode(raw)
     if not raw then return {0} end
@@ -50,9 +56,67 @@ local function make_leaky_bucket(C)
     return d
   end
 
+  -- The same for durations that are doubles below 2^53.
+  local function leaky_near(verdict, remaining, wait, retry, reset)
+    local d = decision(verdict, CAP, remaining, 0, 0, 0)
+    d[2], d[3] = div(wait, 1000)
+    d[4], d[5] = div(retry, 1000)
+    d[6], d[7] = div(reset, 1000)
+    return d
+  end
+
   local load, save = string_state(decode, encode)
 
+  -- `reserve` on doubles, for a state at most a span ahead of now (every state a
+  -- grant leaves, while time runs forward): the same steps on the same integers,
+  -- relative to the reading. Returns nil when the state is elsewhere.
+  local function reserve_near(tat, now, cost)
+    local hi, lo = ns_pair(now)
+    local dropped = 0
+    if EXCESS > 0 then
+      -- ticks = ns + floor(ns * excess / den), with ns * excess = now * E.
+      local whole, part = div(now, DEN_N)
+      local q
+      q, dropped = div(part * E, DEN_N)
+      q = q + whole * E
+      if q >= 2 ^ 53 then return nil end
+      hi, lo = pair_add(hi, lo, q)
+    end
+    local thi, tlo = pair(tat)
+    local backlog = pair_sub(thi, tlo, hi, lo)
+    if backlog > CAPT then return nil end
+    if backlog < 0 then backlog = 0 end
+    -- How long until the clock reads `delta` ticks past the reading (`until_`).
+    local function after(delta)
+      if delta <= 0 or EXCESS == 0 then return math.max(delta, 0) end
+      return delta - div(delta * EXCESS + dropped, NUM_N)
+    end
+    local free = 0
+    if backlog < CAPT then free = div(CAPT - backlog, K) end
+    if cost > CAP then return leaky_near(2, free, 0, 0, after(backlog)), nil end
+    local level = backlog + cost * K
+    local wait = 0
+    if QUEUE then wait = after(backlog) end
+    local late = MAX_WAIT >= 0 and wait > MAX_WAIT * 1000
+    if level > CAPT or late then
+      local retry = after(level - CAPT)
+      if late then retry = math.max(retry, wait) end
+      return leaky_near(1, free, 0, retry, after(backlog)), nil
+    end
+    local remaining = CAP - cost
+    if backlog > 0 then remaining = div(CAPT - level, K) end
+    local d = leaky_near(0, remaining, wait, 0, after(level))
+    local fhi, flo = pair_add(hi, lo, level)
+    d[11], d[12] = pair_halves(fhi, flo)
+    d[13], d[14] = split32(cost * K)
+    return d, pair_limbs(fhi, flo)
+  end
+
   local function reserve(tat, now, cost)
+    if NEAR then
+      local d, new = reserve_near(tat, now, cost)
+      if d then return d, new end
+    end
     local ticks, dropped = read(now)
     local start = maxbn(tat, ticks)
     local backlog = sub(start, ticks)
