@@ -41,11 +41,12 @@ local function commit(ALG, keys, state, d, held)
   elseif reset_ns <= 0 then
     ALG.drop(keys)
   elseif d[1] == 0 or held then
-    ALG.save(keys, state, math.ceil(reset_ns / 1000000) + GRACE_MS)
+    ALG.save(keys, state, ceil(reset_ns / 1000000) + GRACE_MS)
   end
 end
 
 local function call(KEYS, ARGV)
+  if not floor then floor, ceil, fmod, max, min, match, tonumber = library_functions() end
   STEP = ARGV[1]
   SERVER_TIME = ARGV[2] == ''
   if SERVER_TIME then

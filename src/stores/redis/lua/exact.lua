@@ -7,7 +7,7 @@ local BASE = 16777216
 local function bn(x) -- x: an integer double, 0 <= x < 2^53
   local a, i = {}, 1
   repeat
-    local r = math.fmod(x, BASE)
+    local r = fmod(x, BASE)
     a[i] = r
     x = (x - r) / BASE
     i = i + 1
@@ -41,7 +41,7 @@ end
 
 local function add(a, b)
   local r, carry = {}, 0
-  for i = 1, math.max(#a, #b) do
+  for i = 1, max(#a, #b) do
     local s = (a[i] or 0) + (b[i] or 0) + carry
     if s >= BASE then
       r[i] = s - BASE
@@ -83,14 +83,14 @@ local function mul(a, b)
     local ai, carry = a[i], 0
     for j = 1, nb do
       local t = r[i + j - 1] + ai * b[j] + carry
-      local lo = math.fmod(t, BASE)
+      local lo = fmod(t, BASE)
       r[i + j - 1] = lo
       carry = (t - lo) / BASE
     end
     local k = i + nb
     while carry > 0 do
       local t = r[k] + carry
-      local lo = math.fmod(t, BASE)
+      local lo = fmod(t, BASE)
       r[k] = lo
       carry = (t - lo) / BASE
       k = k + 1
@@ -115,7 +115,7 @@ local function divmod(a, d)
     local q, r, dv = {}, 0, d[1]
     for i = #a, 1, -1 do
       local t = r * BASE + a[i]
-      r = math.fmod(t, dv)
+      r = fmod(t, dv)
       q[i] = (t - r) / dv
     end
     return trim(q), {r}
@@ -131,7 +131,7 @@ local function divmod(a, d)
     end
     local qi = 0
     if cmp(r, d) >= 0 then
-      qi = math.floor(num(r) / dn)
+      qi = floor(num(r) / dn)
       if qi >= BASE then qi = BASE - 1 end
       local p = mul(d, {qi})
       while cmp(p, r) > 0 do
@@ -182,11 +182,14 @@ local function ns_pair(us)
   return hi * 1000 + carry, rest
 end
 
--- (hi, lo) + x for an integer 0 <= x < 2^53.
+-- (hi, lo) + x for an integer x below 2^53 in size (negative too, as long as the
+-- sum is not).
 local function pair_add(hi, lo, x)
-  local xh, xl = div(x, BASE)
+  local xl = fmod(x, BASE) -- the sign of x, so x - xl is exact
+  local xh = (x - xl) / BASE
   lo = lo + xl
   if lo >= BASE then return hi + xh + 1, lo - BASE end
+  if lo < 0 then return hi + xh - 1, lo + BASE end
   return hi + xh, lo
 end
 
@@ -214,7 +217,7 @@ local function us_ns(a)
   if #a < 3 or a[3] < 32 then
     -- Below 2^53: plain doubles.
     local x = num(a)
-    local rest = math.fmod(x, 1000)
+    local rest = fmod(x, 1000)
     return (x - rest) / 1000, rest
   end
   local us, rest = divmod(a, {1000})
@@ -226,7 +229,7 @@ end
 -- The high and low 32-bit halves of a value below 2^64 (the reply's grant mark).
 local function halves(a)
   local l0, l1, l2 = a[1] or 0, a[2] or 0, a[3] or 0
-  local l1lo = math.fmod(l1, 256)
+  local l1lo = fmod(l1, 256)
   return (l1 - l1lo) / 256 + l2 * 65536, l0 + l1lo * BASE
 end
 

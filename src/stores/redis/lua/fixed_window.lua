@@ -6,7 +6,7 @@ local function make_fixed_window(C)
 
   local function decode(raw)
     if not raw then return {0, 0} end
-    local index, count = string.match(raw, '^(%d+) (%d+)$')
+    local index, count = match(raw, '^(%d+) (%d+)$')
     return {tonumber(index), tonumber(count)}
   end
 
@@ -25,7 +25,7 @@ local function make_fixed_window(C)
       start = index * LEN
       count = 0
     end
-    local until_end = math.max(start + LEN - now, 0)
+    local until_end = max(start + LEN - now, 0)
     local remaining = LIMIT - count
     local reset = until_end
     if count == 0 then reset = 0 end

@@ -20,7 +20,7 @@ local function make_leaky_bucket(C)
 
   local function decode(raw)
     if not raw then return {0} end
-    local l0, l1, l2 = string.match(raw, '^(%d+) (%d+) (%d+)$')
+    local l0, l1, l2 = match(raw, '^(%d+) (%d+) (%d+)$')
     return limbs(tonumber(l0), tonumber(l1), tonumber(l2))
   end
 
@@ -88,7 +88,7 @@ local function make_leaky_bucket(C)
     if backlog < 0 then backlog = 0 end
     -- How long until the clock reads `delta` ticks past the reading (`until_`).
     local function after(delta)
-      if delta <= 0 or EXCESS == 0 then return math.max(delta, 0) end
+      if delta <= 0 or EXCESS == 0 then return max(delta, 0) end
       return delta - div(delta * EXCESS + dropped, NUM_N)
     end
     local free = 0
@@ -100,7 +100,7 @@ local function make_leaky_bucket(C)
     local late = MAX_WAIT >= 0 and wait > MAX_WAIT * 1000
     if level > CAPT or late then
       local retry = after(level - CAPT)
-      if late then retry = math.max(retry, wait) end
+      if late then retry = max(retry, wait) end
       return leaky_near(1, free, 0, retry, after(backlog)), nil
     end
     local remaining = CAP - cost
@@ -122,7 +122,7 @@ local function make_leaky_bucket(C)
     local backlog = sub(start, ticks)
     local function free()
       if cmp(backlog, CAPT_BN) >= 0 then return 0 end
-      return math.floor((CAPT - num(backlog)) / K)
+      return floor((CAPT - num(backlog)) / K)
     end
     if cost > CAP then
       return leaky(2, free(), {0}, {0}, until_(ticks, dropped, start)), nil
@@ -147,7 +147,7 @@ local function make_leaky_bucket(C)
     if #backlog == 1 and backlog[1] == 0 then
       remaining = CAP - cost
     else
-      remaining = math.floor((CAPT - num(level)) / K)
+      remaining = floor((CAPT - num(level)) / K)
     end
     local d = leaky(0, remaining, wait, {0}, until_(ticks, dropped, finish))
     d[11], d[12] = halves(finish)

@@ -13,16 +13,27 @@
 -- (sent in shortest round-trip decimal, which tonumber reads back to the same double).
 local STEP, NOW, SERVER_TIME, COST, COST_TEXT, MAX_WAIT, PURE_PEEK, GRACE_MS
 
+-- Lua's library functions the steps use, bound by the first call (a library's
+-- chunk runs without them) and kept as upvalues: here a global lookup costs more
+-- than the arithmetic it serves.
+local function library_functions()
+  return math.floor, math.ceil, math.fmod, math.max, math.min, string.match, tonumber
+end
+local floor, ceil, fmod, max, min, match, tonumber
+
 -- Exact integer text for a double holding an integer (tostring keeps 14 digits).
 local function int(x) return string.format('%.0f', x) end
 
--- floor(a / b) for integers 0 <= a, 0 < b below 2^53: fmod is exact, so is the rest.
+-- floor(a / b) and a mod b for integers 0 <= a, 0 < b below 2^53. While a + b
+-- stays below 2^53, a / b cannot round up to the next integer, so Lua's a % b
+-- (a - floor(a / b) * b) is exact and cheap; beyond, fmod is exact.
 local function div(a, b)
-  local r = math.fmod(a, b)
+  local r
+  if a + b < 9007199254740992 then r = a % b else r = fmod(a, b) end
   return (a - r) / b, r
 end
 
--- A decision, 16 integers: 1 verdict (0 allowed, 1 denied, 2 never); 2-3 wait,
+-- A decision, 16 integers (a key's part of the reply): 1 verdict (0 allowed, 1 denied, 2 never); 2-3 wait,
 -- 4-5 retry_after, 6-7 reset_after, each as whole microseconds and a sub-microsecond
 -- remainder in ns (-1 us: u64::MAX ns); 8 remaining, 9 limit (-1: u64::MAX); 10 the
 -- deciding limit's index; 11-12 the grant's mark, 13-14 its charge and 15-16 the
@@ -33,7 +44,7 @@ end
 
 -- The high and low 32-bit halves of an integer double in [0, 2^64).
 local function split32(x)
-  local hi = math.floor(x / 4294967296)
+  local hi = floor(x / 4294967296)
   return hi, x - hi * 4294967296
 end
 

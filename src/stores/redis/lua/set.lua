@@ -97,7 +97,7 @@ local function make_set(C)
           elseif reset_ns <= 0 then
             member.alg.drop(mine)
           else
-            member.alg.save(mine, st.members[m], math.ceil(reset_ns / 1000000) + GRACE_MS)
+            member.alg.save(mine, st.members[m], ceil(reset_ns / 1000000) + GRACE_MS)
           end
         end
       end

@@ -24,7 +24,7 @@ local function make_sliding_log(C)
     if e == nil then
       local raw = redis.call('HGET', st.key, tostring(slot))
       if raw then
-        local at, count = string.match(raw, '^(%d+) (%d+)$')
+        local at, count = match(raw, '^(%d+) (%d+)$')
         e = {tonumber(at), tonumber(count)}
       else
         e = {0, 0}
@@ -57,10 +57,10 @@ local function make_sliding_log(C)
 
   -- The header as the Rust step reads it at `now`.
   local function header(st, now)
-    local h = {st = st, at = now, len = math.min(st.len, st.ring), finish = st.base, newest = 0}
+    local h = {st = st, at = now, len = min(st.len, st.ring), finish = st.base, newest = 0}
     if h.len > 0 then
       h.newest, h.finish = entry(st, wrap(st.head + h.len - 1, st.ring))
-      h.at = math.max(now, h.newest)
+      h.at = max(now, h.newest)
     end
     return h
   end
@@ -92,7 +92,7 @@ local function make_sliding_log(C)
     if h.len == 0 or not expired(0) then return 0 end
     local low, high = 0, h.len
     while high - low > 1 do
-      local middle = low + math.floor((high - low) / 2)
+      local middle = low + floor((high - low) / 2)
       if expired(middle) then low = middle else high = middle end
     end
     return high
@@ -106,7 +106,7 @@ local function make_sliding_log(C)
   -- When entries from `first` on (and the recorded attempt, if any) have expired
   -- enough for `cost` to fit.
   local function fits_at(h, first, attempt, cost)
-    local allowed = math.max(LIMIT - cost, 0)
+    local allowed = max(LIMIT - cost, 0)
     local extra = 0
     if attempt then extra = attempt[2] end
     local function after(index)
@@ -114,11 +114,11 @@ local function make_sliding_log(C)
       return from(h, index + 1) + extra
     end
     if from(h, first) + extra <= allowed then return 0 end
-    local top = math.max(h.len - 1, 0)
+    local top = max(h.len - 1, 0)
     if attempt then top = h.len end
     local low, high = first, top
     while low < high do
-      local middle = low + math.floor((high - low) / 2)
+      local middle = low + floor((high - low) / 2)
       if after(middle) <= allowed then high = middle else low = middle + 1 end
     end
     local at
@@ -129,21 +129,21 @@ local function make_sliding_log(C)
   local function reset_at(newest, lst)
     local expired = 0
     if newest ~= nil then expired = newest + D end
-    return math.max(expired, spaced_at(lst))
+    return max(expired, spaced_at(lst))
   end
 
   local function judge(h, live, first, now, cost)
     local lst = last(h)
-    local reset = math.max(reset_at(lst, lst) - now, 0)
-    local remaining = math.max(LIMIT - live, 0)
+    local reset = max(reset_at(lst, lst) - now, 0)
+    local remaining = max(LIMIT - live, 0)
     if cost > LIMIT then return false, decision(2, LIMIT, remaining, 0, 0, reset) end
     local spaced = h.at >= spaced_at(lst)
     if live + cost <= LIMIT and spaced then
-      reset = math.max(reset_at(h.at, h.at) - now, 0)
-      return true, decision(0, LIMIT, math.max(LIMIT - live - cost, 0), 0, 0, reset)
+      reset = max(reset_at(h.at, h.at) - now, 0)
+      return true, decision(0, LIMIT, max(LIMIT - live - cost, 0), 0, 0, reset)
     end
-    local at = math.max(fits_at(h, first, nil, cost), spaced_at(lst))
-    return false, decision(1, LIMIT, remaining, 0, math.max(at - now, 0), reset)
+    local at = max(fits_at(h, first, nil, cost), spaced_at(lst))
+    return false, decision(1, LIMIT, remaining, 0, max(at - now, 0), reset)
   end
 
   local function recorded_refusal(h, first, now, cost)
@@ -151,9 +151,9 @@ local function make_sliding_log(C)
     local kept = first
     if held >= CAP then kept = first + 1 end
     local live = from(h, kept) + cost
-    local at = math.max(fits_at(h, kept, {h.at, cost}, cost), spaced_at(h.at))
-    local reset = math.max(reset_at(h.at, h.at) - now, 0)
-    return decision(1, LIMIT, math.max(LIMIT - live, 0), 0, math.max(at - now, 0), reset)
+    local at = max(fits_at(h, kept, {h.at, cost}, cost), spaced_at(h.at))
+    local reset = max(reset_at(h.at, h.at) - now, 0)
+    return decision(1, LIMIT, max(LIMIT - live, 0), 0, max(at - now, 0), reset)
   end
 
   -- A log whose ring is smaller than this configuration's (its limit was raised):

@@ -62,7 +62,7 @@ local function make_sliding_window_buckets(C)
     if to < from then return found end
     for slot, c in pairs(all_slots(st)) do
       if c > 0 then
-        local b = from + math.fmod(slot - math.fmod(from, RING) + RING, RING)
+        local b = from + fmod(slot - fmod(from, RING) + RING, RING)
         if b <= to then found[#found + 1] = {b, c} end
       end
     end
@@ -86,7 +86,7 @@ local function make_sliding_window_buckets(C)
     if ms then redis.call('PEXPIRE', key, int(ms)) else redis.call('PERSIST', key) end
   end
 
-  local function slot(bucket) return math.fmod(bucket, RING) end
+  local function slot(bucket) return fmod(bucket, RING) end
 
   local function count(st, v, bucket)
     if bucket > v.newest then return 0 end
@@ -97,14 +97,14 @@ local function make_sliding_window_buckets(C)
   -- or nil when every bucket has left.
   local function leaving(newest, current)
     if current - newest > B then return nil end
-    local to = math.max(current - B, 0)
-    return math.min(math.max(newest - B, 0), to), to
+    local to = max(current - B, 0)
+    return min(max(newest - B, 0), to), to
   end
 
   local function view(st, now)
     local newest = st.n
     local start = newest * P
-    local at = math.max(now, start)
+    local at = max(now, start)
     local current = newest
     if at - start >= P then current = div(at, P) end
     local total
@@ -122,7 +122,7 @@ local function make_sliding_window_buckets(C)
         else
           for _, bc in ipairs(nonempty(st, from, to - 1)) do gone = gone + bc[2] end
         end
-        total = math.max(st.t - gone, 0)
+        total = max(st.t - gone, 0)
       end
     end
     return {at = at, newest = newest, current = current, total = total}
@@ -130,7 +130,7 @@ local function make_sliding_window_buckets(C)
 
   -- The first bucket counted whole, and the partial one {bucket, ns inside} or nil.
   local function bounds(v)
-    local nxt = math.max(v.current + 1 - B, 0)
+    local nxt = max(v.current + 1 - B, 0)
     if not WEIGHTED or v.at < D then
       if WEIGHTED then return 0, nil end
       return nxt, nil
@@ -141,16 +141,16 @@ local function make_sliding_window_buckets(C)
     if start >= boundary then
       partial, finish = nxt, boundary + P
     else
-      partial, finish = math.max(nxt - 1, 0), boundary
+      partial, finish = max(nxt - 1, 0), boundary
     end
-    return partial + 1, {partial, math.max(finish - start, 0)}
+    return partial + 1, {partial, max(finish - start, 0)}
   end
 
   local function whole(st, v, first_whole)
     local w = v.total
-    local b = math.max(v.current - B, 0)
+    local b = max(v.current - B, 0)
     while b < first_whole do
-      w = math.max(w - count(st, v, b), 0)
+      w = max(w - count(st, v, b), 0)
       b = b + 1
     end
     return w
@@ -182,7 +182,7 @@ local function make_sliding_window_buckets(C)
 
   local function reset_after(st, v, now_ns)
     -- The newest non-empty bucket still in the ring: usually the current one.
-    local oldest, newest = math.max(v.current - B, 0), math.min(v.current, v.newest)
+    local oldest, newest = max(v.current - B, 0), min(v.current, v.newest)
     if newest >= oldest and count(st, v, newest) > 0 then
       return subsat(gone_at(newest), now_ns)
     end
@@ -192,7 +192,7 @@ local function make_sliding_window_buckets(C)
   end
 
   local function crossed(start, excess, c)
-    local q, r = divmod(excess, bn(math.max(c, 1)))
+    local q, r = divmod(excess, bn(max(c, 1)))
     if not (#r == 1 and r[1] == 0) then q = add(q, {1}) end
     return add(add(start, q), ns(D))
   end
@@ -201,14 +201,14 @@ local function make_sliding_window_buckets(C)
     local first_whole, partial = bounds(v)
     -- The Rust step walks every bucket from first_whole to last; empty ones change
     -- nothing but the position, so this walks the non-empty ones only.
-    local last = math.min(v.current, v.newest)
+    local last = min(v.current, v.newest)
     local found = nonempty(st, first_whole, last)
     if not WEIGHTED then
       for _, bc in ipairs(found) do
         if bc[2] >= excess_permits then return gone_at(bc[1]) end
         excess_permits = excess_permits - bc[2]
       end
-      return gone_at(math.max(last + 1, first_whole))
+      return gone_at(max(last + 1, first_whole))
     end
     local start
     if partial then
@@ -228,7 +228,7 @@ local function make_sliding_window_buckets(C)
       if cmp(part, excess) >= 0 then return crossed(at, excess, bc[2]) end
       excess = sub(excess, part)
     end
-    return add(add(start, ns(math.max(last + 1 - first_whole, 0) * P)), ns(D))
+    return add(add(start, ns(max(last + 1 - first_whole, 0) * P)), ns(D))
   end
 
   local function windowed(verdict, remaining, retry, reset)
@@ -272,7 +272,7 @@ local function make_sliding_window_buckets(C)
     local scaled = used_scaled(st, v)
     local used = permits(scaled)
     if cost > LIMIT then
-      return windowed(2, math.max(LIMIT - used, 0), {0}, reset_after(st, v, now_ns)), nil
+      return windowed(2, max(LIMIT - used, 0), {0}, reset_after(st, v, now_ns)), nil
     end
     local allowed_scaled = mul(bn(LIMIT - cost), P_NS)
     if cmp(scaled, allowed_scaled) <= 0 then
@@ -281,7 +281,7 @@ local function make_sliding_window_buckets(C)
     end
     local reset = reset_after(st, v, now_ns)
     local at = retry_at(st, v, sub(scaled, allowed_scaled), used + cost - LIMIT)
-    return windowed(1, math.max(LIMIT - used, 0), subsat(at, now_ns), reset), nil
+    return windowed(1, max(LIMIT - used, 0), subsat(at, now_ns), reset), nil
   end
   return single(load, save, reserve)
 end

@@ -15,7 +15,7 @@ local function make_sliding_window_counter(C)
 
   local function decode(raw)
     if not raw then return {0, 0, 0} end
-    local i, p, c = string.match(raw, '^(%d+) (%d+) (%d+)$')
+    local i, p, c = match(raw, '^(%d+) (%d+) (%d+)$')
     return {tonumber(i), tonumber(p), tonumber(c)}
   end
 
@@ -26,7 +26,7 @@ local function make_sliding_window_counter(C)
   -- The index as the state word keeps it (mod 2^KBITS; indexes are below 2^53).
   local function masked(index)
     if KBITS >= 53 then return index end
-    return math.fmod(index, 2 ^ KBITS)
+    return fmod(index, 2 ^ KBITS)
   end
 
   local function fresh(now)
@@ -137,14 +137,14 @@ local function make_sliding_window_counter(C)
   local function reserve(s, now, cost)
     local v = view(s, now)
     local used = weighted(v.prev, v.elapsed) + v.cur
-    local remaining = math.max(LIMIT - used, 0)
+    local remaining = max(LIMIT - used, 0)
     if cost > LIMIT then
       return counter(2, remaining, {0}, add(reset_after(v), v.behind)), nil
     end
     if used + cost > LIMIT then
       local changed = nil
       if ATTEMPTS then
-        v.cur = math.min(v.cur + cost, SAT)
+        v.cur = min(v.cur + cost, SAT)
         changed = {v.index, v.prev, v.cur}
       end
       local retry = add(retry_after(v, cost), v.behind)

@@ -25,12 +25,12 @@ local function make_smooth_bursty(C)
   -- The i64 bits of an offset value: its u64 bits with the top bit flipped.
   local function i64_halves(a)
     local hi, lo = halves(a)
-    return math.fmod(hi + 2147483648, 4294967296), lo
+    return fmod(hi + 2147483648, 4294967296), lo
   end
 
   local function decode(raw)
     if not raw then return OFFSET end
-    local l0, l1, l2 = string.match(raw, '^(%d+) (%d+) (%d+)$')
+    local l0, l1, l2 = match(raw, '^(%d+) (%d+) (%d+)$')
     return limbs(tonumber(l0), tonumber(l1), tonumber(l2))
   end
 
@@ -48,7 +48,48 @@ local function make_smooth_bursty(C)
 
   local load, save = string_state(decode, encode)
 
+  -- `reserve` on doubles relative to now, for a state and a charge within 2^51 ns
+  -- of it (no saturation can happen there: now + 2^63 stays 2^57 below 2^64).
+  -- Returns nil otherwise.
+  local NEAR = BURST < 2 ^ 51
+  local function reserve_near(tat, now, cost)
+    local c = cost * INTERVAL
+    if c >= 2 ^ 51 then return nil end
+    local hi, lo = ns_pair(now)
+    hi = hi + 2 ^ 39 -- the offset, 2^63
+    local thi, tlo = pair(tat)
+    local rel = pair_sub(thi, tlo, hi, lo)
+    if rel > 2 ^ 51 then return nil end
+    if rel < -BURST then rel = -BURST end
+    local wait = max(rel, 0)
+    local d = decision(0, LIMIT, 0, 0, 0, 0)
+    if MAX_WAIT >= 0 and wait > MAX_WAIT * 1000 then
+      d[1] = 1
+      d[4], d[5] = div(wait, 1000)
+      d[6], d[7] = div(rel + BURST, 1000)
+      return d, nil
+    end
+    local charge = floor(c)
+    local next = rel + charge
+    if not UNLIMITED then
+      d[8] = floor(min(max(-next, 0) / INTERVAL, MAX_PERMITS))
+    else
+      d[8] = -1
+    end
+    d[2], d[3] = div(wait, 1000)
+    d[6], d[7] = div(max(next + BURST, 0), 1000)
+    local nhi, nlo = pair_add(hi, lo, next)
+    local mark_hi, mark_lo = pair_halves(nhi, nlo)
+    d[11], d[12] = fmod(mark_hi + 2147483648, 4294967296), mark_lo -- T's i64 bits
+    d[13], d[14] = split32(charge)
+    return d, pair_limbs(nhi, nlo)
+  end
+
   local function reserve(tat, now, cost)
+    if NEAR then
+      local d, new = reserve_near(tat, now, cost)
+      if d then return d, new end
+    end
     local now_ns = add(ns(now), OFFSET)
     -- Resync: T <- max(T, now - burst).
     tat = maxbn(tat, sub(now_ns, BURST_BN))
@@ -64,14 +105,14 @@ local function make_smooth_bursty(C)
     -- (cost as f64 * interval) as i64: truncated, saturating.
     local c = cost * INTERVAL
     local charge
-    if c >= 2 ^ 63 then charge = I64_MAX else charge = bn(math.floor(c)) end
+    if c >= 2 ^ 63 then charge = I64_MAX else charge = bn(floor(c)) end
     local next = add_sat(tat, charge)
     local reset = subsat(add_sat(next, BURST_BN), now_ns)
     local remaining = -1
     if not UNLIMITED then
       -- Stored permits: (now - next) / interval, at most max permits, truncated.
       local stored = num(subsat(now_ns, next)) / INTERVAL
-      remaining = math.floor(math.min(stored, MAX_PERMITS))
+      remaining = floor(min(stored, MAX_PERMITS))
     end
     local d = bursty(0, remaining, wait, {0}, reset)
     d[11], d[12] = i64_halves(next)
@@ -88,7 +129,7 @@ local function make_smooth_bursty(C)
     end
     -- The mark is T's i64 bits: offset, it is the same word with the top bit flipped.
     local hi, lo = grant.mark_halves[1], grant.mark_halves[2]
-    local mark = from_halves(math.fmod(hi + 2147483648, 4294967296), lo)
+    local mark = from_halves(fmod(hi + 2147483648, 4294967296), lo)
     local restore = subsat(grant.charge, subsat(tat, mark))
     if (#restore == 1 and restore[1] == 0) or cmp(tat, U64_MAX) == 0 then return nil end
     local restored = subsat(tat, minbn(restore, I64_MAX))

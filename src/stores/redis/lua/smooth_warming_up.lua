@@ -32,19 +32,19 @@ local function make_smooth_warming_up(C)
   local function to_i64(x)
     if x ~= x or x <= 0 then return {0} end
     if x >= 2 ^ 63 then return I64_MAX end
-    return bn(math.floor(x))
+    return bn(floor(x))
   end
 
   -- Rust's `x as u64` (NaN and negatives 0, saturating), as a limb array.
   local function to_u64(x)
     if x ~= x or x <= 0 then return {0} end
     if x >= 2 ^ 64 then return U64_MAX end
-    return bn(math.floor(x))
+    return bn(floor(x))
   end
 
   local function decode(raw)
     if not raw then return {stored = MAX_PERMITS, next_free = {0}} end
-    local hi, lo, l0, l1, l2 = string.match(raw, '^(%d+) (%d+) (%d+) (%d+) (%d+)$')
+    local hi, lo, l0, l1, l2 = match(raw, '^(%d+) (%d+) (%d+) (%d+) (%d+)$')
     return {stored = f64(tonumber(hi), tonumber(lo)),
             next_free = limbs(tonumber(l0), tonumber(l1), tonumber(l2))}
   end
@@ -92,7 +92,7 @@ local function make_smooth_warming_up(C)
   end
 
   local function reset_after(s, now_ns)
-    local missing = math.max(MAX_PERMITS - s.stored, 0.0)
+    local missing = max(MAX_PERMITS - s.stored, 0.0)
     if missing ~= missing then missing = 0.0 end
     local total = add(subsat(s.next_free, now_ns), to_u64(missing * COOL_DOWN))
     if cmp(total, U64_MAX) > 0 then return U64_MAX end
