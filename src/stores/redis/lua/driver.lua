@@ -46,20 +46,24 @@ local function commit(ALG, keys, state, d, held)
 end
 
 local function call(KEYS, ARGV)
-  if not floor then floor, ceil, fmod, max, min, match, tonumber = library_functions() end
+  if not floor then
+    redis_call, floor, ceil, fmod, max, min, match, tonumber, struct_pack, struct_unpack =
+      library_functions()
+  end
+  -- Numbers are read by arithmetic coercion (x + 0), which parses as tonumber does
+  -- without the cost of a call; the grace is coerced only where a write uses it.
   STEP = ARGV[1]
   SERVER_TIME = ARGV[2] == ''
   if SERVER_TIME then
-    local t = redis.call('TIME')
-    NOW = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    local t = redis_call('TIME')
+    NOW = t[1] * 1000000 + t[2]
   else
-    NOW = tonumber(ARGV[2])
+    NOW = ARGV[2] + 0
   end
   COST_TEXT = ARGV[3]
-  COST = tonumber(COST_TEXT)
-  MAX_WAIT = tonumber(ARGV[4])
-  if STEP == 'p' then MAX_WAIT = 0 end
-  GRACE_MS = tonumber(ARGV[5])
+  COST = COST_TEXT + 0
+  if STEP == 'p' then MAX_WAIT = 0 else MAX_WAIT = ARGV[4] + 0 end
+  GRACE_MS = ARGV[5]
   local ALG = algorithm(ARGV[6])
   local K = ALG.nkeys
   if #KEYS == K and STEP ~= 'c' then

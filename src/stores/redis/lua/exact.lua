@@ -159,48 +159,31 @@ local function minbn(a, b)
   return b
 end
 
--- Absolute times near now, on doubles: the fast paths of the time-based steps.
--- A limb array below 2^64 is also the pair (hi, lo) = (l1 + l2 * 2^24, l0), both
--- exact. The difference of two pairs is exact while it is below 2^53 in size, as a
--- step's relative quantities are (a bucket's span, a burst, a wait), so a step that
--- finds its state within that distance of now runs on plain doubles; any other
--- falls back to limb arrays.
+-- Absolute times near now, on doubles: the fast paths of the leaky bucket and
+-- SmoothBursty. Their state is one u64 kept as its 32-bit halves {hi, lo} (exact
+-- doubles; 8 bytes on the server, see `u64_state`). The difference of two such
+-- values is exact while it is below 2^53 in size, as a step's relative quantities
+-- are (a span, a burst, a wait), so a step that finds its state that near now runs
+-- on plain doubles; any other converts to limb arrays. Division by 2^32 is exact,
+-- so Lua's % splits any integer double exactly.
+local W = 4294967296
 
--- A limb array as a pair.
-local function pair(a) return (a[2] or 0) + (a[3] or 0) * BASE, a[1] end
-
--- A pair as a limb array.
-local function pair_limbs(hi, lo)
-  local l2, l1 = div(hi, BASE)
-  return trim({lo, l1, l2})
+-- Whole microseconds (below 2^53) in ns, as halves.
+local function ns_halves(us)
+  local b = us % W
+  local x = b * 1000
+  local lo = x % W
+  return (us - b) / W * 1000 + (x - lo) / W, lo
 end
 
--- Whole microseconds (below 2^53) in ns, as a pair.
-local function ns_pair(us)
-  local hi, lo = div(us, BASE)
-  local carry, rest = div(lo * 1000, BASE)
-  return hi * 1000 + carry, rest
-end
-
--- (hi, lo) + x for an integer x below 2^53 in size (negative too, as long as the
--- sum is not).
-local function pair_add(hi, lo, x)
-  local xl = fmod(x, BASE) -- the sign of x, so x - xl is exact
-  local xh = (x - xl) / BASE
+-- (hi, lo) + x for an integer x below 2^53 in size (negative too, while the sum
+-- is not).
+local function halves_add(hi, lo, x)
+  local xl = x % W
   lo = lo + xl
-  if lo >= BASE then return hi + xh + 1, lo - BASE end
-  if lo < 0 then return hi + xh - 1, lo + BASE end
-  return hi + xh, lo
-end
-
--- (ahi, alo) - (bhi, blo): exact when below 2^53 in size; otherwise only its sign
--- and magnitude are right, which is all a comparison with a bound needs.
-local function pair_sub(ahi, alo, bhi, blo) return (ahi - bhi) * BASE + (alo - blo) end
-
--- A pair's high and low 32-bit halves (the reply's grant marks).
-local function pair_halves(hi, lo)
-  local top, rest = div(hi, 256)
-  return top, rest * BASE + lo
+  hi = hi + (x - xl) / W
+  if lo >= W then return hi + 1, lo - W end
+  return hi, lo
 end
 
 -- A limb array from config words: limbs given least significant first.

@@ -17,9 +17,10 @@ local STEP, NOW, SERVER_TIME, COST, COST_TEXT, MAX_WAIT, PURE_PEEK, GRACE_MS
 -- chunk runs without them) and kept as upvalues: here a global lookup costs more
 -- than the arithmetic it serves.
 local function library_functions()
-  return math.floor, math.ceil, math.fmod, math.max, math.min, string.match, tonumber
+  return redis.call, math.floor, math.ceil, math.fmod, math.max, math.min, string.match,
+    tonumber, struct.pack, struct.unpack
 end
-local floor, ceil, fmod, max, min, match, tonumber
+local redis_call, floor, ceil, fmod, max, min, match, tonumber, struct_pack, struct_unpack
 
 -- Exact integer text for a double holding an integer (tostring keeps 14 digits).
 local function int(x) return string.format('%.0f', x) end
@@ -52,19 +53,32 @@ end
 -- kept as one string: GET and SET ... PX.
 local function string_state(decode, encode)
   local function load(key)
-    local raw = redis.call('GET', key)
+    local raw = redis_call('GET', key)
     return decode(raw), raw ~= false
   end
   local function save(key, state, ms)
     if ms == 'keep' then
-      redis.call('SET', key, encode(state), 'KEEPTTL')
+      redis_call('SET', key, encode(state), 'KEEPTTL')
     elseif ms then
-      redis.call('SET', key, encode(state), 'PX', int(ms))
+      redis_call('SET', key, encode(state), 'PX', int(ms))
     else
-      redis.call('SET', key, encode(state))
+      redis_call('SET', key, encode(state))
     end
   end
   return load, save
+end
+
+-- load and save for a state that is one u64, {hi, lo} as 32-bit halves (see
+-- `ns_halves`), kept as 8 big-endian bytes: no text to format or parse. A new key
+-- holds `hi, lo`.
+local function u64_state(hi, lo)
+  local function decode(raw)
+    if not raw then return {hi, lo} end
+    local h, l = struct_unpack(">I4I4", raw)
+    return {h, l}
+  end
+  local function encode(s) return struct_pack(">I4I4", s[1], s[2]) end
+  return string_state(decode, encode)
 end
 
 -- An algorithm as the driver (and a set) uses it: load(keys) -> state, held;
@@ -78,7 +92,7 @@ local function single(load, save, reserve, cancel)
     nkeys = 1,
     load = function(keys) return load(keys[1]) end,
     save = function(keys, state, ms) save(keys[1], state, ms) end,
-    drop = function(keys) redis.call('DEL', keys[1]) end,
+    drop = function(keys) redis_call('DEL', keys[1]) end,
     reserve = reserve,
   }
 end

@@ -57,7 +57,7 @@ local function make_set(C)
   end
 
   local function load(keys)
-    local raw = redis.call('GET', keys[1])
+    local raw = redis_call('GET', keys[1])
     local st = {serial = 0, live = false, acts_at = {0}, grants = {}, members = {}, changed = {}}
     if raw then
       local w = {}
@@ -78,11 +78,11 @@ local function make_set(C)
   -- state does in memory.
   local function save(keys, st, ms)
     if ms == 'keep' then
-      redis.call('SET', keys[1], encode(st), 'KEEPTTL')
+      redis_call('SET', keys[1], encode(st), 'KEEPTTL')
     elseif ms then
-      redis.call('SET', keys[1], encode(st), 'PX', int(ms))
+      redis_call('SET', keys[1], encode(st), 'PX', int(ms))
     else
-      redis.call('SET', keys[1], encode(st))
+      redis_call('SET', keys[1], encode(st))
     end
     for m, member in ipairs(members) do
       if st.changed[m] then
@@ -105,7 +105,7 @@ local function make_set(C)
   end
 
   local function drop(keys)
-    for j = 1, nkeys do redis.call('DEL', keys[j]) end
+    for j = 1, nkeys do redis_call('DEL', keys[j]) end
   end
 
   local function reserve(st, now, cost)

@@ -13,7 +13,7 @@ local function make_sliding_log(C)
   local CAP = LIMIT + C[4]
 
   local function load(key)
-    local hdr = redis.call('HMGET', key, 'h', 'l', 'b', 'r')
+    local hdr = redis_call('HMGET', key, 'h', 'l', 'b', 'r')
     local held = hdr[1] ~= false
     return {key = key, head = tonumber(hdr[1] or '0'), len = tonumber(hdr[2] or '0'),
             base = tonumber(hdr[3] or '0'), ring = tonumber(hdr[4] or CAP), w = {}, cache = {}}, held
@@ -22,7 +22,7 @@ local function make_sliding_log(C)
   local function entry(st, slot)
     local e = st.w[slot] or st.cache[slot]
     if e == nil then
-      local raw = redis.call('HGET', st.key, tostring(slot))
+      local raw = redis_call('HGET', st.key, tostring(slot))
       if raw then
         local at, count = match(raw, '^(%d+) (%d+)$')
         e = {tonumber(at), tonumber(count)}
@@ -35,19 +35,19 @@ local function make_sliding_log(C)
   end
 
   local function save(key, st, ms)
-    if st.regrown then redis.call('DEL', key) end
+    if st.regrown then redis_call('DEL', key) end
     local set = {'h', int(st.head), 'l', int(st.len), 'b', int(st.base), 'r', int(st.ring)}
     for slot, e in pairs(st.w) do
       set[#set + 1] = tostring(slot)
       set[#set + 1] = int(e[1]) .. ' ' .. int(e[2])
       -- In batches: unpack has a limit (a regrown ring writes every entry).
       if #set >= 2000 then
-        redis.call('HSET', key, unpack(set))
+        redis_call('HSET', key, unpack(set))
         set = {}
       end
     end
-    if #set > 0 then redis.call('HSET', key, unpack(set)) end
-    if ms then redis.call('PEXPIRE', key, int(ms)) else redis.call('PERSIST', key) end
+    if #set > 0 then redis_call('HSET', key, unpack(set)) end
+    if ms then redis_call('PEXPIRE', key, int(ms)) else redis_call('PERSIST', key) end
   end
 
   local function wrap(slot, ring)

@@ -17,7 +17,7 @@ local function make_sliding_window_buckets(C)
   -- A state: the header, the slots it changed (w), whether every slot was cleared
   -- (wipe), and the server's slots read so far (shared by the copies of one key).
   local function load(key)
-    local header = redis.call('HMGET', key, 'n', 't')
+    local header = redis_call('HMGET', key, 'n', 't')
     local held = header[1] ~= false
     return {key = key, n = tonumber(header[1] or '0'), t = tonumber(header[2] or '0'),
             w = {}, wipe = false, cache = {}}, held
@@ -29,7 +29,7 @@ local function make_sliding_window_buckets(C)
     if st.wipe then return 0 end
     v = st.cache[slot]
     if v == nil then
-      v = tonumber(redis.call('HGET', st.key, tostring(slot)) or '0')
+      v = tonumber(redis_call('HGET', st.key, tostring(slot)) or '0')
       st.cache[slot] = v
     end
     return v
@@ -42,7 +42,7 @@ local function make_sliding_window_buckets(C)
     if not st.wipe then
       if not st.cache.all then
         local all = {}
-        local flat = redis.call('HGETALL', st.key)
+        local flat = redis_call('HGETALL', st.key)
         for i = 1, #flat, 2 do
           local field = flat[i]
           if field ~= 'n' and field ~= 't' then all[tonumber(field)] = tonumber(flat[i + 1]) end
@@ -71,7 +71,7 @@ local function make_sliding_window_buckets(C)
   end
 
   local function save(key, st, ms)
-    if st.wipe then redis.call('DEL', key) end
+    if st.wipe then redis_call('DEL', key) end
     local set, gone = {'n', int(st.n), 't', int(st.t)}, {}
     for slot, v in pairs(st.w) do
       if v == 0 then
@@ -81,9 +81,9 @@ local function make_sliding_window_buckets(C)
         set[#set + 1] = int(v)
       end
     end
-    redis.call('HSET', key, unpack(set))
-    if #gone > 0 and not st.wipe then redis.call('HDEL', key, unpack(gone)) end
-    if ms then redis.call('PEXPIRE', key, int(ms)) else redis.call('PERSIST', key) end
+    redis_call('HSET', key, unpack(set))
+    if #gone > 0 and not st.wipe then redis_call('HDEL', key, unpack(gone)) end
+    if ms then redis_call('PEXPIRE', key, int(ms)) else redis_call('PERSIST', key) end
   end
 
   local function slot(bucket) return fmod(bucket, RING) end

@@ -8,7 +8,7 @@
 -- is kept offset by 2^63, as an unsigned limb array: T + 2^63 in [0, 2^64). The
 -- i64 operations map one to one (i64::MAX is u64::MAX; saturating at the bounds
 -- is saturating at 0 and u64::MAX; T's i64 bits are the offset value's, top bit
--- flipped). State: the offset T's limbs "l0 l1 l2".
+-- flipped). State: the offset T, a u64 (`u64_state`).
 local function make_smooth_bursty(C)
   local INTERVAL, BURST, MAX_PERMITS, LIMIT = C[1], C[2], C[3], C[4]
   local UNLIMITED = C[5] == 1
@@ -28,16 +28,6 @@ local function make_smooth_bursty(C)
     return fmod(hi + 2147483648, 4294967296), lo
   end
 
-  local function decode(raw)
-    if not raw then return OFFSET end
-    local l0, l1, l2 = match(raw, '^(%d+) (%d+) (%d+)$')
-    return limbs(tonumber(l0), tonumber(l1), tonumber(l2))
-  end
-
-  local function encode(t)
-    return int(t[1] or 0) .. ' ' .. int(t[2] or 0) .. ' ' .. int(t[3] or 0)
-  end
-
   local function bursty(verdict, remaining, wait, retry, reset)
     local d = decision(verdict, LIMIT, remaining, 0, 0, 0)
     d[2], d[3] = us_ns(wait)
@@ -46,50 +36,55 @@ local function make_smooth_bursty(C)
     return d
   end
 
-  local load, save = string_state(decode, encode)
+  local load, save = u64_state(2147483648, 0)
 
   -- `reserve` on doubles relative to now, for a state and a charge within 2^51 ns
-  -- of it (no saturation can happen there: now + 2^63 stays 2^57 below 2^64).
-  -- Returns nil otherwise.
+  -- of it, written out (a call costs more here than the arithmetic). No
+  -- saturation can happen there: now + 2^63 stays 2^57 below 2^64. Returns nil
+  -- otherwise.
   local NEAR = BURST < 2 ^ 51
-  local function reserve_near(tat, now, cost)
+  local function reserve_near(s, now, cost)
     local c = cost * INTERVAL
     if c >= 2 ^ 51 then return nil end
-    local hi, lo = ns_pair(now)
-    hi = hi + 2 ^ 39 -- the offset, 2^63
-    local thi, tlo = pair(tat)
-    local rel = pair_sub(thi, tlo, hi, lo)
+    local hi, lo = ns_halves(now)
+    hi = hi + 2147483648 -- the offset, 2^63
+    local rel = (s[1] - hi) * W + (s[2] - lo)
     if rel > 2 ^ 51 then return nil end
+    -- Resync: T <- max(T, now - burst).
     if rel < -BURST then rel = -BURST end
-    local wait = max(rel, 0)
-    local d = decision(0, LIMIT, 0, 0, 0, 0)
+    local wait = 0
+    if rel > 0 then wait = rel end
+    local wr = wait % 1000
     if MAX_WAIT >= 0 and wait > MAX_WAIT * 1000 then
-      d[1] = 1
-      d[4], d[5] = div(wait, 1000)
-      d[6], d[7] = div(rel + BURST, 1000)
-      return d, nil
+      local reset = rel + BURST
+      local sr = reset % 1000
+      return {1, 0, 0, (wait - wr) / 1000, wr, (reset - sr) / 1000, sr, 0, LIMIT, 0,
+              0, 0, 0, 0, 0, 0}, nil
     end
     local charge = floor(c)
     local next = rel + charge
+    local remaining = -1
     if not UNLIMITED then
-      d[8] = floor(min(max(-next, 0) / INTERVAL, MAX_PERMITS))
-    else
-      d[8] = -1
+      local stored = 0
+      if next < 0 then stored = -next / INTERVAL end
+      remaining = floor(min(stored, MAX_PERMITS))
     end
-    d[2], d[3] = div(wait, 1000)
-    d[6], d[7] = div(max(next + BURST, 0), 1000)
-    local nhi, nlo = pair_add(hi, lo, next)
-    local mark_hi, mark_lo = pair_halves(nhi, nlo)
-    d[11], d[12] = fmod(mark_hi + 2147483648, 4294967296), mark_lo -- T's i64 bits
-    d[13], d[14] = split32(charge)
-    return d, pair_limbs(nhi, nlo)
+    local reset = next + BURST
+    if reset < 0 then reset = 0 end
+    local sr = reset % 1000
+    local nhi, nlo = halves_add(hi, lo, next)
+    local cl = charge % W
+    -- The mark is T's i64 bits: the offset value's, top bit flipped.
+    return {0, (wait - wr) / 1000, wr, 0, 0, (reset - sr) / 1000, sr, remaining, LIMIT, 0,
+            (nhi + 2147483648) % W, nlo, (charge - cl) / W, cl, 0, 0}, {nhi, nlo}
   end
 
-  local function reserve(tat, now, cost)
+  local function reserve(s, now, cost)
     if NEAR then
-      local d, new = reserve_near(tat, now, cost)
+      local d, new = reserve_near(s, now, cost)
       if d then return d, new end
     end
+    local tat = from_halves(s[1], s[2])
     local now_ns = add(ns(now), OFFSET)
     -- Resync: T <- max(T, now - burst).
     tat = maxbn(tat, sub(now_ns, BURST_BN))
@@ -117,12 +112,13 @@ local function make_smooth_bursty(C)
     local d = bursty(0, remaining, wait, {0}, reset)
     d[11], d[12] = i64_halves(next)
     d[13], d[14] = halves(charge)
-    return d, next
+    return d, {halves(next)}
   end
 
   -- The Rust cancel: give back the charge minus what later grants reserved behind
   -- it, never below now - burst.
-  local function cancel(tat, now, grant, acts_at)
+  local function cancel(s, now, grant, acts_at)
+    local tat = from_halves(s[1], s[2])
     local now_ns = ns(now)
     if UNLIMITED or acts_at == nil or cmp(acts_at, now_ns) < 0 or not grant.allowed then
       return nil
@@ -133,7 +129,7 @@ local function make_smooth_bursty(C)
     local restore = subsat(grant.charge, subsat(tat, mark))
     if (#restore == 1 and restore[1] == 0) or cmp(tat, U64_MAX) == 0 then return nil end
     local restored = subsat(tat, minbn(restore, I64_MAX))
-    return maxbn(restored, sub(add(now_ns, OFFSET), BURST_BN))
+    return {halves(maxbn(restored, sub(add(now_ns, OFFSET), BURST_BN)))}
   end
 
   return single(load, save, reserve, cancel)
