@@ -24,6 +24,7 @@ const CALLS: usize = 20_000;
 struct Server {
     child: Child,
     url: String,
+    port: u16,
 }
 
 impl Drop for Server {
@@ -56,6 +57,7 @@ fn start_server() -> Server {
             .spawn()
             .expect("redis-server must be installed (apt-get install -y redis-server)"),
         url: format!("redis://127.0.0.1:{port}/"),
+        port,
     };
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
@@ -168,6 +170,65 @@ fn bench<A: RedisAlgorithm + Clone>(server: &Server, name: &str, algorithm: &A) 
         blocking,
         Some(concurrent),
     );
+    let pipelined = pipelined_rate(server, &mut admin, &store, algorithm);
+    println!(
+        "{:44} {:>8} {:>6} {:>10} {:>10.0}   64 async / -P 32: {:.2}",
+        "  redis-benchmark -P 32, same call",
+        "",
+        "",
+        "",
+        pipelined,
+        concurrent / pipelined
+    );
+}
+
+/// The name of the step library's function on the server (`sluicegate_<digest>`).
+fn function_name(admin: &mut redis::Connection) -> String {
+    fn find(value: &redis::Value) -> Option<String> {
+        match value {
+            redis::Value::BulkString(bytes) => {
+                let text = String::from_utf8_lossy(bytes);
+                text.starts_with("sluicegate_").then(|| text.into_owned())
+            }
+            redis::Value::Array(items) => items.iter().find_map(find),
+            redis::Value::Map(pairs) => pairs.iter().find_map(|(_, v)| find(v)),
+            _ => None,
+        }
+    }
+    let list: redis::Value = redis::cmd("FUNCTION").arg("LIST").query(admin).unwrap();
+    find(&list).expect("the store loaded its library")
+}
+
+/// What `redis-benchmark -P 32` (one connection, 32 calls in flight) gets for the
+/// very call the store sends for one decision on the hot key: decisions per second.
+fn pipelined_rate<A: RedisAlgorithm>(
+    server: &Server,
+    admin: &mut redis::Connection,
+    store: &RedisStore<&str, A>,
+    algorithm: &A,
+) -> f64 {
+    let mut words = Vec::new();
+    algorithm.config_args(&mut words).unwrap();
+    let config = std::iter::once(A::KIND.to_string())
+        .chain(words)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let output = Command::new("redis-benchmark")
+        .args(["-p", &server.port.to_string(), "-n", &CALLS.to_string()])
+        .args(["-P", "32", "-c", "1", "--csv", "FCALL"])
+        .arg(function_name(admin))
+        .args(["1", &store.server_key(&"hot")])
+        // A reserve of 1 at the server's time, no wait, the default grace (0 ms).
+        .args(["r", "", "1", "0", "0", &config])
+        .output()
+        .expect("redis-benchmark (redis-tools) must be installed");
+    let csv = String::from_utf8_lossy(&output.stdout);
+    // The last line: "test","rps",...
+    csv.lines()
+        .last()
+        .and_then(|line| line.split("\",\"").nth(1))
+        .and_then(|rps| rps.trim_matches('"').parse().ok())
+        .unwrap_or_else(|| panic!("unexpected redis-benchmark output: {csv}"))
 }
 
 /// Runs `call` CALLS times after a stats reset and prints its row: the server's µs

@@ -150,12 +150,13 @@ fn a_refused_set_call_changes_no_member() {
         .map(|(d, _)| d)
         .unwrap()
         .is_allowed());
-    let dump = |admin: &mut redis::Connection| -> Vec<(String, String)> {
+    // Values are bytes: some states are binary.
+    let dump = |admin: &mut redis::Connection| -> Vec<(String, Vec<u8>)> {
         let mut keys: Vec<String> = redis::cmd("KEYS").arg("*").query(admin).unwrap();
         keys.sort();
         keys.into_iter()
             .map(|k| {
-                let v: String = redis::cmd("GET").arg(&k).query(admin).unwrap();
+                let v: Vec<u8> = redis::cmd("GET").arg(&k).query(admin).unwrap();
                 (k, v)
             })
             .collect()

@@ -235,13 +235,13 @@ fn peeks_and_refusals_change_nothing_and_idle_keys_expire() {
         .unwrap()
         .is_allowed());
     let key = long.server_key(&"held".to_owned());
-    let before: String = redis::cmd("GET").arg(&key).query(&mut admin).unwrap();
+    let before: Vec<u8> = redis::cmd("GET").arg(&key).query(&mut admin).unwrap();
     assert!(!long
         .apply_key(&minute, &"held".to_owned(), 0, take(1))
         .map(|(d, _)| d)
         .unwrap()
         .is_allowed());
-    let after: String = redis::cmd("GET").arg(&key).query(&mut admin).unwrap();
+    let after: Vec<u8> = redis::cmd("GET").arg(&key).query(&mut admin).unwrap();
     assert_eq!(after, before);
     let () = redis::cmd("DEL").arg(&key).query(&mut admin).unwrap();
     // Keys written now exist until their window ends (a write just before a window

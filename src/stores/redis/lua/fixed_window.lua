@@ -1,20 +1,11 @@
 -- The fixed window (src/algorithms/fixed_window.rs), in whole microseconds.
--- C: 1 window length (us), 2 limit. State: "index count", the window last
--- counted in and the permits it granted. A new key is window 0, count 0.
+-- C: 1 window length (us), 2 limit. State: the index of the window last
+-- counted in and the permits it granted (`doubles_state`). A new key is window 0,
+-- count 0.
 local function make_fixed_window(C)
   local LEN, LIMIT = C[1], C[2]
 
-  local function decode(raw)
-    if not raw then return {0, 0} end
-    local index, count = match(raw, '^(%d+) (%d+)$')
-    return {tonumber(index), tonumber(count)}
-  end
-
-  local function encode(s)
-    return int(s[1]) .. ' ' .. int(s[2])
-  end
-
-  local load, save = string_state(decode, encode)
+  local load, save = doubles_state({0, 0})
 
   local function reserve(s, now, cost)
     -- A later window starts from zero; an earlier now stays in the latest window seen.

@@ -81,6 +81,22 @@ local function u64_state(hi, lo)
   return string_state(decode, encode)
 end
 
+-- load and save for a state of two or three integers below 2^53, kept as that
+-- many big-endian doubles (exact for such integers): no text to format or parse.
+-- A new key holds a copy of `empty`.
+local function doubles_state(empty)
+  local n = #empty
+  local format = '>' .. string.rep('d', n)
+  local function decode(raw)
+    if not raw then return {empty[1], empty[2], empty[3]} end
+    local a, b, c = struct_unpack(format, raw)
+    if n == 2 then return {a, b} end
+    return {a, b, c}
+  end
+  local function encode(s) return struct_pack(format, s[1], s[2], s[3]) end
+  return string_state(decode, encode)
+end
+
 -- An algorithm as the driver (and a set) uses it: load(keys) -> state, held;
 -- save(keys, state, ms) (ms: nil for no expiry, 'keep' to keep the key's); drop(keys);
 -- reserve(state, now, cost) -> decision, new state or nil; cancel(state, now, grant,

@@ -4,7 +4,9 @@
 -- keeps counts in B bits and the window index in 64 - 2B, modulo 2^(64 - 2B): the
 -- script keeps the same modular index so that even an index that wrapped decides
 -- the same), 6 exact index (1: the index field holds every window of the clock).
--- State: "index previous current". Durations are exact ns limb arrays.
+-- State: index, previous and current counts (`doubles_state`). Durations are
+-- doubles in ns when every one the step can form is below 2^52 (`NEAR`: at most
+-- (limit + 1) windows), exact ns limb arrays otherwise.
 local function make_sliding_window_counter(C)
   local LEN, LIMIT = C[1], C[2]
   local FLOOR, ATTEMPTS = C[3] == 1, C[4] == 1
@@ -12,16 +14,6 @@ local function make_sliding_window_counter(C)
   local KBITS = 64 - 2 * B
   local SAT = 2 ^ B - 1
   local LEN_NS = mul(bn(LEN), {1000})
-
-  local function decode(raw)
-    if not raw then return {0, 0, 0} end
-    local i, p, c = match(raw, '^(%d+) (%d+) (%d+)$')
-    return {tonumber(i), tonumber(p), tonumber(c)}
-  end
-
-  local function encode(s)
-    return int(s[1]) .. ' ' .. int(s[2]) .. ' ' .. int(s[3])
-  end
 
   -- The index as the state word keeps it (mod 2^KBITS; indexes are below 2^53).
   local function masked(index)
@@ -132,12 +124,66 @@ local function make_sliding_window_counter(C)
     return d
   end
 
-  local load, save = string_state(decode, encode)
+  local load, save = doubles_state({0, 0, 0})
+
+  -- The same durations on doubles (ns), for a view that is not behind.
+  local LEN_N = LEN * 1000
+  local NEAR = (LIMIT + 2) * LEN_N < 2 ^ 52
+
+  local function first_fit_near(prev, room)
+    if prev <= room then return 0 end
+    if room == 0 and not FLOOR then return nil end
+    local allowance = room * LEN_N
+    if FLOOR then allowance = allowance + LEN_N - 1 end
+    local first = LEN_N - (allowance - allowance % prev) / prev
+    if first < 0 then return 0 end
+    if first < LEN_N then return first end
+    return nil
+  end
+
+  local function reset_near(v, to_next)
+    if v.cur > 0 then return to_next + LEN_N end
+    if v.prev > 0 then return to_next end
+    return 0
+  end
+
+  local function answer(verdict, remaining, retry, reset)
+    local r, s = retry % 1000, reset % 1000
+    return {verdict, 0, 0, (retry - r) / 1000, r, (reset - s) / 1000, s, remaining, LIMIT, 0,
+            0, 0, 0, 0, 0, 0}
+  end
+
+  -- `reserve`'s steps below, on doubles.
+  local function reserve_near(v, cost, used, remaining)
+    local to_next = (LEN - v.elapsed) * 1000
+    if cost > LIMIT then return answer(2, remaining, 0, reset_near(v, to_next)), nil end
+    if used + cost > LIMIT then
+      local changed = nil
+      if ATTEMPTS then
+        v.cur = min(v.cur + cost, SAT)
+        changed = {v.index, v.prev, v.cur}
+      end
+      local retry
+      local first
+      if v.cur + cost <= LIMIT then first = first_fit_near(v.prev, LIMIT - v.cur - cost) end
+      if first then
+        retry = max(first - v.elapsed * 1000, 0)
+      else
+        retry = to_next + (first_fit_near(v.cur, LIMIT - cost) or LEN_N)
+      end
+      return answer(1, remaining, retry, reset_near(v, to_next)), changed
+    end
+    v.cur = v.cur + cost
+    return answer(0, remaining - cost, 0, reset_near(v, to_next)), {v.index, v.prev, v.cur}
+  end
 
   local function reserve(s, now, cost)
     local v = view(s, now)
     local used = weighted(v.prev, v.elapsed) + v.cur
     local remaining = max(LIMIT - used, 0)
+    if NEAR and #v.behind == 1 and v.behind[1] == 0 then
+      return reserve_near(v, cost, used, remaining)
+    end
     if cost > LIMIT then
       return counter(2, remaining, {0}, add(reset_after(v), v.behind)), nil
     end
