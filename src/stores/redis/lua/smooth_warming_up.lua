@@ -4,12 +4,13 @@
 -- Rust. f64 values travel as their bit patterns (two 32-bit halves, unpacked with
 -- the struct library), so infinities and NaNs survive too.
 -- C: 1-12 stable micros, warm-up ns, cold factor, threshold, max permits, slope (as
--- bit halves), 13 limit (-1: unlimited). State: "<stored hi> <stored lo> <next free
--- limbs l0 l1 l2>".
+-- bit halves), 13 limit (-1: unlimited). State: the stored permits and nextFreeTicket
+-- as 16 bytes (a big-endian double and the tick's 32-bit halves), held as {stored,
+-- hi, lo}; the exact steps below work on {stored, next_free as limbs}.
 local function make_smooth_warming_up(C)
-  local function f64(hi, lo) return (struct.unpack('>d', struct.pack('>I4I4', hi, lo))) end
+  local function f64(hi, lo) return (struct_unpack('>d', struct_pack('>I4I4', hi, lo))) end
   local function bits(x)
-    local hi, lo = struct.unpack('>I4I4', struct.pack('>d', x))
+    local hi, lo = struct_unpack('>I4I4', struct_pack('>d', x))
     return hi, lo
   end
   local STABLE_MICROS, WARMUP = f64(C[1], C[2]), f64(C[3], C[4])
@@ -43,16 +44,18 @@ local function make_smooth_warming_up(C)
   end
 
   local function decode(raw)
-    if not raw then return {stored = MAX_PERMITS, next_free = {0}} end
-    local hi, lo, l0, l1, l2 = match(raw, '^(%d+) (%d+) (%d+) (%d+) (%d+)$')
-    return {stored = f64(tonumber(hi), tonumber(lo)),
-            next_free = limbs(tonumber(l0), tonumber(l1), tonumber(l2))}
+    if not raw then return {MAX_PERMITS, 0, 0} end
+    local stored, hi, lo = struct_unpack('>dI4I4', raw)
+    return {stored, hi, lo}
   end
 
-  local function encode(s)
-    local hi, lo = bits(s.stored)
-    local t = s.next_free
-    return int(hi) .. ' ' .. int(lo) .. ' ' .. int(t[1] or 0) .. ' ' .. int(t[2] or 0) .. ' ' .. int(t[3] or 0)
+  local function encode(s) return struct_pack('>dI4I4', s[1], s[2], s[3]) end
+
+  -- The held form and the exact steps' form of a state.
+  local function exact(s) return {stored = s[1], next_free = from_halves(s[2], s[3])} end
+  local function held(s)
+    local hi, lo = halves(s.next_free)
+    return {s.stored, hi, lo}
   end
 
   local load, save = string_state(decode, encode)
@@ -107,7 +110,82 @@ local function make_smooth_warming_up(C)
     return d
   end
 
-  local function reserve(s, now, cost)
+  -- `reserve` on doubles relative to now, for a state whose next free tick is
+  -- within 2^51 ns of it and a step whose every integer stays below 2^51 (`nil`
+  -- otherwise): the float formulas unchanged, the tick arithmetic on halves. No
+  -- saturation can happen there (now stays 2^57 below i64::MAX).
+  local NEAR = WARMUP < 2 ^ 51 and STABLE < 2 ^ 51
+  local function reserve_near(s, now, cost)
+    local hi, lo = ns_halves(now)
+    -- next_free - now: one rounding of the exact difference, as Rust's `as f64`.
+    local rel = (s[2] - hi) * W + (s[3] - lo)
+    if rel > 2 ^ 51 then return nil end
+    local stored = s[1]
+    local wait = 0
+    if rel > 0 then
+      wait = rel
+    elseif rel < 0 then
+      -- resync: permits accrue over the idle time, and next free moves to now.
+      local idle = -rel
+      if stored >= MAX_PERMITS or idle >= (MAX_PERMITS - stored) * COOL_DOWN * FILLS_FOR_SURE then
+        stored = MAX_PERMITS
+      else
+        stored = fmin(MAX_PERMITS, stored + idle / COOL_DOWN)
+      end
+    end
+    local late = MAX_WAIT >= 0 and wait > MAX_WAIT * 1000
+    local spend, charge = 0, 0
+    if not late then
+      spend = fmin(cost, stored)
+      local take, nanos = spend, 0
+      local above = stored - THRESHOLD
+      if above > 0.0 then
+        local t = fmin(above, take)
+        nanos = t * (permits_to_time(above) + permits_to_time(above - t)) / 2.0
+        take = take - t
+      end
+      local fresh = (cost - spend) * STABLE
+      take = STABLE * take
+      if not (nanos < 2 ^ 51 and take < 2 ^ 51 and fresh < 2 ^ 51) then return nil end
+      -- `as i64`: truncated; NaN and negatives are 0.
+      if nanos > 0 then charge = floor(nanos) end
+      if take > 0 then charge = charge + floor(take) end
+      if fresh > 0 then charge = charge + floor(fresh) end
+      stored = stored - spend
+    end
+    local ahead = wait + charge
+    local missing = max(MAX_PERMITS - stored, 0.0)
+    local reset = missing * COOL_DOWN
+    if missing ~= missing or not (reset > 0) then reset = 0 else reset = floor(reset) end
+    reset = reset + ahead
+    local ws, rs = wait % 1000, reset % 1000
+    if late then
+      return {1, 0, 0, (wait - ws) / 1000, ws, (reset - rs) / 1000, rs, 0, LIMIT, 0,
+              0, 0, 0, 0, 0, 0}, nil
+    end
+    local remaining = 0
+    if ahead <= 0 then
+      if stored ~= stored or stored <= 0 then
+        remaining = 0
+      elseif stored >= 2 ^ 64 then
+        remaining = -1
+      else
+        remaining = floor(stored)
+      end
+    end
+    local nhi, nlo = halves_add(hi, lo, ahead)
+    local cl = charge % W
+    local bhi, blo = bits(spend)
+    return {0, (wait - ws) / 1000, ws, 0, 0, (reset - rs) / 1000, rs, remaining, LIMIT, 0,
+            nhi, nlo, (charge - cl) / W, cl, bhi, blo}, {stored, nhi, nlo}
+  end
+
+  local function reserve(held_state, now, cost)
+    if NEAR then
+      local d, new = reserve_near(held_state, now, cost)
+      if d then return d, new end
+    end
+    local s = exact(held_state)
     local now_ns = ns(now)
     local next_free = maxbn(s.next_free, now_ns)
     if cmp(next_free, I64_MAX) == 0 then
@@ -133,11 +211,12 @@ local function make_smooth_warming_up(C)
     d[11], d[12] = halves(new.next_free)
     d[13], d[14] = halves(charge)
     d[15], d[16] = bits(spend)
-    return d, new
+    return d, held(new)
   end
   -- The Rust cancel: give back the share of the charge no later grant reserved
   -- behind, with the same share of the stored permits the grant spent.
-  local function cancel(s, now, grant, acts_at)
+  local function cancel(held_state, now, grant, acts_at)
+    local s = exact(held_state)
     local now_ns = ns(now)
     if STABLE_MICROS == 0.0 or acts_at == nil or cmp(acts_at, now_ns) < 0 or not grant.allowed then
       return nil
@@ -162,7 +241,7 @@ local function make_smooth_warming_up(C)
       stored = stored + num(behind) / STABLE
       next_free = now_ns
     end
-    return {stored = fmin(MAX_PERMITS, stored), next_free = next_free}
+    return held({stored = fmin(MAX_PERMITS, stored), next_free = next_free})
   end
 
   return single(load, save, reserve, cancel)
