@@ -1,6 +1,6 @@
-//! Sets of limits (AllOf, mixing algorithms, nested) and multi-key calls on a real
-//! Redis: the same decisions as the pure algorithm on random traces; no lost
-//! update; multi-limit calls per identity on Redis Cluster.
+//! Sets of limits (AllOf and Limits, mixing algorithms, nested) and multi-key calls
+//! on a real Redis: the same decisions as the pure algorithm on random traces; no
+//! lost update; multi-limit calls per identity on Redis Cluster.
 #![cfg(feature = "redis")]
 
 mod redis_support;
@@ -9,12 +9,12 @@ use redis_support::trace::{caller_time_options, differential, hammer, TraceShape
 use redis_support::{unique_prefix, RedisCluster, RedisServer};
 use sluicegate::algorithms::Receipt;
 use sluicegate::algorithms::{
-    AllOf, FixedWindow, LeakyBucket, SlidingLog, SlidingWindowBuckets, SlidingWindowCounter,
-    SmoothBursty, SmoothWarmingUp,
+    AllOf, FixedWindow, LeakyBucket, Limits, SlidingLog, SlidingWindowBuckets,
+    SlidingWindowCounter, SmoothBursty, SmoothWarmingUp,
 };
 use sluicegate::stores::redis::{RedisAlgorithm, RedisStore};
 use sluicegate::stores::{Step, Store};
-use sluicegate::Decision;
+use sluicegate::{Applied, Decision, Error};
 use std::time::Duration;
 
 const MS: u64 = 1_000;
@@ -111,6 +111,127 @@ fn random_traces_of_sets_decide_as_the_algorithm() {
         1 << 52,
     ));
     assert!(totals.iter().all(|&n| n > 100), "{totals:?}");
+}
+
+#[test]
+fn random_traces_of_limits_decide_as_the_algorithm() {
+    let server = RedisServer::start();
+    let ms = Duration::from_millis;
+    let mut totals = [0; 3];
+    let mut add = |seen: [usize; 3]| {
+        for (total, n) in totals.iter_mut().zip(seen) {
+            *total += n;
+        }
+    };
+    add(run(
+        &server,
+        &Limits::new()
+            .with(FixedWindow::new(3, ms(10)).unwrap())
+            .with(SlidingLog::new(9, ms(50)).unwrap().with_min_spacing(ms(1))),
+        710,
+        4 * MS,
+        0,
+    ));
+    // Four members of four kinds, one of them a nested Limits.
+    add(run(
+        &server,
+        &Limits::new()
+            .with(LeakyBucket::queue(4, 3, Duration::from_secs(1)).unwrap())
+            .with(SmoothBursty::new(5.0).unwrap())
+            .with(
+                Limits::new()
+                    .with(SlidingWindowCounter::new(6, ms(900)).unwrap())
+                    .with(SlidingWindowBuckets::weighted(7, ms(600), ms(150)).unwrap()),
+            )
+            .with(SmoothWarmingUp::new(4.0, ms(500)).unwrap()),
+        711,
+        250 * MS,
+        1_763_900_000_000_000,
+    ));
+    assert!(totals.iter().all(|&n| n > 100), "{totals:?}");
+    // No member: every call fits, as in memory.
+    let seen = run(&server, &Limits::new(), 712, 10 * MS, 77);
+    assert_eq!(seen[1] + seen[2], 0, "{seen:?}");
+}
+
+#[test]
+fn a_limits_member_the_server_cannot_run_is_a_typed_error_before_sending() {
+    let server = RedisServer::start_own();
+    let mut admin = server.connection();
+    let window = FixedWindow::new(3, Duration::from_secs(1)).unwrap();
+    // An AllOf is not one of the members a Limits can hold on the server.
+    let limits = Limits::new()
+        .with(window)
+        .with(AllOf::new((window, window)));
+    let store: RedisStore<&str, Limits> =
+        RedisStore::open_with(server.url(), caller_time_options("unknown:")).unwrap();
+    let () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut admin)
+        .unwrap();
+    match store.apply_key(
+        &limits,
+        &"k",
+        0,
+        Step::Reserve {
+            cost: 1,
+            max_wait: 0,
+        },
+    ) {
+        Err(Error::Store(e)) => {
+            assert_eq!(e.applied(), Applied::No);
+            assert!(e.to_string().contains("member 1"), "{e}");
+        }
+        other => panic!("expected a typed store error, got {other:?}"),
+    }
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut admin)
+        .unwrap();
+    assert!(!info.contains("cmdstat_fcall"), "nothing was sent: {info}");
+}
+
+#[test]
+fn a_limits_set_cancels_on_the_server_when_every_member_can() {
+    let server = RedisServer::start();
+    let store: RedisStore<&str, Limits> = RedisStore::open_with(
+        server.url(),
+        caller_time_options(&unique_prefix("lim-cancel")),
+    )
+    .unwrap();
+    let queue = Limits::new()
+        .with(LeakyBucket::queue(3, 1, Duration::from_secs(1)).unwrap())
+        .with(SmoothBursty::new(1.0).unwrap());
+    let take = Step::Reserve {
+        cost: 1,
+        max_wait: u64::MAX,
+    };
+    let first = store.apply_key(&queue, &"k", 0, take).unwrap();
+    let (second, receipt) = store.apply_key(&queue, &"k", 0, take).unwrap();
+    assert!(first.0.is_allowed() && second.is_allowed());
+    assert_eq!(second.wait_nanos(), 1_000_000_000);
+    // Cancelled before it acts: the turn comes back, as in memory.
+    let mut out = [(Decision::never(0, 0, 0), Receipt::NONE)];
+    let cancel = Step::Cancel {
+        receipts: &[receipt],
+        acts_at: second.wait_nanos(),
+    };
+    store.apply(&queue, &["k"], 0, cancel, &mut out).unwrap();
+    let (third, _) = store.apply_key(&queue, &"k", 0, take).unwrap();
+    assert_eq!(third.wait_nanos(), 1_000_000_000);
+    // With a fixed window among the members the cancel is refused, not half done.
+    let mixed = Limits::new()
+        .with(LeakyBucket::queue(3, 1, Duration::from_secs(1)).unwrap())
+        .with(FixedWindow::new(3, Duration::from_secs(1)).unwrap());
+    let (_, receipt) = store.apply_key(&mixed, &"m", 0, take).unwrap();
+    let cancel = Step::Cancel {
+        receipts: &[receipt],
+        acts_at: 0,
+    };
+    assert!(matches!(
+        store.apply(&mixed, &["m"], 0, cancel, &mut out),
+        Err(Error::Store(_))
+    ));
 }
 
 #[test]

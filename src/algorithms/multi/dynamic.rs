@@ -141,6 +141,16 @@ pub trait DynLimit: Send + Sync + 'static {
 
     /// A boxed copy of the configuration.
     fn clone_dyn(&self) -> Box<dyn DynLimit>;
+
+    /// The limit itself, to downcast to its concrete type: how a store that runs
+    /// known algorithms its own way (the Redis store) recognizes a member.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{DynLimit, SmoothBursty};
+    /// let limit: Box<dyn DynLimit> = Box::new(SmoothBursty::new(1.0).unwrap());
+    /// assert!(limit.as_any().downcast_ref::<SmoothBursty>().is_some());
+    /// ```
+    fn as_any(&self) -> &dyn std::any::Any;
 }
 
 /// The answer to a step on a state of the wrong type.
@@ -242,6 +252,10 @@ impl<A: Algorithm + Clone> DynLimit for A {
 
     fn clone_dyn(&self) -> Box<dyn DynLimit> {
         Box::new(self.clone())
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 

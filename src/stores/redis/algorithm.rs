@@ -3,18 +3,18 @@
 
 use crate::algorithms::{Algorithm, Decision, Receipt};
 use crate::clock::Nanos;
-use crate::error::Error;
+use crate::error::{Applied, Error};
 use std::time::Duration;
 
 /// The largest integer every number in a script's arguments and replies stays
 /// below: Lua numbers are doubles, exact up to 2⁵³.
 pub(super) const EXACT: u64 = 1 << 53;
 
-/// An [`Algorithm`] the [Redis store](super::RedisStore) can run server-side: which
-/// script runs its step and how its configuration becomes the script's arguments.
+/// An [`Algorithm`] the [Redis store](super::RedisStore) can run server-side: its
+/// kind in the step library and how its configuration becomes the call's arguments.
 ///
-/// The crate implements it for its algorithms (in `src/stores/redis/`); the script
-/// of each reproduces the algorithm's Rust step exactly, at whole microseconds (see
+/// The crate implements it for its algorithms (in `src/stores/redis/`); the
+/// library's step of each reproduces the algorithm's Rust step exactly, at whole microseconds (see
 /// the [module docs](super) for the protocol and what differs from memory).
 ///
 /// ```
@@ -32,22 +32,22 @@ pub trait RedisAlgorithm: Algorithm {
     /// algorithms never read each other's state.
     const NAME: &'static str;
 
-    /// Appends the configuration words to the script's arguments.
+    /// Appends the configuration words to the call's arguments.
     ///
     /// # Errors
     /// A typed error for a configuration the server cannot run exactly (e.g. a
     /// duration that is not a whole number of microseconds, or a count above 2⁵³).
     fn config_args(&self, args: &mut Vec<String>) -> Result<(), Error>;
 
-    /// The script factory that runs this algorithm inside a set (an index into the
-    /// set script's `FACTORIES`, see `lua/set.lua`).
+    /// The library's factory that runs this algorithm, alone or inside a set (an
+    /// index into `FACTORIES`, see `lua/set.lua`).
     #[doc(hidden)]
     const KIND: u8;
 
     /// The suffixes of the server keys one rendered key uses (in the order the
-    /// script reads them): one, [`NAME`](RedisAlgorithm::NAME), for a single
+    /// library reads them): one, [`NAME`](RedisAlgorithm::NAME), for a single
     /// algorithm; a set's serial key and its members' keys for a set.
-    fn key_suffixes(out: &mut Vec<String>) {
+    fn key_suffixes(&self, out: &mut Vec<String>) {
         out.push(Self::NAME.to_owned());
     }
 
@@ -57,13 +57,37 @@ pub trait RedisAlgorithm: Algorithm {
     /// trip.
     const CANCEL_RESTORES: bool = true;
 
-    /// Whether the script runs the cancel step (`ALG.cancel`). An algorithm whose
+    /// Whether the library runs the cancel step (`ALG.cancel`). An algorithm whose
     /// cancel restores permits but has no server-side cancel yet (the fixed window,
     /// the sliding window counters and the sliding log, which give a grant back only
     /// at its very instant) refuses a cancel with an error rather than silently
     /// restoring nothing.
     #[doc(hidden)]
     const CANCEL_ON_SERVER: bool = false;
+
+    /// Where a cancel of this configuration goes: `Ok(false)` when it restores
+    /// nothing (as the default [`Algorithm::cancel`] does in memory, so no round trip
+    /// is needed), `Ok(true)` when the library runs it, and an error for one that
+    /// restores permits with no server-side step yet (saying so rather than
+    /// silently restoring nothing). From the two constants above; a set whose
+    /// members are chosen at run time ([`Limits`](crate::algorithms::Limits)) asks
+    /// its members.
+    #[doc(hidden)]
+    fn cancel_route(&self) -> Result<bool, Error> {
+        if !Self::CANCEL_RESTORES {
+            return Ok(false);
+        }
+        if Self::CANCEL_ON_SERVER {
+            return Ok(true);
+        }
+        Err(super::connection::failure(
+            Applied::No,
+            redis::RedisError::from((
+                redis::ErrorKind::Client,
+                "the Redis store cannot cancel a reservation of this algorithm yet",
+            )),
+        ))
+    }
 }
 
 /// A duration the server must hold exactly: whole microseconds below 2⁵³ µs.

@@ -1,8 +1,9 @@
 //! [`FixedWindow`] on the server: `lua/fixed_window.lua`.
 //!
-//! The state is the text `"<window index> <count>"`; the window length and `now`
-//! are whole microseconds, so the index, the window's start and every duration are
-//! integers below 2⁵³ and the script's doubles compute them exactly.
+//! The state is the window index and its count, two packed doubles; the window
+//! length and `now` are whole microseconds, so the index, the window's start and
+//! every duration are integers below 2⁵³ and the step's doubles compute them
+//! exactly.
 
 use super::algorithm::{exact_count, whole_micros, RedisAlgorithm};
 use crate::algorithms::FixedWindow;

@@ -1,15 +1,15 @@
-//! [`LeakyBucket`] on the server: `lua/leaky_bucket.lua`, over the exact-integer
-//! limbs of `lua/exact.lua`.
+//! [`LeakyBucket`] on the server: `lua/leaky_bucket.lua`.
 //!
 //! The Rust bucket counts *ticks* (a tick is the interval split into `K = ⌈interval⌉`
 //! parts, just under a nanosecond when the interval is fractional) in a `u64`
 //! since its clock's origin, and reads `now` with a 128-bit product and quotient. The
 //! server's `TIME` since 1970 is about 1.7 × 10¹⁸ ns, far beyond a double's 2⁵³, so
-//! the script keeps the theoretical arrival time and every absolute tick count as
-//! limb arrays and transcribes each step of the Rust code (`read`, `until`, the
-//! reserve) operation for operation. Only quantities bounded by the bucket's span
-//! (`capacity × K` ticks, required below 2⁵³, i.e. about 104 days of burst) are
-//! plain doubles.
+//! the theoretical arrival time is kept as a packed `u64` and handled as two 32-bit
+//! halves. A step whose state is at most a span (`capacity × K` ticks, required
+//! below 2⁵¹, about 26 days of burst) ahead of now, and whose reading of `now` fits
+//! the same bound, works on plain doubles relative to the reading; any other
+//! transcribes each step of the Rust code (`read`, `until`, the reserve) on the exact
+//! limb arrays of `lua/exact.lua`. Both give the Rust step's integers.
 
 use super::algorithm::{exact_count, RedisAlgorithm, EXACT};
 use crate::algorithms::{LeakyBucket, LeakyMode};

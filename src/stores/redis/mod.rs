@@ -1,5 +1,5 @@
 //! The Redis store (feature `redis`): keyed limits shared by every process that
-//! talks to one Redis or Redis Cluster, each decision one script call, one round
+//! talks to one Redis or Redis Cluster, each decision one function call, one round
 //! trip, whatever the number of keys.
 //!
 //! ```no_run
@@ -18,41 +18,54 @@
 //! # The model
 //!
 //! [`RedisStore`] implements the [store contract](super::store) by running each
-//! algorithm's step *on the server*, in a Lua script ([`RedisAlgorithm`] names the
-//! script and turns the configuration into its arguments). A call is one `EVALSHA`:
+//! algorithm's step *on the server*, in one Lua library of Redis Functions that
+//! holds every algorithm's step ([`RedisAlgorithm`] turns a configuration into the
+//! call's arguments). It is loaded once per server (`FUNCTION LOAD`; Redis 7.0 or
+//! later, or Valkey), and a call is one `FCALL`:
 //!
 //! ```text
 //!   KEYS  the server keys of each key of the call, in order (one per key; a set:
 //!         its serial key, then its members' keys)
 //!   ARGV  step ('r' reserve, 'p' peek, 'c' cancel) · now in µs ('' = the server's
-//!         TIME) · cost · max wait in µs (-1: for ever) · expiry grace in ms · n ·
-//!         n configuration words [· a cancel's grants]
+//!         TIME) · cost · max wait in µs (-1: for ever) · expiry grace in ms ·
+//!         the configuration (the algorithm's kind and its words, one string)
+//!         [· a cancel's grants]
 //!   reply 16 integers per key: verdict · wait, retry_after, reset_after (each as µs
 //!         and a ns remainder) · remaining · limit · limit index · the grant's mark,
 //!         charge and stored permits (each as two 32-bit halves)
 //! ```
 //!
-//! Every script is a shared prelude (arguments, time), the algorithm's step as a
-//! factory (`lua/<algorithm>.lua`: `make_<name>(config)` returns its `load`,
-//! `save` and `reserve`, and `cancel` where it gives permits back) and a shared
-//! driver (`lua/driver.lua`): it reads each key once, steps the keys in order (a
+//! The library is a shared prelude, each algorithm's step as a factory
+//! (`lua/<algorithm>.lua`: `make_<name>(config)` returns its `load`, `save` and
+//! `reserve`, and `cancel` where it gives permits back) and a shared driver
+//! (`lua/driver.lua`). The driver builds an algorithm once per configuration and
+//! keeps it between calls; it reads each key once, steps the keys in order (a
 //! repeated key again on its updated copy), and only if every key allowed the call
 //! writes every changed state, with an expiry equal to the key's `reset_after` (a
 //! state that has fully replenished is deleted instead). A refused call writes
 //! nothing; a peek writes and creates nothing. This is the in-memory store's
 //! multi-key rule, written once for all.
 //!
+//! What a call costs the server is mostly fixed: running a function, its
+//! arguments, `TIME`, `GET` and the 16-integer reply. So the steps are written for
+//! the Lua interpreter Redis embeds, where a table, a function call or a global
+//! lookup costs more than the arithmetic: states are packed binary (no text to
+//! format or parse), library functions are bound once, and the time-based steps run
+//! on plain doubles relative to now whenever every quantity stays below 2⁵²,
+//! falling back to exact limb arithmetic otherwise (see *Exactness*).
+//!
 //! | algorithm | server state per key | server work per call |
 //! |---|---|---|
-//! | [`FixedWindow`](crate::algorithms::FixedWindow), [`SlidingWindowCounter`](crate::algorithms::SlidingWindowCounter) | a string of integers | `GET`, `SET … PX` on a grant |
-//! | [`LeakyBucket`](crate::algorithms::LeakyBucket), [`SmoothBursty`](crate::algorithms::SmoothBursty), [`SmoothWarmingUp`](crate::algorithms::SmoothWarmingUp) | a string: exact limbs (and an f64's bits) | the same, plus limb arithmetic in Lua |
+//! | [`FixedWindow`](crate::algorithms::FixedWindow), [`SlidingWindowCounter`](crate::algorithms::SlidingWindowCounter) | a string: two or three packed doubles | `GET`, `SET … PX` on a grant |
+//! | [`LeakyBucket`](crate::algorithms::LeakyBucket), [`SmoothBursty`](crate::algorithms::SmoothBursty), [`SmoothWarmingUp`](crate::algorithms::SmoothWarmingUp) | a string: a packed u64 (and an f64) | the same |
 //! | [`SlidingWindowBuckets`](crate::algorithms::SlidingWindowBuckets) | a hash: header and non-empty ring slots | `HMGET` and one or two `HGET`s; a grant writes the changed slots; long gaps and refusals read the non-empty slots (`HGETALL`) |
 //! | [`SlidingLog`](crate::algorithms::SlidingLog) | a hash: header and ring slots | `HMGET` and one `HGET`; a full log adds a binary search (`O(log limit)` `HGET`s); a grant writes the header and one slot |
-//! | [`AllOf`](crate::algorithms::AllOf) of any of these (nested too) | a serial key and each member's own keys | the members' work, in the same script call |
+//! | [`AllOf`](crate::algorithms::AllOf) or [`Limits`](crate::algorithms::Limits) of any of these (nested too) | a serial key and each member's own keys | the members' work, in the same call |
 //!
-//! [`Limits`](crate::algorithms::Limits) (members chosen at run time) is not
-//! supported yet: its members are type-erased, and the store cannot learn their
-//! configurations without a hook in [`DynLimit`](crate::algorithms::DynLimit).
+//! A [`Limits`](crate::algorithms::Limits) set (members chosen at run time) runs
+//! like an `AllOf` when each member is one of the crate's algorithms or a `Limits`
+//! of them (recognized by type); a member of any other type is a typed error,
+//! before anything is sent.
 //!
 //! # Cancel
 //!
@@ -121,18 +134,24 @@
 //! ([`Error::InvalidKeys`]); [`RedisOptions::shared_tag`] puts a store's keys on
 //! one slot.
 //!
-//! # Scripts and failures
+//! # The library and failures
 //!
-//! A script is called by its SHA1 digest; only an explicit `NOSCRIPT` reply (after
-//! `SCRIPT FLUSH` or a restart) loads it and calls once more. Nothing else is ever
-//! retried. A failure is [`Error::Store`] with the redis error as its source and
-//! [`Applied::No`] when the step certainly did not run (no
-//! connection, a refused connection, an error reply: scripts check everything
-//! before their first write) or [`Applied::Unknown`]
-//! when it was sent and no usable reply came (a timeout, a dropped connection).
-//! After a server restart, a pooled connection opened before it fails once with
-//! `Unknown` (a dead connection and a lost reply look the same) and is replaced.
-//! Connect and response timeouts are [`RedisOptions`] (250 ms by default).
+//! The library is named by the digest of its source (see `library.rs`), so
+//! versions of this crate never run each other's code on one server. A call names
+//! the function; only the server's explicit "Function not found" (after `FUNCTION
+//! FLUSH`, a restart without persistence, a new Cluster node) loads the library
+//! and calls once more. Functions are part of the data set: replicated, persisted,
+//! untouched by `SCRIPT FLUSH`. Nothing else is ever retried. A failure is
+//! [`Error::Store`] with the redis error as its source and [`Applied::No`] when
+//! the step certainly did not run (no connection, a refused connection, an error
+//! reply: the steps check everything before their first write) or
+//! [`Applied::Unknown`] when it was sent and no usable reply came (a timeout, a
+//! dropped connection). After a server restart, a pooled connection opened before
+//! it fails once with `Unknown` (a dead connection and a lost reply look the same)
+//! and is replaced. Connect and response timeouts are [`RedisOptions`] (250 ms by
+//! default). State formats are not versioned: after an upgrade that changes one
+//! (as this one did, from text to packed binary), clear the limiter's keys or give
+//! the new version its own [`RedisOptions::prefix`].
 //!
 //! # Blocking and async
 //!
@@ -300,6 +319,57 @@ impl<K, A> RedisStore<K, A> {
             A::NAME,
         )
     }
+
+    /// Every server key a call on `key` passes to the server, in order: one for a
+    /// single algorithm; a set's serial key, then its members' keys. (What
+    /// `KEYS` holds for that key; for tools that replay a call, e.g.
+    /// `redis-benchmark`.)
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{AllOf, FixedWindow};
+    /// use sluicegate::stores::redis::RedisStore;
+    /// type Set = AllOf<(FixedWindow, FixedWindow)>;
+    /// let store: RedisStore<&str, Set> = RedisStore::open("redis://127.0.0.1/").unwrap();
+    /// let window = FixedWindow::new(10, std::time::Duration::from_secs(1)).unwrap();
+    /// let set = AllOf::new((window, window));
+    /// assert_eq!(
+    ///     store.server_keys(&set, &"k"),
+    ///     ["rl:{kk}:set", "rl:{kk}:set.0.fw", "rl:{kk}:set.1.fw"]
+    /// );
+    /// ```
+    pub fn server_keys(&self, algorithm: &A, key: &K) -> Vec<String>
+    where
+        K: RenderKey,
+        A: RedisAlgorithm,
+    {
+        let mut suffixes = Vec::new();
+        algorithm.key_suffixes(&mut suffixes);
+        let mut out = Vec::with_capacity(suffixes.len());
+        self.push_server_keys(key, &suffixes, &mut String::new(), &mut out);
+        out
+    }
+
+    /// Appends the server keys of `key` under each of `suffixes`.
+    fn push_server_keys(
+        &self,
+        key: &K,
+        suffixes: &[String],
+        text: &mut String,
+        out: &mut Vec<String>,
+    ) where
+        K: RenderKey,
+    {
+        text.clear();
+        key.render_key(text);
+        for suffix in suffixes {
+            out.push(keys::server_key(
+                &self.options.prefix,
+                self.options.shared_tag.as_deref(),
+                text,
+                suffix,
+            ));
+        }
+    }
 }
 
 /// One script call, built before anything is sent.
@@ -318,20 +388,11 @@ impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
         step: Step<'_>,
     ) -> Result<Request, Error> {
         let mut suffixes = Vec::new();
-        A::key_suffixes(&mut suffixes);
+        algorithm.key_suffixes(&mut suffixes);
         let mut server_keys = Vec::with_capacity(keys.len() * suffixes.len());
         let mut text = String::new();
         for key in keys {
-            text.clear();
-            key.render_key(&mut text);
-            for suffix in &suffixes {
-                server_keys.push(keys::server_key(
-                    &self.options.prefix,
-                    self.options.shared_tag.as_deref(),
-                    &text,
-                    suffix,
-                ));
-            }
+            self.push_server_keys(key, &suffixes, &mut text, &mut server_keys);
         }
         if self.cluster && keys.len() > 1 {
             keys::check_one_slot(&server_keys)?;
@@ -421,7 +482,7 @@ where
         out: &mut [(Decision, Receipt)],
     ) -> Result<(), Error> {
         super::store::check_output(keys.len(), out.len())?;
-        if keys.is_empty() || (matches!(step, Step::Cancel { .. }) && !cancel_on_server::<A>()?) {
+        if keys.is_empty() || (matches!(step, Step::Cancel { .. }) && !algorithm.cancel_route()?) {
             return Ok(());
         }
         let request = self.request(algorithm, keys, now, step)?;
@@ -447,7 +508,7 @@ where
             },
         };
         if cancel {
-            match cancel_on_server::<A>() {
+            match algorithm.cancel_route() {
                 Ok(true) => {}
                 Ok(false) => return futures::future::ready(Ok(blank)).boxed(),
                 Err(e) => return futures::future::ready(Err(e)).boxed(),
@@ -502,29 +563,6 @@ where
 }
 
 // `Step::Cancel`: the one place cancellation is handled.
-
-/// Whether a cancel goes to the server: `Ok(false)` when the algorithm's cancel
-/// restores nothing (as the default [`Algorithm::cancel`] does in memory, so no round
-/// trip is needed), `Ok(true)` when the script runs it, and an error for an
-/// algorithm whose cancel restores permits but has no server-side step yet (saying
-/// so rather than silently restoring nothing).
-///
-/// [`Algorithm::cancel`]: crate::algorithms::Algorithm::cancel
-fn cancel_on_server<A: RedisAlgorithm>() -> Result<bool, Error> {
-    if !A::CANCEL_RESTORES {
-        return Ok(false);
-    }
-    if A::CANCEL_ON_SERVER {
-        return Ok(true);
-    }
-    Err(failure(
-        Applied::No,
-        redis::RedisError::from((
-            redis::ErrorKind::Client,
-            "the Redis store cannot cancel a reservation of this algorithm yet",
-        )),
-    ))
-}
 
 /// The cancel's arguments after the configuration: when the grants were to act,
 /// relative to `now` (so that it means the same at the server's time; `-` when

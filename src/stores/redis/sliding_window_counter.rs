@@ -1,11 +1,13 @@
 //! [`SlidingWindowCounter`] on the server: `lua/sliding_window_counter.lua`.
 //!
-//! Window indexes and positions are whole microseconds (below 2⁵³); the weighted
+//! The state is the window index and the two counts, three packed doubles. Window
+//! indexes and positions are whole microseconds (below 2⁵³); the weighted
 //! previous count, the first instant a call fits and every returned duration are
-//! computed exactly, with limb arrays where a product can pass 2⁵³ (a floor-rounded
-//! `retry_after` is not always a whole microsecond). The script keeps the window
-//! index modulo the same power of two as the Rust state word, so that even an idle
-//! state whose index wrapped decides the same as in memory.
+//! computed exactly: on doubles while `(limit + 2) × window` stays below 2⁵² ns,
+//! with limb arrays otherwise (a floor-rounded `retry_after` is not always a whole
+//! microsecond). The step keeps the window index modulo the same power of two as
+//! the Rust state word, so that even an idle state whose index wrapped decides the
+//! same as in memory.
 
 use super::algorithm::{whole_micros, RedisAlgorithm};
 use crate::algorithms::{SlidingWindowCounter, WordEncoded};

@@ -1,10 +1,12 @@
 //! [`SmoothBursty`] on the server: `lua/smooth_bursty.lua`.
 //!
-//! The state is Guava's folded instant `T` in i64 nanoseconds, kept as exact limbs;
-//! the charge of a cost (`cost as f64 × interval`, truncated) and the stored permits
-//! (`(now − T) / interval`) are computed on the very same doubles as in Rust (the
-//! interval, max permits and burst are derived here and sent in shortest
-//! round-trip decimal), so IEEE arithmetic gives the same bits on both sides.
+//! The state is Guava's folded instant `T` in i64 nanoseconds, a packed `u64`
+//! (offset by 2⁶³); a step within 2⁵¹ ns of now works on doubles relative to now,
+//! any other on exact limbs. The charge of a cost (`cost as f64 × interval`,
+//! truncated) and the stored permits (`(now − T) / interval`) are computed on the
+//! very same doubles as in Rust (the interval, max permits and burst are derived
+//! here and sent in shortest round-trip decimal), so IEEE arithmetic gives the same
+//! bits on both sides.
 
 use super::algorithm::{RedisAlgorithm, EXACT};
 use crate::algorithms::smooth_bursty::smooth_limit;

@@ -1,10 +1,11 @@
 //! [`SmoothWarmingUp`] on the server: `lua/smooth_warming_up.lua`.
 //!
-//! The state is Guava's two numbers: the stored permits, an `f64` kept as its bit
-//! pattern, and `nextFreeTicket` in i64 nanoseconds, kept as exact limbs. The
-//! configuration's six `f64` words travel as bit patterns too, and every float
-//! formula of the Rust step (resync, the trapezoid integral, the charge) is
-//! transcribed operation for operation, so the server computes the same bits.
+//! The state is Guava's two numbers, packed: the stored permits (an `f64`) and
+//! `nextFreeTicket` in i64 nanoseconds; a step whose integers stay within 2⁵¹ of
+//! now works on doubles relative to now, any other on exact limbs. The
+//! configuration's six `f64` words travel as bit patterns, and every float formula
+//! of the Rust step (resync, the trapezoid integral, the charge) is transcribed
+//! operation for operation, so the server computes the same bits.
 
 use super::algorithm::{RedisAlgorithm, EXACT};
 use crate::algorithms::smooth_bursty::smooth_limit;

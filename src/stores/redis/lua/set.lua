@@ -131,6 +131,8 @@ local function make_set(C)
       d[6], d[7], d[10] = reset_us, reset_ns, refusal[6]
       return d, nil
     end
+    -- No member (an empty Limits): every call fits, with no limit.
+    if tight == nil then tight = {-1, -1, 0} end
     local d = decision(0, tight[2], tight[1], 0, 0, 0)
     d[2], d[3], d[6], d[7], d[10] = wait_us, wait_ns, reset_us, reset_ns, tight[3]
     if PURE_PEEK then return d, nil end
