@@ -116,15 +116,43 @@ impl RedisServer {
     /// The server `REDIS_URL` names, or one started here.
     pub fn start() -> Self {
         match std::env::var("REDIS_URL") {
-            Ok(url) if !url.is_empty() => RedisServer {
-                url,
-                port: 0,
-                dir: None,
-                child: None,
-                paused: false,
-            },
+            Ok(url) if !url.is_empty() => {
+                let server = RedisServer {
+                    url,
+                    port: 0,
+                    dir: None,
+                    child: None,
+                    paused: false,
+                };
+                server.require_functions();
+                server
+            }
             _ => Self::start_own(),
         }
+    }
+
+    /// Fails loudly on a server older than 7.0: the store runs its steps as
+    /// Redis Functions (`FUNCTION LOAD`, `FCALL`).
+    fn require_functions(&self) {
+        let info: String = redis::cmd("INFO")
+            .arg("server")
+            .query(&mut self.connection())
+            .unwrap_or_else(|e| panic!("redis test harness: INFO server failed: {e}"));
+        let version = info
+            .lines()
+            .find_map(|line| line.strip_prefix("redis_version:"))
+            .unwrap_or("unknown");
+        let major: u32 = version
+            .split('.')
+            .next()
+            .and_then(|m| m.trim().parse().ok())
+            .unwrap_or(0);
+        assert!(
+            major >= 7,
+            "redis test harness: the server at {} is Redis {version}; the Redis store needs \
+             7.0 or later (Redis Functions). Install a newer redis-server or set REDIS_URL.",
+            self.url
+        );
     }
 
     /// A server started here, whatever `REDIS_URL` says: for tests that kill, pause
@@ -137,13 +165,15 @@ impl RedisServer {
             let mut child = spawn_server(port, &dir, &[]);
             match wait_ready(port, &mut child) {
                 Ok(()) => {
-                    return RedisServer {
+                    let server = RedisServer {
                         url: format!("redis://127.0.0.1:{port}/"),
                         port,
                         dir: Some(dir),
                         child: Some(child),
                         paused: false,
-                    }
+                    };
+                    server.require_functions();
+                    return server;
                 }
                 Err(why) => {
                     let _ = child.kill();
