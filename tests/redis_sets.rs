@@ -219,10 +219,11 @@ fn a_limits_set_cancels_on_the_server_when_every_member_can() {
     store.apply(&queue, &["k"], 0, cancel, &mut out).unwrap();
     let (third, _) = store.apply_key(&queue, &"k", 0, take).unwrap();
     assert_eq!(third.wait_nanos(), 1_000_000_000);
-    // With a fixed window among the members the cancel is refused, not half done.
+    // With a sliding log among the members (no cancel on the server yet) the
+    // cancel is refused, not half done.
     let mixed = Limits::new()
         .with(LeakyBucket::queue(3, 1, Duration::from_secs(1)).unwrap())
-        .with(FixedWindow::new(3, Duration::from_secs(1)).unwrap());
+        .with(SlidingLog::new(3, Duration::from_secs(1)).unwrap());
     let (_, receipt) = store.apply_key(&mixed, &"m", 0, take).unwrap();
     let cancel = Step::Cancel {
         receipts: &[receipt],

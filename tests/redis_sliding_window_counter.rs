@@ -6,8 +6,11 @@ mod redis_support;
 
 use redis_support::trace::{caller_time_options, differential, hammer, TraceShape};
 use redis_support::{unique_prefix, RedisServer};
+use sluicegate::algorithms::Receipt;
 use sluicegate::algorithms::{Counting, Rounding, SlidingWindowCounter};
 use sluicegate::stores::redis::RedisStore;
+use sluicegate::stores::{Step, Store};
+use sluicegate::Decision;
 use std::time::Duration;
 
 fn counter(
@@ -90,7 +93,7 @@ fn random_traces_decide_as_in_memory() {
             },
             back_percent: 3,
             compare_memory: config.limit() < 1000,
-            cancel_percent: 0,
+            cancel_percent: 5,
             max_back_us: 2 * len_us,
             multi_percent: 15,
             start_us: starts[seed % starts.len()],
@@ -118,4 +121,46 @@ fn threads_hammering_one_key_get_exactly_the_limit() {
         );
         assert_eq!(granted, 300, "{counting:?}");
     }
+}
+
+#[test]
+fn a_cancel_at_the_instant_of_a_grant_gives_it_back_on_the_server() {
+    let server = RedisServer::start();
+    let limit = SlidingWindowCounter::new(3, Duration::from_secs(1)).unwrap();
+    let store: RedisStore<&str, SlidingWindowCounter> = RedisStore::open_with(
+        server.url(),
+        caller_time_options(&unique_prefix("swc-cancel")),
+    )
+    .unwrap();
+    let at = 5_000_000_000; // 5 s, a whole microsecond
+    let take = Step::Reserve {
+        cost: 2,
+        max_wait: 0,
+    };
+    let (granted, receipt) = store.apply_key(&limit, &"k", at, take).unwrap();
+    assert_eq!(granted.remaining(), 1);
+    let mut out = [(Decision::never(0, 0, 0), Receipt::NONE)];
+    // A microsecond later the grant has acted: nothing comes back.
+    let late = Step::Cancel {
+        receipts: &[receipt],
+        acts_at: at,
+    };
+    store
+        .apply(&limit, &["k"], at + 1_000, late, &mut out)
+        .unwrap();
+    let peek = |store: &RedisStore<&str, SlidingWindowCounter>| {
+        store
+            .apply_key(&limit, &"k", at, Step::Peek { cost: 1 })
+            .unwrap()
+            .0
+            .remaining()
+    };
+    assert_eq!(peek(&store), 0); // 3 - 2 - the peek's 1
+                                 // At its very instant it comes back, as in memory.
+    let now = Step::Cancel {
+        receipts: &[receipt],
+        acts_at: at,
+    };
+    store.apply(&limit, &["k"], at, now, &mut out).unwrap();
+    assert_eq!(peek(&store), 2);
 }

@@ -58,10 +58,10 @@ pub trait RedisAlgorithm: Algorithm {
     const CANCEL_RESTORES: bool = true;
 
     /// Whether the library runs the cancel step (`ALG.cancel`). An algorithm whose
-    /// cancel restores permits but has no server-side cancel yet (the fixed window,
-    /// the sliding window counters and the sliding log, which give a grant back only
-    /// at its very instant) refuses a cancel with an error rather than silently
-    /// restoring nothing.
+    /// cancel restores permits but has no server-side cancel yet (the bucketed
+    /// window and the sliding log, which give a grant back only at its very
+    /// instant) refuses a cancel with an error rather than silently restoring
+    /// nothing.
     #[doc(hidden)]
     const CANCEL_ON_SERVER: bool = false;
 

@@ -12,6 +12,7 @@ use crate::error::Error;
 impl RedisAlgorithm for FixedWindow {
     const NAME: &'static str = "fw";
     const KIND: u8 = 1;
+    const CANCEL_ON_SERVER: bool = true;
 
     fn config_args(&self, args: &mut Vec<String>) -> Result<(), Error> {
         let len = whole_micros("window", self.window().as_nanos() as u64)?;

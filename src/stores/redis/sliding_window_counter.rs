@@ -21,6 +21,7 @@ fn bits(value: u64) -> u32 {
 impl RedisAlgorithm for SlidingWindowCounter {
     const NAME: &'static str = "swc";
     const KIND: u8 = 3;
+    const CANCEL_ON_SERVER: bool = true;
 
     fn config_args(&self, args: &mut Vec<String>) -> Result<(), Error> {
         let len_ns = self.window().as_nanos() as u64;

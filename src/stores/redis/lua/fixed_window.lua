@@ -22,7 +22,19 @@ local function make_fixed_window(C)
     if count == 0 then reset = 0 end
     if cost > LIMIT then return decision(2, LIMIT, remaining, 0, 0, reset), nil end
     if cost > remaining then return decision(1, LIMIT, remaining, 0, until_end, reset), nil end
-    return decision(0, LIMIT, remaining - cost, 0, 0, until_end), {index, count + cost}
+    local d = decision(0, LIMIT, remaining - cost, 0, 0, until_end)
+    -- The receipt: the grant's window index and its cost.
+    d[11], d[12] = split32(index)
+    d[13], d[14] = split32(cost)
+    return d, {index, count + cost}
   end
-  return single(load, save, reserve)
+
+  -- The Rust cancel: up to the instant the grant acts (at once, for a window), its
+  -- cost comes off the count of its window, if the state still counts there.
+  local function cancel(s, now, grant, acts_at)
+    if acts_at == nil or cmp(acts_at, ns(now)) < 0 then return nil end
+    if s[1] ~= grant.mark_halves[1] * W + grant.mark_halves[2] then return nil end
+    return {s[1], max(s[2] - num(grant.charge), 0)}
+  end
+  return single(load, save, reserve, cancel)
 end

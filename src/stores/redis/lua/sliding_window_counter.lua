@@ -126,6 +126,13 @@ local function make_sliding_window_counter(C)
 
   local load, save = doubles_state({0, 0, 0})
 
+  -- A grant's receipt: the window it counted in (the state's index) and its cost.
+  local function receipt(index, cost)
+    local ih, il = split32(index)
+    local ch, cl = split32(cost)
+    return ih, il, ch, cl
+  end
+
   -- The same durations on doubles (ns), for a view that is not behind.
   local LEN_N = LEN * 1000
   local NEAR = (LIMIT + 2) * LEN_N < 2 ^ 52
@@ -174,7 +181,9 @@ local function make_sliding_window_counter(C)
       return answer(1, remaining, retry, reset_near(v, to_next)), changed
     end
     v.cur = v.cur + cost
-    return answer(0, remaining - cost, 0, reset_near(v, to_next)), {v.index, v.prev, v.cur}
+    local d = answer(0, remaining - cost, 0, reset_near(v, to_next))
+    d[11], d[12], d[13], d[14] = receipt(v.index, cost)
+    return d, {v.index, v.prev, v.cur}
   end
 
   local function reserve(s, now, cost)
@@ -197,7 +206,25 @@ local function make_sliding_window_counter(C)
       return counter(1, remaining, retry, add(reset_after(v), v.behind)), changed
     end
     v.cur = v.cur + cost
-    return counter(0, remaining - cost, {0}, add(reset_after(v), v.behind)), {v.index, v.prev, v.cur}
+    local d = counter(0, remaining - cost, {0}, add(reset_after(v), v.behind))
+    d[11], d[12], d[13], d[14] = receipt(v.index, cost)
+    return d, {v.index, v.prev, v.cur}
   end
-  return single(load, save, reserve)
+
+  -- The Rust cancel: up to the instant the grant acts (at once), its cost comes off
+  -- the count of its window, current or (once the state moved on by one)
+  -- previous; a saturated count of attempts is left as it is.
+  local function cancel(s, now, grant, acts_at)
+    if acts_at == nil or cmp(acts_at, ns(now)) < 0 then return nil end
+    local window = grant.mark_halves[1] * W + grant.mark_halves[2]
+    local charge = num(grant.charge)
+    local function back(count)
+      if ATTEMPTS and count == SAT then return count end
+      return max(count - charge, 0)
+    end
+    if s[1] == window then return {s[1], s[2], back(s[3])} end
+    if s[1] == masked(window + 1) then return {s[1], back(s[2]), s[3]} end
+    return nil
+  end
+  return single(load, save, reserve, cancel)
 end
