@@ -4,7 +4,9 @@
 
 mod redis_support;
 
-use redis_support::trace::{caller_time_options, differential, hammer, TraceShape};
+use redis_support::trace::{
+    caller_time_options, cancel_at_the_instant, differential, hammer, TraceShape,
+};
 use redis_support::{unique_prefix, RedisServer};
 use sluicegate::algorithms::SlidingLog;
 use sluicegate::stores::redis::RedisStore;
@@ -42,9 +44,9 @@ fn random_traces_decide_as_in_memory() {
             multi_percent: 15,
             start_us: starts[seed % starts.len()],
             compare_memory: true,
-            // The Redis store does not run this algorithm's cancel yet (it gives a grant
-            // back only at its very instant, in memory): a cancel is refused there.
-            cancel_percent: 0,
+            // Grants of windows and logs act at once: a cancel gives one back only at
+            // that very instant (a set's at its own time to act).
+            cancel_percent: 5,
         };
         let seen = differential(config, &store, 500 + seed as u64, 2_000, &shape);
         for (total, n) in totals.iter_mut().zip(seen) {
@@ -73,4 +75,14 @@ fn threads_hammering_one_key_get_exactly_the_limit() {
         );
         assert_eq!(granted, 300, "{config:?}");
     }
+}
+
+#[test]
+fn a_cancel_at_the_instant_of_a_grant_gives_it_back_on_the_server() {
+    let server = RedisServer::start();
+    cancel_at_the_instant(
+        server.url(),
+        &SlidingLog::new(3, Duration::from_secs(1)).unwrap(),
+        "log-cancel",
+    );
 }

@@ -5,7 +5,9 @@
 
 mod redis_support;
 
-use redis_support::trace::{caller_time_options, differential, hammer, TraceShape};
+use redis_support::trace::{
+    caller_time_options, cancel_at_the_instant, differential, hammer, TraceShape,
+};
 use redis_support::{unique_prefix, RedisServer};
 use sluicegate::algorithms::SlidingWindowBuckets;
 use sluicegate::stores::redis::RedisStore;
@@ -42,7 +44,7 @@ fn random_traces_decide_as_in_memory() {
             multi_percent: 15,
             start_us: starts[seed % starts.len()],
             compare_memory: true,
-            cancel_percent: 0,
+            cancel_percent: 5,
         };
         let seen = differential(config, &store, 400 + seed as u64, 2_000, &shape);
         for (total, n) in totals.iter_mut().zip(seen) {
@@ -71,4 +73,15 @@ fn threads_hammering_one_key_get_exactly_the_limit() {
         );
         assert_eq!(granted, 300, "{config:?}");
     }
+}
+
+#[test]
+fn a_cancel_at_the_instant_of_a_grant_gives_it_back_on_the_server() {
+    let server = RedisServer::start();
+    cancel_at_the_instant(
+        server.url(),
+        &SlidingWindowBuckets::dropping(3, Duration::from_secs(1), Duration::from_millis(100))
+            .unwrap(),
+        "swb-cancel",
+    );
 }

@@ -4,13 +4,12 @@
 
 mod redis_support;
 
-use redis_support::trace::{caller_time_options, differential, hammer, TraceShape};
+use redis_support::trace::{
+    caller_time_options, cancel_at_the_instant, differential, hammer, TraceShape,
+};
 use redis_support::{unique_prefix, RedisServer};
-use sluicegate::algorithms::Receipt;
 use sluicegate::algorithms::{Counting, Rounding, SlidingWindowCounter};
 use sluicegate::stores::redis::RedisStore;
-use sluicegate::stores::{Step, Store};
-use sluicegate::Decision;
 use std::time::Duration;
 
 fn counter(
@@ -126,41 +125,9 @@ fn threads_hammering_one_key_get_exactly_the_limit() {
 #[test]
 fn a_cancel_at_the_instant_of_a_grant_gives_it_back_on_the_server() {
     let server = RedisServer::start();
-    let limit = SlidingWindowCounter::new(3, Duration::from_secs(1)).unwrap();
-    let store: RedisStore<&str, SlidingWindowCounter> = RedisStore::open_with(
+    cancel_at_the_instant(
         server.url(),
-        caller_time_options(&unique_prefix("swc-cancel")),
-    )
-    .unwrap();
-    let at = 5_000_000_000; // 5 s, a whole microsecond
-    let take = Step::Reserve {
-        cost: 2,
-        max_wait: 0,
-    };
-    let (granted, receipt) = store.apply_key(&limit, &"k", at, take).unwrap();
-    assert_eq!(granted.remaining(), 1);
-    let mut out = [(Decision::never(0, 0, 0), Receipt::NONE)];
-    // A microsecond later the grant has acted: nothing comes back.
-    let late = Step::Cancel {
-        receipts: &[receipt],
-        acts_at: at,
-    };
-    store
-        .apply(&limit, &["k"], at + 1_000, late, &mut out)
-        .unwrap();
-    let peek = |store: &RedisStore<&str, SlidingWindowCounter>| {
-        store
-            .apply_key(&limit, &"k", at, Step::Peek { cost: 1 })
-            .unwrap()
-            .0
-            .remaining()
-    };
-    assert_eq!(peek(&store), 0); // 3 - 2 - the peek's 1
-                                 // At its very instant it comes back, as in memory.
-    let now = Step::Cancel {
-        receipts: &[receipt],
-        acts_at: at,
-    };
-    store.apply(&limit, &["k"], at, now, &mut out).unwrap();
-    assert_eq!(peek(&store), 2);
+        &SlidingWindowCounter::new(3, Duration::from_secs(1)).unwrap(),
+        "swc-cancel",
+    );
 }

@@ -57,11 +57,10 @@ pub trait RedisAlgorithm: Algorithm {
     /// trip.
     const CANCEL_RESTORES: bool = true;
 
-    /// Whether the library runs the cancel step (`ALG.cancel`). An algorithm whose
-    /// cancel restores permits but has no server-side cancel yet (the bucketed
-    /// window and the sliding log, which give a grant back only at its very
-    /// instant) refuses a cancel with an error rather than silently restoring
-    /// nothing.
+    /// Whether the library runs the cancel step (`ALG.cancel`): true for every
+    /// algorithm of the crate's. One whose cancel restores permits but has no
+    /// server-side step refuses a cancel with an error rather than silently
+    /// restoring nothing.
     #[doc(hidden)]
     const CANCEL_ON_SERVER: bool = false;
 

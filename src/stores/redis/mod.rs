@@ -69,14 +69,12 @@
 //!
 //! # Cancel
 //!
-//! A cancel ([`Step::Cancel`]) runs on the server by the Rust rules (Go's rule: a
-//! grant gives back what it took up to the instant it acts; a set cancels only its
-//! last grant, once, through its members) for the leaky bucket, Guava's two
-//! limiters, the fixed window and the sliding window counter (whose grants act at
-//! once, so only a cancel at that very instant gives anything back), and sets of
-//! them. The bucketed window and the sliding log have no server-side cancel yet: a
-//! cancel of theirs (or of a set holding one) is refused with [`Error::Store`]
-//! ([`Applied::No`]) rather than silently restoring nothing. The time to act is sent relative to now, so
+//! A cancel ([`Step::Cancel`]) runs on the server by the Rust rules, for every
+//! algorithm and set: Go's rule (a grant gives back what it took up to the instant
+//! it acts; for the windows and the log, whose grants act at once, only a cancel
+//! at that very instant gives anything back), and a set cancels only its last
+//! grant, once, through its members. A receipt's mark is what the memory store's
+//! is (a bucket or window number, a running count, a set's serial, a time). The time to act is sent relative to now, so
 //! it means the same at the server's time; there a set identifies its last grant by
 //! its serial alone, since the caller's time to act cannot reproduce the recorded
 //! one to the nanosecond.

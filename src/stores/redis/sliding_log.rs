@@ -19,6 +19,7 @@ use crate::error::Error;
 impl RedisAlgorithm for SlidingLog {
     const NAME: &'static str = "log";
     const KIND: u8 = 6;
+    const CANCEL_ON_SERVER: bool = true;
 
     fn config_args(&self, args: &mut Vec<String>) -> Result<(), Error> {
         let duration = whole_micros("duration", self.duration().as_nanos() as u64)?;

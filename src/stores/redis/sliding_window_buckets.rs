@@ -28,6 +28,7 @@ use crate::error::Error;
 impl RedisAlgorithm for SlidingWindowBuckets {
     const NAME: &'static str = "swb";
     const KIND: u8 = 5;
+    const CANCEL_ON_SERVER: bool = true;
 
     fn config_args(&self, args: &mut Vec<String>) -> Result<(), Error> {
         let duration = whole_micros("duration", self.duration().as_nanos() as u64)?;

@@ -47,6 +47,7 @@ local function make_sliding_log(C)
       end
     end
     if #set > 0 then redis_call('HSET', key, unpack(set)) end
+    if ms == 'keep' then return end
     if ms then redis_call('PEXPIRE', key, int(ms)) else redis_call('PERSIST', key) end
   end
 
@@ -196,7 +197,24 @@ local function make_sliding_log(C)
     end
     local dropped = first
     if roomy(h, cost) then dropped = 0 end
+    if granted then
+      -- The receipt: the running count after the grant's entry, and its cost.
+      d[11], d[12] = split32(h.finish + cost)
+      d[13], d[14] = split32(cost)
+    end
     return d, append(h, dropped, cost)
   end
-  return single(load, save, reserve)
+
+  -- The Rust cancel: up to the instant the grant acts (at once), its entry is
+  -- removed if it is still the newest (same running count, same cost).
+  local function cancel(st, now, grant, acts_at)
+    if acts_at == nil or cmp(acts_at, ns(now)) < 0 or not grant.allowed then return nil end
+    local h = header(st, now)
+    if h.len == 0 then return nil end
+    local mark = grant.mark_halves[1] * W + grant.mark_halves[2]
+    if h.finish ~= mark or from(h, h.len - 1) ~= num(grant.charge) then return nil end
+    return {key = st.key, head = st.head, len = h.len - 1, base = st.base, ring = st.ring,
+            w = {}, cache = st.cache}
+  end
+  return single(load, save, reserve, cancel)
 end

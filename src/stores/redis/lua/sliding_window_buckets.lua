@@ -83,6 +83,7 @@ local function make_sliding_window_buckets(C)
     end
     redis_call('HSET', key, unpack(set))
     if #gone > 0 and not st.wipe then redis_call('HDEL', key, unpack(gone)) end
+    if ms == 'keep' then return end
     if ms then redis_call('PEXPIRE', key, int(ms)) else redis_call('PERSIST', key) end
   end
 
@@ -277,11 +278,31 @@ local function make_sliding_window_buckets(C)
     local allowed_scaled = mul(bn(LIMIT - cost), P_NS)
     if cmp(scaled, allowed_scaled) <= 0 then
       local reset = subsat(gone_at(v.current), now_ns)
-      return windowed(0, LIMIT - cost - used, {0}, reset), commit(st, v, cost)
+      local d = windowed(0, LIMIT - cost - used, {0}, reset)
+      -- The receipt: the bucket the grant was counted in, and its cost.
+      d[11], d[12] = split32(v.current)
+      d[13], d[14] = split32(cost)
+      return d, commit(st, v, cost)
     end
     local reset = reset_after(st, v, now_ns)
     local at = retry_at(st, v, sub(scaled, allowed_scaled), used + cost - LIMIT)
     return windowed(1, max(LIMIT - used, 0), subsat(at, now_ns), reset), nil
   end
-  return single(load, save, reserve)
+
+  -- The Rust cancel: up to the instant the grant acts (at once), its cost comes
+  -- off its bucket while the ring still holds that bucket, never below zero.
+  local function cancel(st, now, grant, acts_at)
+    if acts_at == nil or cmp(acts_at, ns(now)) < 0 then return nil end
+    local bucket = grant.mark_halves[1] * W + grant.mark_halves[2]
+    if bucket > st.n or bucket < max(st.n - B, 0) then return nil end
+    local s = slot(bucket)
+    local c = read(st, s)
+    local back = min(num(grant.charge), c)
+    local new = {key = st.key, n = st.n, t = max(st.t - back, 0), w = {}, wipe = st.wipe,
+                 cache = st.cache}
+    for k, v in pairs(st.w) do new.w[k] = v end
+    new.w[s] = c - back
+    return new
+  end
+  return single(load, save, reserve, cancel)
 end
