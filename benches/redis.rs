@@ -245,8 +245,15 @@ fn anchors(server: &Server) -> Vec<Row> {
 
 const FLOOR: &str = "anchor: TIME+GET+SET function (the floor)";
 
-/// One algorithm's row: reserves of 1 on one hot key at the server's time.
-fn bench<A: RedisAlgorithm + Clone>(server: &Server, name: &str, algorithm: &A) -> Row {
+/// One algorithm's row: reserves of 1 on one hot key at the server's time, after
+/// `prefill` of them sent through redis-benchmark (to fill a log or a window of a
+/// large limit first: "hammered" means full).
+fn bench<A: RedisAlgorithm + Clone>(
+    server: &Server,
+    name: &str,
+    algorithm: &A,
+    prefill: u64,
+) -> Row {
     let mut admin = admin(server);
     let options = RedisOptions::default()
         .prefix(format!("bench-{name}:"))
@@ -257,6 +264,9 @@ fn bench<A: RedisAlgorithm + Clone>(server: &Server, name: &str, algorithm: &A) 
         max_wait: 0,
     };
     store.apply_key(algorithm, &"hot", 0, step).unwrap(); // loads the library
+    if prefill > 0 {
+        pipelined_rate(server, &mut admin, &store, algorithm, prefill);
+    }
     reset(&mut admin);
     let started = Instant::now();
     for _ in 0..CALLS {
@@ -296,7 +306,13 @@ fn bench<A: RedisAlgorithm + Clone>(server: &Server, name: &str, algorithm: &A) 
         commands: commands as f64 / CALLS as f64,
         blocking,
         concurrent: Some(concurrent),
-        pipelined: Some(pipelined_rate(server, &mut admin, &store, algorithm)),
+        pipelined: Some(pipelined_rate(
+            server,
+            &mut admin,
+            &store,
+            algorithm,
+            CALLS as u64,
+        )),
     }
 }
 /// The name of the step library's function on the server (`sluicegate_<digest>`).
@@ -316,13 +332,15 @@ fn function_name(admin: &mut redis::Connection) -> String {
     find(&list).expect("the store loaded its library")
 }
 
-/// What `redis-benchmark -P 32` (one connection, 32 calls in flight) gets for the
-/// very call the store sends for one decision on the hot key: decisions per second.
+/// Sends `calls` times, through `redis-benchmark -P 32` (one connection, 32 calls
+/// in flight), the very call the store sends for one decision on the hot key:
+/// answers the calls per second it got.
 fn pipelined_rate<A: RedisAlgorithm>(
     server: &Server,
     admin: &mut redis::Connection,
     store: &RedisStore<&str, A>,
     algorithm: &A,
+    calls: u64,
 ) -> f64 {
     let mut words = Vec::new();
     algorithm.config_args(&mut words).unwrap();
@@ -345,7 +363,7 @@ fn pipelined_rate<A: RedisAlgorithm>(
         .unwrap();
     assert_eq!(reply.len(), 16, "one decision");
     let output = Command::new("redis-benchmark")
-        .args(["-p", &server.port.to_string(), "-n", &CALLS.to_string()])
+        .args(["-p", &server.port.to_string(), "-n", &calls.to_string()])
         .args(["-P", "32", "-c", "1", "--csv", "FCALL"])
         .arg(function)
         .arg(keys.len().to_string())
@@ -370,47 +388,56 @@ fn round(server: &Server) -> Vec<Row> {
         server,
         "fixed window 100/min",
         &FixedWindow::new(100, s(60)).unwrap(),
+        0,
     ));
     rows.push(bench(
         server,
         "leaky bucket meter 100/min",
         &LeakyBucket::meter(100, 100, s(60)).unwrap(),
+        0,
     ));
     rows.push(bench(
         server,
         "leaky bucket meter 3/s (fractional)",
         &LeakyBucket::meter(10, 3, s(1)).unwrap(),
+        0,
     ));
     rows.push(bench(
         server,
         "leaky bucket queue 3/s",
         &LeakyBucket::queue(10, 3, s(1)).unwrap(),
+        0,
     ));
     rows.push(bench(
         server,
         "sliding window counter 100/min",
         &SlidingWindowCounter::new(100, s(60)).unwrap(),
+        0,
     ));
     rows.push(bench(
         server,
         "smooth bursty 10/s",
         &SmoothBursty::new(10.0).unwrap(),
+        0,
     ));
     rows.push(bench(
         server,
         "smooth warming up 10/s",
         &SmoothWarmingUp::new(10.0, s(2)).unwrap(),
+        0,
     ));
     for limit in [10, 1_000, 100_000] {
         rows.push(bench(
             server,
             &format!("buckets {limit}/min in 1 s"),
             &SlidingWindowBuckets::dropping(limit, s(60), s(1)).unwrap(),
+            limit,
         ));
         rows.push(bench(
             server,
             &format!("sliding log {limit}/min"),
             &SlidingLog::new(limit, s(60)).unwrap(),
+            limit,
         ));
     }
     rows.push(bench(
@@ -420,6 +447,7 @@ fn round(server: &Server) -> Vec<Row> {
             FixedWindow::new(100, s(60)).unwrap(),
             SlidingLog::new(50, s(60)).unwrap(),
         )),
+        0,
     ));
     rows
 }

@@ -4,8 +4,9 @@
 -- field per slot "<slot>" = "<time> <running count after it>". As in Rust, every call
 -- reads the header and the newest entry; a call that finds the entries held
 -- (expired included) leave room needs nothing else, and otherwise the first live
--- entry and a refusal's exact retry_after are binary searches (O(log limit) slot
--- reads). A grant writes the header and one slot.
+-- entry and a refusal's exact retry_after are galloping searches from the front
+-- (`first_true`: O(log d) slot reads for an answer d entries in, one or two on a
+-- hammered log). A grant writes the header and one slot.
 -- C: 1 limit, 2 duration (us), 3 min spacing (us), 4 record refusals (1) or not.
 local function make_sliding_log(C)
   local LIMIT, D, SPACING = C[1], C[2], C[3]
@@ -88,15 +89,29 @@ local function make_sliding_log(C)
     return h.finish - h.st.base + cost <= LIMIT and h.len < CAP
   end
 
-  local function first_live(h)
-    local function expired(index) return time(h, index) + D <= h.at end
-    if h.len == 0 or not expired(0) then return 0 end
-    local low, high = 0, h.len
-    while high - low > 1 do
-      local middle = low + floor((high - low) / 2)
-      if expired(middle) then low = middle else high = middle end
+  -- The first index in [low, high) where `holds` (false, then true for good) is
+  -- true, or high: a galloping search from low (offsets 1, 2, 4, ...) and then a
+  -- binary one, so an answer d entries past low costs O(log d) slot reads. The
+  -- answers a hammered log asks for (the first live entry, the first to expire) lie
+  -- at the front: one or two reads, whatever the limit.
+  local function first_true(low, high, holds)
+    if low >= high or holds(low) then return low end
+    local lo, step, probe = low + 1, 1, low + 1
+    while probe < high and not holds(probe) do
+      lo = probe + 1
+      step = step * 2
+      probe = low + step
     end
-    return high
+    local hi = min(probe, high)
+    while lo < hi do
+      local middle = lo + floor((hi - lo) / 2)
+      if holds(middle) then hi = middle else lo = middle + 1 end
+    end
+    return lo
+  end
+
+  local function first_live(h)
+    return first_true(0, h.len, function(index) return time(h, index) + D > h.at end)
   end
 
   local function spaced_at(at)
@@ -117,11 +132,7 @@ local function make_sliding_log(C)
     if from(h, first) + extra <= allowed then return 0 end
     local top = max(h.len - 1, 0)
     if attempt then top = h.len end
-    local low, high = first, top
-    while low < high do
-      local middle = low + floor((high - low) / 2)
-      if after(middle) <= allowed then high = middle else low = middle + 1 end
-    end
+    local low = first_true(first, top, function(index) return after(index) <= allowed end)
     local at
     if attempt and low >= h.len then at = attempt[1] else at = time(h, low) end
     return at + D
