@@ -38,6 +38,23 @@ fn shape(gap_us: u64, start_us: u64) -> TraceShape {
     }
 }
 
+/// Allowed, denied and never decisions over several traces.
+#[derive(Default, Debug)]
+struct Totals([usize; 3]);
+
+impl Totals {
+    fn add(&mut self, seen: [usize; 3]) {
+        for (total, n) in self.0.iter_mut().zip(seen) {
+            *total += n;
+        }
+    }
+
+    /// Every kind of decision was exercised.
+    fn assert_each_above(&self, n: usize) {
+        assert!(self.0.iter().all(|&seen| seen > n), "{self:?}");
+    }
+}
+
 fn run<A: RedisAlgorithm>(
     server: &RedisServer,
     set: &A,
@@ -57,14 +74,9 @@ fn run<A: RedisAlgorithm>(
 fn random_traces_of_sets_decide_as_the_algorithm() {
     let server = RedisServer::start();
     let ms = Duration::from_millis;
-    let mut totals = [0; 3];
-    let mut add = |seen: [usize; 3]| {
-        for (total, n) in totals.iter_mut().zip(seen) {
-            *total += n;
-        }
-    };
+    let mut totals = Totals::default();
     // Seed 002's shape: a short and a long window, plus a log with spacing.
-    add(run(
+    totals.add(run(
         &server,
         &AllOf::new((
             FixedWindow::new(4, ms(10)).unwrap(),
@@ -75,7 +87,7 @@ fn random_traces_of_sets_decide_as_the_algorithm() {
         0,
     ));
     // Reservations (a queue and Guava's bursty) beside a window counter.
-    add(run(
+    totals.add(run(
         &server,
         &AllOf::new((
             LeakyBucket::queue(4, 3, Duration::from_secs(1)).unwrap(),
@@ -86,7 +98,7 @@ fn random_traces_of_sets_decide_as_the_algorithm() {
         250 * MS,
         1_763_900_000_000_000,
     ));
-    add(run(
+    totals.add(run(
         &server,
         &AllOf::new((
             SlidingWindowBuckets::weighted(7, ms(60), ms(15)).unwrap(),
@@ -97,7 +109,7 @@ fn random_traces_of_sets_decide_as_the_algorithm() {
         5,
     ));
     // Nested: a set is a member like any other.
-    add(run(
+    totals.add(run(
         &server,
         &AllOf::new((
             AllOf::new((
@@ -110,20 +122,15 @@ fn random_traces_of_sets_decide_as_the_algorithm() {
         7 * MS,
         1 << 52,
     ));
-    assert!(totals.iter().all(|&n| n > 100), "{totals:?}");
+    totals.assert_each_above(100);
 }
 
 #[test]
 fn random_traces_of_limits_decide_as_the_algorithm() {
     let server = RedisServer::start();
     let ms = Duration::from_millis;
-    let mut totals = [0; 3];
-    let mut add = |seen: [usize; 3]| {
-        for (total, n) in totals.iter_mut().zip(seen) {
-            *total += n;
-        }
-    };
-    add(run(
+    let mut totals = Totals::default();
+    totals.add(run(
         &server,
         &Limits::new()
             .with(FixedWindow::new(3, ms(10)).unwrap())
@@ -133,7 +140,7 @@ fn random_traces_of_limits_decide_as_the_algorithm() {
         0,
     ));
     // Four members of four kinds, one of them a nested Limits.
-    add(run(
+    totals.add(run(
         &server,
         &Limits::new()
             .with(LeakyBucket::queue(4, 3, Duration::from_secs(1)).unwrap())
@@ -148,7 +155,7 @@ fn random_traces_of_limits_decide_as_the_algorithm() {
         250 * MS,
         1_763_900_000_000_000,
     ));
-    assert!(totals.iter().all(|&n| n > 100), "{totals:?}");
+    totals.assert_each_above(100);
     // No member: every call fits, as in memory.
     let seen = run(&server, &Limits::new(), 712, 10 * MS, 77);
     assert_eq!(seen[1] + seen[2], 0, "{seen:?}");

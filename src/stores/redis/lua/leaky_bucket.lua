@@ -106,11 +106,7 @@ local function make_leaky_bucket(C)
     return d, {fhi, flo}
   end
 
-  local function reserve(s, now, cost)
-    if NEAR then
-      local d, new = reserve_near(s, now, cost)
-      if d then return d, new end
-    end
+  local function reserve_exact(s, now, cost)
     local tat = from_halves(s[1], s[2])
     local ticks, dropped = read(now)
     local start = maxbn(tat, ticks)
@@ -160,5 +156,7 @@ local function make_leaky_bucket(C)
     return {halves(maxbn(subsat(tat, restore), ticks))}
   end
 
+  local reserve = reserve_exact
+  if NEAR then reserve = near_first(reserve_near, reserve_exact) end
   return single(load, save, reserve, cancel)
 end

@@ -97,6 +97,16 @@ local function doubles_state(empty)
   return string_state(decode, encode)
 end
 
+-- A reserve that tries its fast path first: `near` answers nil where its doubles
+-- would not be exact, and `exact` (limb arithmetic) takes the step instead.
+local function near_first(near, exact)
+  return function(s, now, cost)
+    local d, new = near(s, now, cost)
+    if d then return d, new end
+    return exact(s, now, cost)
+  end
+end
+
 -- An algorithm as the driver (and a set) uses it: load(keys) -> state, held;
 -- save(keys, state, ms) (ms: nil for no expiry, 'keep' to keep the key's); drop(keys);
 -- reserve(state, now, cost) -> decision, new state or nil; cancel(state, now, grant,

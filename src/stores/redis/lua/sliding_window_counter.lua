@@ -126,6 +126,14 @@ local function make_sliding_window_counter(C)
 
   local load, save = doubles_state({0, 0, 0})
 
+  -- A refusal counted as an attempt (with `ATTEMPTS`) updates the view and the
+  -- state; answers the new state, or nil.
+  local function attempted(v, cost)
+    if not ATTEMPTS then return nil end
+    v.cur = min(v.cur + cost, SAT)
+    return {v.index, v.prev, v.cur}
+  end
+
   -- A grant's receipt: the window it counted in (the state's index) and its cost.
   local function receipt(index, cost)
     local ih, il = split32(index)
@@ -165,11 +173,7 @@ local function make_sliding_window_counter(C)
     local to_next = (LEN - v.elapsed) * 1000
     if cost > LIMIT then return answer(2, remaining, 0, reset_near(v, to_next)), nil end
     if used + cost > LIMIT then
-      local changed = nil
-      if ATTEMPTS then
-        v.cur = min(v.cur + cost, SAT)
-        changed = {v.index, v.prev, v.cur}
-      end
+      local changed = attempted(v, cost)
       local retry
       local first
       if v.cur + cost <= LIMIT then first = first_fit_near(v.prev, LIMIT - v.cur - cost) end
@@ -197,11 +201,7 @@ local function make_sliding_window_counter(C)
       return counter(2, remaining, {0}, add(reset_after(v), v.behind)), nil
     end
     if used + cost > LIMIT then
-      local changed = nil
-      if ATTEMPTS then
-        v.cur = min(v.cur + cost, SAT)
-        changed = {v.index, v.prev, v.cur}
-      end
+      local changed = attempted(v, cost)
       local retry = add(retry_after(v, cost), v.behind)
       return counter(1, remaining, retry, add(reset_after(v), v.behind)), changed
     end

@@ -79,11 +79,7 @@ local function make_smooth_bursty(C)
             (nhi + 2147483648) % W, nlo, (charge - cl) / W, cl, 0, 0}, {nhi, nlo}
   end
 
-  local function reserve(s, now, cost)
-    if NEAR then
-      local d, new = reserve_near(s, now, cost)
-      if d then return d, new end
-    end
+  local function reserve_exact(s, now, cost)
     local tat = from_halves(s[1], s[2])
     local now_ns = add(ns(now), OFFSET)
     -- Resync: T <- max(T, now - burst).
@@ -132,5 +128,7 @@ local function make_smooth_bursty(C)
     return {halves(maxbn(restored, sub(add(now_ns, OFFSET), BURST_BN)))}
   end
 
+  local reserve = reserve_exact
+  if NEAR then reserve = near_first(reserve_near, reserve_exact) end
   return single(load, save, reserve, cancel)
 end

@@ -180,11 +180,7 @@ local function make_smooth_warming_up(C)
             nhi, nlo, (charge - cl) / W, cl, bhi, blo}, {stored, nhi, nlo}
   end
 
-  local function reserve(held_state, now, cost)
-    if NEAR then
-      local d, new = reserve_near(held_state, now, cost)
-      if d then return d, new end
-    end
+  local function reserve_exact(held_state, now, cost)
     local s = exact(held_state)
     local now_ns = ns(now)
     local next_free = maxbn(s.next_free, now_ns)
@@ -244,5 +240,7 @@ local function make_smooth_warming_up(C)
     return held({stored = fmin(MAX_PERMITS, stored), next_free = next_free})
   end
 
+  local reserve = reserve_exact
+  if NEAR then reserve = near_first(reserve_near, reserve_exact) end
   return single(load, save, reserve, cancel)
 end
