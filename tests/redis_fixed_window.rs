@@ -4,12 +4,9 @@
 
 mod redis_support;
 
-use redis_support::trace::{
-    caller_time_options, cancel_at_the_instant, differential, hammer, TraceShape,
-};
+use redis_support::trace::{cancel_at_the_instant, hammer, traces, TraceShape};
 use redis_support::{unique_prefix, RedisServer};
 use sluicegate::algorithms::FixedWindow;
-use sluicegate::stores::redis::RedisStore;
 use std::time::Duration;
 
 #[test]
@@ -20,29 +17,18 @@ fn random_traces_decide_as_in_memory() {
         FixedWindow::new(10, Duration::from_micros(1_500)).unwrap(),
         FixedWindow::new(1, Duration::from_micros(1)).unwrap(),
     ];
-    let mut totals = [0; 3];
-    for (seed, window) in configs.iter().enumerate() {
-        let store =
-            RedisStore::open_with(server.url(), caller_time_options(&unique_prefix("fw-diff")))
-                .unwrap();
+    let starts = [0, 1_763_900_000_000_000, 1 << 52];
+    let cases = configs.iter().zip(starts).map(|(window, start)| {
+        let len_us = window.window().as_micros() as u64;
         let shape = TraceShape {
-            max_cost: window.limit() + 1,
-            max_gap_us: 3 * window.window().as_micros() as u64 / window.limit(),
-            back_percent: 3,
-            compare_memory: true,
             // A grant acts at once: a cancel gives it back only at that very instant.
-            cancel_percent: 5,
-            max_back_us: window.window().as_micros() as u64,
-            multi_percent: 15,
-            start_us: [0, 1_763_900_000_000_000, 1 << 52][seed],
+            max_back_us: len_us,
+            ..TraceShape::new(window.limit() + 1, 3 * len_us / window.limit(), start)
         };
-        let seen = differential(window, &store, seed as u64, 4_000, &shape);
-        for (total, n) in totals.iter_mut().zip(seen) {
-            *total += n;
-        }
-    }
+        (window, shape)
+    });
     // The traces exercised grants, refusals and "never".
-    assert!(totals.iter().all(|&n| n > 100), "{totals:?}");
+    traces(server.url(), 0, 4_000, cases).assert_each_above(100);
 }
 
 #[test]

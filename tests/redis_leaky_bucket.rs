@@ -5,10 +5,9 @@
 
 mod redis_support;
 
-use redis_support::trace::{caller_time_options, differential, hammer, TraceShape};
+use redis_support::trace::{hammer, traces, TraceShape};
 use redis_support::{unique_prefix, RedisServer};
 use sluicegate::algorithms::LeakyBucket;
-use sluicegate::stores::redis::RedisStore;
 use std::time::Duration;
 
 #[test]
@@ -37,27 +36,13 @@ fn random_traces_decide_as_in_memory() {
         (LeakyBucket::queue(2, 999_999, second).unwrap(), 1),
     ];
     let starts = [0, 1_763_900_000_000_000, (1 << 52) + 12_345, 77];
-    let mut totals = [0; 3];
-    for (seed, (bucket, gap)) in configs.iter().enumerate() {
-        let store =
-            RedisStore::open_with(server.url(), caller_time_options(&unique_prefix("lb-diff")))
-                .unwrap();
-        let shape = TraceShape {
-            max_cost: bucket.capacity() + 1,
-            max_gap_us: *gap,
-            back_percent: 3,
-            compare_memory: true,
-            cancel_percent: 5,
-            max_back_us: *gap,
-            multi_percent: 15,
-            start_us: starts[seed % starts.len()],
-        };
-        let seen = differential(bucket, &store, 100 + seed as u64, 2_000, &shape);
-        for (total, n) in totals.iter_mut().zip(seen) {
-            *total += n;
-        }
-    }
-    assert!(totals.iter().all(|&n| n > 100), "{totals:?}");
+    let cases = configs.iter().enumerate().map(|(i, (bucket, gap))| {
+        (
+            bucket,
+            TraceShape::new(bucket.capacity() + 1, *gap, starts[i % starts.len()]),
+        )
+    });
+    traces(server.url(), 100, 2_000, cases).assert_each_above(100);
 }
 
 #[test]

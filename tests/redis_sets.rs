@@ -5,7 +5,7 @@
 
 mod redis_support;
 
-use redis_support::trace::{caller_time_options, differential, hammer, TraceShape};
+use redis_support::trace::{caller_time_options, differential, hammer, Totals, TraceShape};
 use redis_support::{unique_prefix, RedisCluster, RedisServer};
 use sluicegate::algorithms::Receipt;
 use sluicegate::algorithms::{
@@ -35,23 +35,6 @@ fn shape(gap_us: u64, start_us: u64) -> TraceShape {
         // Grants of windows and logs act at once: a cancel gives one back only at
         // that very instant (a set's at its own time to act).
         cancel_percent: 5,
-    }
-}
-
-/// Allowed, denied and never decisions over several traces.
-#[derive(Default, Debug)]
-struct Totals([usize; 3]);
-
-impl Totals {
-    fn add(&mut self, seen: [usize; 3]) {
-        for (total, n) in self.0.iter_mut().zip(seen) {
-            *total += n;
-        }
-    }
-
-    /// Every kind of decision was exercised.
-    fn assert_each_above(&self, n: usize) {
-        assert!(self.0.iter().all(|&seen| seen > n), "{self:?}");
     }
 }
 

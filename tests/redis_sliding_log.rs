@@ -4,12 +4,9 @@
 
 mod redis_support;
 
-use redis_support::trace::{
-    caller_time_options, cancel_at_the_instant, differential, hammer, TraceShape,
-};
+use redis_support::trace::{cancel_at_the_instant, hammer, traces, TraceShape};
 use redis_support::{unique_prefix, RedisServer};
 use sluicegate::algorithms::SlidingLog;
-use sluicegate::stores::redis::RedisStore;
 use std::time::Duration;
 
 #[test]
@@ -28,32 +25,19 @@ fn random_traces_decide_as_in_memory() {
         SlidingLog::new(40, ms(10)).unwrap(),
     ];
     let starts = [0, 1_763_900_000_000_000, 9, 1 << 52];
-    let mut totals = [0; 3];
-    for (seed, config) in configs.iter().enumerate() {
-        let store = RedisStore::open_with(
-            server.url(),
-            caller_time_options(&unique_prefix("log-diff")),
-        )
-        .unwrap();
+    let cases = configs.iter().enumerate().map(|(i, config)| {
         let duration_us = config.duration().as_micros() as u64;
         let shape = TraceShape {
-            max_cost: config.limit().min(5) + 1,
-            max_gap_us: 2 * duration_us / config.limit(),
-            back_percent: 3,
             max_back_us: duration_us,
-            multi_percent: 15,
-            start_us: starts[seed % starts.len()],
-            compare_memory: true,
-            // Grants of windows and logs act at once: a cancel gives one back only at
-            // that very instant (a set's at its own time to act).
-            cancel_percent: 5,
+            ..TraceShape::new(
+                config.limit().min(5) + 1,
+                2 * duration_us / config.limit(),
+                starts[i % starts.len()],
+            )
         };
-        let seen = differential(config, &store, 500 + seed as u64, 2_000, &shape);
-        for (total, n) in totals.iter_mut().zip(seen) {
-            *total += n;
-        }
-    }
-    assert!(totals.iter().all(|&n| n > 100), "{totals:?}");
+        (config, shape)
+    });
+    traces(server.url(), 500, 2_000, cases).assert_each_above(100);
 }
 
 #[test]

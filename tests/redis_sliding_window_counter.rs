@@ -4,12 +4,9 @@
 
 mod redis_support;
 
-use redis_support::trace::{
-    caller_time_options, cancel_at_the_instant, differential, hammer, TraceShape,
-};
+use redis_support::trace::{cancel_at_the_instant, hammer, traces, TraceShape};
 use redis_support::{unique_prefix, RedisServer};
 use sluicegate::algorithms::{Counting, Rounding, SlidingWindowCounter};
-use sluicegate::stores::redis::RedisStore;
 use std::time::Duration;
 
 fn counter(
@@ -75,34 +72,21 @@ fn random_traces_decide_as_in_memory() {
         ),
     ];
     let starts = [0, 1_763_900_000_000_000, 5, 1 << 52];
-    let mut totals = [0; 3];
-    for (seed, config) in configs.iter().enumerate() {
-        let store = RedisStore::open_with(
-            server.url(),
-            caller_time_options(&unique_prefix("swc-diff")),
-        )
-        .unwrap();
+    let cases = configs.iter().enumerate().map(|(i, config)| {
         let len_us = config.window().as_micros() as u64;
-        let shape = TraceShape {
-            max_cost: config.limit().min(6) + 1,
-            max_gap_us: if config.limit() > 1000 {
-                70_000
-            } else {
-                2 * len_us / config.limit().min(6) + 1
-            },
-            back_percent: 3,
-            compare_memory: config.limit() < 1000,
-            cancel_percent: 5,
-            max_back_us: 2 * len_us,
-            multi_percent: 15,
-            start_us: starts[seed % starts.len()],
+        let gap = if config.limit() > 1000 {
+            70_000
+        } else {
+            2 * len_us / config.limit().min(6) + 1
         };
-        let seen = differential(config, &store, 200 + seed as u64, 2_000, &shape);
-        for (total, n) in totals.iter_mut().zip(seen) {
-            *total += n;
-        }
-    }
-    assert!(totals.iter().all(|&n| n > 100), "{totals:?}");
+        let shape = TraceShape {
+            compare_memory: config.limit() < 1000,
+            max_back_us: 2 * len_us,
+            ..TraceShape::new(config.limit().min(6) + 1, gap, starts[i % starts.len()])
+        };
+        (config, shape)
+    });
+    traces(server.url(), 200, 2_000, cases).assert_each_above(100);
 }
 
 #[test]

@@ -5,7 +5,7 @@
 
 mod redis_support;
 
-use redis_support::trace::{caller_time_options, differential, hammer, TraceShape};
+use redis_support::trace::{caller_time_options, hammer, traces, TraceShape};
 use redis_support::{unique_prefix, RedisServer};
 use sluicegate::algorithms::SmoothBursty;
 use sluicegate::stores::redis::RedisStore;
@@ -36,27 +36,11 @@ fn random_traces_decide_as_in_memory() {
         (SmoothBursty::new(1e-9).unwrap(), 1_000_000),
     ];
     let starts = [0, 1_763_900_000_000_000, 3, 1 << 52];
-    let mut totals = [0; 3];
-    for (seed, (limiter, gap)) in configs.iter().enumerate() {
-        let store =
-            RedisStore::open_with(server.url(), caller_time_options(&unique_prefix("sb-diff")))
-                .unwrap();
-        let shape = TraceShape {
-            max_cost: 4,
-            max_gap_us: *gap,
-            back_percent: 3,
-            max_back_us: *gap,
-            multi_percent: 15,
-            start_us: starts[seed % starts.len()],
-            compare_memory: true,
-            cancel_percent: 5,
-        };
-        let seen = differential(limiter, &store, 300 + seed as u64, 2_000, &shape);
-        for (total, n) in totals.iter_mut().zip(seen) {
-            *total += n;
-        }
-    }
-    assert!(totals.iter().all(|&n| n > 50), "{totals:?}");
+    let cases = configs
+        .iter()
+        .enumerate()
+        .map(|(i, (limiter, gap))| (limiter, TraceShape::new(4, *gap, starts[i % starts.len()])));
+    traces(server.url(), 300, 2_000, cases).assert_each_above(50);
 }
 
 #[test]

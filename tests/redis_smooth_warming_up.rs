@@ -4,10 +4,9 @@
 
 mod redis_support;
 
-use redis_support::trace::{caller_time_options, differential, hammer, TraceShape};
+use redis_support::trace::{hammer, traces, TraceShape};
 use redis_support::{unique_prefix, RedisServer};
 use sluicegate::algorithms::SmoothWarmingUp;
-use sluicegate::stores::redis::RedisStore;
 use std::time::Duration;
 
 #[test]
@@ -40,27 +39,12 @@ fn random_traces_decide_as_in_memory() {
         ),
     ];
     let starts = [0, 1_763_900_000_000_000, 17, 1 << 52];
-    let mut totals = [0; 3];
-    for (seed, (limiter, gap)) in configs.iter().enumerate() {
-        let store =
-            RedisStore::open_with(server.url(), caller_time_options(&unique_prefix("wu-diff")))
-                .unwrap();
-        let shape = TraceShape {
-            max_cost: 4,
-            max_gap_us: *gap,
-            back_percent: 3,
-            max_back_us: *gap,
-            multi_percent: 15,
-            start_us: starts[seed % starts.len()],
-            compare_memory: true,
-            cancel_percent: 5,
-        };
-        let seen = differential(limiter, &store, 600 + seed as u64, 2_000, &shape);
-        for (total, n) in totals.iter_mut().zip(seen) {
-            *total += n;
-        }
-    }
-    assert!(totals[0] > 1_000 && totals[1] > 1_000, "{totals:?}");
+    let cases = configs
+        .iter()
+        .enumerate()
+        .map(|(i, (limiter, gap))| (limiter, TraceShape::new(4, *gap, starts[i % starts.len()])));
+    let seen = traces(server.url(), 600, 2_000, cases).seen();
+    assert!(seen[0] > 1_000 && seen[1] > 1_000, "{seen:?}");
 }
 
 #[test]

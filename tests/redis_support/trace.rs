@@ -75,6 +75,69 @@ pub struct TraceShape {
     pub cancel_percent: u64,
 }
 
+impl TraceShape {
+    /// Costs 1..=`max_cost`, gaps up to `max_gap_us`, from `start_us`; in the
+    /// second half 3% of the calls step back as far as a gap; 15% of the calls on
+    /// several keys, 5% cancels; compared with memory too.
+    pub fn new(max_cost: u64, max_gap_us: u64, start_us: u64) -> Self {
+        TraceShape {
+            max_cost,
+            max_gap_us,
+            back_percent: 3,
+            max_back_us: max_gap_us,
+            multi_percent: 15,
+            start_us,
+            compare_memory: true,
+            cancel_percent: 5,
+        }
+    }
+}
+
+/// Allowed, denied and never decisions over several traces.
+#[derive(Default, Debug)]
+pub struct Totals([usize; 3]);
+
+impl Totals {
+    pub fn add(&mut self, seen: [usize; 3]) {
+        for (total, n) in self.0.iter_mut().zip(seen) {
+            *total += n;
+        }
+    }
+
+    /// How many were allowed, denied and never.
+    pub fn seen(&self) -> [usize; 3] {
+        self.0
+    }
+
+    /// Every kind of decision showed up more than `n` times.
+    pub fn assert_each_above(&self, n: usize) {
+        assert!(self.0.iter().all(|&seen| seen > n), "{self:?}");
+    }
+}
+
+/// A [`differential`] trace of `events` calls for each case, each on a fresh store
+/// at the caller's time, seeded `seed`, `seed + 1`, ...: what they exercised.
+pub fn traces<'a, A: RedisAlgorithm + 'a>(
+    url: &str,
+    seed: u64,
+    events: usize,
+    cases: impl IntoIterator<Item = (&'a A, TraceShape)>,
+) -> Totals {
+    let mut totals = Totals::default();
+    for (index, (algorithm, shape)) in cases.into_iter().enumerate() {
+        let store: RedisStore<String, A> =
+            RedisStore::open_with(url, caller_time_options(&super::unique_prefix("diff"))).unwrap();
+        totals.add(differential(
+            algorithm,
+            &store,
+            seed + index as u64,
+            events,
+            &shape,
+        ));
+    }
+    totals
+}
+
 /// The store contract with nothing ever forgotten: the in-memory store's multi-key
 /// rule (working copies in key order, commit all or nothing; a new key is kept only
 /// if allowed and not replenished) over a plain map.
