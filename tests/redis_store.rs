@@ -539,3 +539,43 @@ fn a_cancel_at_the_servers_time_gives_the_turn_back() {
     assert!(third.wait_nanos() <= wait, "{third:?} vs {wait}");
     assert!(third.wait_nanos() > 9_000_000_000);
 }
+
+#[test]
+fn the_blocking_pool_shrinks_back_after_a_burst_of_threads() {
+    let server = RedisServer::start_own();
+    let mut admin = server.connection();
+    let store: RedisStore<&str, FixedWindow> =
+        RedisStore::open_with(server.url(), caller_time_options("pool:")).unwrap();
+    let fw = window(1_000);
+    let clients = |admin: &mut redis::Connection| -> usize {
+        let list: String = redis::cmd("CLIENT").arg("LIST").query(admin).unwrap();
+        list.lines().count()
+    };
+    // 40 threads in flight at once: each needs a connection of its own.
+    let barrier = std::sync::Barrier::new(40);
+    std::thread::scope(|scope| {
+        for _ in 0..40 {
+            scope.spawn(|| {
+                barrier.wait();
+                for _ in 0..5 {
+                    store.apply_key(&fw, &"k", SECOND, take(1)).unwrap();
+                }
+            });
+        }
+    });
+    // Every call counted; the pool kept at most 16 of the connections it opened
+    // (and the server sees the others closed), plus this admin connection.
+    assert_eq!(
+        store
+            .apply_key(&fw, &"k", SECOND, Step::Peek { cost: 1 })
+            .unwrap()
+            .0
+            .remaining(),
+        1_000 - 200 - 1
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while clients(&mut admin) > 17 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(clients(&mut admin) <= 17, "{} clients", clients(&mut admin));
+}

@@ -58,6 +58,9 @@ pub(super) fn cluster_client<I: redis::IntoConnectionInfo>(
         .map_err(|e| failure(Applied::No, e))
 }
 
+/// The most idle blocking connections a store keeps.
+const MAX_IDLE: usize = 16;
+
 /// The connections of one store.
 pub(super) struct Connections {
     backend: Backend,
@@ -123,6 +126,16 @@ impl Connections {
         }
     }
 
+    /// Keeps a connection for the next blocking call, unless [`MAX_IDLE`] are
+    /// kept already: a burst of threads opens one connection each, and the pool
+    /// shrinks back to that many as they finish.
+    fn put_back(&self, conn: Blocking) {
+        let mut idle = self.idle.lock();
+        if idle.len() < MAX_IDLE {
+            idle.push(conn);
+        }
+    }
+
     /// Runs a step on a blocking connection, loading the library and trying once
     /// more only when the server says it does not hold it.
     pub(super) fn run_blocking(&self, keys: &[String], args: &[String]) -> Result<Vec<i64>, Error> {
@@ -140,14 +153,14 @@ impl Connections {
         };
         match result {
             Ok(reply) => {
-                self.idle.lock().push(conn);
+                self.put_back(conn);
                 Ok(reply)
             }
             Err(e) => {
                 let applied = applied_of(&e);
                 if applied == Applied::No && e.kind() != ErrorKind::Io {
                     // The server answered: the connection is in step.
-                    self.idle.lock().push(conn);
+                    self.put_back(conn);
                 }
                 Err(failure(applied, e))
             }

@@ -158,7 +158,8 @@
 //! # Blocking and async
 //!
 //! Blocking calls ([`Store::apply`]) take a connection from a pool (opening one when
-//! none is idle, so each thread in flight has its own); async calls
+//! none is idle, so each thread in flight has its own, and keeping at most 16 idle
+//! after a burst); async calls
 //! ([`Store::apply_async`]) share one multiplexed connection. The async side needs
 //! a tokio runtime (redis-rs's `tokio-comp`).
 
