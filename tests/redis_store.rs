@@ -579,3 +579,27 @@ fn the_blocking_pool_shrinks_back_after_a_burst_of_threads() {
     }
     assert!(clients(&mut admin) <= 17, "{} clients", clients(&mut admin));
 }
+
+#[test]
+fn a_state_in_another_format_is_a_typed_error_and_stays_as_it_was() {
+    let server = RedisServer::start();
+    let mut admin = server.connection();
+    let store: RedisStore<&str, FixedWindow> =
+        RedisStore::open_with(server.url(), caller_time_options(&unique_prefix("format"))).unwrap();
+    // What an older build kept at the key: text, not packed doubles.
+    let key = store.server_key(&"k");
+    let () = redis::cmd("SET")
+        .arg(&key)
+        .arg("12 3")
+        .query(&mut admin)
+        .unwrap();
+    match store.apply_key(&window(5), &"k", SECOND, take(1)) {
+        Err(Error::Store(e)) => {
+            assert_eq!(e.applied(), Applied::No);
+            assert!(e.to_string().contains("another format"), "{e}");
+        }
+        other => panic!("expected a typed store error, got {other:?}"),
+    }
+    let kept: String = redis::cmd("GET").arg(&key).query(&mut admin).unwrap();
+    assert_eq!(kept, "12 3");
+}

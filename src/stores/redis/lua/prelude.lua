@@ -68,12 +68,20 @@ local function string_state(decode, encode)
   return load, save
 end
 
+-- A packed state of the wrong size: written by another version of the library (or
+-- by hand). The call fails before any write, rather than decide on garbage.
+local function foreign_state()
+  error('sluicegate: a state in another format at this key (written by another version?): '
+    .. 'clear the key or use another prefix')
+end
+
 -- load and save for a state that is one u64, {hi, lo} as 32-bit halves (see
 -- `ns_halves`), kept as 8 big-endian bytes: no text to format or parse. A new key
 -- holds `hi, lo`.
 local function u64_state(hi, lo)
   local function decode(raw)
     if not raw then return {hi, lo} end
+    if #raw ~= 8 then foreign_state() end
     local h, l = struct_unpack(">I4I4", raw)
     return {h, l}
   end
@@ -89,6 +97,7 @@ local function doubles_state(empty)
   local format = '>' .. string.rep('d', n)
   local function decode(raw)
     if not raw then return {empty[1], empty[2], empty[3]} end
+    if #raw ~= 8 * n then foreign_state() end
     local a, b, c = struct_unpack(format, raw)
     if n == 2 then return {a, b} end
     return {a, b, c}

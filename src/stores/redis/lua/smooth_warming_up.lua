@@ -45,6 +45,7 @@ local function make_smooth_warming_up(C)
 
   local function decode(raw)
     if not raw then return {MAX_PERMITS, 0, 0} end
+    if #raw ~= 16 then foreign_state() end
     local stored, hi, lo = struct_unpack('>dI4I4', raw)
     return {stored, hi, lo}
   end
