@@ -74,10 +74,10 @@
 //! it acts; for the windows and the log, whose grants act at once, only a cancel
 //! at that very instant gives anything back), and a set cancels only its last
 //! grant, once, through its members. A receipt's mark is what the memory store's
-//! is (a bucket or window number, a running count, a set's serial, a time). The time to act is sent relative to now, so
-//! it means the same at the server's time; there a set identifies its last grant by
-//! its serial alone, since the caller's time to act cannot reproduce the recorded
-//! one to the nanosecond.
+//! is (a bucket or window number, a running count, a set's serial, a time). The
+//! time to act is sent relative to now, so it means the same at the server's time;
+//! there a set identifies its last grant by its serial alone, since the caller's
+//! time to act cannot reproduce the recorded one to the nanosecond.
 //!
 //! # Exactness: what differs from memory
 //!
