@@ -26,16 +26,12 @@ fn random_traces_decide_as_in_memory() {
     ];
     let starts = [0, 1_763_900_000_000_000, 11, 1 << 52];
     let cases = configs.iter().enumerate().map(|(i, config)| {
-        let duration_us = config.duration().as_micros() as u64;
-        let shape = TraceShape {
-            max_back_us: duration_us,
-            ..TraceShape::new(
-                config.limit() + 1,
-                2 * duration_us / config.limit(),
-                starts[i % starts.len()],
-            )
-        };
-        (config, shape)
+        let window_us = config.duration().as_micros() as u64;
+        let start = starts[i % starts.len()];
+        (
+            config,
+            TraceShape::window(config.limit() + 1, config.limit(), window_us, start),
+        )
     });
     traces(server.url(), 400, 2_000, cases).assert_each_above(100);
 }

@@ -93,6 +93,17 @@ impl TraceShape {
     }
 }
 
+impl TraceShape {
+    /// [`new`](TraceShape::new) for `limit` permits per window of `window_us`: gaps
+    /// up to two windows per limit, stepping back as far as a window.
+    pub fn window(max_cost: u64, limit: u64, window_us: u64, start_us: u64) -> Self {
+        TraceShape {
+            max_back_us: window_us,
+            ..TraceShape::new(max_cost, 2 * window_us / limit, start_us)
+        }
+    }
+}
+
 /// Allowed, denied and never decisions over several traces.
 #[derive(Default, Debug)]
 pub struct Totals([usize; 3]);

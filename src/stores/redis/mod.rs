@@ -376,21 +376,26 @@ impl<K, A> RedisStore<K, A> {
     }
 }
 
-/// One script call, built before anything is sent.
+/// One step call, built before anything is sent.
 struct Request {
     keys: Vec<String>,
     args: Vec<String>,
 }
 
 impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
-    /// Builds the call, or the typed error that refuses it before sending.
+    /// Builds the call (`None` when there is nothing to send), or the typed error
+    /// that refuses it before sending.
     fn request(
         &self,
         algorithm: &A,
         keys: &[K],
         now: Nanos,
         step: Step<'_>,
-    ) -> Result<Request, Error> {
+    ) -> Result<Option<Request>, Error> {
+        // Nothing to send: no key, or a cancel that gives nothing back.
+        if keys.is_empty() || (matches!(step, Step::Cancel { .. }) && !algorithm.cancel_route()?) {
+            return Ok(None);
+        }
         let mut suffixes = Vec::new();
         algorithm.key_suffixes(&mut suffixes);
         let mut server_keys = Vec::with_capacity(keys.len() * suffixes.len());
@@ -434,27 +439,23 @@ impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
         if let Step::Cancel { receipts, acts_at } = step {
             cancel_args(receipts, acts_at, now_nanos, keys.len(), &mut args);
         }
-        Ok(Request {
+        Ok(Some(Request {
             keys: server_keys,
             args,
-        })
+        }))
     }
 }
 
-/// Splits a script's reply into one decision and receipt per key. A peek takes
-/// nothing, so it leaves nothing to give back (the script's step reports the mark
-/// a grant would have had).
-fn answers_from(
-    reply: &[i64],
-    out: &mut [(Decision, Receipt)],
-    step: Step<'_>,
-) -> Result<(), Error> {
+/// Splits a step's reply into one decision and receipt per key. A peek takes
+/// nothing, so it leaves nothing to give back (the step reports the mark a grant
+/// would have had).
+fn answers_from(reply: &[i64], out: &mut [(Decision, Receipt)], peek: bool) -> Result<(), Error> {
     let malformed = || {
         failure(
             Applied::Unknown,
             redis::RedisError::from((
                 redis::ErrorKind::UnexpectedReturnType,
-                "the step script's reply has the wrong shape",
+                "the step's reply has the wrong shape",
             )),
         )
     };
@@ -463,7 +464,7 @@ fn answers_from(
     }
     for (slot, chunk) in out.iter_mut().zip(reply.chunks_exact(REPLY_WIDTH)) {
         *slot = decode(chunk).ok_or_else(malformed)?;
-        if let Step::Peek { .. } = step {
+        if peek {
             slot.1 = Receipt::NONE;
         }
     }
@@ -486,45 +487,30 @@ where
         out: &mut [(Decision, Receipt)],
     ) -> Result<(), Error> {
         super::store::check_output(keys.len(), out.len())?;
-        if keys.is_empty() || (matches!(step, Step::Cancel { .. }) && !algorithm.cancel_route()?) {
+        let Some(request) = self.request(algorithm, keys, now, step)? else {
             return Ok(());
-        }
-        let request = self.request(algorithm, keys, now, step)?;
+        };
         let reply = self
             .connections
             .run_blocking(&request.keys, &request.args)?;
         if let Step::Cancel { .. } = step {
             return Ok(());
         }
-        answers_from(&reply, out, step)
+        answers_from(&reply, out, matches!(step, Step::Peek { .. }))
     }
 
     fn apply_async(&self, algorithm: &A, keys: &[K], now: Nanos, step: Step<'_>) -> Self::Pending {
-        let count = keys.len();
-        let blank = vec![super::store::blank(); count];
-        let cancel = matches!(step, Step::Cancel { .. });
-        // The future owns what it needs: only whether this is a peek.
-        let peek = match step {
-            Step::Peek { cost } => Step::Peek { cost },
-            _ => Step::Reserve {
-                cost: 1,
-                max_wait: 0,
-            },
-        };
-        if cancel {
-            match algorithm.cancel_route() {
-                Ok(true) => {}
-                Ok(false) => return futures::future::ready(Ok(blank)).boxed(),
-                Err(e) => return futures::future::ready(Err(e)).boxed(),
-            }
-        }
-        if count == 0 {
-            return futures::future::ready(Ok(blank)).boxed();
-        }
+        let blank = vec![super::store::blank(); keys.len()];
         let request = match self.request(algorithm, keys, now, step) {
-            Ok(request) => request,
+            Ok(Some(request)) => request,
+            Ok(None) => return futures::future::ready(Ok(blank)).boxed(),
             Err(e) => return futures::future::ready(Err(e)).boxed(),
         };
+        // The future owns what it needs: the request, and what kind of step it is.
+        let (cancel, peek) = (
+            matches!(step, Step::Cancel { .. }),
+            matches!(step, Step::Peek { .. }),
+        );
         let connections = Arc::clone(&self.connections);
         async move {
             let reply = connections.run_async(request.keys, request.args).await?;
