@@ -10,7 +10,7 @@ use futures::executor::block_on;
 use http::{HeaderMap, Request, Response, StatusCode};
 use sluicegate::adapters::server::{Legacy, Policy, RateLimitHeaders, ServerLayer};
 use sluicegate::adapters::{HoldBack, Weighed};
-use sluicegate::algorithms::{AllOf, FixedWindow, LeakyBucket, SmoothBursty};
+use sluicegate::algorithms::{AllOf, FixedWindow, LeakyBucket, Limits, SmoothBursty};
 use sluicegate::clock::ManualClock;
 use sluicegate::stores::MemoryStore;
 use sluicegate::{KeyedRateLimiter, RateLimiter};
@@ -192,19 +192,22 @@ fn a_set_lists_one_item_per_limit_and_every_policy() {
     assert_eq!(refused.headers()["retry-after"], "53");
 }
 
-#[test]
-fn every_limit_of_a_set_gets_its_own_item_with_its_own_next_permit() {
-    let clock = ManualClock::new();
-    // A bucket of 2 draining 1 per second, 3 per minute, 100 per hour; no policies
-    // named, so the items and policies are "limit<i>".
-    let set = AllOf::new((
+/// A bucket of 2 draining 1 per second, 3 per minute, 100 per hour.
+fn three_limits() -> (LeakyBucket, FixedWindow, FixedWindow) {
+    (
         LeakyBucket::meter(2, 1, Duration::from_secs(1)).unwrap(),
         FixedWindow::new(3, Duration::from_secs(60)).unwrap(),
         FixedWindow::new(100, Duration::from_secs(3600)).unwrap(),
-    ));
-    let limiter = KeyedRateLimiter::with_clock(set, clock.clone());
-    let (app, _) = app();
-    let server = ServerLayer::with_meter(limiter, client_and_cost).layer(app);
+    )
+}
+
+/// Status, `RateLimit` and `Retry-After` of four requests of cost 1 from one
+/// client (2.5 s in; the third a second after the second), checking the
+/// `RateLimit-Policy` of each.
+fn four_requests<S>(server: S, clock: &ManualClock) -> Vec<(u16, String, Option<String>)>
+where
+    S: Service<Request<u64>, Response = Response<String>, Error = Infallible> + Clone,
+{
     let policy = r#""limit0";q=2, "limit1";q=3, "limit2";q=100"#;
     clock.advance(Duration::from_millis(2_500));
     let mut seen = Vec::new();
@@ -219,6 +222,17 @@ fn every_limit_of_a_set_gets_its_own_item_with_its_own_next_permit() {
         let items = response.headers()["ratelimit"].to_str().unwrap().to_owned();
         seen.push((response.status().as_u16(), items, retry));
     }
+    seen
+}
+
+/// A direct limiter's meter: the request's body is its cost.
+fn body_cost(r: &Request<u64>) -> ((), u64) {
+    ((), *r.body())
+}
+
+#[test]
+fn every_limit_of_a_set_gets_its_own_item_with_its_own_next_permit() {
+    // No policies named, so the items and policies are "limit<i>".
     let expected = [
         // The bucket is full again 1 s after one permit; the windows end at 60 s and
         // 3600 s (2.5 s in).
@@ -249,7 +263,51 @@ fn every_limit_of_a_set_gets_its_own_item_with_its_own_next_permit() {
         .iter()
         .map(|(status, items, retry)| (*status, (*items).to_owned(), retry.map(str::to_owned)))
         .collect();
-    assert_eq!(seen, expected);
+    let (bucket, minute, hour) = three_limits();
+    let limits = || Limits::new().with(bucket).with(minute).with(hour);
+    let all_of = || AllOf::new((bucket, minute, hour));
+    // Keyed (the in-memory store reports each member) and direct, both kinds of set.
+    let clock = ManualClock::new();
+    let keyed = KeyedRateLimiter::with_clock(all_of(), clock.clone());
+    let server = ServerLayer::with_meter(keyed, client_and_cost).layer(app().0);
+    assert_eq!(four_requests(server, &clock), expected, "keyed AllOf");
+    let clock = ManualClock::new();
+    let keyed = KeyedRateLimiter::with_clock(limits(), clock.clone());
+    let server = ServerLayer::with_meter(keyed, client_and_cost).layer(app().0);
+    assert_eq!(four_requests(server, &clock), expected, "keyed Limits");
+    let clock = ManualClock::new();
+    let direct = RateLimiter::with_clock(all_of(), clock.clone());
+    let server = ServerLayer::with_meter(direct, body_cost).layer(app().0);
+    assert_eq!(four_requests(server, &clock), expected, "direct AllOf");
+    let clock = ManualClock::new();
+    let direct = RateLimiter::with_clock(limits(), clock.clone());
+    let server = ServerLayer::with_meter(direct, body_cost).layer(app().0);
+    assert_eq!(four_requests(server, &clock), expected, "direct Limits");
+}
+
+#[test]
+fn a_set_of_more_than_four_limits_lists_every_one() {
+    let clock = ManualClock::new();
+    let limits = (1..=6).fold(Limits::new(), |set, n| {
+        set.with(FixedWindow::new(n * 10, Duration::from_secs(n * 60)).unwrap())
+    });
+    let limiter = RateLimiter::with_clock(limits, clock);
+    let server = ServerLayer::with_meter(limiter, body_cost).layer(app().0);
+    let response = send(&server, request("ann", 3));
+    let items: Vec<String> = (0..6u64)
+        .map(|i| {
+            let n = i + 1;
+            format!("\"limit{i}\";r={};t={}", n * 10 - 3, n * 60)
+        })
+        .collect();
+    assert_eq!(response.headers()["ratelimit"], items.join(", ").as_str());
+    let policies: Vec<String> = (0..6u64)
+        .map(|i| format!("\"limit{i}\";q={}", (i + 1) * 10))
+        .collect();
+    assert_eq!(
+        response.headers()["ratelimit-policy"],
+        policies.join(", ").as_str()
+    );
 }
 
 #[test]

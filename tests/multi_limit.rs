@@ -666,6 +666,8 @@ where
         .with(c.clone());
     let mut state = set.initial_state(0);
     let mut dyn_state = limits.initial_state(0);
+    // The same steps again, reporting each member: both sets report alike.
+    let (mut reported, mut dyn_reported) = (set.initial_state(0), limits.initial_state(0));
     let mut now = 0;
     for (dt, cost, wait_choice) in trace {
         now += dt * MS;
@@ -692,6 +694,14 @@ where
         let d = set.reserve(&mut state, now, cost, max_wait);
         let dd = limits.reserve(&mut dyn_state, now, cost, max_wait);
         prop_assert_eq!(d, dd);
+        let (mut each, mut dyn_each) = (Vec::new(), Vec::new());
+        let (r, _) = set.reserve_each(&mut reported, now, cost, max_wait, &mut |x| each.push(x));
+        let (dr, _) = limits.reserve_each(&mut dyn_reported, now, cost, max_wait, &mut |x| {
+            dyn_each.push(x)
+        });
+        prop_assert_eq!((r, dr), (d, d));
+        prop_assert_eq!(each.len(), 3);
+        prop_assert_eq!(&each, &dyn_each);
         prop_assert_eq!(dyn_state.member::<A::State>(0).unwrap(), &state.members().0);
         prop_assert_eq!(dyn_state.member::<B::State>(1).unwrap(), &state.members().1);
         prop_assert_eq!(dyn_state.member::<C::State>(2).unwrap(), &state.members().2);

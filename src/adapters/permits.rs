@@ -103,9 +103,8 @@ pub trait Permits: Clone + Send + Sync + 'static {
     /// [`check`](Permits::check), also telling `each` how every limit stands after
     /// it, one decision per limit in order (see
     /// [`Algorithm::reserve_each`](crate::algorithms::Algorithm::reserve_each)).
-    /// A keyed limiter reports every member of an
-    /// [`AllOf`](crate::algorithms::AllOf) set when its store can in the same step
-    /// (the in-memory store can); the default, which direct limiters keep, reports
+    /// A direct limiter reports every member of a set; a keyed one does when its
+    /// store can in the same step (the in-memory store can). The default reports
     /// the combined decision once.
     ///
     /// # Errors
@@ -180,6 +179,15 @@ impl<A: CellAlgorithm, C: Clock> Permits for RateLimiter<A, C> {
         RateLimiter::check(self, cost)
     }
 
+    fn check_each(
+        &self,
+        _key: &(),
+        cost: u64,
+        each: &mut dyn FnMut(Decision),
+    ) -> Result<Decision, Error> {
+        RateLimiter::check_each(self, cost, each)
+    }
+
     #[inline]
     fn try_now(&self, _key: &(), cost: u64) -> Option<bool> {
         // A zero cost is an error for the acquire to report.
@@ -205,6 +213,15 @@ impl<A: CellAlgorithm, C: Clock> Permits for AsyncRateLimiter<A, C> {
 
     fn check(&self, key: &(), cost: u64) -> Result<Decision, Error> {
         Permits::check(self.blocking(), key, cost)
+    }
+
+    fn check_each(
+        &self,
+        key: &(),
+        cost: u64,
+        each: &mut dyn FnMut(Decision),
+    ) -> Result<Decision, Error> {
+        Permits::check_each(self.blocking(), key, cost, each)
     }
 
     fn try_now(&self, key: &(), cost: u64) -> Option<bool> {

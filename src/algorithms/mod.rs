@@ -132,9 +132,9 @@ pub trait Algorithm: Send + Sync + 'static {
     /// [`reserve_with_receipt`](Algorithm::reserve_with_receipt), also telling
     /// `each` how every limit stands after the step: one decision per limit, in
     /// order (what an HTTP server lists as one `RateLimit` item per limit). A single
-    /// limit reports its own answer; an [`AllOf`] set reports each member's. A
-    /// dynamic set ([`Limits`]) keeps this default and reports its one combined
-    /// answer, as does a set nested inside an [`AllOf`].
+    /// limit reports its own answer; a set ([`AllOf`], [`Limits`]) reports each
+    /// member's. A set nested inside a set is one member of it: it reports its one
+    /// combined answer there.
     ///
     /// * A grant reports each limit's grant; a limit left with no permit
     ///   (`remaining` 0) that would refuse one more now reports that refusal
@@ -248,8 +248,15 @@ pub(crate) fn standing<A: Algorithm + ?Sized>(
     now: Nanos,
     answer: Decision,
 ) -> Decision {
+    standing_with(answer, || algorithm.peek(state, now, 1))
+}
+
+/// [`standing`], with the look at one more permit given as `peek_one` (how a set
+/// of boxed limits asks its members).
+#[inline]
+pub(crate) fn standing_with(answer: Decision, peek_one: impl FnOnce() -> Decision) -> Decision {
     if answer.is_allowed() && answer.remaining() == 0 {
-        let next = algorithm.peek(state, now, 1);
+        let next = peek_one();
         if next.verdict() == Verdict::Denied {
             return next;
         }

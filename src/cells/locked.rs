@@ -47,6 +47,12 @@ impl<A: Algorithm + Clone> StateCell<A> for LockedCell<A> {
         algorithm.reserve(state, now, cost, 0).is_allowed()
     }
 
+    fn check_each(&self, now: Nanos, cost: u64, each: &mut dyn FnMut(Decision)) -> Decision {
+        let mut guard = self.inner.lock();
+        let (algorithm, state) = &mut *guard;
+        algorithm.reserve_each(state, now, cost, 0, each).0
+    }
+
     fn peek(&self, now: Nanos, cost: u64) -> Decision {
         let guard = self.inner.lock();
         guard.0.peek(&guard.1, now, cost)

@@ -117,6 +117,28 @@ pub trait StateCell<A: Algorithm + Clone>: Send + Sync + 'static {
         self.reserve(now, cost, 0).0
     }
 
+    /// [`check`](StateCell::check), also telling `each` how every limit stands
+    /// after it, as [`Algorithm::reserve_each`] does in the same atomic step. The
+    /// default, right for a cell of one limit, reports the check's decision once;
+    /// [`LockedCell`], which holds the sets, reports every member.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{AllOf, FixedWindow};
+    /// use sluicegate::cells::{LockedCell, StateCell};
+    /// use std::time::Duration;
+    /// let second = FixedWindow::new(2, Duration::from_secs(1)).unwrap();
+    /// let minute = FixedWindow::new(10, Duration::from_secs(60)).unwrap();
+    /// let cell = LockedCell::new(AllOf::new((second, minute)), 0);
+    /// let mut left = Vec::new();
+    /// assert!(cell.check_each(0, 1, &mut |d| left.push(d.remaining())).is_allowed());
+    /// assert_eq!(left, [1, 9]);
+    /// ```
+    fn check_each(&self, now: Nanos, cost: u64, each: &mut dyn FnMut(Decision)) -> Decision {
+        let decision = self.check(now, cost);
+        each(decision);
+        decision
+    }
+
     /// [`Algorithm::peek`], on a consistent snapshot.
     fn peek(&self, now: Nanos, cost: u64) -> Decision;
 

@@ -352,6 +352,41 @@ impl<A: CellAlgorithm, C: Clock> RateLimiter<A, C> {
         Ok(self.shared.cell.check(now, permits))
     }
 
+    /// [`check`](Self::check), also telling `each` how every limit stands after
+    /// it, one decision per limit in order (see
+    /// [`Algorithm::reserve_each`](crate::algorithms::Algorithm::reserve_each)):
+    /// every member of a set ([`AllOf`](crate::algorithms::AllOf),
+    /// [`Limits`](crate::algorithms::Limits)), in the same atomic step; a single
+    /// limit reports the check's decision. What the server layer lists as one
+    /// `RateLimit` item per limit.
+    ///
+    /// # Errors
+    /// [`Error::ZeroCost`] for 0 permits.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{FixedWindow, Limits};
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// use std::time::Duration;
+    /// let limits = Limits::new()
+    ///     .with(FixedWindow::new(3, Duration::from_secs(1)).unwrap())
+    ///     .with(FixedWindow::new(100, Duration::from_secs(3600)).unwrap());
+    /// let limiter = RateLimiter::with_clock(limits, ManualClock::new());
+    /// let mut left = Vec::new();
+    /// let decision = limiter.check_each(1, &mut |d| left.push(d.remaining())).unwrap();
+    /// assert_eq!(decision.remaining(), 2); // the tightest member
+    /// assert_eq!(left, [2, 99]);
+    /// assert!(limiter.check_each(0, &mut |_| {}).is_err());
+    /// ```
+    pub fn check_each(
+        &self,
+        permits: u64,
+        each: &mut dyn FnMut(Decision),
+    ) -> Result<Decision, Error> {
+        let permits = nonzero(permits)?;
+        let now = self.shared.clock.now();
+        Ok(self.shared.cell.check_each(now, permits, each))
+    }
+
     /// The decision [`check`](Self::check) would give now, without consuming
     /// anything.
     ///

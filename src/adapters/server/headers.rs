@@ -148,14 +148,14 @@ impl Legacy {
 ///   policies it is one item `"default";q=<limit>` from the decision (or, for a set
 ///   reporting each member, `"limit<i>";q=<its limit>` per member).
 /// * `RateLimit` has one item per limit when the limiter reports every limit (a
-///   keyed limiter over the in-memory store, see
+///   direct limiter, or a keyed one whose store reports each member, see
 ///   [`KeyedRateLimiter::check_each`](crate::KeyedRateLimiter::check_each)), in the
 ///   set's order: `r` its remaining permits; `t` whole seconds, rounded up, until
 ///   more of its quota is there: for a limit that refuses one more permit now (it
 ///   refused the call, or the call spent its last permit), when its next permit
 ///   comes; otherwise its `reset_after` (when it is whole again). A refused call
 ///   lists only the limits that refused it. A limiter that reports only the
-///   combined decision (a direct limiter, a remote store) gets one item, for the
+///   combined decision (a set nested in a set, for its members) gets one item, for the
 ///   limit that decided (the decision's `limit_index`: the set's tightest member
 ///   when allowed, its refusing member when refused; for a grant of the last
 ///   permit, the limit that holds the next one back, which the server peeks for).

@@ -20,39 +20,45 @@ struct Described {
     each: Each,
 }
 
-/// How many limits a response lists one `RateLimit` item for (an `AllOf` has at
-/// most three members); a step reporting more is described by its combined
-/// decision alone.
-const MAX_ITEMS: usize = 4;
+/// How many limits' decisions are kept inline (an `AllOf` has at most three
+/// members); a set with more spills into a vector.
+const INLINE_ITEMS: usize = 4;
 
-/// How every limit stands after a check, as it reported them, kept inline.
-#[derive(Clone, Copy, Debug)]
+/// How every limit stands after a check, as it reported them.
+#[derive(Clone, Debug)]
 struct Each {
-    items: [Decision; MAX_ITEMS],
+    inline: [Decision; INLINE_ITEMS],
     len: usize,
+    spilled: Vec<Decision>,
 }
 
 impl Each {
     fn new() -> Self {
         Each {
-            items: [Decision::never(0, 0, 0); MAX_ITEMS],
+            inline: [Decision::never(0, 0, 0); INLINE_ITEMS],
             len: 0,
+            spilled: Vec::new(),
         }
     }
 
     fn push(&mut self, decision: Decision) {
-        if let Some(slot) = self.items.get_mut(self.len) {
-            *slot = decision;
+        if self.len < INLINE_ITEMS {
+            self.inline[self.len] = decision;
+        } else {
+            if self.spilled.is_empty() {
+                self.spilled.extend_from_slice(&self.inline);
+            }
+            self.spilled.push(decision);
         }
         self.len += 1;
     }
 
-    /// The reported items, or `decision` alone if there were none or too many.
+    /// The reported items, or `decision` alone if there were none.
     fn items<'a>(&'a self, decision: &'a Decision) -> &'a [Decision] {
-        if (1..=MAX_ITEMS).contains(&self.len) {
-            &self.items[..self.len]
-        } else {
-            std::slice::from_ref(decision)
+        match self.len {
+            0 => std::slice::from_ref(decision),
+            len if len <= INLINE_ITEMS => &self.inline[..len],
+            _ => &self.spilled,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! [`Limits`]: a set of any number of limits chosen at run time.
 
 use super::{index_u32, plain, LastGrant, Step, Tally};
-use crate::algorithms::{Algorithm, Decision, Plain, Receipt};
+use crate::algorithms::{standing_with, Algorithm, Decision, Plain, Receipt};
 use crate::clock::Nanos;
 use std::any::Any;
 use std::fmt;
@@ -381,6 +381,87 @@ impl Limits {
             && state.pending.len() == n
             && state.taken.len() == n
     }
+
+    /// The set's step (see the module docs); with `each`, also reports every
+    /// member's standing (see [`Algorithm::reserve_each`]).
+    fn step(
+        &self,
+        state: &mut LimitsState,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+        mut each: Option<&mut dyn FnMut(Decision)>,
+    ) -> (Decision, Receipt) {
+        if !self.fits(state) {
+            return (foreign(), Receipt::NONE);
+        }
+        let step = Step {
+            now,
+            cost,
+            max_wait,
+        };
+        let mut tally = Tally::default();
+        let mut refused = false;
+        for (index, member) in self.members.iter().enumerate() {
+            let (decision, receipt, taken) = member.attempt_dyn(
+                &mut state.members[index],
+                &mut state.backups[index],
+                now,
+                cost,
+                max_wait,
+                refused,
+            );
+            state.taken[index] = taken;
+            state.pending[index] = (decision, receipt);
+            refused |= !decision.is_allowed();
+            tally.add(index, decision);
+        }
+        let report = |each: &mut Option<&mut dyn FnMut(Decision)>, state: &LimitsState, look| {
+            if let Some(each) = each {
+                for (index, member) in self.members.iter().enumerate() {
+                    let answer = state.pending[index].0;
+                    each(if look {
+                        standing_with(answer, || member.peek_dyn(&state.members[index], now, 1))
+                    } else {
+                        answer
+                    });
+                }
+            }
+        };
+        if refused {
+            report(&mut each, state, false);
+            self.restore_taken(state);
+            return (tally.decision(), Receipt::NONE);
+        }
+        let mut broken = None;
+        for (index, member) in self.members.iter().enumerate() {
+            if !state.taken[index] {
+                let grant = member.reserve_dyn(&mut state.members[index], now, cost, max_wait);
+                if !grant.0.is_allowed() && broken.is_none() {
+                    broken = Some(grant.0.with_limit_index(index_u32(index)));
+                }
+                state.pending[index] = grant;
+            }
+        }
+        if let Some(refusal) = broken {
+            // A member broke its contract (see the module docs): undo the others.
+            report(&mut each, state, false);
+            self.restore_taken(state);
+            for (index, member) in self.members.iter().enumerate() {
+                let (grant, receipt) = state.pending[index];
+                if !state.taken[index] && grant.is_allowed() {
+                    member.cancel_dyn(&mut state.members[index], now, &receipt, Nanos::MAX);
+                }
+            }
+            state.last.live = false;
+            return (refusal, Receipt::NONE);
+        }
+        report(&mut each, state, true);
+        for (kept, (_, receipt)) in state.receipts.iter_mut().zip(&state.pending) {
+            *kept = *receipt;
+        }
+        state.last.record(&step, tally.decision())
+    }
 }
 
 impl Clone for Limits {
@@ -478,60 +559,18 @@ impl Algorithm for Limits {
         cost: u64,
         max_wait: Nanos,
     ) -> (Decision, Receipt) {
-        if !self.fits(state) {
-            return (foreign(), Receipt::NONE);
-        }
-        let step = Step {
-            now,
-            cost,
-            max_wait,
-        };
-        let mut tally = Tally::default();
-        let mut refused = false;
-        for (index, member) in self.members.iter().enumerate() {
-            let (decision, receipt, taken) = member.attempt_dyn(
-                &mut state.members[index],
-                &mut state.backups[index],
-                now,
-                cost,
-                max_wait,
-                refused,
-            );
-            state.taken[index] = taken;
-            state.pending[index] = (decision, receipt);
-            refused |= !decision.is_allowed();
-            tally.add(index, decision);
-        }
-        if refused {
-            self.restore_taken(state);
-            return (tally.decision(), Receipt::NONE);
-        }
-        let mut broken = None;
-        for (index, member) in self.members.iter().enumerate() {
-            if !state.taken[index] {
-                let grant = member.reserve_dyn(&mut state.members[index], now, cost, max_wait);
-                if !grant.0.is_allowed() && broken.is_none() {
-                    broken = Some(grant.0.with_limit_index(index_u32(index)));
-                }
-                state.pending[index] = grant;
-            }
-        }
-        if let Some(refusal) = broken {
-            // A member broke its contract (see the module docs): undo the others.
-            self.restore_taken(state);
-            for (index, member) in self.members.iter().enumerate() {
-                let (grant, receipt) = state.pending[index];
-                if !state.taken[index] && grant.is_allowed() {
-                    member.cancel_dyn(&mut state.members[index], now, &receipt, Nanos::MAX);
-                }
-            }
-            state.last.live = false;
-            return (refusal, Receipt::NONE);
-        }
-        for (kept, (_, receipt)) in state.receipts.iter_mut().zip(&state.pending) {
-            *kept = *receipt;
-        }
-        state.last.record(&step, tally.decision())
+        self.step(state, now, cost, max_wait, None)
+    }
+
+    fn reserve_each(
+        &self,
+        state: &mut LimitsState,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+        each: &mut dyn FnMut(Decision),
+    ) -> (Decision, Receipt) {
+        self.step(state, now, cost, max_wait, Some(each))
     }
 
     fn peek(&self, state: &LimitsState, now: Nanos, cost: u64) -> Decision {
