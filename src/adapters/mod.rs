@@ -67,7 +67,7 @@ pub mod stream;
 pub use backoff::HoldBack;
 pub use jitter::Jitter;
 pub use meter::{Each, Meter, Weighed};
-pub use permits::{Acquiring, Checking, Permits};
+pub use permits::{Acquiring, Checking, CheckingEach, Permits};
 pub use sink::ThrottledSink;
 pub use stream::{Rejected, Throttled};
 

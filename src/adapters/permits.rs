@@ -18,6 +18,11 @@ pub type Acquiring = Pin<Box<dyn Future<Output = Result<Duration, Error>> + Send
 /// The future of [`Permits::check_async`]: the check's decision.
 pub type Checking = Pin<Box<dyn Future<Output = Result<Decision, Error>> + Send + 'static>>;
 
+/// The future of [`Permits::check_each_async`]: the check's decision and how every
+/// limit stands after it.
+pub type CheckingEach =
+    Pin<Box<dyn Future<Output = Result<(Decision, Vec<Decision>), Error>> + Send + 'static>>;
+
 /// A shared handle on a limiter that the adapters draw permits from: every limiter
 /// of this crate, direct ([`RateLimiter`], [`AsyncRateLimiter`], whose key is `()`)
 /// or keyed ([`KeyedRateLimiter`], [`AsyncKeyedRateLimiter`] over any [`Store`],
@@ -55,6 +60,35 @@ pub trait Permits: Clone + Send + Sync + 'static {
     /// [`Error::Timeout`], consuming nothing. Dropping the future while it waits
     /// gives the permits back.
     fn acquire(&self, key: Self::Key, cost: u64, max_wait: Option<Duration>) -> Acquiring;
+
+    /// [`check_each`](Permits::check_each) without blocking the calling task, as
+    /// [`check_async`](Permits::check_async) is `check`: the future resolves with
+    /// the decision and every limit's standing, in order. A keyed limiter asks its
+    /// store ([`Store::apply_key_each_async`]: over Redis, the step and the report
+    /// are one round trip). The default answers `check_each` in a ready future.
+    ///
+    /// # Errors
+    /// As [`check`](Permits::check), when the future resolves.
+    ///
+    /// ```
+    /// use sluicegate::adapters::Permits;
+    /// use sluicegate::algorithms::{AllOf, FixedWindow};
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// use std::time::Duration;
+    /// let set = AllOf::new((
+    ///     FixedWindow::new(2, Duration::from_secs(1)).unwrap(),
+    ///     FixedWindow::new(10, Duration::from_secs(60)).unwrap(),
+    /// ));
+    /// let limiter = RateLimiter::with_clock(set, ManualClock::new());
+    /// let (decision, each) = futures::executor::block_on(limiter.check_each_async(&(), 1)).unwrap();
+    /// assert_eq!(decision.remaining(), 1);
+    /// assert_eq!(each.iter().map(|d| d.remaining()).collect::<Vec<_>>(), [1, 9]);
+    /// ```
+    fn check_each_async(&self, key: &Self::Key, cost: u64) -> CheckingEach {
+        let mut each = Vec::new();
+        let checked = self.check_each(key, cost, &mut |d| each.push(d));
+        Box::pin(std::future::ready(checked.map(|d| (d, each))))
+    }
 
     /// Takes `cost` permits for `key` if that needs no waiting, answering the full
     /// [`Decision`]. With a remote store this blocks the calling thread for one round
@@ -104,8 +138,8 @@ pub trait Permits: Clone + Send + Sync + 'static {
     /// it, one decision per limit in order (see
     /// [`Algorithm::reserve_each`](crate::algorithms::Algorithm::reserve_each)).
     /// A direct limiter reports every member of a set; a keyed one does when its
-    /// store can in the same step (the in-memory store can). The default reports
-    /// the combined decision once.
+    /// store can in the same step (the in-memory and Redis stores can). The
+    /// default reports the combined decision once.
     ///
     /// # Errors
     /// As [`check`](Permits::check).
@@ -115,7 +149,7 @@ pub trait Permits: Clone + Send + Sync + 'static {
     /// use sluicegate::{clock::ManualClock, RateLimiter};
     /// let limiter = RateLimiter::bursty_with_clock(2.0, ManualClock::new()).unwrap();
     /// let mut reported = Vec::new();
-    /// let decision = limiter.check_each(&(), 1, &mut |d| reported.push(d)).unwrap();
+    /// let decision = Permits::check_each(&limiter, &(), 1, &mut |d| reported.push(d)).unwrap();
     /// assert_eq!(reported, [decision]);
     /// ```
     fn check_each(
@@ -275,6 +309,17 @@ where
         Box::pin(async move { Ok(combine(&pending.await?)) })
     }
 
+    fn check_each_async(&self, key: &K, cost: u64) -> CheckingEach {
+        let Ok(cost) = nonzero(cost) else {
+            return Box::pin(std::future::ready(Err(Error::ZeroCost)));
+        };
+        let (algorithm, store, clock) = self.shared_parts();
+        let step = Step::Reserve { cost, max_wait: 0 };
+        // Sent now: the pending reply borrows nothing.
+        let pending = store.apply_key_each_async(algorithm, key, clock.now(), step);
+        Box::pin(async move { pending.await.map(|((d, _), each)| (d, each)) })
+    }
+
     fn check_each(
         &self,
         key: &K,
@@ -317,6 +362,10 @@ where
 
     fn check_async(&self, key: &K, cost: u64) -> Checking {
         Permits::check_async(self.blocking(), key, cost)
+    }
+
+    fn check_each_async(&self, key: &K, cost: u64) -> CheckingEach {
+        Permits::check_each_async(self.blocking(), key, cost)
     }
 
     fn check_each(

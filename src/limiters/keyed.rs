@@ -275,11 +275,12 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
 
     /// [`check`](Self::check), also telling `each` how every limit of the
     /// algorithm stands after the step, one decision per limit in order (see
-    /// [`Algorithm::reserve_each`]): every member of an [`AllOf`](crate::algorithms::AllOf)
-    /// set when the store can say so in the same step (the in-memory store can, under
-    /// the same lock; a store that cannot reports the combined decision once, see
-    /// [`Store::apply_key_each`]). What the server layer lists as one `RateLimit`
-    /// item per limit.
+    /// [`Algorithm::reserve_each`]): every member of a set
+    /// ([`AllOf`](crate::algorithms::AllOf), [`Limits`](crate::algorithms::Limits))
+    /// when the store can say so in the same step (the in-memory store can, under
+    /// the same lock, and the Redis store, in the same round trip; a store that
+    /// cannot reports the combined decision once, see [`Store::apply_key_each`]).
+    /// What the server layer lists as one `RateLimit` item per limit.
     ///
     /// # Errors
     /// As [`check`](Self::check).

@@ -17,4 +17,4 @@ pub mod redis;
 pub mod store;
 
 pub use memory::MemoryStore;
-pub use store::{RenderKey, Step, Store};
+pub use store::{RenderKey, Reporting, Step, Store};

@@ -79,6 +79,7 @@ use crate::clock::Nanos;
 use crate::error::Error;
 use std::fmt::{self, Write};
 use std::future::Future;
+use std::pin::Pin;
 
 /// One algorithm step, applied by a [`Store`] to every key of a call.
 ///
@@ -114,6 +115,11 @@ pub enum Step<'a> {
         acts_at: Nanos,
     },
 }
+
+/// The future of [`Store::apply_key_each_async`]: the key's decision and receipt,
+/// and how every limit stands after the step.
+pub type Reporting =
+    Pin<Box<dyn Future<Output = Result<((Decision, Receipt), Vec<Decision>), Error>> + Send>>;
 
 /// Where the per-key states of a keyed limiter live. See the [module docs](self) for
 /// the contract (atomicity, time, new keys, expiry, failures).
@@ -176,10 +182,10 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
     /// [`apply_key`](Store::apply_key) of a [`Step::Reserve`], also telling `each`
     /// how every limit of the algorithm stands after the step, as
     /// [`Algorithm::reserve_each`] does (one decision per member of a set). The
-    /// default, for a store that cannot run that step (a remote store's script
-    /// answers one decision), reports the combined decision once; the in-memory
-    /// store reports every limit, under the same lock as the step. Any other step
-    /// reports its one decision.
+    /// in-memory store reports every limit under the same lock as the step, the
+    /// Redis store in the same round trip; the default, for a store that cannot,
+    /// reports the combined decision once. Any other step reports its one
+    /// decision.
     ///
     /// # Errors
     /// As [`apply`](Store::apply); what was reported before an error is to be
@@ -210,6 +216,44 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
         let answer = self.apply_key(algorithm, key, now, step)?;
         each(answer.0);
         Ok(answer)
+    }
+
+    /// [`apply_key_each`](Store::apply_key_each) without blocking the calling
+    /// task, as [`apply_async`](Store::apply_async) is `apply`: the future, which
+    /// borrows nothing, resolves with the key's decision and receipt and how every
+    /// limit stands, in order. A remote store runs the step and the report in the
+    /// same round trip (the Redis store does). The default reports the combined
+    /// decision once.
+    ///
+    /// # Errors
+    /// As [`apply`](Store::apply), when the future resolves.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{AllOf, FixedWindow};
+    /// use sluicegate::stores::{MemoryStore, Step, Store};
+    /// use std::time::Duration;
+    /// let set = AllOf::new((
+    ///     FixedWindow::new(5, Duration::from_secs(1)).unwrap(),
+    ///     FixedWindow::new(50, Duration::from_secs(60)).unwrap(),
+    /// ));
+    /// let store: MemoryStore<&str, _> = MemoryStore::new();
+    /// let step = Step::Reserve { cost: 1, max_wait: 0 };
+    /// let (answer, each) = futures::executor::block_on(store.apply_key_each_async(&set, &"k", 0, step)).unwrap();
+    /// assert!(answer.0.is_allowed());
+    /// assert_eq!(each.iter().map(|d| d.remaining()).collect::<Vec<_>>(), [4, 49]);
+    /// ```
+    fn apply_key_each_async(
+        &self,
+        algorithm: &A,
+        key: &K,
+        now: Nanos,
+        step: Step<'_>,
+    ) -> Reporting {
+        let pending = self.apply_async(algorithm, std::slice::from_ref(key), now, step);
+        Box::pin(async move {
+            let answer = pending.await?.first().copied().unwrap_or_else(blank);
+            Ok((answer, vec![answer.0]))
+        })
     }
 
     /// True if [`apply`](Store::apply) answers at once, waiting on nothing but

@@ -169,12 +169,15 @@ impl<A: sluicegate::algorithms::Algorithm> Reference<A> {
         }
     }
 
+    /// The store step on the pure algorithm; with `each`, a reserve on one key is
+    /// `reserve_each`, reporting into it.
     pub fn apply(
         &mut self,
         algorithm: &A,
         keys: &[String],
         now: u64,
         step: Step<'_>,
+        mut each: Option<&mut Vec<Decision>>,
     ) -> Vec<(Decision, Receipt)> {
         let (cost, max_wait, commit) = match step {
             Step::Reserve { cost, max_wait } => (cost, max_wait, true),
@@ -210,8 +213,12 @@ impl<A: sluicegate::algorithms::Algorithm> Reference<A> {
                 work.push((key.clone(), state, held));
             }
             let entry = work.iter_mut().find(|(k, _, _)| k == key).unwrap();
-            let (decision, receipt) =
-                algorithm.reserve_with_receipt(&mut entry.1, now, cost, max_wait);
+            let (decision, receipt) = match each.as_deref_mut() {
+                Some(each) if commit => {
+                    algorithm.reserve_each(&mut entry.1, now, cost, max_wait, &mut |d| each.push(d))
+                }
+                _ => algorithm.reserve_with_receipt(&mut entry.1, now, cost, max_wait),
+            };
             // A peek is a zero-wait reserve on copies: it takes nothing, so it
             // leaves nothing to give back.
             out.push((decision, if commit { receipt } else { Receipt::NONE }));
@@ -315,7 +322,17 @@ where
             },
             _ => Step::Reserve { cost, max_wait: 0 },
         };
-        let expected = reference.apply(algorithm, &keys, now, step);
+        // Half the reserves on one key also report every limit (what the server
+        // layer lists): the Redis store's report must be the algorithm's.
+        let report = count == 1 && matches!(step, Step::Reserve { .. }) && rng.chance(50);
+        let mut expected_each = Vec::new();
+        let expected = reference.apply(
+            algorithm,
+            &keys,
+            now,
+            step,
+            report.then_some(&mut expected_each),
+        );
         if forward && shape.compare_memory {
             let mut in_memory = vec![(Decision::never(0, 0, 0), Receipt::NONE); count];
             memory
@@ -334,9 +351,22 @@ where
             );
         }
         let mut got = vec![(Decision::never(0, 0, 0), Receipt::NONE); count];
-        redis
-            .apply(algorithm, &keys, now, step, &mut got)
-            .unwrap_or_else(|e| panic!("redis store failed at event {event}: {e}"));
+        let mut got_each = Vec::new();
+        let applied = if report {
+            let each = &mut |d| got_each.push(d);
+            redis
+                .apply_key_each(algorithm, &keys[0], now, step, each)
+                .map(|answer| got[0] = answer)
+        } else {
+            redis.apply(algorithm, &keys, now, step, &mut got)
+        };
+        if let Err(e) = applied {
+            panic!("redis store failed at event {event}: {e}");
+        }
+        assert_eq!(
+            got_each, expected_each,
+            "each limit, event {event} (seed {seed}): {step:?} on {keys:?} at {now_us} us"
+        );
         assert_eq!(
             comparable(&got),
             comparable(&expected),

@@ -1,7 +1,7 @@
 //! The server service: decide, then answer or call the inner service.
 
 use super::headers::RateLimitHeaders;
-use crate::adapters::{Checking, Meter, Permits};
+use crate::adapters::{Checking, CheckingEach, Meter, Permits};
 use crate::algorithms::{Decision, Verdict};
 use crate::error::Error;
 use http::{Request, Response, StatusCode};
@@ -113,7 +113,12 @@ where
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let (key, cost) = self.meter.meter(&request);
         if !self.permits.checks_at_once() {
-            let checking = self.permits.check_async(&key, cost);
+            // Only the `RateLimit` field lists every limit; without it the plain check.
+            let checking = if self.config.headers.lists_limits() {
+                Pending::Each(self.permits.check_each_async(&key, cost))
+            } else {
+                Pending::Plain(self.permits.check_async(&key, cost))
+            };
             // The readied service goes with its request; a fresh clone stays.
             let fresh = self.inner.clone();
             let inner = std::mem::replace(&mut self.inner, fresh);
@@ -305,9 +310,31 @@ where
     }
 }
 
+/// A remote check: the plain one, or one that reports every limit.
+enum Pending {
+    Plain(Checking),
+    Each(CheckingEach),
+}
+
+impl Pending {
+    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<(Result<Decision, Error>, Option<Each>)> {
+        Poll::Ready(match self {
+            Pending::Plain(checking) => (ready!(checking.as_mut().poll(cx)), None),
+            Pending::Each(checking) => match ready!(checking.as_mut().poll(cx)) {
+                Ok((decision, reported)) => {
+                    let mut each = Each::new();
+                    reported.into_iter().for_each(|d| each.push(d));
+                    (Ok(decision), Some(each))
+                }
+                Err(e) => (Err(e), None),
+            },
+        })
+    }
+}
+
 /// A check awaiting a remote store's reply, and what to call once it allows.
 struct Awaiting<S, B> {
-    checking: Checking,
+    checking: Pending,
     called: Option<(S, Request<B>)>,
     config: Arc<Config>,
 }
@@ -321,14 +348,14 @@ impl<S, B> Awaiting<S, B> {
         S: Service<Request<B>, Response = Response<RB>>,
         RB: Default,
     {
-        let checked = ready!(self.checking.as_mut().poll(cx));
+        let (checked, each) = ready!(self.checking.poll(cx));
         let Some((mut inner, request)) = self.called.take() else {
             // Polled again after completing: nothing left to give.
             return Poll::Pending;
         };
-        // A remote store answers the combined decision; no second round trip for
-        // the next permit.
-        Poll::Ready(match outcome(&self.config, checked, None, || None) {
+        // A remote store reports each limit's standing in the same round trip; no
+        // second one for the next permit.
+        Poll::Ready(match outcome(&self.config, checked, each, || None) {
             Outcome::Call(described) => State::Called {
                 future: inner.call(request),
                 described,

@@ -65,7 +65,7 @@
 mod table;
 
 use self::table::{Probe, Table};
-use super::store::{Step, Store};
+use super::store::{Reporting, Step, Store};
 use crate::algorithms::{Algorithm, Decision, Receipt};
 use crate::clock::Nanos;
 use crate::error::Error;
@@ -672,6 +672,18 @@ where
             return Ok(answer);
         };
         self.apply_one_with::<true>(algorithm, key, now, step, each)
+    }
+
+    fn apply_key_each_async(
+        &self,
+        algorithm: &A,
+        key: &K,
+        now: Nanos,
+        step: Step<'_>,
+    ) -> Reporting {
+        let mut each = Vec::new();
+        let result = self.apply_key_each(algorithm, key, now, step, &mut |d| each.push(d));
+        Box::pin(futures::future::ready(result.map(|answer| (answer, each))))
     }
 
     fn apply_async(&self, algorithm: &A, keys: &[K], now: Nanos, step: Step<'_>) -> Self::Pending {

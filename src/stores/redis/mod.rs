@@ -26,13 +26,16 @@
 //! ```text
 //!   KEYS  the server keys of each key of the call, in order (one per key; a set:
 //!         its serial key, then its members' keys)
-//!   ARGV  step ('r' reserve, 'p' peek, 'c' cancel) · now in µs ('' = the server's
+//!   ARGV  step ('r' reserve, 'p' peek, 'c' cancel; 'e' a reserve on one key that
+//!         also reports each limit) · now in µs ('' = the server's
 //!         TIME) · cost · max wait in µs (-1: for ever) · expiry grace in ms ·
 //!         the configuration (the algorithm's kind and its words, one string)
 //!         [· a cancel's grants]
 //!   reply 16 integers per key: verdict · wait, retry_after, reset_after (each as µs
 //!         and a ns remainder) · remaining · limit · limit index · the grant's mark,
-//!         charge and stored permits (each as two 32-bit halves)
+//!         charge and stored permits (each as two 32-bit halves); after an 'e'
+//!         step, 16 more per limit: how it stands after the step
+//!         ([`Store::apply_key_each`], what the server layer's `RateLimit` lists)
 //! ```
 //!
 //! The library is a shared prelude, each algorithm's step as a factory
@@ -183,7 +186,7 @@ pub use options::{RedisOptions, TimeSource};
 
 use self::algorithm::{decode, EXACT, REPLY_WIDTH};
 use self::connection::{cluster_client, failure, Backend, Connections};
-use super::store::{RenderKey, Step, Store};
+use super::store::{RenderKey, Reporting, Step, Store};
 use crate::algorithms::{Decision, Receipt};
 use crate::clock::Nanos;
 use crate::error::{Applied, Error};
@@ -385,12 +388,15 @@ struct Request {
 impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
     /// Builds the call (`None` when there is nothing to send), or the typed error
     /// that refuses it before sending.
+    /// With `report` (a reserve on one key), the step also reports how every limit
+    /// stands after it (step code `e`).
     fn request(
         &self,
         algorithm: &A,
         keys: &[K],
         now: Nanos,
         step: Step<'_>,
+        report: bool,
     ) -> Result<Option<Request>, Error> {
         // Nothing to send: no key, or a cancel that gives nothing back.
         if keys.is_empty() || (matches!(step, Step::Cancel { .. }) && !algorithm.cancel_route()?) {
@@ -407,6 +413,7 @@ impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
             keys::check_one_slot(&server_keys)?;
         }
         let (code, cost, max_wait) = match step {
+            Step::Reserve { cost, max_wait } if report => ("e", cost, max_wait),
             Step::Reserve { cost, max_wait } => ("r", cost, max_wait),
             Step::Peek { cost } => ("p", cost, 0),
             Step::Cancel { .. } => ("c", 1, 0),
@@ -471,6 +478,28 @@ fn answers_from(reply: &[i64], out: &mut [(Decision, Receipt)], peek: bool) -> R
     Ok(())
 }
 
+/// Splits the reply of a step on one key sent with `report`: the key's decision
+/// and receipt, then one decision per limit (a reserve's; any other step reports
+/// its decision once, and a cancel answers nothing).
+fn reported_from(
+    reply: &[i64],
+    step: &Step<'_>,
+) -> Result<((Decision, Receipt), Vec<Decision>), Error> {
+    let mut answer = [super::store::blank()];
+    if let Step::Cancel { .. } = step {
+        return Ok((answer[0], Vec::new()));
+    }
+    let peek = matches!(step, Step::Peek { .. });
+    let (own, each) = reply.split_at(reply.len().min(REPLY_WIDTH));
+    answers_from(own, &mut answer, peek)?;
+    if !matches!(step, Step::Reserve { .. }) {
+        return Ok((answer[0], vec![answer[0].0]));
+    }
+    let mut limits = vec![super::store::blank(); each.len() / REPLY_WIDTH];
+    answers_from(each, &mut limits, true)?;
+    Ok((answer[0], limits.into_iter().map(|(d, _)| d).collect()))
+}
+
 impl<K, A> Store<K, A> for RedisStore<K, A>
 where
     K: RenderKey,
@@ -487,7 +516,7 @@ where
         out: &mut [(Decision, Receipt)],
     ) -> Result<(), Error> {
         super::store::check_output(keys.len(), out.len())?;
-        let Some(request) = self.request(algorithm, keys, now, step)? else {
+        let Some(request) = self.request(algorithm, keys, now, step, false)? else {
             return Ok(());
         };
         let reply = self
@@ -499,9 +528,64 @@ where
         answers_from(&reply, out, matches!(step, Step::Peek { .. }))
     }
 
+    /// A reserve runs and reports in one call: the server appends each limit's
+    /// standing to the key's decision.
+    fn apply_key_each(
+        &self,
+        algorithm: &A,
+        key: &K,
+        now: Nanos,
+        step: Step<'_>,
+        each: &mut dyn FnMut(Decision),
+    ) -> Result<(Decision, Receipt), Error> {
+        let keys = std::slice::from_ref(key);
+        let Some(request) = self.request(algorithm, keys, now, step, true)? else {
+            return Ok(super::store::blank());
+        };
+        let reply = self
+            .connections
+            .run_blocking(&request.keys, &request.args)?;
+        let (answer, limits) = reported_from(&reply, &step)?;
+        limits.into_iter().for_each(each);
+        Ok(answer)
+    }
+
+    fn apply_key_each_async(
+        &self,
+        algorithm: &A,
+        key: &K,
+        now: Nanos,
+        step: Step<'_>,
+    ) -> Reporting {
+        let request = match self.request(algorithm, std::slice::from_ref(key), now, step, true) {
+            Ok(Some(request)) => request,
+            Ok(None) => {
+                return Box::pin(futures::future::ready(Ok((
+                    super::store::blank(),
+                    Vec::new(),
+                ))))
+            }
+            Err(e) => return Box::pin(futures::future::ready(Err(e))),
+        };
+        // The future owns what it needs: the request, and what kind of step it is.
+        let step: Step<'static> = match step {
+            Step::Reserve { cost, max_wait } => Step::Reserve { cost, max_wait },
+            Step::Peek { cost } => Step::Peek { cost },
+            Step::Cancel { .. } => Step::Cancel {
+                receipts: &[],
+                acts_at: 0,
+            },
+        };
+        let connections = Arc::clone(&self.connections);
+        Box::pin(async move {
+            let reply = connections.run_async(request.keys, request.args).await?;
+            reported_from(&reply, &step)
+        })
+    }
+
     fn apply_async(&self, algorithm: &A, keys: &[K], now: Nanos, step: Step<'_>) -> Self::Pending {
         let blank = vec![super::store::blank(); keys.len()];
-        let request = match self.request(algorithm, keys, now, step) {
+        let request = match self.request(algorithm, keys, now, step, false) {
             Ok(Some(request)) => request,
             Ok(None) => return futures::future::ready(Ok(blank)).boxed(),
             Err(e) => return futures::future::ready(Err(e)).boxed(),

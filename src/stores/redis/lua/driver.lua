@@ -7,7 +7,8 @@
 -- memory), each with an expiry equal to its reset_after (deleted once that is
 -- zero, kept without expiry when it is for ever), and a peek writes nothing.
 --
--- ARGV: 1 step ('r', 'p', 'c'), 2 now in us ('' = server TIME), 3 cost, 4 max wait
+-- ARGV: 1 step ('r', 'p', 'c'; 'e': a reserve on one identity that also reports
+-- how every limit stands after it, one more decision per limit after its own), 2 now in us ('' = server TIME), 3 cost, 4 max wait
 -- in whole us (-1: for ever), 5 expiry grace in ms, 6 the configuration: the
 -- algorithm's kind (its FACTORIES index) and its words, space-separated; a
 -- cancel's grants follow.
@@ -53,6 +54,8 @@ local function call(KEYS, ARGV)
   -- Numbers are read by arithmetic coercion (x + 0), which parses as tonumber does
   -- without the cost of a call; the grace is coerced only where a write uses it.
   STEP = ARGV[1]
+  REPORT = STEP == 'e'
+  if REPORT then STEP = 'r' end
   SERVER_TIME = ARGV[2] == ''
   if SERVER_TIME then
     local t = redis_call('TIME')
@@ -71,8 +74,18 @@ local function call(KEYS, ARGV)
     PURE_PEEK = STEP == 'p'
     local s, held = ALG.load(KEYS)
     local d, changed = ALG.reserve(s, NOW, COST)
+    local out = d
+    if REPORT then
+      out = {}
+      append(out, d)
+      if ALG.report then
+        ALG.report(s, changed, out)
+      else
+        append(out, standing(ALG, changed or s, NOW, d))
+      end
+    end
     if STEP == 'r' and changed then commit(ALG, KEYS, changed, d, held) end
-    return d
+    return out
   end
   local states, dirty, last, held, keysof, order = {}, {}, {}, {}, {}, {}
   local out = {}

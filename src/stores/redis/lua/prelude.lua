@@ -8,10 +8,11 @@
 -- for ever; a peek accepts no wait); PURE_PEEK: a peek on one identity runs the
 -- algorithm's peek (on several, the memory store runs zero-wait reserves on copies;
 -- only a set answers the two differently, since a reserve marks its grant with the
--- set's serial); GRACE_MS, the expiry grace. Every number is an integer below 2^53,
+-- set's serial); REPORT: a reserve that also reports how every limit stands after
+-- it (see `standing`); GRACE_MS, the expiry grace. Every number is an integer below 2^53,
 -- so a Lua double holds it exactly, except the cost and f64 configuration words
 -- (sent in shortest round-trip decimal, which tonumber reads back to the same double).
-local STEP, NOW, SERVER_TIME, COST, COST_TEXT, MAX_WAIT, PURE_PEEK, GRACE_MS
+local STEP, NOW, SERVER_TIME, COST, COST_TEXT, MAX_WAIT, PURE_PEEK, REPORT, GRACE_MS
 
 -- Lua's library functions the steps use, bound by the first call (a library's
 -- chunk runs without them) and kept as upvalues: here a global lookup costs more
@@ -41,6 +42,24 @@ end
 -- bits of its stored-permits f64, each as high and low 32-bit halves.
 local function decision(verdict, limit, remaining, wait, retry, reset)
   return {verdict, wait, 0, retry, 0, reset, 0, remaining, limit, 0, 0, 0, 0, 0, 0, 0}
+end
+
+-- How a limit stands after its answer d (Rust's `standing`): a grant that left no
+-- permit reports the refusal one more permit would get now, if it is refused (a
+-- peek: no wait accepted, nothing recorded); any other answer reports itself.
+local function standing(alg, state, now, d)
+  if d[1] ~= 0 or d[8] ~= 0 then return d end
+  local max_wait, pure, cost, text = MAX_WAIT, PURE_PEEK, COST, COST_TEXT
+  MAX_WAIT, PURE_PEEK, COST, COST_TEXT = 0, true, 1, '1'
+  local next = alg.reserve(state, now, 1)
+  MAX_WAIT, PURE_PEEK, COST, COST_TEXT = max_wait, pure, cost, text
+  if next[1] == 1 then return next end
+  return d
+end
+
+-- Appends decision d's 16 integers to the list out.
+local function append(out, d)
+  for j = 1, 16 do out[#out + 1] = d[j] end
 end
 
 -- The high and low 32-bit halves of an integer double in [0, 2^64).

@@ -125,6 +125,7 @@ local function make_set(C)
         if replace then refusal = {d[1], d[4], d[5], d[8], d[9], m - 1} end
       end
     end
+    if REPORT then st.reported = decisions end
     if refusal then
       local d = decision(refusal[1], refusal[5], refusal[4], 0, 0, 0)
       if refusal[1] == 1 then d[4], d[5] = refusal[2], refusal[3] end
@@ -186,7 +187,21 @@ local function make_set(C)
     return new
   end
 
-  return {nkeys = nkeys, load = load, save = save, drop = drop, reserve = reserve, cancel = cancel}
+  -- Appends to out how each member stands after a reserve (Rust's reserve_each):
+  -- after a grant (new state `new`), each member's standing; after a refusal, each
+  -- member's own answer to the call.
+  local function report(st, new, out)
+    for m, member in ipairs(members) do
+      if new then
+        append(out, standing(member.alg, new.members[m], NOW, new.decisions[m]))
+      else
+        append(out, st.reported[m])
+      end
+    end
+  end
+
+  return {nkeys = nkeys, load = load, save = save, drop = drop, reserve = reserve, cancel = cancel,
+          report = report}
 end
 
 FACTORIES = {make_fixed_window, make_leaky_bucket, make_sliding_window_counter, make_smooth_bursty,
