@@ -321,9 +321,11 @@ impl WordEncoded for FixedWindow {
 
     #[inline(always)]
     fn from_config_words(words: [u64; 2]) -> Self {
+        // Words no constructor made are clamped so that the steps cannot panic: a
+        // window of at least 1 ns, a count that fits 62 bits.
         FixedWindow {
-            len: words[0],
-            limit: words[1],
+            len: words[0].max(1),
+            limit: words[1].clamp(1, (1 << 62) - 1),
         }
     }
 

@@ -499,19 +499,22 @@ impl SlidingWindowCounter {
     /// `m = ⌊(2⁶⁴ − 1) / len⌋ > 2⁶⁴ / len − 1`, the estimate `⌊now · m / 2⁶⁴⌋`
     /// falls short of the quotient by less than `now / 2⁶⁴ < 1`, so one
     /// correction step makes it exact. (Words this type did not encode may hold
-    /// another `m`: one that overshoots is caught and divided for, one that falls
-    /// short only takes more steps.)
+    /// another `m`: an estimate that overshoots, or falls short by more than one,
+    /// is caught and divided for.)
     #[inline(always)]
     fn window_of(&self, now: Nanos) -> u64 {
-        let mut window = ((u128::from(now) * u128::from(self.reciprocal)) >> 64) as u64;
-        let Some(mut start) = window.checked_mul(self.len).filter(|&start| start <= now) else {
+        let window = ((u128::from(now) * u128::from(self.reciprocal)) >> 64) as u64;
+        let Some(start) = window.checked_mul(self.len).filter(|&start| start <= now) else {
             return now / self.len;
         };
-        while now - start >= self.len {
-            window += 1;
-            start += self.len;
+        let rest = now - start;
+        if rest < self.len {
+            window
+        } else if rest - self.len < self.len {
+            window + 1
+        } else {
+            now / self.len
         }
-        window
     }
 
     /// The lean non-blocking take: exactly `reserve(state, now, cost, 0).is_allowed()`,
