@@ -321,11 +321,16 @@ impl WordEncoded for FixedWindow {
 
     #[inline(always)]
     fn from_config_words(words: [u64; 2]) -> Self {
-        // Words no constructor made are clamped so that the steps cannot panic: a
-        // window of at least 1 ns, a count that fits 62 bits.
+        // Clamped so that the steps cannot panic: a window of at least 1 ns, a
+        // count that fits 62 bits.
+        Self::from_own_config_words([words[0].max(1), words[1].clamp(1, (1 << 62) - 1)])
+    }
+
+    #[inline(always)]
+    fn from_own_config_words(words: [u64; 2]) -> Self {
         FixedWindow {
-            len: words[0].max(1),
-            limit: words[1].clamp(1, (1 << 62) - 1),
+            len: words[0],
+            limit: words[1],
         }
     }
 

@@ -591,22 +591,27 @@ impl WordEncoded for LeakyBucket {
 
     #[inline(always)]
     fn from_config_words(words: [u64; 3]) -> Self {
-        // Words no constructor made are clamped to what the steps need: every
-        // field at least 1, and ticks at least as fine as nanoseconds (count ×
-        // per_permit ≥ period, else whole-nanosecond ticks); the step saturates
-        // whatever else they hold.
-        let period = (words[0] & !QUEUE_BIT).max(1);
-        let per_permit = words[2].max(1);
-        let count = ((words[1] >> 32) as u32).max(1);
-        let count = match u64::from(count).checked_mul(per_permit) {
-            Some(num) if num >= period => count,
+        // Clamped to what the steps need: every field at least 1, and ticks at
+        // least as fine as nanoseconds (count × per_permit ≥ period, else
+        // whole-nanosecond ticks); the step saturates whatever else they hold.
+        let mut bucket = Self::from_own_config_words(words);
+        bucket.period = bucket.period.max(1);
+        bucket.per_permit = bucket.per_permit.max(1);
+        bucket.capacity = bucket.capacity.max(1);
+        bucket.count = match u64::from(bucket.count).checked_mul(bucket.per_permit) {
+            Some(num) if num >= bucket.period => bucket.count,
             _ => 1,
         };
+        bucket
+    }
+
+    #[inline(always)]
+    fn from_own_config_words(words: [u64; 3]) -> Self {
         LeakyBucket {
-            period,
-            count,
-            per_permit,
-            capacity: (words[1] as u32).max(1),
+            period: words[0] & !QUEUE_BIT,
+            count: (words[1] >> 32) as u32,
+            per_permit: words[2],
+            capacity: words[1] as u32,
             mode: if words[0] & QUEUE_BIT == 0 {
                 LeakyMode::Meter
             } else {

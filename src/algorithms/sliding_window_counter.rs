@@ -498,23 +498,20 @@ impl SlidingWindowCounter {
     /// The window holding `now`, `⌊now / len⌋`, without a division: with
     /// `m = ⌊(2⁶⁴ − 1) / len⌋ > 2⁶⁴ / len − 1`, the estimate `⌊now · m / 2⁶⁴⌋`
     /// falls short of the quotient by less than `now / 2⁶⁴ < 1`, so one
-    /// correction step makes it exact. (Words this type did not encode may hold
-    /// another `m`: an estimate that overshoots, or falls short by more than one,
-    /// is caught and divided for.)
+    /// correction step makes it exact. (A cell's words hold this `m`, and
+    /// [`from_config_words`](WordEncoded::from_config_words) computes it afresh for
+    /// words from anywhere; one that overshoots is caught and divided for.)
     #[inline(always)]
     fn window_of(&self, now: Nanos) -> u64 {
-        let window = ((u128::from(now) * u128::from(self.reciprocal)) >> 64) as u64;
-        let Some(start) = window.checked_mul(self.len).filter(|&start| start <= now) else {
+        let mut window = ((u128::from(now) * u128::from(self.reciprocal)) >> 64) as u64;
+        let Some(mut start) = window.checked_mul(self.len).filter(|&start| start <= now) else {
             return now / self.len;
         };
-        let rest = now - start;
-        if rest < self.len {
-            window
-        } else if rest - self.len < self.len {
-            window + 1
-        } else {
-            now / self.len
+        while now - start >= self.len {
+            window += 1;
+            start += self.len;
         }
+        window
     }
 
     /// The lean non-blocking take: exactly `reserve(state, now, cost, 0).is_allowed()`,
@@ -849,8 +846,17 @@ impl WordEncoded for SlidingWindowCounter {
         ]
     }
 
-    #[inline]
+    /// Words from anywhere: [`from_own_config_words`](Self::from_own_config_words)
+    /// with the reciprocal computed from the length, so that `window_of` never
+    /// steps more than once.
     fn from_config_words(words: [u64; 3]) -> Self {
+        let mut counter = Self::from_own_config_words(words);
+        counter.reciprocal = u64::MAX / counter.len;
+        counter
+    }
+
+    #[inline]
+    fn from_own_config_words(words: [u64; 3]) -> Self {
         // Clamped so that even words this type did not encode cannot panic later
         // (`window_of` checks its reciprocal as it goes).
         SlidingWindowCounter {

@@ -189,11 +189,27 @@ pub trait WordEncoded: Algorithm + Copy {
     /// Encodes the configuration.
     fn config_words(&self) -> Self::Config;
 
-    /// Decodes a configuration encoded by [`config_words`](Self::config_words). Runs
-    /// on every call of a lock-free cell, so it should not divide. Must not panic on
-    /// any words, and must give a configuration whose steps do not panic either
-    /// (clamping what it cannot use).
+    /// Decodes a configuration from words. Must not panic on any words, and must
+    /// give a configuration whose steps neither panic nor loop for ever (clamping
+    /// what it cannot use): words may come from anywhere.
     fn from_config_words(words: Self::Config) -> Self;
+
+    /// Decodes words that [`config_words`](Self::config_words) encoded, what a
+    /// lock-free cell does on every call (so it should not divide). Such words
+    /// hold a configuration that a constructor or
+    /// [`from_config_words`](Self::from_config_words) made, so this may skip the
+    /// clamping `from_config_words` needs. The default is `from_config_words`.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::words::WordEncoded;
+    /// use sluicegate::algorithms::FixedWindow;
+    /// let window = FixedWindow::new(3, std::time::Duration::from_secs(1)).unwrap();
+    /// assert_eq!(FixedWindow::from_own_config_words(window.config_words()), window);
+    /// ```
+    #[inline(always)]
+    fn from_own_config_words(words: Self::Config) -> Self {
+        Self::from_config_words(words)
+    }
 
     /// The number of words of state (fixed by the configuration; 1 for a
     /// [`OneWord`] algorithm).

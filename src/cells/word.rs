@@ -54,7 +54,7 @@ impl<A: WordEncoded> WordCell<A> {
             let config = load_config::<A>(&self.config);
             let word = self.state.0.load(Ordering::Acquire);
             if self.lock.unchanged_since(seen) {
-                return (A::from_config_words(config), word);
+                return (A::from_own_config_words(config), word);
             }
         }
     }
@@ -160,7 +160,7 @@ impl<A: WordEncoded> StateCell<A> for WordCell<A> {
 
     fn reconfigure(&self, change: &Reconfiguration<'_, A>) -> Result<(), Error> {
         let mut claim = self.lock.lock();
-        let current = A::from_config_words(load_config::<A>(&self.config));
+        let current = A::from_own_config_words(load_config::<A>(&self.config));
         // Validate on a copy first: a rejected change touches nothing (and the claim
         // is released as unwritten).
         {

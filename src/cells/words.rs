@@ -100,7 +100,7 @@ impl<A: WordEncoded> WordsCell<A> {
     /// the sequence is found unchanged).
     #[inline(always)]
     fn configuration(&self) -> A {
-        A::from_config_words(load_config::<A>(&self.config))
+        A::from_own_config_words(load_config::<A>(&self.config))
     }
 
     /// A consistent copy of a small state: the sequence it was read under, the
