@@ -23,6 +23,10 @@ fn random_traces_decide_as_in_memory() {
         SlidingWindowBuckets::dropping(4, us(1_000), us(300)).unwrap(),
         SlidingWindowBuckets::weighted(3, ms(10), ms(10)).unwrap(),
         SlidingWindowBuckets::dropping(6, us(4_096), us(1)).unwrap(),
+        // Scaled counts past 2^52 ns: the server's exact (limb) arithmetic, not
+        // its doubles.
+        SlidingWindowBuckets::weighted(3_000_000, ms(86_400_000), ms(3_600_000)).unwrap(),
+        SlidingWindowBuckets::dropping(3_000_000, ms(86_400_000), ms(3_600_000)).unwrap(),
     ];
     let starts = [0, 1_763_900_000_000_000, 11, 1 << 52];
     let cases = configs.iter().enumerate().map(|(i, config)| {

@@ -255,7 +255,7 @@ impl Algorithm for FixedWindow {
         self.pack(now / self.len, 0)
     }
 
-    /// [`settle`](Settle::settle), then [`describe`](Settle::describe).
+    // The step is settle (decide, move the state), then describe (the decision).
     #[inline]
     fn reserve(
         &self,

@@ -750,7 +750,7 @@ impl Algorithm for SlidingWindowCounter {
         self.pack(self.fresh(now).index, 0, 0)
     }
 
-    /// [`settle`](Settle::settle), then [`describe`](Settle::describe).
+    // The step is settle (decide, move the state), then describe (the decision).
     #[inline]
     fn reserve(
         &self,

@@ -5,8 +5,10 @@
 -- header and the few slots it needs (HGET each, cached), and a grant writes the
 -- slots it changed: O(1) amortized, whatever the limit or the number of buckets.
 -- A refusal's exact retry_after walks the non-empty slots (one HGETALL of what the
--- ring holds, never its empty buckets). Times are whole microseconds; the weighted counts ("scaled", count x ns)
--- and returned durations are exact limb arrays in ns.
+-- ring holds, never its empty buckets). Times are whole microseconds. The weighted
+-- counts ("scaled", count x ns) and the durations returned are plain doubles while
+-- every one the step can form stays below 2^52 (the usual case: a limit and a
+-- window that are not astronomical), exact limb arrays in ns otherwise.
 -- C: 1 limit, 2 duration (us), 3 precision (us), 4 buckets B, 5 weighted (1) or
 -- dropping (0), 6 ring slots (B + 1 rounded up to a power of two).
 local function make_sliding_window_buckets(C)
@@ -129,12 +131,13 @@ local function make_sliding_window_buckets(C)
     return {at = at, newest = newest, current = current, total = total}
   end
 
-  -- The first bucket counted whole, and the partial one {bucket, ns inside} or nil.
+  -- The first bucket counted whole, then the partial one and its us inside the
+  -- window (nil, 0 when none).
   local function bounds(v)
     local nxt = max(v.current + 1 - B, 0)
     if not WEIGHTED or v.at < D then
-      if WEIGHTED then return 0, nil end
-      return nxt, nil
+      if WEIGHTED then return 0, nil, 0 end
+      return nxt, nil, 0
     end
     local start = v.at - D
     local boundary = nxt * P
@@ -144,7 +147,7 @@ local function make_sliding_window_buckets(C)
     else
       partial, finish = max(nxt - 1, 0), boundary
     end
-    return partial + 1, {partial, max(finish - start, 0)}
+    return partial + 1, partial, max(finish - start, 0)
   end
 
   local function whole(st, v, first_whole)
@@ -160,10 +163,10 @@ local function make_sliding_window_buckets(C)
   -- Permits counted, scaled by the precision in ns (whole buckets x precision, plus
   -- the partial bucket's count x its ns inside the window).
   local function used_scaled(st, v)
-    local first_whole, partial = bounds(v)
+    local first_whole, partial, inside = bounds(v)
     local scaled = mul(bn(whole(st, v, first_whole)), P_NS)
     if partial then
-      scaled = add(scaled, mul(bn(count(st, v, partial[1])), ns(partial[2])))
+      scaled = add(scaled, mul(bn(count(st, v, partial)), ns(inside)))
     end
     return scaled
   end
@@ -199,7 +202,7 @@ local function make_sliding_window_buckets(C)
   end
 
   local function retry_at(st, v, excess, excess_permits)
-    local first_whole, partial = bounds(v)
+    local first_whole, partial, inside = bounds(v)
     -- The Rust step walks every bucket from first_whole to last; empty ones change
     -- nothing but the position, so this walks the non-empty ones only.
     local last = min(v.current, v.newest)
@@ -214,11 +217,11 @@ local function make_sliding_window_buckets(C)
     local start
     if partial then
       start = ns(v.at - D)
-      local c = count(st, v, partial[1])
-      local part = mul(bn(c), ns(partial[2]))
+      local c = count(st, v, partial)
+      local part = mul(bn(c), ns(inside))
       if cmp(part, excess) >= 0 then return crossed(start, excess, c) end
       excess = sub(excess, part)
-      start = add(start, ns(partial[2]))
+      start = add(start, ns(inside))
     else
       start = {0}
     end
@@ -267,7 +270,99 @@ local function make_sliding_window_buckets(C)
     return new
   end
 
-  local function reserve(st, now, cost)
+  -- The same step on doubles: counts scaled by the precision in us (x 1000 is the
+  -- scaled count above), durations in ns relative to now. Exact while a scaled
+  -- count of twice the limit (the ring's total: the window's, at most the limit,
+  -- and the bucket just leaving it), and every duration from now, stay below 2^52
+  -- in ns; `reserve_near` answers nil (the limbs decide) for a view past that.
+  local NEAR = (2 * LIMIT + 2) * P * 1000 < 2 ^ 52
+
+  -- ns from now until `us` (absolute), never negative.
+  local function after(us, now) return max(us - now, 0) * 1000 end
+
+  local function gone_at_us(bucket)
+    if WEIGHTED then return (bucket + 1) * P + D end
+    return (bucket + B) * P
+  end
+
+  local function answer(verdict, remaining, retry, reset)
+    local r, s = retry % 1000, reset % 1000
+    return {verdict, 0, 0, (retry - r) / 1000, r, (reset - s) / 1000, s, remaining, LIMIT, 0,
+            0, 0, 0, 0, 0, 0}
+  end
+
+  local function reset_near(st, v, now)
+    local oldest, newest = max(v.current - B, 0), min(v.current, v.newest)
+    if newest >= oldest and count(st, v, newest) > 0 then return after(gone_at_us(newest), now) end
+    local found = nonempty(st, oldest, newest)
+    if #found == 0 then return 0 end
+    return after(gone_at_us(found[#found][1]), now)
+  end
+
+  -- When `excess` (scaled, us) has left, counted from `start` (us) through a
+  -- bucket of count c: Rust's crossing, ns from now.
+  local function crossed_near(start, excess, c, now)
+    local q, r = div(excess * 1000, max(c, 1))
+    if r > 0 then q = q + 1 end
+    return max((start + D - now) * 1000 + q, 0)
+  end
+
+  local function retry_near(st, v, now, excess, excess_permits, first_whole, partial, inside, c)
+    local last = min(v.current, v.newest)
+    local found = nonempty(st, first_whole, last)
+    if not WEIGHTED then
+      for _, bc in ipairs(found) do
+        if bc[2] >= excess_permits then return after(gone_at_us(bc[1]), now) end
+        excess_permits = excess_permits - bc[2]
+      end
+      return after(gone_at_us(max(last + 1, first_whole)), now)
+    end
+    local start = 0
+    if partial then
+      start = v.at - D
+      local part = c * inside
+      if part >= excess then return crossed_near(start, excess, c, now) end
+      excess = excess - part
+      start = start + inside
+    end
+    for _, bc in ipairs(found) do
+      local part = bc[2] * P
+      if part >= excess then
+        return crossed_near(start + (bc[1] - first_whole) * P, excess, bc[2], now)
+      end
+      excess = excess - part
+    end
+    return after(start + max(last + 1 - first_whole, 0) * P + D, now)
+  end
+
+  local function reserve_near(st, now, cost)
+    local v = view(st, now)
+    if v.total > 2 * LIMIT or (v.at - now + D + 2 * P) * 1000 >= 2 ^ 52 then return nil end
+    local first_whole, partial, inside = bounds(v)
+    local scaled = whole(st, v, first_whole) * P
+    local c = 0
+    if partial then
+      c = count(st, v, partial)
+      scaled = scaled + c * inside
+    end
+    local used, rest = div(scaled, P)
+    if rest > 0 then used = used + 1 end
+    if cost > LIMIT then
+      return answer(2, max(LIMIT - used, 0), 0, reset_near(st, v, now)), nil
+    end
+    local allowed = (LIMIT - cost) * P
+    if scaled <= allowed then
+      local d = answer(0, LIMIT - cost - used, 0, after(gone_at_us(v.current), now))
+      d[11], d[12] = split32(v.current)
+      d[13], d[14] = split32(cost)
+      return d, commit(st, v, cost)
+    end
+    local retry = retry_near(st, v, now, scaled - allowed, used + cost - LIMIT, first_whole,
+      partial, inside, c)
+    return answer(1, max(LIMIT - used, 0), retry, reset_near(st, v, now)), nil
+  end
+
+  local function reserve_exact(st, now, cost)
     local now_ns = ns(now)
     local v = view(st, now)
     local scaled = used_scaled(st, v)
@@ -304,5 +399,7 @@ local function make_sliding_window_buckets(C)
     new.w[s] = c - back
     return new
   end
+  local reserve = reserve_exact
+  if NEAR then reserve = near_first(reserve_near, reserve_exact) end
   return single(load, save, reserve, cancel)
 end
