@@ -1,11 +1,14 @@
 -- The bucketed sliding window (src/algorithms/sliding_window_buckets.rs), its ring
--- kept in a hash: field 'n' the newest bucket's number, 't' the ring's total, and
--- one field per ring slot ("0" .. RING-1, a missing slot is 0), the same slots as
--- the Rust ring, so that clearing and aliasing behave the same. A call reads the
--- header and the few slots it needs (HGET each, cached), and a grant writes the
--- slots it changed: O(1) amortized, whatever the limit or the number of buckets.
--- A refusal's exact retry_after walks the non-empty slots (one HGETALL of what the
--- ring holds, never its empty buckets). Times are whole microseconds. The weighted
+-- kept in a hash: field 'n' the newest bucket's number, 't' the ring's total, 'o' a
+-- bucket before which every bucket is empty (set by a grant into an empty ring;
+-- missing: 0), and one field per ring slot ("0" .. RING-1, a missing slot is 0), the
+-- same slots as the Rust ring, so that clearing and aliasing behave the same. A
+-- call reads the header with the slots it most likely needs (one HMGET; any other
+-- slot an HGET, cached), and a grant writes the slots it changed: O(1), whatever
+-- the limit or the number of buckets. A refusal's exact retry_after walks the
+-- non-empty buckets from the oldest: slot by slot from 'o', which on a busy key
+-- finds what it needs in a slot or two; past 8 slots (a sparse ring), from one
+-- HGETALL of what the ring holds, never its empty buckets. Times are whole microseconds. The weighted
 -- counts ("scaled", count x ns) and the durations returned are plain doubles while
 -- every one the step can form stays below 2^52 (the usual case: a limit and a
 -- window that are not astronomical), exact limb arrays in ns otherwise.
@@ -16,13 +19,31 @@ local function make_sliding_window_buckets(C)
   local WEIGHTED, RING = C[5] == 1, C[6]
   local P_NS = ns(P)
 
+  -- The slots' field names, each made once (tostring formats through sprintf).
+  local names = {}
+  local function name(slot)
+    local v = names[slot]
+    if v == nil then
+      v = tostring(slot)
+      names[slot] = v
+    end
+    return v
+  end
+
   -- A state: the header, the slots it changed (w), whether every slot was cleared
   -- (wipe), and the server's slots read so far (shared by the copies of one key).
+  -- The header comes in one HMGET with the slots a step at NOW most likely reads:
+  -- the current bucket's and the two at the window's far end (the bucket leaving
+  -- it, a weighted window's partial one); any other slot is read when needed.
   local function load(key)
-    local header = redis_call('HMGET', key, 'n', 't')
-    local held = header[1] ~= false
-    return {key = key, n = tonumber(header[1] or '0'), t = tonumber(header[2] or '0'),
-            w = {}, wipe = false, cache = {}}, held
+    local current = div(NOW, P)
+    local far = max(current - B, 0)
+    local a, b, c = fmod(current, RING), fmod(far, RING), fmod(far + 1, RING)
+    local got = redis_call('HMGET', key, 'n', 't', 'o', name(a), name(b), name(c))
+    local cache = {}
+    cache[a], cache[b], cache[c] = (got[4] or 0) + 0, (got[5] or 0) + 0, (got[6] or 0) + 0
+    return {key = key, n = (got[1] or 0) + 0, t = (got[2] or 0) + 0, o = (got[3] or 0) + 0,
+            w = {}, wipe = false, cache = cache}, got[1] ~= false
   end
 
   local function read(st, slot)
@@ -31,7 +52,7 @@ local function make_sliding_window_buckets(C)
     if st.wipe then return 0 end
     v = st.cache[slot]
     if v == nil then
-      v = tonumber(redis_call('HGET', st.key, tostring(slot)) or '0')
+      v = (redis_call('HGET', st.key, name(slot)) or 0) + 0
       st.cache[slot] = v
     end
     return v
@@ -47,7 +68,7 @@ local function make_sliding_window_buckets(C)
         local flat = redis_call('HGETALL', st.key)
         for i = 1, #flat, 2 do
           local field = flat[i]
-          if field ~= 'n' and field ~= 't' then all[tonumber(field)] = tonumber(flat[i + 1]) end
+          if field ~= 'n' and field ~= 't' and field ~= 'o' then all[tonumber(field)] = tonumber(flat[i + 1]) end
         end
         st.cache.all = all
       end
@@ -74,12 +95,12 @@ local function make_sliding_window_buckets(C)
 
   local function save(key, st, ms)
     if st.wipe then redis_call('DEL', key) end
-    local set, gone = {'n', int(st.n), 't', int(st.t)}, {}
+    local set, gone = {'n', int(st.n), 't', int(st.t), 'o', int(st.o)}, {}
     for slot, v in pairs(st.w) do
       if v == 0 then
-        gone[#gone + 1] = tostring(slot)
+        gone[#gone + 1] = name(slot)
       else
-        set[#set + 1] = tostring(slot)
+        set[#set + 1] = name(slot)
         set[#set + 1] = int(v)
       end
     end
@@ -245,7 +266,8 @@ local function make_sliding_window_buckets(C)
   -- The state after a grant of `cost` in the current bucket (a copy: the old one may
   -- still be read by a later key of the same call).
   local function commit(st, v, cost)
-    local new = {key = st.key, n = st.n, t = st.t, w = {}, wipe = st.wipe, cache = st.cache}
+    local new = {key = st.key, n = st.n, t = st.t, o = st.o, w = {}, wipe = st.wipe,
+                 cache = st.cache}
     for k, c in pairs(st.w) do new.w[k] = c end
     local total = st.t
     if v.current > v.newest then
@@ -264,6 +286,8 @@ local function make_sliding_window_buckets(C)
       new.n = v.current
       total = v.total
     end
+    -- A grant into an empty ring: every bucket before this one is empty.
+    if total == 0 then new.o = v.current end
     local s = slot(v.current)
     new.w[s] = read(new, s) + cost
     new.t = total + cost
@@ -307,13 +331,38 @@ local function make_sliding_window_buckets(C)
     return max((start + D - now) * 1000 + q, 0)
   end
 
+  -- The non-empty buckets in [from, to], ascending, as an iterator of bucket,
+  -- count: slot by slot from the state's oldest possibly non-empty bucket (`o`,
+  -- below which every bucket is empty), so that a refusal reads the one or two
+  -- buckets it needs, not the ring; past 8 slots read, the rest from the ring's
+  -- non-empty slots (what a sparse ring costs).
+  local function ascending(st, v, from, to)
+    local b, reads, rest, i = max(from, st.o), 0, nil, 0
+    return function()
+      while rest == nil and b <= to do
+        if reads == 8 then
+          rest = nonempty(st, b, to)
+        else
+          local c = count(st, v, b)
+          reads, b = reads + 1, b + 1
+          if c > 0 then return b - 1, c end
+        end
+      end
+      if rest then
+        i = i + 1
+        local bc = rest[i]
+        if bc then return bc[1], bc[2] end
+      end
+      return nil
+    end
+  end
+
   local function retry_near(st, v, now, excess, excess_permits, first_whole, partial, inside, c)
     local last = min(v.current, v.newest)
-    local found = nonempty(st, first_whole, last)
     if not WEIGHTED then
-      for _, bc in ipairs(found) do
-        if bc[2] >= excess_permits then return after(gone_at_us(bc[1]), now) end
-        excess_permits = excess_permits - bc[2]
+      for bucket, held in ascending(st, v, first_whole, last) do
+        if held >= excess_permits then return after(gone_at_us(bucket), now) end
+        excess_permits = excess_permits - held
       end
       return after(gone_at_us(max(last + 1, first_whole)), now)
     end
@@ -325,10 +374,10 @@ local function make_sliding_window_buckets(C)
       excess = excess - part
       start = start + inside
     end
-    for _, bc in ipairs(found) do
-      local part = bc[2] * P
+    for bucket, held in ascending(st, v, first_whole, last) do
+      local part = held * P
       if part >= excess then
-        return crossed_near(start + (bc[1] - first_whole) * P, excess, bc[2], now)
+        return crossed_near(start + (bucket - first_whole) * P, excess, held, now)
       end
       excess = excess - part
     end
@@ -393,7 +442,7 @@ local function make_sliding_window_buckets(C)
     local s = slot(bucket)
     local c = read(st, s)
     local back = min(num(grant.charge), c)
-    local new = {key = st.key, n = st.n, t = max(st.t - back, 0), w = {}, wipe = st.wipe,
+    local new = {key = st.key, n = st.n, t = max(st.t - back, 0), o = st.o, w = {}, wipe = st.wipe,
                  cache = st.cache}
     for k, v in pairs(st.w) do new.w[k] = v end
     new.w[s] = c - back
