@@ -7,11 +7,11 @@
 -- memory), each with an expiry equal to its reset_after (deleted once that is
 -- zero, kept without expiry when it is for ever), and a peek writes nothing.
 --
--- ARGV: 1 step ('r', 'p', 'c'; 'e': a reserve on one identity that also reports
--- how every limit stands after it, one more decision per limit after its own), 2 now in us ('' = server TIME), 3 cost, 4 max wait
--- in whole us (-1: for ever), 5 expiry grace in ms, 6 the configuration: the
--- algorithm's kind (its FACTORIES index) and its words, space-separated; a
--- cancel's grants follow.
+-- ARGV: 1 step ('r', 'p', 'c'; 'e': a reserve on one identity that also reports how
+-- every limit stands after it, one more decision per limit after its own), 2 now in us
+-- ('' = server TIME), 3 cost, 4 max wait in whole us (-1: for ever), 5 expiry grace in
+-- ms, 6 the configuration: the algorithm's kind (its FACTORIES index) and its words,
+-- space-separated; a cancel's grants follow.
 
 -- Algorithms built from their configuration text, kept between calls: building
 -- one (its closures, its constants) is most of what a step would otherwise cost.

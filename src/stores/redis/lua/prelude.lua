@@ -44,6 +44,13 @@ local function decision(verdict, limit, remaining, wait, retry, reset)
   return {verdict, wait, 0, retry, 0, reset, 0, remaining, limit, 0, 0, 0, 0, 0, 0, 0}
 end
 
+-- A decision of a step on doubles, its durations plain ns below 2^53.
+local function decision_ns(verdict, limit, remaining, retry, reset)
+  local r, s = retry % 1000, reset % 1000
+  return {verdict, 0, 0, (retry - r) / 1000, r, (reset - s) / 1000, s, remaining, limit, 0,
+          0, 0, 0, 0, 0, 0}
+end
+
 -- How a limit stands after its answer d (Rust's `standing`): a grant that left no
 -- permit reports the refusal one more permit would get now, if it is refused (a
 -- peek: no wait accepted, nothing recorded); any other answer reports itself.

@@ -1,17 +1,17 @@
--- The bucketed sliding window (src/algorithms/sliding_window_buckets.rs), its ring
--- kept in a hash: field 'n' the newest bucket's number, 't' the ring's total, 'o' a
--- bucket before which every bucket is empty (set by a grant into an empty ring;
--- missing: 0), and one field per ring slot ("0" .. RING-1, a missing slot is 0), the
--- same slots as the Rust ring, so that clearing and aliasing behave the same. A
--- call reads the header with the slots it most likely needs (one HMGET; any other
--- slot an HGET, cached), and a grant writes the slots it changed: O(1), whatever
--- the limit or the number of buckets. A refusal's exact retry_after walks the
--- non-empty buckets from the oldest: slot by slot from 'o', which on a busy key
--- finds what it needs in a slot or two; past 8 slots (a sparse ring), from one
--- HGETALL of what the ring holds, never its empty buckets. Times are whole microseconds. The weighted
--- counts ("scaled", count x ns) and the durations returned are plain doubles while
--- every one the step can form stays below 2^52 (the usual case: a limit and a
--- window that are not astronomical), exact limb arrays in ns otherwise.
+-- The bucketed sliding window (src/algorithms/sliding_window_buckets.rs), its ring kept
+-- in a hash: field 'n' the newest bucket's number, 't' the ring's total, 'o' a bucket
+-- before which every bucket is empty (set by a grant into an empty ring; missing: 0),
+-- and one field per ring slot ("0" .. RING-1, a missing slot is 0), the same slots as
+-- the Rust ring, so that clearing and aliasing behave the same. A call reads the header
+-- with the slots it most likely needs (one HMGET; any other slot an HGET, cached), and
+-- a grant writes the slots it changed: O(1), whatever the limit or the number of
+-- buckets. A refusal's exact retry_after walks the non-empty buckets from the oldest:
+-- slot by slot from 'o', which on a busy key finds what it needs in a slot or two; past
+-- 8 slots (a sparse ring), from one HGETALL of what the ring holds, never its empty
+-- buckets. Times are whole microseconds. The weighted counts ("scaled", count x ns) and
+-- the durations returned are plain doubles while every one the step can form stays
+-- below 2^52 (the usual case: a limit and a window that are not astronomical), exact
+-- limb arrays in ns otherwise.
 -- C: 1 limit, 2 duration (us), 3 precision (us), 4 buckets B, 5 weighted (1) or
 -- dropping (0), 6 ring slots (B + 1 rounded up to a power of two).
 local function make_sliding_window_buckets(C)
@@ -68,7 +68,9 @@ local function make_sliding_window_buckets(C)
         local flat = redis_call('HGETALL', st.key)
         for i = 1, #flat, 2 do
           local field = flat[i]
-          if field ~= 'n' and field ~= 't' and field ~= 'o' then all[tonumber(field)] = tonumber(flat[i + 1]) end
+          if field ~= 'n' and field ~= 't' and field ~= 'o' then
+            all[tonumber(field)] = tonumber(flat[i + 1])
+          end
         end
         st.cache.all = all
       end
@@ -309,12 +311,6 @@ local function make_sliding_window_buckets(C)
     return (bucket + B) * P
   end
 
-  local function answer(verdict, remaining, retry, reset)
-    local r, s = retry % 1000, reset % 1000
-    return {verdict, 0, 0, (retry - r) / 1000, r, (reset - s) / 1000, s, remaining, LIMIT, 0,
-            0, 0, 0, 0, 0, 0}
-  end
-
   local function reset_near(st, v, now)
     local oldest, newest = max(v.current - B, 0), min(v.current, v.newest)
     if newest >= oldest and count(st, v, newest) > 0 then return after(gone_at_us(newest), now) end
@@ -397,18 +393,19 @@ local function make_sliding_window_buckets(C)
     local used, rest = div(scaled, P)
     if rest > 0 then used = used + 1 end
     if cost > LIMIT then
-      return answer(2, max(LIMIT - used, 0), 0, reset_near(st, v, now)), nil
+      return decision_ns(2, LIMIT, max(LIMIT - used, 0), 0, reset_near(st, v, now)), nil
     end
     local allowed = (LIMIT - cost) * P
     if scaled <= allowed then
-      local d = answer(0, LIMIT - cost - used, 0, after(gone_at_us(v.current), now))
+      local reset = after(gone_at_us(v.current), now)
+      local d = decision_ns(0, LIMIT, LIMIT - cost - used, 0, reset)
       d[11], d[12] = split32(v.current)
       d[13], d[14] = split32(cost)
       return d, commit(st, v, cost)
     end
     local retry = retry_near(st, v, now, scaled - allowed, used + cost - LIMIT, first_whole,
       partial, inside, c)
-    return answer(1, max(LIMIT - used, 0), retry, reset_near(st, v, now)), nil
+    return decision_ns(1, LIMIT, max(LIMIT - used, 0), retry, reset_near(st, v, now)), nil
   end
 
   local function reserve_exact(st, now, cost)
@@ -442,8 +439,8 @@ local function make_sliding_window_buckets(C)
     local s = slot(bucket)
     local c = read(st, s)
     local back = min(num(grant.charge), c)
-    local new = {key = st.key, n = st.n, t = max(st.t - back, 0), o = st.o, w = {}, wipe = st.wipe,
-                 cache = st.cache}
+    local new = {key = st.key, n = st.n, t = max(st.t - back, 0), o = st.o, w = {},
+                 wipe = st.wipe, cache = st.cache}
     for k, v in pairs(st.w) do new.w[k] = v end
     new.w[s] = c - back
     return new

@@ -162,16 +162,12 @@ local function make_sliding_window_counter(C)
     return 0
   end
 
-  local function answer(verdict, remaining, retry, reset)
-    local r, s = retry % 1000, reset % 1000
-    return {verdict, 0, 0, (retry - r) / 1000, r, (reset - s) / 1000, s, remaining, LIMIT, 0,
-            0, 0, 0, 0, 0, 0}
-  end
-
   -- `reserve`'s steps below, on doubles.
   local function reserve_near(v, cost, used, remaining)
     local to_next = (LEN - v.elapsed) * 1000
-    if cost > LIMIT then return answer(2, remaining, 0, reset_near(v, to_next)), nil end
+    if cost > LIMIT then
+      return decision_ns(2, LIMIT, remaining, 0, reset_near(v, to_next)), nil
+    end
     if used + cost > LIMIT then
       local changed = attempted(v, cost)
       local retry
@@ -182,10 +178,10 @@ local function make_sliding_window_counter(C)
       else
         retry = to_next + (first_fit_near(v.cur, LIMIT - cost) or LEN_N)
       end
-      return answer(1, remaining, retry, reset_near(v, to_next)), changed
+      return decision_ns(1, LIMIT, remaining, retry, reset_near(v, to_next)), changed
     end
     v.cur = v.cur + cost
-    local d = answer(0, remaining - cost, 0, reset_near(v, to_next))
+    local d = decision_ns(0, LIMIT, remaining - cost, 0, reset_near(v, to_next))
     d[11], d[12], d[13], d[14] = receipt(v.index, cost)
     return d, {v.index, v.prev, v.cur}
   end
