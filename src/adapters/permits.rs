@@ -80,7 +80,8 @@ pub trait Permits: Clone + Send + Sync + 'static {
     ///     FixedWindow::new(10, Duration::from_secs(60)).unwrap(),
     /// ));
     /// let limiter = RateLimiter::with_clock(set, ManualClock::new());
-    /// let (decision, each) = futures::executor::block_on(limiter.check_each_async(&(), 1)).unwrap();
+    /// let checking = limiter.check_each_async(&(), 1);
+    /// let (decision, each) = futures::executor::block_on(checking).unwrap();
     /// assert_eq!(decision.remaining(), 1);
     /// assert_eq!(each.iter().map(|d| d.remaining()).collect::<Vec<_>>(), [1, 9]);
     /// ```

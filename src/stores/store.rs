@@ -238,7 +238,8 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
     /// ));
     /// let store: MemoryStore<&str, _> = MemoryStore::new();
     /// let step = Step::Reserve { cost: 1, max_wait: 0 };
-    /// let (answer, each) = futures::executor::block_on(store.apply_key_each_async(&set, &"k", 0, step)).unwrap();
+    /// let reporting = store.apply_key_each_async(&set, &"k", 0, step);
+    /// let (answer, each) = futures::executor::block_on(reporting).unwrap();
     /// assert!(answer.0.is_allowed());
     /// assert_eq!(each.iter().map(|d| d.remaining()).collect::<Vec<_>>(), [4, 49]);
     /// ```

@@ -154,12 +154,13 @@ impl Legacy {
 ///   more of its quota is there: for a limit that refuses one more permit now (it
 ///   refused the call, or the call spent its last permit), when its next permit
 ///   comes; otherwise its `reset_after` (when it is whole again). A refused call
-///   lists only the limits that refused it. A single limit, or a limiter that reports only the
-///   combined decision (a store that keeps
-///   [`Store::apply_key_each`](crate::stores::Store::apply_key_each)'s default), gets one item, for the
-///   limit that decided (the decision's `limit_index`: the set's tightest member
-///   when allowed, its refusing member when refused; for a grant of the last
-///   permit, the limit that holds the next one back, which the server peeks for).
+///   lists only the limits that refused it. A single limit, or a limiter that
+///   reports only the combined decision (a store that keeps
+///   [`Store::apply_key_each`](crate::stores::Store::apply_key_each)'s default),
+///   gets one item, for the limit that decided (the decision's `limit_index`: the
+///   set's tightest member when allowed, its refusing member when refused; for a
+///   grant of the last permit, the limit that holds the next one back, which the
+///   server peeks for).
 ///   A cost that can never be granted has no `t`.
 /// * `Retry-After` on a refusal: `retry_after` in whole seconds, rounded up, so a
 ///   client that honours it is never early; it equals the `RateLimit` item's `t`.

@@ -387,8 +387,7 @@ struct Request {
 
 impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
     /// Builds the call (`None` when there is nothing to send), or the typed error
-    /// that refuses it before sending.
-    /// With `report` (a reserve on one key), the step also reports how every limit
+    /// that refuses it before sending. With `report` (a reserve on one key), the step also reports how every limit
     /// stands after it (step code `e`).
     fn request(
         &self,
