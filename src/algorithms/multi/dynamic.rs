@@ -382,15 +382,17 @@ impl Limits {
             && state.taken.len() == n
     }
 
-    /// The set's step (see the module docs); with `each`, also reports every
-    /// member's standing (see [`Algorithm::reserve_each`]).
-    fn step(
+    /// The set's step (see the module docs); with `REPORT`, also tells `each`
+    /// every member's standing (see [`Algorithm::reserve_each`]). Without it the
+    /// reporting compiles away.
+    #[inline(always)]
+    fn step<const REPORT: bool>(
         &self,
         state: &mut LimitsState,
         now: Nanos,
         cost: u64,
         max_wait: Nanos,
-        mut each: Option<&mut dyn FnMut(Decision)>,
+        each: &mut dyn FnMut(Decision),
     ) -> (Decision, Receipt) {
         if !self.fits(state) {
             return (foreign(), Receipt::NONE);
@@ -416,8 +418,8 @@ impl Limits {
             refused |= !decision.is_allowed();
             tally.add(index, decision);
         }
-        let report = |each: &mut Option<&mut dyn FnMut(Decision)>, state: &LimitsState, look| {
-            if let Some(each) = each {
+        let report = |each: &mut dyn FnMut(Decision), state: &LimitsState, look| {
+            if REPORT {
                 for (index, member) in self.members.iter().enumerate() {
                     let answer = state.pending[index].0;
                     each(if look {
@@ -429,7 +431,7 @@ impl Limits {
             }
         };
         if refused {
-            report(&mut each, state, false);
+            report(each, state, false);
             self.restore_taken(state);
             return (tally.decision(), Receipt::NONE);
         }
@@ -445,7 +447,7 @@ impl Limits {
         }
         if let Some(refusal) = broken {
             // A member broke its contract (see the module docs): undo the others.
-            report(&mut each, state, false);
+            report(each, state, false);
             self.restore_taken(state);
             for (index, member) in self.members.iter().enumerate() {
                 let (grant, receipt) = state.pending[index];
@@ -456,7 +458,7 @@ impl Limits {
             state.last.live = false;
             return (refusal, Receipt::NONE);
         }
-        report(&mut each, state, true);
+        report(each, state, true);
         for (kept, (_, receipt)) in state.receipts.iter_mut().zip(&state.pending) {
             *kept = *receipt;
         }
@@ -559,7 +561,7 @@ impl Algorithm for Limits {
         cost: u64,
         max_wait: Nanos,
     ) -> (Decision, Receipt) {
-        self.step(state, now, cost, max_wait, None)
+        self.step::<false>(state, now, cost, max_wait, &mut |_| {})
     }
 
     fn reserve_each(
@@ -570,7 +572,7 @@ impl Algorithm for Limits {
         max_wait: Nanos,
         each: &mut dyn FnMut(Decision),
     ) -> (Decision, Receipt) {
-        self.step(state, now, cost, max_wait, Some(each))
+        self.step::<true>(state, now, cost, max_wait, each)
     }
 
     fn peek(&self, state: &LimitsState, now: Nanos, cost: u64) -> Decision {
