@@ -151,7 +151,10 @@ pub trait Permits: Clone + Send + Sync + 'static {
     /// let limiter = RateLimiter::bursty_with_clock(2.0, ManualClock::new()).unwrap();
     /// let mut reported = Vec::new();
     /// let decision = Permits::check_each(&limiter, &(), 1, &mut |d| reported.push(d)).unwrap();
-    /// assert_eq!(reported, [decision]);
+    /// assert!(decision.is_allowed() && decision.remaining() == 0);
+    /// // Its last permit granted, the one limit says when the next one comes.
+    /// assert!(!reported[0].is_allowed());
+    /// assert_eq!(reported[0].retry_after(), std::time::Duration::from_millis(500));
     /// ```
     fn check_each(
         &self,

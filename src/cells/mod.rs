@@ -27,7 +27,8 @@
 
 use crate::algorithms::words::MAX_CONFIG_WORDS;
 use crate::algorithms::{
-    AdjustableRate, Algorithm, Decision, OneWord, Plain, Receipt, WordArray, WordEncoded,
+    standing_with, AdjustableRate, Algorithm, Decision, OneWord, Plain, Receipt, WordArray,
+    WordEncoded,
 };
 use crate::clock::Nanos;
 use crate::error::Error;
@@ -118,9 +119,11 @@ pub trait StateCell<A: Algorithm + Clone>: Send + Sync + 'static {
     }
 
     /// [`check`](StateCell::check), also telling `each` how every limit stands
-    /// after it, as [`Algorithm::reserve_each`] does in the same atomic step. The
-    /// default, right for a cell of one limit, reports the check's decision once;
-    /// [`LockedCell`], which holds the sets, reports every member.
+    /// after it, as [`Algorithm::reserve_each`] does. The default, right for a cell
+    /// of one limit, reports the check's decision, or, for a grant of the last
+    /// permit, the refusal one more permit would get (a [`peek`](StateCell::peek)
+    /// after the step, taken only then); [`LockedCell`], which holds the sets,
+    /// reports every member in the same locked step.
     ///
     /// ```
     /// use sluicegate::algorithms::{AllOf, FixedWindow};
@@ -132,10 +135,17 @@ pub trait StateCell<A: Algorithm + Clone>: Send + Sync + 'static {
     /// let mut left = Vec::new();
     /// assert!(cell.check_each(0, 1, &mut |d| left.push(d.remaining())).is_allowed());
     /// assert_eq!(left, [1, 9]);
+    /// // One limit: its last permit granted, it reports when the next one comes.
+    /// use sluicegate::cells::WordCell;
+    /// let lone = WordCell::new(FixedWindow::new(1, Duration::from_secs(1)).unwrap(), 0);
+    /// let mut reported = Vec::new();
+    /// assert!(lone.check_each(0, 1, &mut |d| reported.push(d)).is_allowed());
+    /// assert!(!reported[0].is_allowed());
+    /// assert_eq!(reported[0].retry_after(), Duration::from_secs(1));
     /// ```
     fn check_each(&self, now: Nanos, cost: u64, each: &mut dyn FnMut(Decision)) -> Decision {
         let decision = self.check(now, cost);
-        each(decision);
+        each(standing_with(decision, || self.peek(now, 1)));
         decision
     }
 

@@ -357,8 +357,10 @@ impl<A: CellAlgorithm, C: Clock> RateLimiter<A, C> {
     /// [`Algorithm::reserve_each`](crate::algorithms::Algorithm::reserve_each)):
     /// every member of a set ([`AllOf`](crate::algorithms::AllOf),
     /// [`Limits`](crate::algorithms::Limits)), in the same atomic step; a single
-    /// limit reports the check's decision. What the server layer lists as one
-    /// `RateLimit` item per limit.
+    /// limit reports the check's decision (after a grant of its last permit, the
+    /// refusal one more would get). A cost above a limit's capacity makes that
+    /// limit report never, and the call is refused. What the server layer lists as
+    /// one `RateLimit` item per limit.
     ///
     /// # Errors
     /// [`Error::ZeroCost`] for 0 permits.

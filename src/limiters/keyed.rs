@@ -280,7 +280,8 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     /// when the store can say so in the same step (the in-memory store can, under
     /// the same lock, and the Redis store, in the same round trip; a store that
     /// cannot reports the combined decision once, see [`Store::apply_key_each`]).
-    /// What the server layer lists as one `RateLimit` item per limit.
+    /// A cost above a limit's capacity makes that limit report never, and the call
+    /// is refused. What the server layer lists as one `RateLimit` item per limit.
     ///
     /// # Errors
     /// As [`check`](Self::check).
