@@ -48,7 +48,7 @@
 //!   nothing.
 
 use super::validate::validate_positive_period;
-use super::words::{one_word_state, Plan, Settle, Words};
+use super::words::{one_word_state, try_take_by_words, Plan, Settle, Words};
 use super::{Algorithm, Decision, OneWord, Receipt, WordEncoded};
 use crate::clock::Nanos;
 use crate::error::Error;
@@ -302,6 +302,11 @@ impl Algorithm for FixedWindow {
         }
         let count = state.word & ((1 << shift) - 1);
         *state = self.pack(index, count.saturating_sub(receipt.charge()));
+    }
+
+    #[inline]
+    fn try_take(&self, state: &mut FixedWindowState, now: Nanos, cost: u64) -> Option<Decision> {
+        try_take_by_words::<_, 1>(self, state, now, cost)
     }
 
     fn is_replenished(&self, state: &FixedWindowState, now: Nanos) -> bool {

@@ -446,6 +446,18 @@ impl LeakyBucket {
     #[inline(always)]
     fn take(&self, state: LeakyState, now: Nanos, cost: u64) -> Option<LeakyState> {
         let ticks = self.ticks();
+        if ticks.num == ticks.den {
+            // Ticks are nanoseconds: the same step in 64 bits. A charge or an end
+            // that overflows is refused, as there; a capacity that saturates holds
+            // any end that fits.
+            let capacity = u64::from(self.capacity).saturating_mul(ticks.per_permit);
+            let charge = cost.checked_mul(ticks.per_permit)?;
+            let idle = state.tat <= now;
+            let end = state.tat.max(now).checked_add(charge)?;
+            let fits = charge <= capacity && (end <= capacity || end - capacity <= now);
+            let at_once = idle || self.mode == LeakyMode::Meter;
+            return (fits && at_once).then_some(LeakyState { tat: end });
+        }
         let per_permit = u128::from(ticks.per_permit);
         let capacity = u128::from(self.capacity) * per_permit;
         let charge = u128::from(cost) * per_permit;
@@ -563,6 +575,17 @@ impl Algorithm for LeakyBucket {
         }
         let now_ticks = self.ticks().reading(now);
         state.tat = state.tat.saturating_sub(restore).max(now_ticks);
+    }
+
+    #[inline]
+    fn try_take(&self, state: &mut LeakyState, now: Nanos, cost: u64) -> Option<Decision> {
+        match self.take(*state, now, cost) {
+            Some(next) => {
+                *state = next;
+                None
+            }
+            None => Some(self.reserve(state, now, cost, 0)),
+        }
     }
 
     fn is_replenished(&self, state: &LeakyState, now: Nanos) -> bool {

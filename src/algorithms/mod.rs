@@ -175,6 +175,34 @@ pub trait Algorithm: Send + Sync + 'static {
         answer
     }
 
+    /// The lean zero-wait step, for a caller that reads a grant no further than
+    /// "granted": `None` if `cost` permits were taken, the state changed exactly as
+    /// a zero-wait [`reserve`](Algorithm::reserve) would change it, but the grant
+    /// not described; otherwise that reserve's refusal (denied or never) in full,
+    /// the state changed as it changes it (not at all, unless refusals are
+    /// recorded). What a keyed `try_acquire` and a server that sends no fields on
+    /// grants run.
+    ///
+    /// The default runs `reserve` and drops a grant's description. The crate's
+    /// one- and two-word algorithms skip building it: a grant then costs what the
+    /// direct limiter's `try_acquire` does, a refusal one more full step.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, FixedWindow};
+    /// use std::time::Duration;
+    /// let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
+    /// let mut state = window.initial_state(0);
+    /// assert!(window.try_take(&mut state, 0, 1).is_none()); // granted
+    /// let refusal = window.try_take(&mut state, 0, 1).unwrap();
+    /// assert_eq!(refusal.retry_after(), Duration::from_secs(1));
+    /// assert!(window.try_take(&mut state, 0, 2).unwrap().is_never());
+    /// ```
+    #[inline]
+    fn try_take(&self, state: &mut Self::State, now: Nanos, cost: u64) -> Option<Decision> {
+        let decision = self.reserve(state, now, cost, 0);
+        (!decision.is_allowed()).then_some(decision)
+    }
+
     /// The decision a zero-wait [`reserve`](Algorithm::reserve) would give now,
     /// without consuming anything.
     fn peek(&self, state: &Self::State, now: Nanos, cost: u64) -> Decision {

@@ -48,7 +48,7 @@
 //!   nanoseconds, so waits agree with Guava's to within a microsecond.
 
 use super::validate::{validate_period, validate_rate};
-use super::words::{one_word_state, Plan, Settle, Words};
+use super::words::{one_word_state, try_take_by_words, Plan, Settle, Words};
 use super::{signed, until, AdjustableRate, Algorithm, Decision, OneWord, Receipt, WordEncoded};
 use crate::clock::Nanos;
 use crate::error::Error;
@@ -387,6 +387,11 @@ impl Algorithm for SmoothBursty {
             .tat
             .saturating_sub(i64::try_from(restore).unwrap_or(i64::MAX));
         state.tat = restored.max(now.saturating_sub(self.burst_nanos()));
+    }
+
+    #[inline]
+    fn try_take(&self, state: &mut BurstyState, now: Nanos, cost: u64) -> Option<Decision> {
+        try_take_by_words::<_, 1>(self, state, now, cost)
     }
 
     fn is_replenished(&self, state: &BurstyState, now: Nanos) -> bool {

@@ -52,7 +52,7 @@
 
 use super::smooth_bursty::smooth_limit;
 use super::validate::{validate_period, validate_rate};
-use super::words::{Plan, Words, WordsMut};
+use super::words::{try_take_by_words, Plan, Words, WordsMut};
 use super::{signed, until, AdjustableRate, Algorithm, Decision, Receipt, WordArray, WordEncoded};
 use crate::clock::Nanos;
 use crate::error::Error;
@@ -494,6 +494,11 @@ impl Algorithm for SmoothWarmingUp {
             state.next_free = now;
         }
         state.stored = self.max_permits.min(stored);
+    }
+
+    #[inline]
+    fn try_take(&self, state: &mut WarmingUpState, now: Nanos, cost: u64) -> Option<Decision> {
+        try_take_by_words::<_, 2>(self, state, now, cost)
     }
 
     fn is_replenished(&self, state: &WarmingUpState, now: Nanos) -> bool {

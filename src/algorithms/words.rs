@@ -319,6 +319,31 @@ pub trait WordEncoded: Algorithm + Copy {
     fn apply_take<W: WordsMut + ?Sized>(&self, words: &mut W, take: Self::Take);
 }
 
+/// [`Algorithm::try_take`] by the lean take on a state of `N` words: a grant
+/// writes what [`plan_take`](WordEncoded::plan_take) planned; a refusal runs the
+/// full zero-wait step on the state as it was, so that it is described in full and
+/// a recorded refusal is recorded once.
+#[inline(always)]
+pub(crate) fn try_take_by_words<A: WordEncoded, const N: usize>(
+    algorithm: &A,
+    state: &mut A::State,
+    now: Nanos,
+    cost: u64,
+) -> Option<Decision> {
+    let mut words = [0; N];
+    algorithm.write_state(state, &mut words[..]);
+    match algorithm.plan_take(&words[..], now, cost) {
+        (true, take) => {
+            if let Some(take) = take {
+                algorithm.apply_take(&mut words[..], take);
+                *state = algorithm.read_state(&words[..]);
+            }
+            None
+        }
+        (false, _) => Some(algorithm.reserve(state, now, cost, 0)),
+    }
+}
+
 /// A zero-wait reservation split in two, for [`WordEncoded::check_words`]:
 /// [`settle`](Settle::settle) decides and moves the state with as little work as it
 /// can, keeping what [`describe`](Settle::describe) needs to build the full

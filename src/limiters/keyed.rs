@@ -239,7 +239,17 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     /// ```
     #[inline]
     pub fn try_acquire(&self, key: &K) -> bool {
-        matches!(self.check(key, 1), Ok(d) if d.is_allowed())
+        matches!(self.try_take(key, 1), Ok(None))
+    }
+
+    /// The store's lean zero-wait step ([`Store::try_take_key`]): `None` if
+    /// granted, else the refusal in full.
+    #[inline]
+    pub(crate) fn try_take(&self, key: &K, cost: u64) -> Result<Option<Decision>, Error> {
+        let cost = nonzero(cost)?;
+        let shared = &*self.shared;
+        let now = shared.clock.now();
+        shared.store.try_take_key(&shared.algorithm, key, now, cost)
     }
 
     /// Takes `cost` permits for `key` if that needs no waiting, and answers with the

@@ -179,6 +179,38 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
         Ok(out[0])
     }
 
+    /// A zero-wait [`Step::Reserve`] of `cost` on one key whose caller reads a
+    /// grant no further than "granted": `None` if granted, otherwise the refusal in
+    /// full (see [`Algorithm::try_take`], the lean step it runs). Atomic as `apply`
+    /// is, and the state changes exactly as under that reserve. The default runs
+    /// [`apply_key`](Store::apply_key) (over Redis one round trip either way).
+    ///
+    /// # Errors
+    /// As [`apply`](Store::apply).
+    ///
+    /// ```
+    /// use sluicegate::algorithms::FixedWindow;
+    /// use sluicegate::stores::{MemoryStore, Store};
+    /// use std::time::Duration;
+    /// let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
+    /// let store: MemoryStore<&str, FixedWindow> = MemoryStore::new();
+    /// assert_eq!(store.try_take_key(&window, &"k", 0, 1).unwrap(), None);
+    /// let refusal = store.try_take_key(&window, &"k", 0, 1).unwrap().unwrap();
+    /// assert_eq!(refusal.retry_after(), Duration::from_secs(1));
+    /// ```
+    #[inline]
+    fn try_take_key(
+        &self,
+        algorithm: &A,
+        key: &K,
+        now: Nanos,
+        cost: u64,
+    ) -> Result<Option<Decision>, Error> {
+        let step = Step::Reserve { cost, max_wait: 0 };
+        let (decision, _) = self.apply_key(algorithm, key, now, step)?;
+        Ok((!decision.is_allowed()).then_some(decision))
+    }
+
     /// [`apply_key`](Store::apply_key) of a [`Step::Reserve`], also telling `each`
     /// how every limit of the algorithm stands after the step, as
     /// [`Algorithm::reserve_each`] does (one decision per member of a set). The

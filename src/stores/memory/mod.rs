@@ -375,12 +375,80 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
     where
         K: Hash,
     {
+        self.locked(key, |shard, hash| {
+            self.step_one::<EACH>(shard, algorithm, hash, now, step, each)
+        })
+    }
+
+    /// [`Store::try_take_key`]: the algorithm's lean step under the shard's lock.
+    #[inline]
+    fn try_take_one(
+        &self,
+        algorithm: &A,
+        key: &K,
+        now: Nanos,
+        cost: u64,
+    ) -> Result<Option<Decision>, Error>
+    where
+        K: Hash,
+    {
+        self.locked(key, |shard, hash| {
+            let refusal = self.reserve_in(shard, algorithm, hash, now, |state| {
+                let refusal = algorithm.try_take(state, now, cost);
+                let granted = refusal.is_none();
+                (refusal, granted)
+            })?;
+            self.tick(shard, algorithm, now);
+            Ok(refusal)
+        })
+    }
+
+    /// Runs `f` on the shard of `key` (and the key's hash) under its lock, then
+    /// publishes the shard's length.
+    #[inline(always)]
+    fn locked<R>(&self, key: &K, f: impl FnOnce(&mut ShardState<A::State>, u64) -> R) -> R
+    where
+        K: Hash,
+    {
         let hash = self.hash(key);
         let home = &self.shards[self.shard_of(hash)];
         let mut guard = home.inner.lock();
-        let result = self.step_one::<EACH>(&mut guard, algorithm, hash, now, step, each);
+        let result = f(&mut guard, hash);
         home.len.store(guard.table.len(), Ordering::Relaxed);
         result
+    }
+
+    /// Runs a reserving `step` on the state of `hash`, or on a new key's initial
+    /// state, which is kept only if `step` granted (it answers that beside its
+    /// answer) and left something to remember.
+    #[inline(always)]
+    fn reserve_in<R>(
+        &self,
+        shard: &mut ShardState<A::State>,
+        algorithm: &A,
+        hash: u64,
+        now: Nanos,
+        step: impl FnOnce(&mut A::State) -> (R, bool),
+    ) -> Result<R, Error> {
+        // One call site for `step`, so that it is inlined.
+        let mut fresh = None;
+        let state = match shard.table.find(hash) {
+            Probe::Found(at) => shard.table.state_mut(at),
+            Probe::Absent => fresh.insert(algorithm.initial_state(0)),
+        };
+        let (answer, granted) = step(state);
+        if let Some(state) = fresh {
+            if granted && !algorithm.is_replenished(&state, now) {
+                if !self.claim(1) {
+                    self.sweep_for_room(shard, algorithm, now);
+                    if !self.claim(1) {
+                        return Err(self.full());
+                    }
+                }
+                self.insert(shard, hash, state, algorithm, now);
+            }
+        }
+        Ok(answer)
     }
 
     #[inline]
@@ -393,43 +461,27 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
         step: Step<'_>,
         each: &mut dyn FnMut(Decision),
     ) -> Result<(Decision, Receipt), Error> {
-        let mut reserve = |state: &mut A::State, cost, max_wait| {
-            if EACH {
-                algorithm.reserve_each(state, now, cost, max_wait, &mut *each)
-            } else {
-                algorithm.reserve_with_receipt(state, now, cost, max_wait)
+        let answer = match step {
+            Step::Reserve { cost, max_wait } => {
+                self.reserve_in(shard, algorithm, hash, now, |state| {
+                    let answer = if EACH {
+                        algorithm.reserve_each(state, now, cost, max_wait, &mut *each)
+                    } else {
+                        algorithm.reserve_with_receipt(state, now, cost, max_wait)
+                    };
+                    (answer, answer.0.is_allowed())
+                })?
             }
-        };
-        let found = shard.table.find(hash);
-        let answer = match (step, found) {
-            (Step::Reserve { cost, max_wait }, Probe::Found(at)) => {
-                reserve(shard.table.state_mut(at), cost, max_wait)
+            Step::Peek { cost } => {
+                let decision = match shard.table.find(hash) {
+                    Probe::Found(at) => algorithm.peek(shard.table.state(at), now, cost),
+                    Probe::Absent => algorithm.peek(&algorithm.initial_state(0), now, cost),
+                };
+                (decision, Receipt::NONE)
             }
-            (Step::Reserve { cost, max_wait }, Probe::Absent) => {
-                let mut state = algorithm.initial_state(0);
-                let answer = reserve(&mut state, cost, max_wait);
-                if answer.0.is_allowed() && !algorithm.is_replenished(&state, now) {
-                    if !self.claim(1) {
-                        self.sweep_for_room(shard, algorithm, now);
-                        if !self.claim(1) {
-                            return Err(self.full());
-                        }
-                    }
-                    self.insert(shard, hash, state, algorithm, now);
-                }
-                answer
-            }
-            (Step::Peek { cost }, Probe::Found(at)) => (
-                algorithm.peek(shard.table.state(at), now, cost),
-                Receipt::NONE,
-            ),
-            (Step::Peek { cost }, Probe::Absent) => (
-                algorithm.peek(&algorithm.initial_state(0), now, cost),
-                Receipt::NONE,
-            ),
-            (Step::Cancel { receipts, acts_at }, found) => {
+            Step::Cancel { receipts, acts_at } => {
                 let receipt = receipts.first().copied().unwrap_or(Receipt::NONE);
-                if let Probe::Found(at) = found {
+                if let Probe::Found(at) = shard.table.find(hash) {
                     algorithm.cancel(shard.table.state_mut(at), now, &receipt, acts_at);
                 }
                 super::store::blank()
@@ -650,6 +702,17 @@ where
         step: Step<'_>,
     ) -> Result<(Decision, Receipt), Error> {
         self.apply_one(algorithm, key, now, step)
+    }
+
+    #[inline]
+    fn try_take_key(
+        &self,
+        algorithm: &A,
+        key: &K,
+        now: Nanos,
+        cost: u64,
+    ) -> Result<Option<Decision>, Error> {
+        self.try_take_one(algorithm, key, now, cost)
     }
 
     /// True: a step waits only on a shard's lock.
