@@ -10,7 +10,7 @@ use futures::executor::block_on;
 use http::{HeaderMap, Request, Response, StatusCode};
 use sluicegate::adapters::server::{Legacy, Policy, RateLimitHeaders, ServerLayer};
 use sluicegate::adapters::{HoldBack, Weighed};
-use sluicegate::algorithms::{AllOf, FixedWindow, LeakyBucket, Limits, SmoothBursty};
+use sluicegate::algorithms::{AllOf, FixedWindow, LeakyBucket, Limits, SlidingLog, SmoothBursty};
 use sluicegate::clock::ManualClock;
 use sluicegate::stores::MemoryStore;
 use sluicegate::{KeyedRateLimiter, RateLimiter};
@@ -469,6 +469,98 @@ fn a_failing_store_fails_closed_unless_told_to_fail_open() {
     assert_eq!(through.status(), StatusCode::OK);
     assert!(through.headers().is_empty());
     assert_eq!(calls.load(Ordering::Relaxed), 2);
+}
+
+/// Without fields the layer takes the lean check (`Permits::try_take`): it must
+/// decide every request as the full check does, a refusal the log records
+/// recorded once, and answer a refusal with `Retry-After` alone.
+#[test]
+fn without_fields_the_lean_check_decides_as_the_full_one() {
+    let clock = ManualClock::new();
+    let log = SlidingLog::new(2, Duration::from_secs(1))
+        .unwrap()
+        .with_rejected_recorded();
+    let keyed = || KeyedRateLimiter::with_clock(log, clock.clone());
+    let (app, _) = app();
+    let lean = ServerLayer::with_meter(keyed(), client_and_cost)
+        .headers(RateLimitHeaders::none())
+        .layer(app.clone());
+    let full = ServerLayer::with_meter(keyed(), client_and_cost).layer(app.clone());
+    let direct = || RateLimiter::with_clock(log, clock.clone());
+    let cost = |r: &Request<u64>| *r.body();
+    let lean_direct = ServerLayer::with_meter(direct(), Weighed(cost))
+        .headers(RateLimitHeaders::none())
+        .layer(app.clone());
+    let full_direct = ServerLayer::with_meter(direct(), Weighed(cost)).layer(app);
+    let mut seen = Vec::new();
+    let mut x: u64 = 0x2545_F491;
+    for _ in 0..300 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        clock.advance(Duration::from_millis(
+            [0, 0, 90, 400, 1_000][(x % 5) as usize],
+        ));
+        let client = ["ann", "bo"][(x >> 8) as usize % 2];
+        let cost = [1, 1, 1, 2, 3][(x >> 16) as usize % 5];
+        seen.push(same_answer(
+            &lean,
+            &full,
+            request(client, cost),
+            request(client, cost),
+        ));
+        seen.push(same_answer(
+            &lean_direct,
+            &full_direct,
+            request(client, cost),
+            request(client, cost),
+        ));
+    }
+    for status in [
+        StatusCode::OK,
+        StatusCode::TOO_MANY_REQUESTS,
+        StatusCode::PAYLOAD_TOO_LARGE,
+    ] {
+        assert!(seen.contains(&status), "no {status} in the trace");
+    }
+}
+
+/// Sends `r` to a layer without fields and `twin` to one with them: the same
+/// status, and only `Retry-After` (the same) or nothing on the former.
+fn same_answer<L, F>(lean: &L, full: &F, r: Request<u64>, twin: Request<u64>) -> StatusCode
+where
+    L: Service<Request<u64>, Response = Response<String>, Error = Infallible> + Clone,
+    F: Service<Request<u64>, Response = Response<String>, Error = Infallible> + Clone,
+{
+    let answered = send(lean, r);
+    let expected = send(full, twin);
+    assert_eq!(answered.status(), expected.status());
+    match expected.headers().get("retry-after") {
+        Some(retry) => assert_eq!(
+            fields(&answered),
+            pairs(&[("retry-after", retry.to_str().unwrap())])
+        ),
+        None => assert!(answered.headers().is_empty()),
+    }
+    answered.status()
+}
+
+#[test]
+fn without_fields_a_failing_store_fails_closed_unless_told_to_fail_open() {
+    let store = MemoryStore::new().with_max_keys(1).unwrap();
+    let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
+    let limiter = KeyedRateLimiter::with_store(window, store, ManualClock::new());
+    let (app, calls) = app();
+    let layer = ServerLayer::with_meter(limiter, client_and_cost).headers(RateLimitHeaders::none());
+    let closed = layer.clone().layer(app.clone());
+    assert_eq!(send(&closed, request("ann", 1)).status(), StatusCode::OK);
+    let full = send(&closed, request("bo", 1));
+    assert_eq!(full.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(full.headers().is_empty());
+    let open = layer.fail_open(true).layer(app);
+    assert_eq!(send(&open, request("bo", 1)).status(), StatusCode::OK);
+    assert_eq!(send(&open, request("bo", 0)).status(), StatusCode::OK);
+    assert_eq!(calls.load(Ordering::Relaxed), 3);
 }
 
 #[test]

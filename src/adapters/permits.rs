@@ -99,6 +99,32 @@ pub trait Permits: Clone + Send + Sync + 'static {
     /// As the limiter's `check`.
     fn check(&self, key: &Self::Key, cost: u64) -> Result<Decision, Error>;
 
+    /// [`check`](Permits::check) for a caller that reads a grant no further than
+    /// "granted": `None` if granted, otherwise the refusal in full, as
+    /// [`Algorithm::try_take`](crate::algorithms::Algorithm::try_take) answers. What
+    /// the server layer runs when it sends no fields on grants. A keyed limiter
+    /// runs its store's lean step ([`Store::try_take_key`]); the default runs
+    /// `check`.
+    ///
+    /// # Errors
+    /// As [`check`](Permits::check).
+    ///
+    /// ```
+    /// use sluicegate::adapters::Permits;
+    /// use sluicegate::{algorithms::FixedWindow, clock::ManualClock, KeyedRateLimiter};
+    /// use std::time::Duration;
+    /// let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
+    /// let limiter = KeyedRateLimiter::with_clock(window, ManualClock::new());
+    /// assert_eq!(Permits::try_take(&limiter, &"k", 1).unwrap(), None);
+    /// let refusal = Permits::try_take(&limiter, &"k", 1).unwrap().unwrap();
+    /// assert_eq!(refusal.retry_after(), Duration::from_secs(1));
+    /// ```
+    #[inline]
+    fn try_take(&self, key: &Self::Key, cost: u64) -> Result<Option<Decision>, Error> {
+        let decision = self.check(key, cost)?;
+        Ok((!decision.is_allowed()).then_some(decision))
+    }
+
     /// True if [`check`](Permits::check) answers at once, without waiting on
     /// anything but locks in this process: a direct limiter, or a keyed one whose
     /// store [answers at once](Store::answers_at_once) (the in-memory store). The
@@ -298,6 +324,11 @@ where
         KeyedRateLimiter::check(self, key, cost)
     }
 
+    #[inline]
+    fn try_take(&self, key: &K, cost: u64) -> Result<Option<Decision>, Error> {
+        KeyedRateLimiter::try_take(self, key, cost)
+    }
+
     fn checks_at_once(&self) -> bool {
         self.store().answers_at_once()
     }
@@ -358,6 +389,10 @@ where
 
     fn check(&self, key: &K, cost: u64) -> Result<Decision, Error> {
         Permits::check(self.blocking(), key, cost)
+    }
+
+    fn try_take(&self, key: &K, cost: u64) -> Result<Option<Decision>, Error> {
+        Permits::try_take(self.blocking(), key, cost)
     }
 
     fn checks_at_once(&self) -> bool {

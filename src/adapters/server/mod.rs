@@ -14,7 +14,10 @@
 //! awaits the store's reply ([`Store::apply_async`](crate::stores::Store::apply_async)),
 //! so no thread blocks on the round trip. The inner service is `Clone` for that:
 //! the future carries the readied service to call once the reply allows it (tower's
-//! pattern for services that call later).
+//! pattern for services that call later). A layer that sends no fields
+//! ([`RateLimitHeaders::none`]) runs the lean check
+//! ([`Permits::try_take`](crate::adapters::Permits::try_take)): a grant is not
+//! described, a refusal is, in full.
 //!
 //! **A cost that can never be granted** (above the capacity of a limit: a request
 //! that weighs more than the whole quota) is not a `429`: no retry time exists, and a

@@ -132,27 +132,49 @@ where
                 state: State::Checking { awaiting },
             };
         }
-        let config = &self.config;
-        // Only the `RateLimit` field lists every limit; without it the plain check.
-        let (checked, each) = if config.headers.lists_limits() {
-            let mut each = Each::new();
-            let checked = self
-                .permits
-                .check_each(&key, cost, &mut |decision| each.push(decision));
-            (checked, Some(each))
+        // Without fields on grants, the lean check: a grant is all it needs to know.
+        let decided = if self.config.headers.describes_grants() {
+            self.decide(&key, cost)
         } else {
-            (self.permits.check(&key, cost), None)
+            match self.permits.try_take(&key, cost) {
+                Ok(None) => Outcome::Call(None),
+                Ok(Some(refused)) => refusal(&self.config, Ok(refused)),
+                Err(error) => refusal(&self.config, Err(error)),
+            }
         };
-        // A limiter that reported the deciding limit alone, granting its last
-        // permit: say when the next one comes (one more look). Limits that report
-        // each member say so themselves.
-        let permits = &self.permits;
-        let next = || permits.peek(&key, 1).ok();
-        match outcome(config, checked, each, next) {
+        match decided {
             Outcome::Call(described) => ResponseFuture::called(self.inner.call(request), described),
             Outcome::Answer(response) => ResponseFuture::answered(response),
         }
     }
+}
+
+impl<S, P: Permits, M> Server<S, P, M> {
+    /// The full check, for a layer that describes grants. Out of line: the lean
+    /// path stays small enough for the compiler to inline what it calls.
+    #[inline(never)]
+    fn decide<RB: Default>(&self, key: &P::Key, cost: u64) -> Outcome<RB> {
+        let (config, permits) = (&self.config, &self.permits);
+        // Only the `RateLimit` field lists every limit; without it the plain check.
+        let (checked, each) = if config.headers.lists_limits() {
+            let mut each = Each::new();
+            let checked = permits.check_each(key, cost, &mut |decision| each.push(decision));
+            (checked, Some(each))
+        } else {
+            (permits.check(key, cost), None)
+        };
+        // A limiter that reported the deciding limit alone, granting its last
+        // permit: say when the next one comes (one more look). Limits that report
+        // each member say so themselves.
+        outcome(config, checked, each, || permits.peek(key, 1).ok())
+    }
+}
+
+/// The outcome of a lean check that did not grant: a refusal or an error. Out of
+/// line, as the rarer path.
+#[inline(never)]
+fn refusal<RB: Default>(config: &Arc<Config>, checked: Result<Decision, Error>) -> Outcome<RB> {
+    outcome(config, checked, None, || None)
 }
 
 /// What the check decided for a request.
@@ -252,8 +274,9 @@ pin_project! {
             future: S::Future,
             described: Option<Box<Described>>,
         },
-        // Refused (or failed closed): the answer.
-        Answered { response: Option<Response<RB>> },
+        // Refused (or failed closed): the answer, boxed so that the future stays
+        // small for the allowed path, which moves it.
+        Answered { response: Option<Box<Response<RB>>> },
     }
 }
 
@@ -270,7 +293,7 @@ where
     fn answered(response: Response<RB>) -> Self {
         ResponseFuture {
             state: State::Answered {
-                response: Some(response),
+                response: Some(Box::new(response)),
             },
         }
     }
@@ -290,6 +313,8 @@ where
             state.set(next);
         }
         match state.project() {
+            // Nothing to add: the inner poll as it is, moving nothing.
+            StateProj::Called { future, described } if described.is_none() => future.poll(cx),
             StateProj::Called { future, described } => {
                 let mut response = ready!(future.poll(cx))?;
                 if let Some(d) = described.take() {
@@ -301,7 +326,7 @@ where
             }
             // Polled again after answering: there is nothing left to give.
             StateProj::Answered { response } => match response.take() {
-                Some(response) => Poll::Ready(Ok(response)),
+                Some(response) => Poll::Ready(Ok(*response)),
                 None => Poll::Pending,
             },
             // Polled again after the check's outcome was taken.
@@ -361,7 +386,7 @@ impl<S, B> Awaiting<S, B> {
                 described,
             },
             Outcome::Answer(response) => State::Answered {
-                response: Some(response),
+                response: Some(Box::new(response)),
             },
         })
     }
