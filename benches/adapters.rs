@@ -15,6 +15,8 @@
 //!
 //! `cargo bench --bench adapters --features tower`
 
+mod common;
+
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use criterion::{black_box, BatchSize, Criterion};
@@ -145,7 +147,58 @@ fn bench_client(c: &mut Criterion) {
     group.finish();
 }
 
+/// The allowed server pairs again, interleaved (see `common::fastest_batches`):
+/// the ratio that stands up to a noisy machine.
+fn interleaved_server(_: &mut Criterion) {
+    let ours = || {
+        KeyedRateLimiter::new(LeakyBucket::meter(1_000_000, 1, Duration::from_nanos(1)).unwrap())
+    };
+    let theirs = || {
+        let mut builder = GovernorConfigBuilder::default();
+        builder
+            .period(Duration::from_nanos(1))
+            .burst_size(1_000_000)
+            .key_extractor(PeerIpKeyExtractor);
+        builder
+    };
+    let mut plain = ServerLayer::with_meter(ours(), peer_ip)
+        .headers(RateLimitHeaders::none())
+        .layer(app());
+    let mut governor = GovernorLayer::new(theirs().finish().unwrap()).layer(app());
+    let mut legacy = ServerLayer::with_meter(ours(), peer_ip)
+        .headers(RateLimitHeaders::none().legacy_only(Legacy::XRateLimit))
+        .layer(app());
+    let mut governor_headers =
+        GovernorLayer::new(theirs().use_headers().finish().unwrap()).layer(app());
+    let names = [
+        "sluicegate/no-fields",
+        "tower_governor/no-fields",
+        "sluicegate/x-ratelimit",
+        "tower_governor/x-ratelimit",
+    ];
+    let mut cases: Vec<Box<dyn FnMut(Request<Body>) -> bool>> = vec![
+        Box::new(move |r| once(&mut plain, r) == 200),
+        Box::new(move |r| once(&mut governor, r) == 200),
+        Box::new(move |r| once(&mut legacy, r) == 200),
+        Box::new(move |r| once(&mut governor_headers, r) == 200),
+    ];
+    let best = common::fastest_batches_on(&mut cases, 40, request);
+    println!(
+        "server/allowed, interleaved, fastest batch of {} requests:",
+        common::BATCH
+    );
+    for (index, name) in names.iter().enumerate() {
+        let peer = best[index - index % 2 + 1];
+        println!(
+            "  {name:28} {:7.1} ns  {:4.2}x tower_governor",
+            best[index],
+            best[index] / peer
+        );
+    }
+}
+
 fn benches(c: &mut Criterion) {
+    interleaved_server(c);
     bench_server(c, "allowed", true);
     bench_server(c, "refused", false);
     bench_client(c);

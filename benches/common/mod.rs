@@ -1,4 +1,6 @@
 //! What the benches share: an interleaved timing harness that stands up to noise.
+//! (Each bench uses the part it needs.)
+#![allow(dead_code)]
 
 use criterion::black_box;
 
@@ -13,12 +15,27 @@ pub const BATCH: u32 = 20_000;
 /// preemption only ever slows a batch down, so the fastest batch is the figure least
 /// disturbed by other load, and ratios between cases compare like with like.
 pub fn fastest_batches(cases: &[(&str, &dyn Fn() -> bool)], rounds: usize) -> Vec<f64> {
+    let mut calls: Vec<Box<dyn FnMut(()) -> bool + '_>> = cases
+        .iter()
+        .map(|&(_, case)| Box::new(move |()| case()) as Box<dyn FnMut(()) -> bool>)
+        .collect();
+    fastest_batches_on(&mut calls, rounds, || ())
+}
+
+/// [`fastest_batches`] for calls that consume an input (a request): each batch's
+/// inputs are made by `input` before its timer starts.
+pub fn fastest_batches_on<T>(
+    cases: &mut [Box<dyn FnMut(T) -> bool + '_>],
+    rounds: usize,
+    input: impl Fn() -> T,
+) -> Vec<f64> {
     let mut best = vec![f64::MAX; cases.len()];
     for _ in 0..rounds {
-        for (slot, (_, case)) in best.iter_mut().zip(cases) {
+        for (slot, case) in best.iter_mut().zip(cases.iter_mut()) {
+            let inputs: Vec<T> = (0..BATCH).map(|_| input()).collect();
             let start = std::time::Instant::now();
-            for _ in 0..BATCH {
-                black_box(case());
+            for item in inputs {
+                black_box(case(item));
             }
             *slot = slot.min(start.elapsed().as_nanos() as f64 / f64::from(BATCH));
         }
