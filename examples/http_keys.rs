@@ -1,6 +1,6 @@
 //! Per-client limiting for an HTTP service: each request is charged to its client's
-//! IP *and*, when signed in, to its user id, all-or-nothing (seed 002), with writes
-//! costing more than reads (seed 001), and answered with the status and headers a
+//! IP *and*, when signed in, to its user id, all-or-nothing, with writes
+//! costing more than reads, and answered with the status and headers a
 //! server sends: `429 Too Many Requests`, `Retry-After`, `X-Rate-Limit-Limit`,
 //! `X-Rate-Limit-Remaining`.
 //!
@@ -69,7 +69,7 @@ fn parse(raw: &str, ip: IpAddr) -> Option<Request> {
     })
 }
 
-/// Writes cost 2, reads 1 (seed 001: `POST /user` costs twice `GET /user`).
+/// Writes cost 2, reads 1 (`POST /user` costs twice `GET /user`).
 fn cost(request: &Request) -> u64 {
     match request.method.as_str() {
         "GET" | "HEAD" | "OPTIONS" => 1,

@@ -1,5 +1,5 @@
 //! The server layer on an axum app: each client IP is limited by a set of two limits
-//! (a burst of 3 draining at 2 per second, and 5 per minute), writes cost 2 (seed 001), and
+//! (a burst of 3 draining at 2 per second, and 5 per minute), writes cost 2, and
 //! every response carries `RateLimit` / `RateLimit-Policy` (and the legacy
 //! `X-RateLimit-*`); refusals are `429` with `Retry-After`, and a request heavier
 //! than the whole quota is `413`. A plain client on the same machine fires requests

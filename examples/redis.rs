@@ -1,5 +1,5 @@
-//! Limits shared by every process that talks to one Redis: seed 002's "10 per
-//! second and 120 per minute", per client, plus one global limit for the whole
+//! Limits shared by every process that talks to one Redis: "10 per second and 120
+//! per minute", per client, plus one global limit for the whole
 //! service, each decision one round trip, at the Redis server's clock.
 //!
 //! `cargo run --example redis --features redis` (uses `REDIS_URL`, or a Redis on
@@ -29,7 +29,7 @@ fn main() {
 
 fn run(url: &str) -> Result<(), Error> {
     let options = RedisOptions::default().prefix("sluicegate-example:")?;
-    // Per client: 10 per second and 120 per minute, all-or-nothing (seed 002).
+    // Per client: 10 per second and 120 per minute, all-or-nothing.
     let per_client = AllOf::new((
         SlidingWindowCounter::new(10, Duration::from_secs(1))?,
         SlidingWindowCounter::new(120, Duration::from_secs(60))?,

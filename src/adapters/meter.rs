@@ -40,8 +40,8 @@ impl<T> Meter<T, ()> for Each {
     }
 }
 
-/// Each item costs what the closure says, from a direct limiter (e.g. bytes of a
-/// chunk, seed 001's heavier writes).
+/// Each item costs what the closure says, from a direct limiter (e.g. the bytes of
+/// a chunk, or writes that cost more than reads).
 ///
 /// ```
 /// use sluicegate::adapters::{Meter, Weighed};

@@ -99,7 +99,7 @@ impl std::fmt::Display for Policy {
     }
 }
 
-/// Which legacy header names to send (seed 001 and most APIs before the draft).
+/// Which legacy header names to send (what most APIs sent before the draft).
 ///
 /// ```
 /// use sluicegate::adapters::server::Legacy;
@@ -110,8 +110,8 @@ pub enum Legacy {
     /// `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset` (the common
     /// spelling: GitHub, Twitter, most gateways).
     XRateLimit,
-    /// `X-Rate-Limit-Limit`, `X-Rate-Limit-Remaining`, `X-Rate-Limit-Reset` (seed 001's
-    /// spelling).
+    /// `X-Rate-Limit-Limit`, `X-Rate-Limit-Remaining`, `X-Rate-Limit-Reset` (a spelling
+    /// some APIs use).
     XRateDashLimit,
 }
 

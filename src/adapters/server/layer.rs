@@ -69,7 +69,7 @@ impl<P: Permits, M> ServerLayer<P, M> {
     /// ```
     /// use sluicegate::adapters::server::ServerLayer;
     /// use sluicegate::{algorithms::SmoothBursty, KeyedRateLimiter};
-    /// // Per path, writes cost 2 (seed 001).
+    /// // Per path; writes cost twice what reads do.
     /// let limiter = KeyedRateLimiter::<String, SmoothBursty>::bursty(10.0).unwrap();
     /// let layer = ServerLayer::with_meter(limiter, |r: &http::Request<()>| {
     ///     (r.uri().path().to_owned(), if r.method() == http::Method::POST { 2 } else { 1 })

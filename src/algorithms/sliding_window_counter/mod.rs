@@ -1,4 +1,4 @@
-//! The sliding window counter (seed 000's "sliding window", seed 001's "sliding
+//! The sliding window counter (also called the "sliding window" or the "sliding
 //! tail"): two fixed-window counters, the previous one weighted by how much of it
 //! still lies inside a window of `len` ending now.
 //!
@@ -18,7 +18,7 @@
 //!             └ weight 1 − f ─┘└────── f ──────────┘
 //! ```
 //!
-//! A call of cost `c` is allowed if `estimate + c ≤ limit`. Seed 000's example, 100
+//! A call of cost `c` is allowed if `estimate + c ≤ limit`. For example, 100
 //! per minute: 100 calls in the first 15 s of a minute; 15 s into the next minute the
 //! previous window weighs 0.75, so 75 + 25 = 100 and 25 more calls pass; 45 s into it,
 //! 75 more. Had the 100 calls come at 59.4 s, 25 calls would still pass at 75 s, only
@@ -36,12 +36,12 @@
 //! * [`Rounding`]: the weighted previous count is a fraction. [`Rounding::Exact`] (the
 //!   default) compares it exactly, in integers, which is the same as rounding it *up*:
 //!   the estimate of an admitted call never exceeds the limit. [`Rounding::Floor`]
-//!   rounds it down, admitting up to one permit more; it reproduces seed 001's table,
-//!   which allows calls at weighted counts of 3.6 under a limit of 3.
-//! * [`Counting`]: [`Counting::Admitted`] (the default, as seed 002 argues) counts only
+//!   rounds it down, admitting up to one permit more: a call at a weighted count of
+//!   3.6 passes under a limit of 3, as counters that truncate the estimate do.
+//! * [`Counting`]: [`Counting::Admitted`] (the default) counts only
 //!   granted permits, so a refused call leaves the state untouched and a client that
-//!   waits `retry_after` gets in. [`Counting::Attempts`] counts refused calls too (the
-//!   `INCR`-first of seeds 000 and 001): a client that keeps hammering stays refused
+//!   waits `retry_after` gets in. [`Counting::Attempts`] counts refused calls too (what
+//!   a Redis counter that runs `INCR` before comparing does): a client that keeps hammering stays refused
 //!   for longer. In that mode, and only there, a *denied* decision moves the counter;
 //!   do not use it inside an all-or-nothing set of limits. Counts saturate (see
 //!   [the state word](#the-state-word)), which only this mode can reach.
@@ -125,11 +125,13 @@
 //!   when a call moves to a later window.
 
 use super::validate::validate_positive_period;
-use super::words::{one_word_state, Plan, Settle, Words};
-use super::{Algorithm, Decision, OneWord, Receipt, WordEncoded};
+use super::words::{try_take_by_words, Settle};
+use super::{Algorithm, Decision, OneWord, Receipt};
 use crate::clock::Nanos;
 use crate::error::Error;
 use std::time::Duration;
+
+mod word;
 
 /// The largest limit: two counts of up to 24 bits leave 16 bits of window index.
 const MAX_LIMIT: u64 = (1 << 24) - 1;
@@ -152,7 +154,8 @@ pub enum Rounding {
     /// limit. The default.
     #[default]
     Exact,
-    /// Rounded down: up to one permit more than `Exact` (seed 001's behaviour).
+    /// Rounded down: up to one permit more than `Exact` (as a counter that truncates
+    /// the weighted count does).
     Floor,
 }
 
@@ -393,125 +396,6 @@ impl SlidingWindowCounter {
         let view = self.view(state, now);
         let weight = (self.len - view.elapsed) as f64 / self.len as f64;
         view.previous as f64 * weight + view.current as f64
-    }
-
-    /// Bits per count: what the limit needs, plus 8 under [`Counting::Attempts`]
-    /// (whose counts may pass the limit), at most 24 (kept: see `derived`).
-    #[inline(always)]
-    fn count_bits(&self) -> u32 {
-        self.count_bits
-    }
-
-    /// The window index's bits, `k = 64 − 2b`: at least 16.
-    #[inline]
-    fn index_bits(&self) -> u32 {
-        u64::BITS - 2 * self.count_bits()
-    }
-
-    /// True if every window index the clock can reach fits in the index bits
-    /// (`u64::MAX / len < 2ᵏ`), so that indices are stored whole and never wrap.
-    #[inline(always)]
-    fn exact_index(&self) -> bool {
-        self.exact_index
-    }
-
-    #[inline]
-    fn pack(&self, index: u64, previous: u64, current: u64) -> SlidingWindowState {
-        let b = self.count_bits();
-        SlidingWindowState {
-            word: index << (2 * b) | previous << b | current,
-        }
-    }
-
-    /// The state as of `now` (see [`View`]). A later window shifts the counts; an
-    /// earlier one is read as the start of the stored window (exactly, or by the
-    /// modular rule of the module docs when indices wrap).
-    ///
-    /// Kept out of line: inlined into the lean take's compare-and-swap loop it
-    /// measured 16 instructions more per `try_acquire`, not fewer.
-    #[inline(never)]
-    fn view(&self, state: &SlidingWindowState, now: Nanos) -> View {
-        self.view_inlined(state, now)
-    }
-
-    /// [`view`](Self::view), always inlined: the full step's, where a call measured
-    /// 30 to 40 instructions more per `check`.
-    #[inline(always)]
-    fn view_inlined(&self, state: &SlidingWindowState, now: Nanos) -> View {
-        let b = self.count_bits();
-        let count_mask = (1 << b) - 1;
-        let index = state.word >> (2 * b);
-        let previous = state.word >> b & count_mask;
-        let current = state.word & count_mask;
-        let stored = |elapsed, behind| View {
-            index,
-            previous,
-            current,
-            elapsed,
-            behind,
-        };
-        let index_mask = u64::MAX >> (2 * b);
-        let (now_index, distance) = if self.exact_index() {
-            // index < 2ᵏ ≤ u64::MAX / len + 1; saturate for a word we did not make.
-            let start = index.saturating_mul(self.len);
-            if now >= start && now - start < self.len {
-                // Still the stored window: the common case costs no division.
-                return stored(now - start, 0);
-            }
-            if now < start {
-                if previous | current == 0 {
-                    return self.fresh(now);
-                }
-                return stored(0, start - now);
-            }
-            let now_index = self.window_of(now);
-            (now_index, now_index - index)
-        } else {
-            let now_index = self.window_of(now);
-            let distance = now_index.wrapping_sub(index) & index_mask;
-            if distance > index_mask >> 1 {
-                // Backwards by 2ᵏ − distance windows (or an old state whose index
-                // wrapped: the same conservative reading).
-                if previous | current == 0 {
-                    return self.fresh(now);
-                }
-                let back = index_mask - distance + 1;
-                let start = now_index.saturating_add(back).saturating_mul(self.len);
-                return stored(0, start.saturating_sub(now));
-            }
-            (now_index, distance)
-        };
-        let (previous, current) = match distance {
-            0 => (previous, current),
-            1 => (current, 0),
-            _ => (0, 0),
-        };
-        View {
-            index: now_index & index_mask,
-            previous,
-            current,
-            elapsed: now - now_index * self.len,
-            behind: 0,
-        }
-    }
-
-    /// The window holding `now`, `⌊now / len⌋`, without a division: with
-    /// `m = ⌊(2⁶⁴ − 1) / len⌋ > 2⁶⁴ / len − 1`, the estimate `⌊now · m / 2⁶⁴⌋`
-    /// falls short of the quotient by less than `now / 2⁶⁴ < 1`, so one
-    /// correction step makes it exact. (A cell's words hold this `m`, and
-    /// [`from_config_words`](WordEncoded::from_config_words) computes it afresh for
-    /// words from anywhere; one that overshoots is caught and divided for.)
-    #[inline(always)]
-    fn window_of(&self, now: Nanos) -> u64 {
-        let mut window = ((u128::from(now) * u128::from(self.reciprocal)) >> 64) as u64;
-        let Some(mut start) = window.checked_mul(self.len).filter(|&start| start <= now) else {
-            return now / self.len;
-        };
-        while now - start >= self.len {
-            window += 1;
-            start += self.len;
-        }
-        window
     }
 
     /// The lean non-blocking take: exactly `reserve(state, now, cost, 0).is_allowed()`,
@@ -764,6 +648,11 @@ impl Algorithm for SlidingWindowCounter {
     }
 
     #[inline]
+    fn try_take(&self, state: &mut SlidingWindowState, now: Nanos, cost: u64) -> Option<Decision> {
+        try_take_by_words::<_, 1>(self, state, now, cost)
+    }
+
+    #[inline]
     fn is_replenished(&self, state: &SlidingWindowState, now: Nanos) -> bool {
         let view = self.view(state, now);
         view.previous == 0 && view.current == 0
@@ -825,525 +714,5 @@ impl Algorithm for SlidingWindowCounter {
     }
 }
 
-/// Configuration words: the window length in nanoseconds, then the limit (low 32
-/// bits) with the rounding (bit 32), counting (bit 33) and whole-index (bit 34)
-/// flags and the bits per count (bits 40 to 44), then the length's reciprocal.
-impl WordEncoded for SlidingWindowCounter {
-    type Config = [u64; 3];
-    // Publishes the new state first, then describes the decision.
-    one_word_state!(SlidingWindowState { word: u64 }, settled);
-
-    #[inline]
-    fn config_words(&self) -> [u64; 3] {
-        let floor = u64::from(self.rounding == Rounding::Floor);
-        let attempts = u64::from(self.counting == Counting::Attempts);
-        let exact = u64::from(self.exact_index);
-        let layout = exact << 34 | u64::from(self.count_bits) << 40;
-        [
-            self.len,
-            self.limit | floor << 32 | attempts << 33 | layout,
-            self.reciprocal,
-        ]
-    }
-
-    /// Words from anywhere: [`from_own_config_words`](Self::from_own_config_words)
-    /// with the reciprocal computed from the length, so that `window_of` never
-    /// steps more than once.
-    fn from_config_words(words: [u64; 3]) -> Self {
-        let mut counter = Self::from_own_config_words(words);
-        counter.reciprocal = u64::MAX / counter.len;
-        counter
-    }
-
-    #[inline]
-    fn from_own_config_words(words: [u64; 3]) -> Self {
-        // Clamped so that even words this type did not encode cannot panic later
-        // (`window_of` checks its reciprocal as it goes).
-        SlidingWindowCounter {
-            len: words[0].max(1),
-            reciprocal: words[2],
-            limit: (words[1] & 0xFFFF_FFFF).clamp(1, MAX_LIMIT),
-            rounding: if words[1] >> 32 & 1 == 1 {
-                Rounding::Floor
-            } else {
-                Rounding::Exact
-            },
-            counting: if words[1] >> 33 & 1 == 1 {
-                Counting::Attempts
-            } else {
-                Counting::Admitted
-            },
-            // Five bits: at most 31 per count keeps every shift (by up to 2b) below 64.
-            count_bits: (words[1] >> 40 & 0x1F) as u32,
-            exact_index: words[1] >> 34 & 1 == 1,
-        }
-    }
-
-    /// A refusal changes the state too when attempts are counted: it plans a write
-    /// whenever the word changed.
-    #[inline(always)]
-    fn plan_take<W: Words + ?Sized>(
-        &self,
-        words: &W,
-        now: Nanos,
-        cost: u64,
-    ) -> Plan<SlidingWindowState> {
-        let before = self.read_state(words);
-        let mut after = before;
-        let granted = self.take(&mut after, now, cost);
-        (granted, (after != before).then_some(after))
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const SECOND: u64 = 1_000_000_000;
-
-    #[test]
-    fn retry_after_is_the_first_instant_that_passes() {
-        for rounding in [Rounding::Exact, Rounding::Floor] {
-            let counter = SlidingWindowCounter::new(10, Duration::from_secs(60))
-                .unwrap()
-                .with_rounding(rounding);
-            let mut state = counter.initial_state(0);
-            assert!(counter.reserve(&mut state, 50 * SECOND, 10, 0).is_allowed());
-            for now in [60 * SECOND, 61 * SECOND, 100 * SECOND, 119 * SECOND] {
-                for cost in [1, 4, 10] {
-                    let refused = counter.peek(&state, now, cost);
-                    if refused.is_allowed() {
-                        continue;
-                    }
-                    let at = now + refused.retry_after_nanos();
-                    assert!(
-                        counter.peek(&state, at, cost).is_allowed(),
-                        "{rounding:?} {now} {cost}"
-                    );
-                    assert!(
-                        !counter.peek(&state, at - 1, cost).is_allowed(),
-                        "{rounding:?} {now} {cost}"
-                    );
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn time_going_backwards_weighs_the_previous_window_fully() {
-        let counter = SlidingWindowCounter::new(4, Duration::from_secs(10)).unwrap();
-        let mut state = counter.initial_state(0);
-        assert!(counter.reserve(&mut state, 5 * SECOND, 4, 0).is_allowed());
-        assert!(counter.reserve(&mut state, 15 * SECOND, 2, 0).is_allowed());
-        let refused = counter.reserve(&mut state, 2 * SECOND, 1, 0);
-        assert!(!refused.is_allowed());
-        // Measured from the real `now` (2 s): the state's point is 10 s, and at 15 s
-        // the previous window weighs 2, leaving room for 0 more after the 2 current.
-        assert!(refused.retry_after_nanos() > 8 * SECOND);
-    }
-
-    #[test]
-    fn huge_costs_and_times_saturate() {
-        let counter =
-            SlidingWindowCounter::new(MAX_LIMIT, Duration::from_nanos(i64::MAX as u64)).unwrap();
-        let mut state = counter.initial_state(u64::MAX);
-        assert!(counter
-            .reserve(&mut state, u64::MAX, MAX_LIMIT, 0)
-            .is_allowed());
-        assert!(!counter.reserve(&mut state, u64::MAX, 1, 0).is_allowed());
-        assert!(counter
-            .reserve(&mut state, u64::MAX, u64::MAX, 0)
-            .is_never());
-        let one = SlidingWindowCounter::new(1, Duration::from_secs(1)).unwrap();
-        assert!(one
-            .reserve(&mut one.initial_state(0), 0, u64::MAX, 0)
-            .is_never());
-        // A word this type did not make decodes without panicking.
-        let odd = SlidingWindowCounter::from_config_words([0, u64::MAX, u64::MAX]);
-        let mut state = odd.read_state(&[u64::MAX][..]);
-        odd.reserve(&mut state, u64::MAX, 1, 0);
-        odd.reserve(&mut state, 0, 1, 0);
-    }
-
-    #[test]
-    fn the_limit_must_pack_into_one_word() {
-        assert!(SlidingWindowCounter::new(MAX_LIMIT, Duration::from_secs(1)).is_ok());
-        for limit in [0, MAX_LIMIT + 1, u64::MAX] {
-            assert!(matches!(
-                SlidingWindowCounter::new(limit, Duration::from_secs(1)),
-                Err(Error::InvalidCount { .. })
-            ));
-        }
-    }
-
-    #[test]
-    fn configuration_words_round_trip() {
-        for rounding in [Rounding::Exact, Rounding::Floor] {
-            for counting in [Counting::Admitted, Counting::Attempts] {
-                for limit in [1, 3, 100, MAX_LIMIT] {
-                    let counter = SlidingWindowCounter::new(limit, Duration::from_millis(7))
-                        .unwrap()
-                        .with_rounding(rounding)
-                        .with_counting(counting);
-                    assert_eq!(
-                        SlidingWindowCounter::from_config_words(counter.config_words()),
-                        counter
-                    );
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn the_limit_at_the_maximum_fills_and_rolls_exactly() {
-        // 2²⁴ − 1 per second: 24-bit counts, a 16-bit index that wraps every 2¹⁶ s.
-        let counter = SlidingWindowCounter::new(MAX_LIMIT, Duration::from_secs(1)).unwrap();
-        assert!(!counter.exact_index());
-        let mut state = counter.initial_state(0);
-        assert!(counter
-            .reserve(&mut state, 0, MAX_LIMIT - 1, 0)
-            .is_allowed());
-        assert!(counter.reserve(&mut state, SECOND - 1, 1, 0).is_allowed());
-        assert!(!counter.reserve(&mut state, SECOND - 1, 1, 0).is_allowed());
-        assert_eq!(counter.counts(&state, SECOND - 1), (0, MAX_LIMIT));
-        // Half a second later the full previous window weighs half the limit, rounded up.
-        let half = SECOND + SECOND / 2;
-        assert_eq!(counter.counts(&state, half), (MAX_LIMIT, 0));
-        let room = counter.peek(&state, half, 1).remaining() + 1;
-        assert_eq!(room, MAX_LIMIT - MAX_LIMIT.div_ceil(2));
-        assert!(counter.reserve(&mut state, half, room, 0).is_allowed());
-        assert!(!counter.reserve(&mut state, half, 1, 0).is_allowed());
-        assert_eq!(counter.counts(&state, half), (MAX_LIMIT, room));
-    }
-
-    #[test]
-    fn attempts_saturate_at_the_count_width_and_still_refuse() {
-        // Limit 3 counts attempts in 10 bits: saturation at 1023.
-        let counter = SlidingWindowCounter::new(3, Duration::from_secs(60))
-            .unwrap()
-            .with_counting(Counting::Attempts);
-        let mut state = counter.initial_state(0);
-        assert!(counter.reserve(&mut state, 0, 3, 0).is_allowed());
-        for _ in 0..2000 {
-            assert!(!counter.reserve(&mut state, SECOND, 3, 0).is_allowed());
-        }
-        assert_eq!(counter.counts(&state, SECOND), (0, 1023));
-        // Next window: 1023 × (60 s − e)/60 s + 1 ≤ 3 needs e ≥ 60 s × 1021/1023: the
-        // ban covers all but 2/1023 of the window, and retry_after says exactly when.
-        let refused = counter.reserve(&mut state, 60 * SECOND, 1, 0);
-        assert!(!refused.is_allowed());
-        assert_eq!(counter.counts(&state, 60 * SECOND), (1023, 1));
-        // That refusal counted too: 1023 × (60 s − e)/60 s + 1 + 1 ≤ 3.
-        assert_eq!(
-            refused.retry_after_nanos(),
-            60 * SECOND - 60 * SECOND / 1023
-        );
-        // At the largest limit the spare bits are gone: counts saturate at the limit.
-        let big = SlidingWindowCounter::new(MAX_LIMIT, Duration::from_secs(1))
-            .unwrap()
-            .with_counting(Counting::Attempts);
-        let mut state = big.initial_state(0);
-        assert!(big.reserve(&mut state, 0, MAX_LIMIT, 0).is_allowed());
-        assert!(!big.reserve(&mut state, 0, MAX_LIMIT, 0).is_allowed());
-        assert_eq!(big.counts(&state, 0), (0, MAX_LIMIT));
-        // A saturated window weighs as a full window of admitted permits.
-        let admitted = SlidingWindowCounter::new(MAX_LIMIT, Duration::from_secs(1)).unwrap();
-        let mut full = admitted.initial_state(0);
-        assert!(admitted.reserve(&mut full, 0, MAX_LIMIT, 0).is_allowed());
-        for now in [SECOND, SECOND + SECOND / 3, 2 * SECOND - 1] {
-            assert_eq!(
-                big.peek(&state, now, 1).remaining(),
-                admitted.peek(&full, now, 1).remaining()
-            );
-        }
-    }
-
-    /// A counter whose index wraps after 2¹⁶ windows of 1 µs: limit 2²⁴ − 1.
-    fn wrapping() -> SlidingWindowCounter {
-        let counter = SlidingWindowCounter::new(MAX_LIMIT, Duration::from_micros(1)).unwrap();
-        assert_eq!(counter.index_bits(), 16);
-        counter
-    }
-
-    const MICRO: u64 = 1_000;
-    const WRAP: u64 = 1 << 16;
-
-    #[test]
-    fn the_window_index_wraps_forward_across_its_modulus() {
-        let counter = wrapping();
-        // The last window before the index wraps, then the first one after it.
-        let last = (WRAP - 1) * MICRO;
-        let mut state = counter.initial_state(last);
-        assert!(counter.reserve(&mut state, last, 10, 0).is_allowed());
-        assert_eq!(counter.counts(&state, last + MICRO), (10, 0));
-        assert!(counter.reserve(&mut state, last + MICRO, 5, 0).is_allowed());
-        assert_eq!(state.word >> 48, 0); // stored as index 0
-        assert_eq!(counter.counts(&state, last + MICRO), (10, 5));
-        assert_eq!(counter.counts(&state, last + 2 * MICRO), (5, 0));
-        // Forward by up to 2¹⁵ − 1 windows: counts forgotten, a fresh window.
-        let far = last + MICRO + (WRAP / 2 - 1) * MICRO;
-        assert_eq!(counter.counts(&state, far), (0, 0));
-        assert!(counter.is_replenished(&state, far));
-        // Many wraps later, in the forward half: the same.
-        assert_eq!(
-            counter.counts(&state, last + MICRO + (7 * WRAP + 3) * MICRO),
-            (0, 0)
-        );
-    }
-
-    #[test]
-    fn a_wrapped_index_in_the_backward_half_keeps_its_counts() {
-        let counter = wrapping();
-        let mut state = counter.initial_state(0);
-        assert!(counter.reserve(&mut state, 0, MAX_LIMIT, 0).is_allowed());
-        // 2¹⁵ windows on is ambiguous (as far back as forward): counts kept, read as
-        // the start of a window 2¹⁵ µs in the future, and the retry measured from now.
-        let ambiguous = (WRAP / 2) * MICRO;
-        let refused = counter.reserve(&mut state, ambiguous, 1, 0);
-        assert!(!refused.is_allowed());
-        assert_eq!(counter.counts(&state, ambiguous), (0, MAX_LIMIT));
-        assert!(!counter.is_replenished(&state, ambiguous));
-        // It becomes the window 2¹⁶ µs (the stored index, wrapped) and is retried 1 µs
-        // plus the part of it the previous count must age by after that.
-        let retry = refused.retry_after_nanos();
-        assert!(retry > (WRAP / 2) * MICRO && retry <= (WRAP / 2 + 2) * MICRO);
-        assert!(counter.peek(&state, ambiguous + retry, 1).is_allowed());
-        // One window before 2¹⁵ is still forward: forgotten.
-        assert_eq!(counter.counts(&state, (WRAP / 2 - 1) * MICRO), (0, 0));
-        // A state with nothing counted is simply moved to now, whatever the distance.
-        let empty = counter.initial_state(0);
-        assert!(counter.peek(&empty, ambiguous, MAX_LIMIT).is_allowed());
-        // (Its one permit is counted in now's window, which starts now: gone in 2 µs.)
-        assert_eq!(
-            counter.peek(&empty, ambiguous, 1).reset_after_nanos(),
-            2 * MICRO
-        );
-    }
-
-    #[test]
-    fn time_going_backwards_never_grants_more_in_either_index_mode() {
-        let exact = SlidingWindowCounter::new(5, Duration::from_micros(1)).unwrap();
-        assert!(exact.exact_index());
-        for counter in [exact, wrapping()] {
-            let limit = counter.limit();
-            let mut state = counter.initial_state(0);
-            let now = 10 * MICRO + 300;
-            assert!(counter.reserve(&mut state, now, limit, 0).is_allowed());
-            for back in [1, 300, MICRO, 5 * MICRO, 10 * MICRO] {
-                let earlier = now - back;
-                let refused = counter.reserve(&mut state, earlier, 1, 0);
-                assert!(!refused.is_allowed(), "{back}");
-                assert_eq!(counter.counts(&state, earlier), (0, limit), "{back}");
-                // Measured from the real `now`: not before the latest window ends.
-                assert!(earlier + refused.retry_after_nanos() > 11 * MICRO, "{back}");
-            }
-            // An allowed call from the past is counted in the latest window.
-            let mut state = counter.initial_state(0);
-            assert!(counter.reserve(&mut state, now, 1, 0).is_allowed());
-            assert!(counter
-                .reserve(&mut state, now - 5 * MICRO, 1, 0)
-                .is_allowed());
-            assert_eq!(counter.counts(&state, now), (0, 2));
-        }
-    }
-
-    #[test]
-    fn the_state_is_one_word() {
-        assert_eq!(std::mem::size_of::<SlidingWindowState>(), 8);
-        let counter = SlidingWindowCounter::new(100, Duration::from_secs(60)).unwrap();
-        let state = counter.initial_state(61 * SECOND);
-        let mut words = [0];
-        counter.write_state(&state, &mut words[..]);
-        assert_eq!(counter.read_state(&words[..]), state);
-    }
-
-    #[test]
-    fn window_of_divides_exactly_without_dividing() {
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut next = || {
-            // xorshift64*: deterministic, spread over the whole range.
-            x ^= x >> 12;
-            x ^= x << 25;
-            x ^= x >> 27;
-            x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-        };
-        let mut lens = vec![
-            1,
-            2,
-            3,
-            7,
-            1 << 20,
-            999_999_937,
-            SECOND,
-            u64::MAX / 3,
-            u64::MAX,
-        ];
-        for _ in 0..200 {
-            let shift = next() % 64;
-            lens.push((next() >> shift).max(1));
-        }
-        for len in lens {
-            let counter = SlidingWindowCounter::new(1, Duration::from_nanos(len));
-            let Ok(counter) = counter else { continue };
-            let mut instants = vec![
-                0,
-                1,
-                len - 1,
-                len,
-                len.saturating_add(1),
-                u64::MAX,
-                u64::MAX - 1,
-            ];
-            instants.extend((0..200).map(|_| next()));
-            for now in instants {
-                assert_eq!(counter.window_of(now), now / counter.len, "{now} / {len}");
-            }
-        }
-    }
-
-    /// The full step as it was before issue 8 divided the weight by the kept
-    /// reciprocal and kept the layout in the configuration: the oracle it must
-    /// match, field by field.
-    fn reserve_before(
-        counter: &SlidingWindowCounter,
-        state: &mut SlidingWindowState,
-        now: Nanos,
-        cost: u64,
-    ) -> Decision {
-        let weighted = |previous: u64, elapsed: u64| -> u64 {
-            if previous == 0 {
-                return 0;
-            }
-            let weighted = u128::from(previous) * u128::from(counter.len - elapsed);
-            let len = u128::from(counter.len);
-            let rounded = match counter.rounding {
-                Rounding::Exact => weighted.div_ceil(len),
-                Rounding::Floor => weighted / len,
-            };
-            u64::try_from(rounded).unwrap_or(previous)
-        };
-        let mut view = counter.view(state, now);
-        let used = weighted(view.previous, view.elapsed) + view.current;
-        let remaining = counter.limit.saturating_sub(used);
-        if cost > counter.limit {
-            let reset = counter.reset_after(&view);
-            return Decision::never(counter.limit, remaining, reset.saturating_add(view.behind));
-        }
-        if used + cost > counter.limit {
-            if counter.counting == Counting::Attempts {
-                let saturated = (1 << counter.count_bits()) - 1;
-                view.current = (view.current + cost).min(saturated);
-                *state = counter.pack(view.index, view.previous, view.current);
-            }
-            let retry = counter.retry_after(&view, cost);
-            let reset = counter.reset_after(&view);
-            return Decision::denied(
-                counter.limit,
-                remaining,
-                retry.saturating_add(view.behind),
-                reset.saturating_add(view.behind),
-            );
-        }
-        view.current += cost;
-        *state = counter.pack(view.index, view.previous, view.current);
-        let reset = counter.reset_after(&view);
-        Decision::allowed(
-            counter.limit,
-            remaining - cost,
-            reset.saturating_add(view.behind),
-        )
-    }
-
-    #[test]
-    fn the_kept_layout_is_the_one_the_limit_and_counting_need() {
-        for counting in [Counting::Admitted, Counting::Attempts] {
-            for limit in [1, 2, 3, 255, 256, 65_535, MAX_LIMIT] {
-                for len in [1, 1_000, SECOND, 1 << 50] {
-                    let counter = SlidingWindowCounter::new(limit, Duration::from_nanos(len))
-                        .unwrap()
-                        .with_counting(counting);
-                    let b = match counting {
-                        Counting::Admitted => bits(limit),
-                        Counting::Attempts => (bits(limit) + 8).min(24),
-                    };
-                    assert_eq!(counter.count_bits(), b);
-                    assert_eq!(counter.exact_index(), len > u64::MAX >> (64 - 2 * b));
-                }
-            }
-        }
-    }
-
-    proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
-
-        /// The lean try is the full step without waiting: same answer, same state
-        /// word, in both roundings and both countings, with indices stored whole or
-        /// wrapping, and with time that sometimes goes backwards.
-        #[test]
-        fn lean_try_is_the_full_step_without_waiting(
-            limit in proptest::prop_oneof![1u64..10, 1_000u64..MAX_LIMIT],
-            len in proptest::prop_oneof![1u64..100, 1_000u64..10_000_000_000],
-            floor in proptest::prelude::any::<bool>(),
-            attempts in proptest::prelude::any::<bool>(),
-            start in proptest::prop_oneof![proptest::strategy::Just(0u64), 0u64..u64::MAX / 2],
-            steps in proptest::collection::vec((-5_000i64..5_000_000, 0u64..1_000), 1..100),
-        ) {
-            let counter = SlidingWindowCounter::new(limit, Duration::from_nanos(len))
-                .unwrap()
-                .with_rounding(if floor { Rounding::Floor } else { Rounding::Exact })
-                .with_counting(if attempts { Counting::Attempts } else { Counting::Admitted });
-            let mut full = counter.initial_state(start);
-            let mut lean = full;
-            let mut now = start;
-            for (step, fraction) in steps {
-                now = now.saturating_add_signed(step);
-                let cost = 1 + fraction * limit / 900; // up to a little above the limit
-                let decision = counter.reserve(&mut full, now, cost, 0);
-                let granted = counter.take(&mut lean, now, cost);
-                proptest::prop_assert_eq!(granted, decision.is_allowed(), "at {} cost {}", now, cost);
-                proptest::prop_assert_eq!(lean, full, "at {} cost {}", now, cost);
-            }
-        }
-
-        /// The step, its split check (settle, then describe) and `check_words` are
-        /// the step as it was: every field of every decision, and the state word, in
-        /// both roundings and both countings, with indices stored
-        /// whole or wrapping, long windows whose weight needs 128 bits, and time that
-        /// sometimes goes backwards.
-        #[test]
-        fn the_step_is_the_step_as_it_was(
-            limit in proptest::prop_oneof![1u64..10, 1_000u64..MAX_LIMIT],
-            len in proptest::prop_oneof![1u64..100, 1_000u64..10_000_000_000, (1u64 << 50)..(1u64 << 62)],
-            floor in proptest::prelude::any::<bool>(),
-            attempts in proptest::prelude::any::<bool>(),
-            start in proptest::prop_oneof![proptest::strategy::Just(0u64), 0u64..u64::MAX / 2],
-            steps in proptest::collection::vec((-5_000i64..5_000_000, 0u64..1_000, 0i64..4), 1..100),
-        ) {
-            let counter = SlidingWindowCounter::new(limit, Duration::from_nanos(len))
-                .unwrap()
-                .with_rounding(if floor { Rounding::Floor } else { Rounding::Exact })
-                .with_counting(if attempts { Counting::Attempts } else { Counting::Admitted });
-            let mut old = counter.initial_state(start);
-            let mut new = old;
-            let mut split = old;
-            let mut words = [0];
-            counter.write_state(&old, &mut words[..]);
-            let mut now = start;
-            for (step, fraction, windows) in steps {
-                // Now and then a step of a few windows, whatever their length.
-                let step = step.saturating_add((len as i64).saturating_mul(windows) / 2);
-                now = now.saturating_add_signed(step);
-                let cost = 1 + fraction * limit / 900; // up to a little above the limit
-                let expected = reserve_before(&counter, &mut old, now, cost);
-                proptest::prop_assert_eq!(counter.reserve(&mut new, now, cost, 0), expected, "at {} cost {}", now, cost);
-                proptest::prop_assert_eq!(new, old, "at {} cost {}", now, cost);
-                let settled = counter.settle(&mut split, now, cost);
-                proptest::prop_assert_eq!(counter.describe(&settled), expected);
-                proptest::prop_assert_eq!(split, old);
-                let checked = counter.check_words(&mut words[..], now, cost, |_| true);
-                proptest::prop_assert_eq!(checked, Some(expected));
-                proptest::prop_assert_eq!(counter.read_state(&words[..]), old);
-            }
-        }
-    }
-}
+mod tests;
