@@ -115,16 +115,20 @@ impl<A: WordEncoded> StateCell<A> for WordCell<A> {
 
     #[inline(always)]
     fn try_take(&self, now: Nanos, cost: u64) -> bool {
-        self.update(|algorithm, words| {
+        // `update`'s loop written out: through a closure, the compiler leaves a
+        // large plan (the leaky bucket's two tick paths) out of line.
+        loop {
+            let (algorithm, word) = self.snapshot();
+            let mut words = [word];
             let (granted, take) = algorithm.plan_take(&words[..], now, cost);
-            match take {
-                Some(take) => {
-                    algorithm.apply_take(&mut words[..], take);
-                    (granted, true)
-                }
-                None => (granted, false),
+            let Some(take) = take else {
+                return granted;
+            };
+            algorithm.apply_take(&mut words[..], take);
+            if self.publish(word, words[0]) {
+                return granted;
             }
-        })
+        }
     }
 
     /// Publishes what the algorithm's [`check_words`](WordEncoded::check_words)

@@ -452,11 +452,12 @@ impl LeakyBucket {
             // that overflows is refused, as there; a capacity that saturates holds
             // any end that fits.
             let capacity = u64::from(self.capacity).saturating_mul(ticks.per_permit);
-            let charge = cost.checked_mul(ticks.per_permit)?;
-            let idle = state.tat <= now;
-            let end = state.tat.max(now).checked_add(charge)?;
-            let fits = charge <= capacity && (end <= capacity || end - capacity <= now);
-            let at_once = idle || self.mode == LeakyMode::Meter;
+            let (charge, charge_overflows) = cost.overflowing_mul(ticks.per_permit);
+            let (end, end_overflows) = state.tat.max(now).overflowing_add(charge);
+            let fits = !(charge_overflows | end_overflows)
+                && charge <= capacity
+                && (end <= capacity || end - capacity <= now);
+            let at_once = state.tat <= now || self.mode == LeakyMode::Meter;
             return (fits && at_once).then_some(LeakyState { tat: end });
         }
         let per_permit = u128::from(ticks.per_permit);
