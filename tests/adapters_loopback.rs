@@ -5,6 +5,8 @@
 //! they are smoke tests with generous bounds: a few requests, about two seconds.
 #![cfg(feature = "tower")]
 
+mod adapters_common;
+
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::routing::get;
@@ -42,25 +44,6 @@ fn hello() -> Router {
     Router::new().route("/", get(|| async { "hello" }))
 }
 
-/// A structured-field List read by `sfv`: each item's name and integer parameters.
-fn sf_list(value: &http::HeaderValue) -> Vec<(String, Vec<(String, i64)>)> {
-    let list: sfv::List = sfv::Parser::new(value.as_bytes()).parse().unwrap();
-    list.into_iter()
-        .map(|entry| {
-            let sfv::ListEntry::Item(item) = entry else {
-                panic!("an inner list in {value:?}")
-            };
-            let name = item.bare_item.as_string().unwrap().as_str().to_owned();
-            let params = item
-                .params
-                .iter()
-                .map(|(k, v)| (k.as_str().to_owned(), i64::from(v.as_integer().unwrap())))
-                .collect();
-            (name, params)
-        })
-        .collect()
-}
-
 fn named(name: &str, params: &[(&str, i64)]) -> (String, Vec<(String, i64)>) {
     (
         name.to_owned(),
@@ -95,11 +78,11 @@ async fn header_values_over_loopback_are_exact_and_parse_as_structured_fields() 
     assert_eq!(h["x-ratelimit-reset"], "45");
     assert!(h.get("retry-after").is_none());
     assert_eq!(
-        sf_list(&h["ratelimit"]),
+        adapters_common::sf_list(&h["ratelimit"]),
         [named("per-minute", &[("r", 1), ("t", 45)])]
     );
     assert_eq!(
-        sf_list(&h["ratelimit-policy"]),
+        adapters_common::sf_list(&h["ratelimit-policy"]),
         [named("per-minute", &[("q", 2), ("w", 60)])]
     );
 
@@ -113,7 +96,7 @@ async fn header_values_over_loopback_are_exact_and_parse_as_structured_fields() 
     let h = refused.headers();
     assert_eq!(h["retry-after"], "45"); // 44.25 s, rounded up
     assert_eq!(
-        sf_list(&h["ratelimit"]),
+        adapters_common::sf_list(&h["ratelimit"]),
         [named("per-minute", &[("r", 0), ("t", 45)])]
     );
     assert_eq!(h["x-ratelimit-remaining"], "0");
@@ -143,14 +126,14 @@ async fn a_set_over_loopback_lists_one_item_per_limit() {
         r#""burst";q=2;w=10, "hourly";q=50;w=3600"#
     );
     assert_eq!(
-        sf_list(&h["ratelimit"]),
+        adapters_common::sf_list(&h["ratelimit"]),
         [
             named("burst", &[("r", 1), ("t", 6)]),
             named("hourly", &[("r", 49), ("t", 3596)]),
         ]
     );
     assert_eq!(
-        sf_list(&h["ratelimit-policy"]),
+        adapters_common::sf_list(&h["ratelimit-policy"]),
         [
             named("burst", &[("q", 2), ("w", 10)]),
             named("hourly", &[("q", 50), ("w", 3600)]),
@@ -158,7 +141,7 @@ async fn a_set_over_loopback_lists_one_item_per_limit() {
     );
     let second = http.get(&base).send().await.unwrap();
     assert_eq!(
-        sf_list(&second.headers()["ratelimit"]),
+        adapters_common::sf_list(&second.headers()["ratelimit"]),
         [
             named("burst", &[("r", 0), ("t", 6)]), // its next permit: the next window
             named("hourly", &[("r", 48), ("t", 3596)]),
@@ -170,7 +153,7 @@ async fn a_set_over_loopback_lists_one_item_per_limit() {
     assert_eq!(h["retry-after"], "6");
     // Only the limit that refused: the hour took nothing.
     assert_eq!(
-        sf_list(&h["ratelimit"]),
+        adapters_common::sf_list(&h["ratelimit"]),
         [named("burst", &[("r", 0), ("t", 6)])]
     );
 }

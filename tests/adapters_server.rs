@@ -583,29 +583,11 @@ fn the_clients_back_off_reads_the_servers_refusal() {
 }
 
 mod fields_read_back {
+    use crate::adapters_common::sf_list;
     use proptest::prelude::*;
     use sluicegate::adapters::server::{Policy, RateLimitHeaders};
     use sluicegate::Decision;
     use std::time::Duration;
-
-    /// One structured-field list item, read by `sfv`: name and integer parameters.
-    fn items(value: &http::HeaderValue) -> Vec<(String, Vec<(String, i64)>)> {
-        let list: sfv::List = sfv::Parser::new(value.as_bytes()).parse().unwrap();
-        list.into_iter()
-            .map(|entry| {
-                let sfv::ListEntry::Item(item) = entry else {
-                    panic!("inner list")
-                };
-                let name = item.bare_item.as_string().unwrap().as_str().to_owned();
-                let params = item
-                    .params
-                    .iter()
-                    .map(|(k, v)| (k.as_str().to_owned(), i64::from(v.as_integer().unwrap())))
-                    .collect();
-                (name, params)
-            })
-            .collect()
-    }
 
     proptest! {
         /// Any printable-ASCII policy names (quotes and backslashes included), quotas
@@ -634,9 +616,9 @@ mod fields_read_back {
                 .iter()
                 .map(|n| (n.clone(), vec![("q".to_owned(), quota as i64), ("w".to_owned(), window)]))
                 .collect();
-            prop_assert_eq!(items(&out["ratelimit-policy"]), expected);
+            prop_assert_eq!(sf_list(&out["ratelimit-policy"]), expected);
 
-            let limit = items(&out["ratelimit"]);
+            let limit = sf_list(&out["ratelimit"]);
             prop_assert_eq!(limit.len(), 1);
             prop_assert_eq!(&limit[0].0, names.last().unwrap());
             let t = limit[0].1.iter().find(|(k, _)| k == "t").unwrap().1;

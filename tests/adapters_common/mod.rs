@@ -1,5 +1,5 @@
 //! Shared by the adapter tests: a virtual clock whose async sleeps wait for the test
-//! to move time, and polling helpers.
+//! to move time, polling helpers, and a reader of structured-field lists.
 #![allow(dead_code)]
 
 use futures::task::noop_waker_ref;
@@ -164,4 +164,23 @@ where
             reply.await
         })
     }
+}
+
+/// A structured-field List read by `sfv`: each item's name and integer parameters.
+pub fn sf_list(value: &http::HeaderValue) -> Vec<(String, Vec<(String, i64)>)> {
+    let list: sfv::List = sfv::Parser::new(value.as_bytes()).parse().unwrap();
+    list.into_iter()
+        .map(|entry| {
+            let sfv::ListEntry::Item(item) = entry else {
+                panic!("an inner list in {value:?}")
+            };
+            let name = item.bare_item.as_string().unwrap().as_str().to_owned();
+            let params = item
+                .params
+                .iter()
+                .map(|(k, v)| (k.as_str().to_owned(), i64::from(v.as_integer().unwrap())))
+                .collect();
+            (name, params)
+        })
+        .collect()
 }
