@@ -233,15 +233,23 @@ impl Ticks {
         self.nanos_for(now, u128::from(delta))
     }
 
-    /// The nanoseconds after the reading `now` that `delta > 0` more ticks take.
+    /// The nanoseconds after the reading `now` that `delta > 0` more ticks take:
+    /// `⌈(delta · den − dropped) / num⌉`. As `den = num − excess`, that is
+    /// `delta − ⌊(delta · excess + dropped) / num⌋`, which stays in 64 bits for a
+    /// backlog far longer than `delta · den` does (excess < count), where the
+    /// 128-bit quotient would cost a library call.
     #[inline]
     fn nanos_for(self, now: Reading, delta: u128) -> Nanos {
+        let excess = self.num - self.den;
+        let short = u64::try_from(delta).ok().and_then(|delta| {
+            let lag = delta.checked_mul(excess)?.checked_add(now.dropped)?;
+            Some(delta - lag / self.num)
+        });
+        if let Some(nanos) = short {
+            return nanos;
+        }
         let need = delta * u128::from(self.den) - u128::from(now.dropped);
-        let nanos = match u64::try_from(need) {
-            Ok(need) => u128::from(need.div_ceil(self.num)),
-            Err(_) => need.div_ceil(u128::from(self.num)),
-        };
-        u64::try_from(nanos).unwrap_or(u64::MAX)
+        u64::try_from(need.div_ceil(u128::from(self.num))).unwrap_or(u64::MAX)
     }
 }
 

@@ -264,6 +264,25 @@ proptest::proptest! {
         }
     }
 
+    /// The wait for `delta` more ticks, in 64 bits through `excess`, is the 128-bit
+    /// formula's `⌈(delta · den − dropped) / num⌉`.
+    #[test]
+    fn the_wait_in_64_bits_is_the_128_bit_quotient(
+        count in 2u64..5_000,
+        period in 2u64..4_000_000_000_000,
+        nanos in proptest::prelude::any::<u64>(),
+        delta in proptest::prop_oneof![1u64..10_000, 1u64..u64::MAX],
+    ) {
+        let Ok(bucket) = LeakyBucket::meter(1, count, Duration::from_nanos(period)) else {
+            return Ok(());
+        };
+        let ticks = bucket.ticks();
+        let now = ticks.read(nanos);
+        let need = u128::from(delta) * u128::from(ticks.den) - u128::from(now.dropped);
+        let expected = u64::try_from(need.div_ceil(u128::from(ticks.num))).unwrap_or(u64::MAX);
+        proptest::prop_assert_eq!(ticks.nanos_for(now, u128::from(delta)), expected);
+    }
+
     /// Counting whole permits skips the division below one permit, and agrees
     /// with it everywhere.
     #[test]
