@@ -4,9 +4,14 @@
 
 mod redis_support;
 
-use redis_support::trace::{cancel_at_the_instant, hammer, traces, TraceShape};
+use redis_support::trace::{
+    caller_time_options, cancel_at_the_instant, hammer, traces, TraceShape,
+};
 use redis_support::{unique_prefix, RedisServer};
 use sluicegate::algorithms::SlidingLog;
+use sluicegate::stores::redis::RedisStore;
+use sluicegate::stores::{Step, Store};
+use sluicegate::{Applied, Error};
 use std::time::Duration;
 
 #[test]
@@ -65,4 +70,48 @@ fn a_cancel_at_the_instant_of_a_grant_gives_it_back_on_the_server() {
         &SlidingLog::new(3, Duration::from_secs(1)).unwrap(),
         "log-cancel",
     );
+}
+
+/// A log in the text layout of earlier builds (fields `h`, `l`, `b`, `r` and
+/// `"<time> <count>"` slots) is refused with a typed error and left as it was,
+/// not read as an empty log that would grant its whole limit again.
+#[test]
+fn a_log_in_the_older_text_layout_is_a_typed_error_and_stays_as_it_was() {
+    let server = RedisServer::start();
+    let mut admin = server.connection();
+    let prefix = unique_prefix("log-format");
+    let store: RedisStore<&str, SlidingLog> =
+        RedisStore::open_with(server.url(), caller_time_options(&prefix)).unwrap();
+    let key = store.server_key(&"k");
+    let old = [("h", "0"), ("l", "1"), ("b", "0"), ("r", "3"), ("0", "5 1")];
+    let () = redis::cmd("HSET")
+        .arg(&key)
+        .arg(&old[..])
+        .query(&mut admin)
+        .unwrap();
+    let log = SlidingLog::new(3, Duration::from_secs(1)).unwrap();
+    match store.apply_key(
+        &log,
+        &"k",
+        1_000_000_000,
+        Step::Reserve {
+            cost: 1,
+            max_wait: 0,
+        },
+    ) {
+        Err(Error::Store(e)) => {
+            assert_eq!(e.applied(), Applied::No);
+            assert!(e.to_string().contains("another format"), "{e}");
+        }
+        other => panic!("expected a typed store error, got {other:?}"),
+    }
+    let kept: Vec<(String, String)> = redis::cmd("HGETALL").arg(&key).query(&mut admin).unwrap();
+    let mut kept = kept;
+    kept.sort();
+    let mut expected: Vec<(String, String)> = old
+        .iter()
+        .map(|(f, v)| ((*f).to_owned(), (*v).to_owned()))
+        .collect();
+    expected.sort();
+    assert_eq!(kept, expected);
 }

@@ -62,7 +62,7 @@
 //! | [`FixedWindow`](crate::algorithms::FixedWindow), [`SlidingWindowCounter`](crate::algorithms::SlidingWindowCounter) | a string: two or three packed doubles | `GET`, `SET … PX` on a grant |
 //! | [`LeakyBucket`](crate::algorithms::LeakyBucket), [`SmoothBursty`](crate::algorithms::SmoothBursty), [`SmoothWarmingUp`](crate::algorithms::SmoothWarmingUp) | a string: a packed u64 (and an f64) | the same |
 //! | [`SlidingWindowBuckets`](crate::algorithms::SlidingWindowBuckets) | a hash: header and non-empty ring slots | one `HMGET` (the header and the likely slots) and at most a few `HGET`s; a grant writes the changed slots; a refusal walks the non-empty buckets from the oldest a grant recorded, and only on a sparse ring (or after a long gap) reads every non-empty slot (`HGETALL`) |
-//! | [`SlidingLog`](crate::algorithms::SlidingLog) | a hash: header and ring slots | `HMGET` and one `HGET`; a full log adds a binary search (`O(log limit)` `HGET`s); a grant writes the header and one slot |
+//! | [`SlidingLog`](crate::algorithms::SlidingLog) | a hash: header and ring slots, packed doubles | `HMGET` (the header, and the field of the older text layout, which is refused) and one `HGET`; a full log adds a galloping search (`O(log limit)` `HGET`s, one or two on a hammered log); a grant writes the header and one slot |
 //! | [`AllOf`](crate::algorithms::AllOf) or [`Limits`](crate::algorithms::Limits) of any of these (nested too) | a serial key and each member's own keys | the members' work, in the same call |
 //!
 //! A [`Limits`](crate::algorithms::Limits) set (members chosen at run time) runs

@@ -3,8 +3,10 @@
 //! # Why a hash
 //!
 //! The Rust log is a ring of `(time, running count)` entries behind a three-word
-//! header. On the server it is one hash per key: the header fields and one field
-//! per ring slot. A sorted-set log (`ZREMRANGEBYSCORE`, `ZCARD`) costs `O(log n + m)` per call to
+//! header. On the server it is one hash per key: the header in one field and one
+//! field per ring slot, each packed big-endian doubles (a read is one
+//! `struct.unpack`, where decimal text cost a pattern match and a parse per
+//! number). A sorted-set log (`ZREMRANGEBYSCORE`, `ZCARD`) costs `O(log n + m)` per call to
 //! trim and count, and its size grows with refused attempts; here, as in memory, a
 //! call reads the header and the newest entry, and only a call that finds the log
 //! full of held entries searches for the first live one (a binary search over the

@@ -1,7 +1,9 @@
 -- The exact sliding log (src/algorithms/sliding_log.rs), in whole microseconds, its
--- ring in a hash: 'h' the ring index of the oldest entry, 'l' the number of
--- entries, 'b' the running count before the oldest, 'r' the ring size, and one
--- field per slot "<slot>" = "<time> <running count after it>". As in Rust, every call
+-- ring in a hash of packed doubles (exact: every value is an integer below 2^53):
+-- 'H' the header (the ring index of the oldest entry, the number of entries, the
+-- running count before the oldest, the ring size), and one field per slot
+-- "<slot>" = (time, running count after it). Packed, a read is one `struct.unpack`
+-- where text took a pattern match and a decimal parse per number. As in Rust, every call
 -- reads the header and the newest entry; a call that finds the entries held
 -- (expired included) leave room needs nothing else, and otherwise the first live
 -- entry and a refusal's exact retry_after are galloping searches from the front
@@ -14,10 +16,16 @@ local function make_sliding_log(C)
   local CAP = LIMIT + C[4]
 
   local function load(key)
-    local hdr = redis_call('HMGET', key, 'h', 'l', 'b', 'r')
-    local held = hdr[1] ~= false
-    return {key = key, head = tonumber(hdr[1] or '0'), len = tonumber(hdr[2] or '0'),
-            base = tonumber(hdr[3] or '0'), ring = tonumber(hdr[4] or CAP), w = {}, cache = {}}, held
+    -- 'h' is the header of the text layout this one replaced: refused, not read as
+    -- an empty log.
+    local hdr = redis_call('HMGET', key, 'H', 'h')
+    local raw = hdr[1]
+    if hdr[2] or (raw and #raw ~= 32) then foreign_state() end
+    if not raw then
+      return {key = key, head = 0, len = 0, base = 0, ring = CAP, w = {}, cache = {}}, false
+    end
+    local head, len, base, ring = struct_unpack('>dddd', raw)
+    return {key = key, head = head, len = len, base = base, ring = ring, w = {}, cache = {}}, true
   end
 
   local function entry(st, slot)
@@ -25,8 +33,9 @@ local function make_sliding_log(C)
     if e == nil then
       local raw = redis_call('HGET', st.key, tostring(slot))
       if raw then
-        local at, count = match(raw, '^(%d+) (%d+)$')
-        e = {tonumber(at), tonumber(count)}
+        if #raw ~= 16 then foreign_state() end
+        local at, count = struct_unpack('>dd', raw)
+        e = {at, count}
       else
         e = {0, 0}
       end
@@ -37,10 +46,10 @@ local function make_sliding_log(C)
 
   local function save(key, st, ms)
     if st.regrown then redis_call('DEL', key) end
-    local set = {'h', int(st.head), 'l', int(st.len), 'b', int(st.base), 'r', int(st.ring)}
+    local set = {'H', struct_pack('>dddd', st.head, st.len, st.base, st.ring)}
     for slot, e in pairs(st.w) do
       set[#set + 1] = tostring(slot)
-      set[#set + 1] = int(e[1]) .. ' ' .. int(e[2])
+      set[#set + 1] = struct_pack('>dd', e[1], e[2])
       -- In batches: unpack has a limit (a regrown ring writes every entry).
       if #set >= 2000 then
         redis_call('HSET', key, unpack(set))
