@@ -41,10 +41,11 @@
 //! * [`Counting`]: [`Counting::Admitted`] (the default) counts only
 //!   granted permits, so a refused call leaves the state untouched and a client that
 //!   waits `retry_after` gets in. [`Counting::Attempts`] counts refused calls too (what
-//!   a Redis counter that runs `INCR` before comparing does): a client that keeps hammering stays refused
-//!   for longer. In that mode, and only there, a *denied* decision moves the counter;
-//!   do not use it inside an all-or-nothing set of limits. Counts saturate (see
-//!   [the state word](#the-state-word)), which only this mode can reach.
+//!   a Redis counter that runs `INCR` before comparing does): a client that keeps
+//!   hammering stays refused for longer. In that mode, and only there, a *denied*
+//!   decision moves the counter; do not use it inside an all-or-nothing set of
+//!   limits. Counts saturate (see [the state word](#the-state-word)), which only this
+//!   mode can reach.
 //!
 //! # Cancelling
 //!
