@@ -167,6 +167,7 @@ where
 }
 
 /// A structured-field List read by `sfv`: each item's name and integer parameters.
+#[cfg(feature = "tower")]
 pub fn sf_list(value: &http::HeaderValue) -> Vec<(String, Vec<(String, i64)>)> {
     let list: sfv::List = sfv::Parser::new(value.as_bytes()).parse().unwrap();
     list.into_iter()
