@@ -6,7 +6,7 @@
 mod redis_support;
 
 use redis_support::trace::{caller_time_options, differential, hammer, Totals, TraceShape};
-use redis_support::{unique_prefix, RedisCluster, RedisServer};
+use redis_support::{assert_unapplied_error, unique_prefix, RedisCluster, RedisServer};
 use sluicegate::algorithms::Receipt;
 use sluicegate::algorithms::{
     AllOf, FixedWindow, LeakyBucket, Limits, SlidingLog, SlidingWindowBuckets,
@@ -14,7 +14,7 @@ use sluicegate::algorithms::{
 };
 use sluicegate::stores::redis::{RedisAlgorithm, RedisStore};
 use sluicegate::stores::{Step, Store};
-use sluicegate::{Applied, Decision, Error};
+use sluicegate::Decision;
 use std::time::Duration;
 
 const MS: u64 = 1_000;
@@ -159,21 +159,18 @@ fn a_limits_member_the_server_cannot_run_is_a_typed_error_before_sending() {
         .arg("RESETSTAT")
         .query(&mut admin)
         .unwrap();
-    match store.apply_key(
-        &limits,
-        &"k",
-        0,
-        Step::Reserve {
-            cost: 1,
-            max_wait: 0,
-        },
-    ) {
-        Err(Error::Store(e)) => {
-            assert_eq!(e.applied(), Applied::No);
-            assert!(e.to_string().contains("member 1"), "{e}");
-        }
-        other => panic!("expected a typed store error, got {other:?}"),
-    }
+    assert_unapplied_error(
+        store.apply_key(
+            &limits,
+            &"k",
+            0,
+            Step::Reserve {
+                cost: 1,
+                max_wait: 0,
+            },
+        ),
+        "member 1",
+    );
     let info: String = redis::cmd("INFO")
         .arg("commandstats")
         .query(&mut admin)

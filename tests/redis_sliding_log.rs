@@ -7,11 +7,10 @@ mod redis_support;
 use redis_support::trace::{
     caller_time_options, cancel_at_the_instant, hammer, traces, TraceShape,
 };
-use redis_support::{unique_prefix, RedisServer};
+use redis_support::{assert_unapplied_error, unique_prefix, RedisServer};
 use sluicegate::algorithms::SlidingLog;
 use sluicegate::stores::redis::RedisStore;
 use sluicegate::stores::{Step, Store};
-use sluicegate::{Applied, Error};
 use std::time::Duration;
 
 #[test]
@@ -90,21 +89,18 @@ fn a_log_in_the_older_text_layout_is_a_typed_error_and_stays_as_it_was() {
         .query(&mut admin)
         .unwrap();
     let log = SlidingLog::new(3, Duration::from_secs(1)).unwrap();
-    match store.apply_key(
-        &log,
-        &"k",
-        1_000_000_000,
-        Step::Reserve {
-            cost: 1,
-            max_wait: 0,
-        },
-    ) {
-        Err(Error::Store(e)) => {
-            assert_eq!(e.applied(), Applied::No);
-            assert!(e.to_string().contains("another format"), "{e}");
-        }
-        other => panic!("expected a typed store error, got {other:?}"),
-    }
+    assert_unapplied_error(
+        store.apply_key(
+            &log,
+            &"k",
+            1_000_000_000,
+            Step::Reserve {
+                cost: 1,
+                max_wait: 0,
+            },
+        ),
+        "another format",
+    );
     let kept: Vec<(String, String)> = redis::cmd("HGETALL").arg(&key).query(&mut admin).unwrap();
     let mut kept = kept;
     kept.sort();

@@ -393,3 +393,18 @@ impl Drop for RedisCluster {
         }
     }
 }
+
+/// Asserts that `result` is a typed store error that certainly applied nothing
+/// and whose message says `says`.
+pub fn assert_unapplied_error<T: std::fmt::Debug>(
+    result: Result<T, sluicegate::Error>,
+    says: &str,
+) {
+    match result {
+        Err(sluicegate::Error::Store(e)) => {
+            assert_eq!(e.applied(), sluicegate::Applied::No);
+            assert!(e.to_string().contains(says), "{e}");
+        }
+        other => panic!("expected a typed store error, got {other:?}"),
+    }
+}
