@@ -180,8 +180,9 @@ pub trait Algorithm: Send + Sync + 'static {
     /// a zero-wait [`reserve`](Algorithm::reserve) would change it, but the grant
     /// not described; otherwise that reserve's refusal (denied or never) in full,
     /// the state changed as it changes it (not at all, unless refusals are
-    /// recorded). What a keyed `try_acquire` and a server that sends no fields on
-    /// grants run.
+    /// recorded). Every cost is answered as that reserve answers it, 0 and a cost
+    /// above what the limit can ever hold (refused as never) included. What a keyed
+    /// `try_acquire` and a server that sends no fields on grants run.
     ///
     /// The default runs `reserve` and drops a grant's description. The crate's
     /// one- and two-word algorithms skip building it: a grant then costs what the

@@ -181,9 +181,11 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
 
     /// A zero-wait [`Step::Reserve`] of `cost` on one key whose caller reads a
     /// grant no further than "granted": `None` if granted, otherwise the refusal in
-    /// full (see [`Algorithm::try_take`], the lean step it runs). Atomic as `apply`
-    /// is, and the state changes exactly as under that reserve. The default runs
-    /// [`apply_key`](Store::apply_key) (over Redis one round trip either way).
+    /// full (see [`Algorithm::try_take`], the lean step it runs; a cost above what
+    /// the limit can ever hold is refused as never). Atomic as `apply` is, and the
+    /// state changes exactly as under that reserve; a new key is kept only if
+    /// granted. The default runs [`apply_key`](Store::apply_key) (over Redis one
+    /// round trip either way).
     ///
     /// # Errors
     /// As [`apply`](Store::apply).
