@@ -74,10 +74,16 @@ pub struct SmoothBursty {
     /// How many seconds of permits can be saved.
     max_burst_seconds: f64,
     /// The whole permits a full burst holds, [`max_permits`](SmoothBursty::max_permits)
-    /// rounded down (saturating; `u64::MAX` when unlimited). Derived from the two
-    /// above and kept, as the third configuration word, so that a decision's `limit`
-    /// and `remaining` neither divide nor convert for it.
+    /// rounded down (saturating; `u64::MAX` when unlimited). This and the two fields
+    /// below are derived from the two above and kept as configuration words, so that
+    /// a step neither converts floats for them nor, on a full bucket, divides.
     whole_burst: u64,
+    /// The time a full burst spans, in ns: `max_burst_seconds × 1e9`, saturating; 0
+    /// when unlimited.
+    burst_nanos: i64,
+    /// The least stored time, in ns, at which `remaining` is the whole burst (see
+    /// [`SmoothBursty::full_span`]).
+    full_span: u64,
 }
 
 /// The state of a [`SmoothBursty`] limit: the instant `T` at which its bucket would
@@ -136,9 +142,42 @@ impl SmoothBursty {
             stable_micros,
             max_burst_seconds,
             whole_burst: 0,
+            burst_nanos: 0,
+            full_span: 0,
         };
         bursty.whole_burst = bursty.max_permits() as u64;
+        if !bursty.is_unlimited() {
+            bursty.burst_nanos = (max_burst_seconds * 1e9) as i64;
+            bursty.full_span = bursty.full_span();
+        }
         bursty
+    }
+
+    /// The least stored time at which [`stored_permits`](Self::stored_permits)
+    /// reaches the whole burst, found by bisection on that very expression (it never
+    /// decreases as the stored time grows): from there on `remaining` is the whole
+    /// burst without the division, which a bucket that is not hammered, full, takes
+    /// on every call. `u64::MAX`, never reached (stored time is below 2⁶³), if no
+    /// time reaches it. 0 when unlimited (its whole burst is `u64::MAX`).
+    fn full_span(&self) -> u64 {
+        let full = |stored: u64| self.stored_permits(stored) >= self.whole_burst;
+        let (mut short, mut long) = (0, i64::MAX as u64);
+        if full(short) {
+            return 0;
+        }
+        if !full(long) {
+            return u64::MAX;
+        }
+        // full(short) is false and full(long) true throughout.
+        while long - short > 1 {
+            let middle = short + (long - short) / 2;
+            if full(middle) {
+                long = middle;
+            } else {
+                short = middle;
+            }
+        }
+        long
     }
 
     /// The same limit saving up to `max_burst` of unused permits instead of 1 s.
@@ -205,12 +244,9 @@ impl SmoothBursty {
 
     /// How far back `T` may lie: the time a full burst spans. Zero at an infinite
     /// rate, where `T` is simply Guava's `nextFreeTicket`.
+    #[inline(always)]
     fn burst_nanos(&self) -> i64 {
-        if self.is_unlimited() {
-            0
-        } else {
-            (self.max_burst_seconds * 1e9) as i64
-        }
+        self.burst_nanos
     }
 
     fn cost_nanos(&self, cost: u64) -> i64 {
@@ -224,17 +260,25 @@ impl SmoothBursty {
         self.whole_burst.max(1)
     }
 
+    /// The whole permits stored at `now` (`u64::MAX` when unlimited): a full
+    /// bucket's without dividing.
     #[inline(always)]
     fn remaining(&self, tat: i64, now: i64) -> u64 {
-        if self.is_unlimited() {
-            return u64::MAX;
+        let stored = until(tat, now);
+        if stored >= self.full_span {
+            return self.whole_burst;
         }
-        let stored = until(tat, now) as f64 / self.interval_nanos();
+        self.stored_permits(stored)
+    }
+
+    /// The whole permits `stored` nanoseconds of saved time hold, at most a burst.
+    #[inline(always)]
+    fn stored_permits(&self, stored: Nanos) -> u64 {
         // Guava's min(stored, maxPermits), rounded down: the same as rounding each
         // down first, rounding being monotone. (`max_permits` is never NaN: a valid
         // rate survives 1e6 / (1e6 / rate) finite; were it 0 × inf, the burst would
         // be zero and nothing ever stored, so both would still answer 0.)
-        (stored as u64).min(self.whole_burst)
+        ((stored as f64 / self.interval_nanos()) as u64).min(self.whole_burst)
     }
 }
 
@@ -422,28 +466,37 @@ impl AdjustableRate for SmoothBursty {
     }
 }
 
-/// One configuration word per field (their bits, exactly; the whole burst as it
-/// is); the state is `T` itself.
+/// One configuration word per field (their bits, exactly; the derived ones as
+/// they are); the state is `T` itself.
 impl WordEncoded for SmoothBursty {
-    type Config = [u64; 3];
+    type Config = [u64; 5];
     // Publishes the new state first, then describes the decision.
     one_word_state!(BurstyState { tat: i64 }, settled);
 
     #[inline(always)]
-    fn config_words(&self) -> [u64; 3] {
+    fn config_words(&self) -> [u64; 5] {
         [
             self.stable_micros.to_bits(),
             self.max_burst_seconds.to_bits(),
             self.whole_burst,
+            self.burst_nanos as u64,
+            self.full_span,
         ]
     }
 
+    /// Words from anywhere: the derived words are derived afresh from the first two.
+    fn from_config_words(words: [u64; 5]) -> Self {
+        SmoothBursty::with_parts(f64::from_bits(words[0]), f64::from_bits(words[1]))
+    }
+
     #[inline(always)]
-    fn from_config_words(words: [u64; 3]) -> Self {
+    fn from_own_config_words(words: [u64; 5]) -> Self {
         SmoothBursty {
             stable_micros: f64::from_bits(words[0]),
             max_burst_seconds: f64::from_bits(words[1]),
             whole_burst: words[2],
+            burst_nanos: words[3] as i64,
+            full_span: words[4],
         }
     }
 
@@ -480,13 +533,18 @@ mod tests {
     ) -> (Decision, Receipt) {
         let now = signed(now);
         let limit = smooth_limit(bursty.max_permits());
-        let tat = state.tat.max(now.saturating_sub(bursty.burst_nanos()));
+        let burst = if bursty.is_unlimited() {
+            0
+        } else {
+            (bursty.max_burst_seconds * 1e9) as i64
+        };
+        let tat = state.tat.max(now.saturating_sub(burst));
         if tat == i64::MAX {
             return (Decision::never(limit, 0, u64::MAX), Receipt::NONE);
         }
         let wait = until(now, tat);
         if wait > max_wait {
-            let reset = until(now, tat.saturating_add(bursty.burst_nanos()));
+            let reset = until(now, tat.saturating_add(burst));
             return (Decision::denied(limit, 0, wait, reset), Receipt::NONE);
         }
         let charge = bursty.cost_nanos(cost);
@@ -498,7 +556,7 @@ mod tests {
             let stored = until(next, now) as f64 / bursty.interval_nanos();
             stored.min(bursty.max_permits()) as u64
         };
-        let reset = until(now, next.saturating_add(bursty.burst_nanos()));
+        let reset = until(now, next.saturating_add(burst));
         (
             Decision::allowed_after(wait, limit, remaining, reset),
             Receipt::new(next, charge as u64),
@@ -528,6 +586,36 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// The full span is where the division first answers the whole burst: just
+        /// before it the stored permits fall short, from it on they are the burst,
+        /// and `remaining` (which skips the division there) agrees on both sides.
+        #[test]
+        fn a_full_bucket_is_found_where_the_division_finds_it(
+            rate in rate(),
+            burst in burst(),
+            now in 0i64..i64::MAX,
+        ) {
+            let bursty = SmoothBursty::new(rate).unwrap().with_max_burst(burst).unwrap();
+            let span = bursty.full_span;
+            let divided = |stored: u64| {
+                if bursty.is_unlimited() {
+                    return u64::MAX;
+                }
+                ((stored as f64 / bursty.interval_nanos()).min(bursty.max_permits())) as u64
+            };
+            if span > 0 && span <= i64::MAX as u64 {
+                prop_assert!(divided(span - 1) < bursty.whole_burst);
+            }
+            if span <= i64::MAX as u64 {
+                prop_assert_eq!(divided(span), bursty.whole_burst);
+            }
+            for stored in [span.saturating_sub(1), span, span.saturating_add(1)] {
+                let stored = stored.min(i64::MAX as u64).min(now as u64);
+                let tat = now - stored as i64;
+                prop_assert_eq!(bursty.remaining(tat, now), divided(stored), "stored {}", stored);
+            }
+        }
 
         /// The step at any wait, and the check (split in settle and describe, and on
         /// words) are the step as it was: every field of every decision and receipt,

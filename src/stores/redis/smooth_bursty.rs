@@ -23,7 +23,8 @@ impl RedisAlgorithm for SmoothBursty {
     fn config_args(&self, args: &mut Vec<String>) -> Result<(), Error> {
         // The configuration as the Rust step uses it: Guava's stable interval in µs
         // and the burst in seconds, both f64.
-        let [stable_micros, burst_seconds, _] = self.config_words().map(f64::from_bits);
+        let words = self.config_words();
+        let [stable_micros, burst_seconds] = [words[0], words[1]].map(f64::from_bits);
         let unlimited = stable_micros == 0.0;
         let interval = stable_micros * 1000.0;
         let burst = if unlimited {
