@@ -190,8 +190,9 @@ fn interleaved_ratios(_: &mut Criterion) {
     fn check<A: CellAlgorithm>(limiter: &RateLimiter<A>) -> bool {
         black_box(&limiter.check(1)).is_ok()
     }
-    let cases: [(&str, &dyn Fn() -> bool); 24] = [
+    let cases: [(&str, &dyn Fn() -> bool); 26] = [
         ("allowed/governor", &|| allowed_governor.check().is_ok()),
+        ("allowed/bursty", &|| bursty.0.try_acquire()),
         ("allowed/fixed_window", &|| fixed.0.try_acquire()),
         ("allowed/leaky_meter_whole_ns", &|| meter.0.try_acquire()),
         ("allowed/leaky_meter_3_per_s", &|| third.0.try_acquire()),
@@ -208,6 +209,7 @@ fn interleaved_ratios(_: &mut Criterion) {
             check(&sliding.0)
         }),
         ("denied/governor", &|| denied_governor.check().is_ok()),
+        ("denied/bursty", &|| bursty.1.try_acquire()),
         ("denied/fixed_window", &|| fixed.1.try_acquire()),
         ("denied/leaky_meter_whole_ns", &|| meter.1.try_acquire()),
         ("denied/leaky_meter_3_per_s", &|| third.1.try_acquire()),
@@ -223,7 +225,7 @@ fn interleaved_ratios(_: &mut Criterion) {
     let best = fastest_batches(&cases, 200);
     println!("interleaved, fastest batch of {BATCH} calls:");
     for (index, (name, _)) in cases.iter().enumerate() {
-        let governor = if index < 12 { best[0] } else { best[12] };
+        let governor = if index < 13 { best[0] } else { best[13] };
         println!(
             "  {name:38} {:6.2} ns  {:4.2}x governor",
             best[index],

@@ -345,7 +345,7 @@ impl<A: CellAlgorithm, C: Clock> RateLimiter<A, C> {
     /// assert_eq!(refused.verdict(), Verdict::Denied);
     /// assert_eq!(refused.retry_after(), Duration::from_millis(250));
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn check(&self, permits: u64) -> Result<Decision, Error> {
         let permits = nonzero(permits)?;
         let now = self.shared.clock.now();

@@ -506,7 +506,7 @@ impl Algorithm for LeakyBucket {
         self.reserve_with_receipt(state, now, cost, max_wait).0
     }
 
-    #[inline]
+    #[inline(always)]
     fn reserve_with_receipt(
         &self,
         state: &mut LeakyState,
