@@ -74,16 +74,18 @@ pub struct SmoothBursty {
     /// How many seconds of permits can be saved.
     max_burst_seconds: f64,
     /// The whole permits a full burst holds, [`max_permits`](SmoothBursty::max_permits)
-    /// rounded down (saturating; `u64::MAX` when unlimited). This and the two fields
+    /// rounded down (saturating; `u64::MAX` when unlimited). This and the fields
     /// below are derived from the two above and kept as configuration words, so that
-    /// a step neither converts floats for them nor, on a full bucket, divides.
+    /// a step converts no float for them, and the usual call (one permit from a full
+    /// bucket: a limit that is not hammered) divides nothing.
     whole_burst: u64,
     /// The time a full burst spans, in ns: `max_burst_seconds × 1e9`, saturating; 0
     /// when unlimited.
     burst_nanos: i64,
-    /// The least stored time, in ns, at which `remaining` is the whole burst (see
-    /// [`SmoothBursty::full_span`]).
-    full_span: u64,
+    /// The charge of one permit, in ns: `cost_nanos(1)`.
+    one_charge: i64,
+    /// The permits left after one is granted from a full bucket.
+    one_from_full: u64,
 }
 
 /// The state of a [`SmoothBursty`] limit: the instant `T` at which its bucket would
@@ -143,41 +145,20 @@ impl SmoothBursty {
             max_burst_seconds,
             whole_burst: 0,
             burst_nanos: 0,
-            full_span: 0,
+            one_charge: 0,
+            one_from_full: 0,
         };
         bursty.whole_burst = bursty.max_permits() as u64;
         if !bursty.is_unlimited() {
             bursty.burst_nanos = (max_burst_seconds * 1e9) as i64;
-            bursty.full_span = bursty.full_span();
         }
+        bursty.one_charge = bursty.cost_nanos(1);
+        // A full bucket's `T` lies a burst back; one permit moves it on by its
+        // charge, which leaves the burst less that charge stored (none if the
+        // charge is longer), whatever the time.
+        let stored = bursty.burst_nanos.saturating_sub(bursty.one_charge).max(0);
+        bursty.one_from_full = bursty.stored_permits(stored as Nanos);
         bursty
-    }
-
-    /// The least stored time at which [`stored_permits`](Self::stored_permits)
-    /// reaches the whole burst, found by bisection on that very expression (it never
-    /// decreases as the stored time grows): from there on `remaining` is the whole
-    /// burst without the division, which a bucket that is not hammered, full, takes
-    /// on every call. `u64::MAX`, never reached (stored time is below 2⁶³), if no
-    /// time reaches it. 0 when unlimited (its whole burst is `u64::MAX`).
-    fn full_span(&self) -> u64 {
-        let full = |stored: u64| self.stored_permits(stored) >= self.whole_burst;
-        let (mut short, mut long) = (0, i64::MAX as u64);
-        if full(short) {
-            return 0;
-        }
-        if !full(long) {
-            return u64::MAX;
-        }
-        // full(short) is false and full(long) true throughout.
-        while long - short > 1 {
-            let middle = short + (long - short) / 2;
-            if full(middle) {
-                long = middle;
-            } else {
-                short = middle;
-            }
-        }
-        long
     }
 
     /// The same limit saving up to `max_burst` of unused permits instead of 1 s.
@@ -260,20 +241,19 @@ impl SmoothBursty {
         self.whole_burst.max(1)
     }
 
-    /// The whole permits stored at `now` (`u64::MAX` when unlimited): a full
-    /// bucket's without dividing.
+    /// The whole permits stored at `now`.
     #[inline(always)]
     fn remaining(&self, tat: i64, now: i64) -> u64 {
-        let stored = until(tat, now);
-        if stored >= self.full_span {
-            return self.whole_burst;
-        }
-        self.stored_permits(stored)
+        self.stored_permits(until(tat, now))
     }
 
-    /// The whole permits `stored` nanoseconds of saved time hold, at most a burst.
+    /// The whole permits `stored` nanoseconds of saved time hold, at most a burst
+    /// (`u64::MAX` when unlimited).
     #[inline(always)]
     fn stored_permits(&self, stored: Nanos) -> u64 {
+        if self.is_unlimited() {
+            return u64::MAX;
+        }
         // Guava's min(stored, maxPermits), rounded down: the same as rounding each
         // down first, rounding being monotone. (`max_permits` is never NaN: a valid
         // rate survives 1e6 / (1e6 / rate) finite; were it 0 × inf, the burst would
@@ -294,11 +274,12 @@ enum Step {
         wait: Nanos,
     },
     /// Granted after `wait`; the state becomes `next`, `charge` nanoseconds later
-    /// than it was.
+    /// than it was; `full` if the bucket held a whole burst.
     Allowed {
         wait: Nanos,
         next: i64,
         charge: i64,
+        full: bool,
     },
 }
 
@@ -315,7 +296,9 @@ impl SmoothBursty {
     /// Guava's resync and reservation on the folded state `tat` (see the module docs).
     #[inline(always)]
     fn step(&self, tat: i64, now: i64, burst: i64, cost: u64, max_wait: Nanos) -> Step {
-        let tat = tat.max(now.saturating_sub(burst));
+        let oldest = now.saturating_sub(burst);
+        let full = tat <= oldest;
+        let tat = tat.max(oldest);
         if tat == i64::MAX {
             return Step::Never;
         }
@@ -323,11 +306,16 @@ impl SmoothBursty {
         if wait > max_wait {
             return Step::Denied { tat, wait };
         }
-        let charge = self.cost_nanos(cost);
+        let charge = if cost == 1 {
+            self.one_charge
+        } else {
+            self.cost_nanos(cost)
+        };
         Step::Allowed {
             wait,
             next: tat.saturating_add(charge),
             charge,
+            full,
         }
     }
 
@@ -360,10 +348,20 @@ impl SmoothBursty {
                 let reset = until(now, tat.saturating_add(burst));
                 (Decision::denied(limit, 0, wait, reset), Receipt::NONE)
             }
-            Step::Allowed { wait, next, charge } => {
+            Step::Allowed {
+                wait,
+                next,
+                charge,
+                full,
+            } => {
                 let reset = until(now, next.saturating_add(burst));
+                let remaining = if full && charge == self.one_charge {
+                    self.one_from_full
+                } else {
+                    self.remaining(next, now)
+                };
                 (
-                    Decision::allowed_after(wait, limit, self.remaining(next, now), reset),
+                    Decision::allowed_after(wait, limit, remaining, reset),
                     Receipt::new(next, charge as u64),
                 )
             }
@@ -469,34 +467,36 @@ impl AdjustableRate for SmoothBursty {
 /// One configuration word per field (their bits, exactly; the derived ones as
 /// they are); the state is `T` itself.
 impl WordEncoded for SmoothBursty {
-    type Config = [u64; 5];
+    type Config = [u64; 6];
     // Publishes the new state first, then describes the decision.
     one_word_state!(BurstyState { tat: i64 }, settled);
 
     #[inline(always)]
-    fn config_words(&self) -> [u64; 5] {
+    fn config_words(&self) -> [u64; 6] {
         [
             self.stable_micros.to_bits(),
             self.max_burst_seconds.to_bits(),
             self.whole_burst,
             self.burst_nanos as u64,
-            self.full_span,
+            self.one_charge as u64,
+            self.one_from_full,
         ]
     }
 
     /// Words from anywhere: the derived words are derived afresh from the first two.
-    fn from_config_words(words: [u64; 5]) -> Self {
+    fn from_config_words(words: [u64; 6]) -> Self {
         SmoothBursty::with_parts(f64::from_bits(words[0]), f64::from_bits(words[1]))
     }
 
     #[inline(always)]
-    fn from_own_config_words(words: [u64; 5]) -> Self {
+    fn from_own_config_words(words: [u64; 6]) -> Self {
         SmoothBursty {
             stable_micros: f64::from_bits(words[0]),
             max_burst_seconds: f64::from_bits(words[1]),
             whole_burst: words[2],
             burst_nanos: words[3] as i64,
-            full_span: words[4],
+            one_charge: words[4] as i64,
+            one_from_full: words[5],
         }
     }
 
@@ -587,34 +587,20 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]
 
-        /// The full span is where the division first answers the whole burst: just
-        /// before it the stored permits fall short, from it on they are the burst,
-        /// and `remaining` (which skips the division there) agrees on both sides.
+        /// One permit from a full bucket leaves what the division finds, at any
+        /// time, at rates and bursts from the tiny to the unlimited.
         #[test]
-        fn a_full_bucket_is_found_where_the_division_finds_it(
+        fn one_permit_from_a_full_bucket_leaves_what_the_division_finds(
             rate in rate(),
             burst in burst(),
-            now in 0i64..i64::MAX,
+            now in prop_oneof![Just(0u64), Just(u64::MAX), 0u64..u64::MAX],
+            idle in 0u64..u64::MAX,
         ) {
             let bursty = SmoothBursty::new(rate).unwrap().with_max_burst(burst).unwrap();
-            let span = bursty.full_span;
-            let divided = |stored: u64| {
-                if bursty.is_unlimited() {
-                    return u64::MAX;
-                }
-                ((stored as f64 / bursty.interval_nanos()).min(bursty.max_permits())) as u64
-            };
-            if span > 0 && span <= i64::MAX as u64 {
-                prop_assert!(divided(span - 1) < bursty.whole_burst);
-            }
-            if span <= i64::MAX as u64 {
-                prop_assert_eq!(divided(span), bursty.whole_burst);
-            }
-            for stored in [span.saturating_sub(1), span, span.saturating_add(1)] {
-                let stored = stored.min(i64::MAX as u64).min(now as u64);
-                let tat = now - stored as i64;
-                prop_assert_eq!(bursty.remaining(tat, now), divided(stored), "stored {}", stored);
-            }
+            let mut state = BurstyState { tat: signed(now).saturating_sub(bursty.burst_nanos).saturating_sub_unsigned(idle) };
+            let mut probe = state;
+            let expected = reserve_before(&bursty, &mut probe, now, 1, 0).0;
+            prop_assert_eq!(bursty.reserve(&mut state, now, 1, 0), expected);
         }
 
         /// The step at any wait, and the check (split in settle and describe, and on
