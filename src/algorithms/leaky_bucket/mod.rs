@@ -491,39 +491,42 @@ impl LeakyBucket {
     }
 }
 
-impl Algorithm for LeakyBucket {
-    type State = LeakyState;
-    type Shape = OneWord;
-
-    fn initial_state(&self, now: Nanos) -> LeakyState {
-        LeakyState {
-            tat: self.ticks().reading(now),
-        }
-    }
-
+impl LeakyBucket {
+    /// The step of [`Algorithm::reserve_with_receipt`], with `WHOLE` true when ticks
+    /// are nanoseconds (`count == 1`), so that reading the clock and every
+    /// duration of the decision compile to plain subtractions there.
+    ///
+    /// All in 64 bits: a bucket holds its capacity in at most i64::MAX ticks (its
+    /// constructors check it; words they did not make saturate), so a charge that
+    /// overflows is above the capacity, and an end that overflows lies beyond the
+    /// end of time: either way the call can never pass.
     #[inline(always)]
-    fn reserve(&self, state: &mut LeakyState, now: Nanos, cost: u64, max_wait: Nanos) -> Decision {
-        self.reserve_with_receipt(state, now, cost, max_wait).0
-    }
-
-    #[inline(always)]
-    fn reserve_with_receipt(
+    fn reserve_in<const WHOLE: bool>(
         &self,
         state: &mut LeakyState,
         now: Nanos,
         cost: u64,
         max_wait: Nanos,
     ) -> (Decision, Receipt) {
-        // All in 64 bits: a bucket holds its capacity in at most i64::MAX ticks (its
-        // constructors check it; words they did not make saturate), so a charge
-        // that overflows is above the capacity, and an end that overflows lies
-        // beyond the end of time: either way the call can never pass.
         let ticks = self.ticks();
         let limit = u64::from(self.capacity);
-        let reading = ticks.read(now);
+        let reading = if WHOLE {
+            Reading {
+                ticks: now,
+                dropped: 0,
+            }
+        } else {
+            ticks.read(now)
+        };
         let now_ticks = reading.ticks;
         let start = state.tat.max(now_ticks);
-        let until = |tick: u64| ticks.until_tick(reading, tick);
+        let until = |tick: u64| {
+            if WHOLE {
+                tick.saturating_sub(now_ticks)
+            } else {
+                ticks.until_tick(reading, tick)
+            }
+        };
         let backlog = start - now_ticks;
         let capacity = limit.saturating_mul(ticks.per_permit);
         let free = || whole_permits(capacity.saturating_sub(backlog), ticks.per_permit);
@@ -569,7 +572,38 @@ impl Algorithm for LeakyBucket {
             Receipt::new(end as i64, charge),
         )
     }
+}
 
+impl Algorithm for LeakyBucket {
+    type State = LeakyState;
+    type Shape = OneWord;
+
+    fn initial_state(&self, now: Nanos) -> LeakyState {
+        LeakyState {
+            tat: self.ticks().reading(now),
+        }
+    }
+
+    #[inline(always)]
+    fn reserve(&self, state: &mut LeakyState, now: Nanos, cost: u64, max_wait: Nanos) -> Decision {
+        self.reserve_with_receipt(state, now, cost, max_wait).0
+    }
+
+    #[inline(always)]
+    fn reserve_with_receipt(
+        &self,
+        state: &mut LeakyState,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+    ) -> (Decision, Receipt) {
+        // One step, compiled twice: ticks that are nanoseconds convert nothing.
+        if self.count == 1 {
+            self.reserve_in::<true>(state, now, cost, max_wait)
+        } else {
+            self.reserve_in::<false>(state, now, cost, max_wait)
+        }
+    }
     /// Go's rule, as [`Algorithm::cancel`] states it: until its time to act, that
     /// instant included, a grant gives back its permits minus whatever later grants
     /// poured in behind it (a meter's grant acts at once, so only a cancel at that
