@@ -408,7 +408,7 @@ impl SlidingWindowCounter {
         if cost > self.limit {
             return false;
         }
-        let view = self.view(state, now);
+        let view = self.view_inlined(state, now);
         self.admit(state, view, cost)
     }
 
@@ -476,7 +476,7 @@ impl SlidingWindowCounter {
     /// The previous count's weight at `elapsed`, rounded to whole permits (at most
     /// `previous`). Stays in u64 arithmetic when the product fits, which is the
     /// common case and much cheaper than a 128-bit division.
-    #[inline]
+    #[inline(always)]
     fn weighted(&self, previous: u64, elapsed: u64) -> u64 {
         if previous == 0 {
             return 0;
