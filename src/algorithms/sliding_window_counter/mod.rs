@@ -561,52 +561,45 @@ impl SlidingWindowCounter {
     }
 }
 
-/// What a call found, for [`describe`](Settle::describe): the state as of now
-/// before the call (with the refused attempt counted, when attempts are), and the
-/// weighted count it was decided on.
+/// What a call found, for [`describe`](Settle::describe): the state as of now,
+/// before the call.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct CounterSettled {
     view: View,
-    used: u64,
     cost: u64,
 }
 
 impl Settle for SlidingWindowCounter {
     type Settled = CounterSettled;
 
-    /// Weighs the previous count (a multiplication by the kept reciprocal) and
-    /// counts the call if it fits.
+    /// Decides and counts the call as the lean take does, by cross-multiplying:
+    /// the weighted count itself (a division by the kept reciprocal) is left to
+    /// `describe`, after the new state is published.
     #[inline(always)]
     fn settle(&self, state: &mut SlidingWindowState, now: Nanos, cost: u64) -> CounterSettled {
-        let mut view = self.view_inlined(state, now);
-        // Counts are below 2³¹ and the weight is at most the previous count, so
-        // neither this sum nor `used + cost` (cost ≤ limit) overflows.
-        let used = self.weighted(view.previous, view.elapsed) + view.current;
-        if cost <= self.limit {
-            if used + cost <= self.limit {
-                *state = self.pack(view.index, view.previous, view.current + cost);
-            } else if self.counting == Counting::Attempts {
-                view.current = self.attempted(view.current, cost);
-                *state = self.pack(view.index, view.previous, view.current);
-            }
-        }
-        CounterSettled { view, used, cost }
+        let view = self.view_inlined(state, now);
+        self.admit(state, view, cost);
+        CounterSettled { view, cost }
     }
 
     #[inline(always)]
     fn describe(&self, settled: &CounterSettled) -> Decision {
         // Immediate or denied: an estimate cannot promise future capacity.
-        let CounterSettled {
-            mut view,
-            used,
-            cost,
-        } = *settled;
+        let CounterSettled { mut view, cost } = *settled;
+        // Counts are below 2³¹ and the weight is at most the previous count, so
+        // neither this sum nor `used + cost` (cost ≤ limit) overflows. `admit`
+        // granted exactly when `used + cost ≤ limit`.
+        let used = self.weighted(view.previous, view.elapsed) + view.current;
         let remaining = self.limit.saturating_sub(used);
         if cost > self.limit {
             let reset = self.reset_after(&view);
             return Decision::never(self.limit, remaining, reset.saturating_add(view.behind));
         }
         if used + cost > self.limit {
+            if self.counting == Counting::Attempts {
+                // The refused attempt was counted: the state it left.
+                view.current = self.attempted(view.current, cost);
+            }
             let retry = self.retry_after(&view, cost);
             let reset = self.reset_after(&view);
             return Decision::denied(
