@@ -71,6 +71,22 @@ fn slack(rate: f64, ops: usize) -> f64 {
     1e-6 + rate * ops as f64 * 3e-9
 }
 
+/// A bursty limiter of `rate` permits a second storing up to `burst_ms` of them, its
+/// clock, and the most permits it can store.
+fn bursty(rate: f64, burst_ms: u64) -> (RateLimiter<SmoothBursty, ManualClock>, ManualClock, f64) {
+    let clock = ManualClock::new();
+    let algorithm = SmoothBursty::new(rate)
+        .unwrap()
+        .with_max_burst(Duration::from_millis(burst_ms))
+        .unwrap();
+    let max_permits = algorithm.max_permits();
+    (
+        RateLimiter::with_clock(algorithm, clock.clone()),
+        clock,
+        max_permits,
+    )
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
 
@@ -80,11 +96,7 @@ proptest! {
         burst_ms in 0u64..5_000,
         ops in prop::collection::vec(op(1), 1..80),
     ) {
-        let clock = ManualClock::new();
-        let algorithm = SmoothBursty::new(rate).unwrap()
-            .with_max_burst(Duration::from_millis(burst_ms)).unwrap();
-        let max_permits = algorithm.max_permits();
-        let limiter = RateLimiter::with_clock(algorithm, clock.clone());
+        let (limiter, clock, max_permits) = bursty(rate, burst_ms);
         let (total, _, elapsed) = run(&limiter, &clock, &ops);
         let bound = rate * elapsed + max_permits + 1.0;
         prop_assert!(total <= bound + slack(rate, ops.len()),
@@ -97,11 +109,7 @@ proptest! {
         burst_ms in 0u64..5_000,
         ops in prop::collection::vec(op(20), 1..80),
     ) {
-        let clock = ManualClock::new();
-        let algorithm = SmoothBursty::new(rate).unwrap()
-            .with_max_burst(Duration::from_millis(burst_ms)).unwrap();
-        let max_permits = algorithm.max_permits();
-        let limiter = RateLimiter::with_clock(algorithm, clock.clone());
+        let (limiter, clock, max_permits) = bursty(rate, burst_ms);
         let (total, last, elapsed) = run(&limiter, &clock, &ops);
         // The pay-later request is the last one granted, of whatever size.
         let bound = rate * elapsed + max_permits + last;
