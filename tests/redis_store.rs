@@ -49,9 +49,19 @@ fn remaining_after_one(store: &RedisStore<&str, FixedWindow>, fw: &FixedWindow) 
         .remaining()
 }
 
+/// A store of fixed windows on `server`, its keys under `prefix`, on caller time.
+fn store_on(server: &RedisServer, prefix: &str) -> RedisStore<&'static str, FixedWindow> {
+    RedisStore::open_with(server.url(), caller_time_options(prefix)).unwrap()
+}
+
+/// Zeroes the server's command counts.
+fn reset_stats(admin: &mut redis::Connection) {
+    let () = redis::cmd("CONFIG").arg("RESETSTAT").query(admin).unwrap();
+}
+
 fn flush(admin: &mut redis::Connection, what: &str) {
     let () = redis::cmd(what).arg("FLUSH").query(admin).unwrap();
-    let () = redis::cmd("CONFIG").arg("RESETSTAT").query(admin).unwrap();
+    reset_stats(admin);
 }
 
 #[test]
@@ -59,8 +69,7 @@ fn a_flushed_library_costs_one_reload_and_the_call_counts_once() {
     let server = RedisServer::start_own();
     let mut admin = server.connection();
     let fw = window(5);
-    let store: RedisStore<&str, FixedWindow> =
-        RedisStore::open_with(server.url(), caller_time_options("flush:")).unwrap();
+    let store = store_on(&server, "flush:");
     assert_eq!(remaining_after_one(&store, &fw), 4);
     // The step is a function, not a script: SCRIPT FLUSH leaves it in place.
     flush(&mut admin, "SCRIPT");
@@ -84,16 +93,11 @@ fn a_library_loaded_by_another_process_is_used_as_it_is() {
     let server = RedisServer::start_own();
     let mut admin = server.connection();
     let fw = window(5);
-    let first: RedisStore<&str, FixedWindow> =
-        RedisStore::open_with(server.url(), caller_time_options("shared:")).unwrap();
+    let first = store_on(&server, "shared:");
     assert_eq!(remaining_after_one(&first, &fw), 4);
     // A second store (as another process would) finds the library there: no load.
-    let () = redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query(&mut admin)
-        .unwrap();
-    let second: RedisStore<&str, FixedWindow> =
-        RedisStore::open_with(server.url(), caller_time_options("shared:")).unwrap();
+    reset_stats(&mut admin);
+    let second = store_on(&server, "shared:");
     assert_eq!(remaining_after_one(&second, &fw), 3);
     assert_eq!(calls(&mut admin, "function|load"), 0);
     let libraries: Vec<redis::Value> = redis::cmd("FUNCTION")
@@ -111,8 +115,7 @@ fn a_library_loaded_by_another_process_is_used_as_it_is() {
 fn a_restart_loses_no_call_and_counts_none_twice() {
     let mut server = RedisServer::start_own();
     let fw = window(10);
-    let store: RedisStore<&str, FixedWindow> =
-        RedisStore::open_with(server.url(), caller_time_options("restart:")).unwrap();
+    let store = store_on(&server, "restart:");
     assert!(store
         .apply_key(&fw, &"k", SECOND, take(1))
         .map(|(d, _)| d)
@@ -544,8 +547,7 @@ fn a_cancel_at_the_servers_time_gives_the_turn_back() {
 fn the_blocking_pool_shrinks_back_after_a_burst_of_threads() {
     let server = RedisServer::start_own();
     let mut admin = server.connection();
-    let store: RedisStore<&str, FixedWindow> =
-        RedisStore::open_with(server.url(), caller_time_options("pool:")).unwrap();
+    let store = store_on(&server, "pool:");
     let fw = window(1_000);
     let clients = |admin: &mut redis::Connection| -> usize {
         let list: String = redis::cmd("CLIENT").arg("LIST").query(admin).unwrap();
