@@ -284,10 +284,7 @@ where
 
 impl<Si: fmt::Debug, T, P: Permits, M> fmt::Debug for ThrottledSink<Si, T, P, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ThrottledSink")
-            .field("inner", &self.inner)
-            .field("max_wait", &self.max_wait)
-            .field("waiting", &self.waiting.is_some())
-            .finish_non_exhaustive()
+        let waiting = self.waiting.is_some();
+        super::stream::debug_adapter(f, "ThrottledSink", &self.inner, self.max_wait, waiting)
     }
 }
