@@ -24,6 +24,7 @@
 use criterion::measurement::WallTime;
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkGroup, Criterion};
 use governor::{Quota, RateLimiter as Governor};
+use sluicegate::algorithms::SmoothBursty;
 use sluicegate::RateLimiter;
 use std::num::NonZeroU32;
 use std::time::{Duration, Instant};
@@ -67,32 +68,32 @@ fn clock_read(c: &mut Criterion) {
 }
 
 fn allowed(c: &mut Criterion) {
-    let mut group = c.benchmark_group("allowed");
-    short(&mut group);
     let limiter = RateLimiter::bursty(f64::from(HUGE_RATE)).expect("valid rate");
-    group.bench_function("sluicegate_try_acquire", |b| {
-        b.iter(|| black_box(limiter.try_acquire()))
-    });
-    group.bench_function("sluicegate_check", |b| {
-        b.iter(|| black_box(&limiter.check(1)).is_ok())
-    });
-    let governor = Governor::direct(huge_quota());
-    group.bench_function("governor_check", |b| b.iter(|| black_box(governor.check())));
-    group.finish();
+    decide(c, "allowed", &limiter, &Governor::direct(huge_quota()));
 }
 
 fn denied(c: &mut Criterion) {
-    let mut group = c.benchmark_group("denied");
-    short(&mut group);
     let limiter = RateLimiter::bursty(1.0 / 3600.0).expect("valid rate");
     while limiter.try_acquire() {}
+    decide(c, "denied", &limiter, &exhausted_governor());
+}
+
+/// The same calls on a limiter that grants every one or refuses every one:
+/// sluicegate's lean try and full check beside governor's check.
+fn decide(
+    c: &mut Criterion,
+    name: &str,
+    limiter: &RateLimiter<SmoothBursty>,
+    governor: &governor::DefaultDirectRateLimiter,
+) {
+    let mut group = c.benchmark_group(name);
+    short(&mut group);
     group.bench_function("sluicegate_try_acquire", |b| {
         b.iter(|| black_box(limiter.try_acquire()))
     });
     group.bench_function("sluicegate_check", |b| {
         b.iter(|| black_box(&limiter.check(1)).is_ok())
     });
-    let governor = exhausted_governor();
     group.bench_function("governor_check", |b| b.iter(|| black_box(governor.check())));
     group.finish();
 }

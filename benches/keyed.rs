@@ -13,9 +13,10 @@
 //!
 //! `cargo bench --bench keyed`
 
-use criterion::{black_box, BenchmarkId, Criterion, Throughput};
+use criterion::measurement::WallTime;
+use criterion::{black_box, BenchmarkGroup, BenchmarkId, Criterion, Throughput};
 use governor::{Quota, RateLimiter as Governor};
-use sluicegate::algorithms::{SlidingWindowCounter, SmoothBursty};
+use sluicegate::algorithms::{Algorithm, SlidingWindowCounter, SmoothBursty};
 use sluicegate::KeyedRateLimiter;
 use std::num::NonZeroU32;
 use std::time::Duration;
@@ -80,33 +81,50 @@ fn bench_population(c: &mut Criterion, name: &str, keys: u64) {
             })
         });
     }
-    {
-        let sluice_bursty: KeyedRateLimiter<u64, _> = KeyedRateLimiter::new(bursty());
-        for key in 0..keys {
-            sluice_bursty.try_acquire(&splitmix(key));
-        }
-        group.bench_function(BenchmarkId::new("sluicegate_bursty", name), |b| {
-            let mut i = 0;
-            b.iter(|| {
-                i += 1;
-                black_box(sluice_bursty.try_acquire(&draws[i & mask]))
-            })
-        });
-    }
-    {
-        let sluice_counter: KeyedRateLimiter<u64, _> = KeyedRateLimiter::new(counter());
-        for key in 0..keys {
-            sluice_counter.try_acquire(&splitmix(key));
-        }
-        group.bench_function(BenchmarkId::new("sluicegate_sliding_counter", name), |b| {
-            let mut i = 0;
-            b.iter(|| {
-                i += 1;
-                black_box(sluice_counter.try_acquire(&draws[i & mask]))
-            })
-        });
-    }
+    sluicegate(
+        &mut group,
+        ("sluicegate_bursty", name),
+        bursty(),
+        keys,
+        &draws,
+    );
+    sluicegate(
+        &mut group,
+        ("sluicegate_sliding_counter", name),
+        counter(),
+        keys,
+        &draws,
+    );
     group.finish();
+}
+
+/// A sluicegate keyed limiter of `algorithm` holding every one of `keys` keys, then
+/// measured over `draws`.
+fn sluicegate<A: Algorithm>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    (contender, population): (&str, &str),
+    algorithm: A,
+    keys: u64,
+    draws: &[u64],
+) {
+    let limiter = filled(algorithm, keys);
+    let mask = DRAWS - 1;
+    group.bench_function(BenchmarkId::new(contender, population), |b| {
+        let mut i = 0;
+        b.iter(|| {
+            i += 1;
+            black_box(limiter.try_acquire(&draws[i & mask]))
+        })
+    });
+}
+
+/// A keyed limiter of `algorithm` whose first `keys` keys each took a permit.
+fn filled<A: Algorithm>(algorithm: A, keys: u64) -> KeyedRateLimiter<u64, A> {
+    let limiter = KeyedRateLimiter::new(algorithm);
+    for key in 0..keys {
+        limiter.try_acquire(&splitmix(key));
+    }
+    limiter
 }
 
 fn resident_bytes() -> u64 {
@@ -133,18 +151,12 @@ fn memory_child(kind: &str) {
             (limiter.len(), resident_bytes())
         }
         "sluicegate_bursty" => {
-            let limiter: KeyedRateLimiter<u64, _> = KeyedRateLimiter::new(one_per_second);
-            for key in 0..MEMORY_KEYS {
-                limiter.try_acquire(&splitmix(key));
-            }
+            let limiter = filled(one_per_second, MEMORY_KEYS);
             (limiter.live_keys(), resident_bytes())
         }
         _ => {
             let window = SlidingWindowCounter::new(1, Duration::from_secs(60)).unwrap();
-            let limiter: KeyedRateLimiter<u64, _> = KeyedRateLimiter::new(window);
-            for key in 0..MEMORY_KEYS {
-                limiter.try_acquire(&splitmix(key));
-            }
+            let limiter = filled(window, MEMORY_KEYS);
             (limiter.live_keys(), resident_bytes())
         }
     };

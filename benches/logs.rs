@@ -6,13 +6,17 @@
 
 mod common;
 
-use common::{fastest_batches, BATCH};
-use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use common::print_against_governor;
+use criterion::measurement::WallTime;
+use criterion::{black_box, criterion_group, criterion_main, BenchmarkGroup, Criterion};
 use governor::{Quota, RateLimiter as Governor};
 use sluicegate::algorithms::{Algorithm, SlidingLog, SlidingWindowBuckets};
+use sluicegate::cells::CellAlgorithm;
 use sluicegate::RateLimiter;
 use std::num::NonZeroU32;
 use std::time::Duration;
+
+type Group<'a> = BenchmarkGroup<'a, WallTime>;
 
 fn governor_allowed() -> impl Fn() -> bool {
     let quota = Quota::per_second(NonZeroU32::MAX);
@@ -67,10 +71,7 @@ fn print_state_sizes() {
 
 /// A limiter that grants every call (a limit never reached, with entries or buckets
 /// that keep expiring) and one that refuses every call (its limit spent for an hour).
-fn pair<A: sluicegate::cells::CellAlgorithm>(
-    allowed: A,
-    denied: A,
-) -> (RateLimiter<A>, RateLimiter<A>) {
+fn pair<A: CellAlgorithm>(allowed: A, denied: A) -> (RateLimiter<A>, RateLimiter<A>) {
     let denied = RateLimiter::new(denied);
     while denied.try_acquire() {}
     (RateLimiter::new(allowed), denied)
@@ -119,16 +120,25 @@ fn interleaved_ratios(_: &mut Criterion) {
             recording.1.try_acquire()
         }),
     ];
-    let best = fastest_batches(&cases, 200);
-    println!("interleaved, fastest batch of {BATCH} calls:");
-    for (index, (name, _)) in cases.iter().enumerate() {
-        let governor = if index < 5 { best[0] } else { best[5] };
-        println!(
-            "  {name:34} {:6.2} ns  {:4.2}x governor",
-            best[index],
-            best[index] / governor
-        );
+    print_against_governor(&cases, 34);
+}
+
+/// `try_acquire` on a limiter of `algorithm` that was first granted `spent` permits.
+fn try_acquire<A: CellAlgorithm>(group: &mut Group, name: &str, algorithm: A, spent: u64) {
+    let limiter = RateLimiter::new(algorithm);
+    if spent > 0 {
+        assert!(limiter.try_acquire_n(spent).unwrap());
     }
+    group.bench_function(name, |b| b.iter(|| black_box(limiter.try_acquire())));
+}
+
+/// A reserve of 1 at 5 ns on a state that reserved `spent` permits at 0.
+fn pure_step<A: Algorithm>(group: &mut Group, name: &str, algorithm: A, spent: u64) {
+    let mut state = algorithm.initial_state(0);
+    algorithm.reserve(&mut state, 0, spent, 0);
+    group.bench_function(name, |b| {
+        b.iter(|| black_box(algorithm.reserve(&mut state, black_box(5), 1, 0)))
+    });
 }
 
 fn bench(c: &mut Criterion) {
@@ -152,96 +162,54 @@ fn bench(c: &mut Criterion) {
     });
 
     // Allowed: a limit never reached, so every call is granted (and the ring rolls).
-    let w = SlidingWindowBuckets::dropping(
-        u64::MAX / 2,
-        Duration::from_secs(1),
-        Duration::from_millis(100),
-    )
-    .unwrap();
-    let limiter = RateLimiter::new(w);
-    group.bench_function("buckets (drop, 10) allowed", |b| {
-        b.iter(|| black_box(limiter.try_acquire()))
-    });
-    let w = SlidingWindowBuckets::weighted(
-        u64::MAX / 2,
-        Duration::from_secs(1),
-        Duration::from_millis(100),
-    )
-    .unwrap();
-    let limiter = RateLimiter::new(w);
-    group.bench_function("buckets (weighted, 10) allowed", |b| {
-        b.iter(|| black_box(limiter.try_acquire()))
-    });
+    let (second, tenth) = (Duration::from_secs(1), Duration::from_millis(100));
+    let w = SlidingWindowBuckets::dropping(u64::MAX / 2, second, tenth).unwrap();
+    try_acquire(&mut group, "buckets (drop, 10) allowed", w, 0);
+    let w = SlidingWindowBuckets::weighted(u64::MAX / 2, second, tenth).unwrap();
+    try_acquire(&mut group, "buckets (weighted, 10) allowed", w, 0);
 
     // Denied: one permit per hour, spent; each refusal computes an exact retry_after.
+    let hour = Duration::from_secs(3600);
     for (name, precision) in [("10", 360), ("60", 60)] {
         for weighted in [false, true] {
-            let d = Duration::from_secs(3600);
             let p = Duration::from_secs(precision);
             let w = if weighted {
-                SlidingWindowBuckets::weighted(1, d, p)
+                SlidingWindowBuckets::weighted(1, hour, p)
             } else {
-                SlidingWindowBuckets::dropping(1, d, p)
+                SlidingWindowBuckets::dropping(1, hour, p)
             }
             .unwrap();
-            let limiter = RateLimiter::new(w);
-            assert!(limiter.try_acquire());
             let label = format!(
                 "buckets ({}, {name}) denied",
                 if weighted { "weighted" } else { "drop" }
             );
-            group.bench_function(label, |b| b.iter(|| black_box(limiter.try_acquire())));
+            try_acquire(&mut group, &label, w, 1);
         }
     }
 
     // Allowed: a log whose entries expire within a microsecond, so it stays short.
     let log = SlidingLog::new(1 << 20, Duration::from_micros(1)).unwrap();
-    let limiter = RateLimiter::new(log);
-    group.bench_function("sliding log allowed", |b| {
-        b.iter(|| black_box(limiter.try_acquire()))
-    });
-    let log = SlidingLog::new(100, Duration::from_secs(3600)).unwrap();
-    let limiter = RateLimiter::new(log);
-    assert!(limiter.try_acquire_n(100).unwrap());
-    group.bench_function("sliding log (100) denied", |b| {
-        b.iter(|| black_box(limiter.try_acquire()))
-    });
-    let log = SlidingLog::new(100, Duration::from_secs(3600))
-        .unwrap()
-        .with_rejected_recorded();
-    let limiter = RateLimiter::new(log);
-    assert!(limiter.try_acquire_n(100).unwrap());
-    group.bench_function("sliding log (100, recording) denied", |b| {
-        b.iter(|| black_box(limiter.try_acquire()))
-    });
+    try_acquire(&mut group, "sliding log allowed", log, 0);
+    let log = SlidingLog::new(100, hour).unwrap();
+    try_acquire(&mut group, "sliding log (100) denied", log, 100);
+    let log = SlidingLog::new(100, hour).unwrap().with_rejected_recorded();
+    try_acquire(&mut group, "sliding log (100, recording) denied", log, 100);
 
     // The pure step, no clock and no lock, for comparison.
-    let w = SlidingWindowBuckets::dropping(1, Duration::from_secs(3600), Duration::from_secs(60))
-        .unwrap();
-    let mut state = w.initial_state(0);
-    w.reserve(&mut state, 0, 1, 0);
-    group.bench_function("pure buckets (drop, 60) denied", |b| {
-        b.iter(|| black_box(w.reserve(&mut state, black_box(5), 1, 0)))
-    });
-    let w = SlidingWindowBuckets::weighted(1, Duration::from_secs(3600), Duration::from_secs(60))
-        .unwrap();
-    let mut state = w.initial_state(0);
-    w.reserve(&mut state, 0, 1, 0);
-    group.bench_function("pure buckets (weighted, 60) denied", |b| {
-        b.iter(|| black_box(w.reserve(&mut state, black_box(5), 1, 0)))
-    });
-    let log = SlidingLog::new(100, Duration::from_secs(3600)).unwrap();
-    let mut state = log.initial_state(0);
-    log.reserve(&mut state, 0, 100, 0);
-    group.bench_function("pure sliding log (100) denied", |b| {
-        b.iter(|| black_box(log.reserve(&mut state, black_box(5), 1, 0)))
-    });
+    let minute = Duration::from_secs(60);
+    let w = SlidingWindowBuckets::dropping(1, hour, minute).unwrap();
+    pure_step(&mut group, "pure buckets (drop, 60) denied", w, 1);
+    let w = SlidingWindowBuckets::weighted(1, hour, minute).unwrap();
+    pure_step(&mut group, "pure buckets (weighted, 60) denied", w, 1);
+    let log = SlidingLog::new(100, hour).unwrap();
+    pure_step(&mut group, "pure sliding log (100) denied", log, 100);
     let bursty = sluicegate::algorithms::SmoothBursty::new(1.0).unwrap();
-    let mut state = bursty.initial_state(0);
-    bursty.reserve(&mut state, 0, 1, 0);
-    group.bench_function("pure SmoothBursty denied (reference)", |b| {
-        b.iter(|| black_box(bursty.reserve(&mut state, black_box(5), 1, 0)))
-    });
+    pure_step(
+        &mut group,
+        "pure SmoothBursty denied (reference)",
+        bursty,
+        1,
+    );
     let clock = sluicegate::DefaultClock::new();
     group.bench_function("clock read", |b| {
         b.iter(|| black_box(sluicegate::Clock::now(&clock)))

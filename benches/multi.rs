@@ -9,9 +9,11 @@
 //!
 //! Run: `cargo bench --bench multi`.
 
-use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use criterion::measurement::WallTime;
+use criterion::{black_box, criterion_group, criterion_main, BenchmarkGroup, Criterion};
 use governor::{Quota, RateLimiter as Governor};
 use sluicegate::algorithms::{AllOf, Limits, SmoothBursty, SmoothWarmingUp};
+use sluicegate::cells::CellAlgorithm;
 use sluicegate::RateLimiter;
 use std::num::NonZeroU32;
 use std::time::Duration;
@@ -50,6 +52,25 @@ fn always(try_acquire: impl Fn() -> bool) {
     assert!((0..10_000).all(|_| try_acquire()));
 }
 
+/// `try_acquire` on `limiter(FAST)`, which admits every call, then on
+/// `limiter(SLOW)` once it refuses every call.
+fn allowed_then_denied<A: CellAlgorithm>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    limiter: impl Fn(f64) -> RateLimiter<A>,
+) {
+    let open = limiter(FAST);
+    always(|| open.try_acquire());
+    group.bench_function(format!("{name} try_acquire allowed"), |b| {
+        b.iter(|| black_box(open.try_acquire()))
+    });
+    let shut = limiter(SLOW);
+    exhausted(|| shut.try_acquire());
+    group.bench_function(format!("{name} try_acquire denied"), |b| {
+        b.iter(|| black_box(shut.try_acquire()))
+    });
+}
+
 fn benches(c: &mut Criterion) {
     let mut group = c.benchmark_group("multi");
     group
@@ -67,38 +88,10 @@ fn benches(c: &mut Criterion) {
         b.iter(|| black_box(shut.check().is_ok()))
     });
 
-    let one = RateLimiter::new(bursty(FAST));
-    always(|| one.try_acquire());
-    group.bench_function("one SmoothBursty try_acquire allowed", |b| {
-        b.iter(|| black_box(one.try_acquire()))
-    });
-    let one = RateLimiter::new(bursty(SLOW));
-    exhausted(|| one.try_acquire());
-    group.bench_function("one SmoothBursty try_acquire denied", |b| {
-        b.iter(|| black_box(one.try_acquire()))
-    });
-
-    let all_of = set(FAST);
-    always(|| all_of.try_acquire());
-    group.bench_function("AllOf 3 try_acquire allowed", |b| {
-        b.iter(|| black_box(all_of.try_acquire()))
-    });
-    let all_of = set(SLOW);
-    exhausted(|| all_of.try_acquire());
-    group.bench_function("AllOf 3 try_acquire denied", |b| {
-        b.iter(|| black_box(all_of.try_acquire()))
-    });
-
-    let dynamic = limits(FAST);
-    always(|| dynamic.try_acquire());
-    group.bench_function("Limits 3 try_acquire allowed", |b| {
-        b.iter(|| black_box(dynamic.try_acquire()))
-    });
-    let dynamic = limits(SLOW);
-    exhausted(|| dynamic.try_acquire());
-    group.bench_function("Limits 3 try_acquire denied", |b| {
-        b.iter(|| black_box(dynamic.try_acquire()))
-    });
+    let one = |rate| RateLimiter::new(bursty(rate));
+    allowed_then_denied(&mut group, "one SmoothBursty", one);
+    allowed_then_denied(&mut group, "AllOf 3", set);
+    allowed_then_denied(&mut group, "Limits 3", limits);
 
     group.finish();
 }

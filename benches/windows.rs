@@ -9,14 +9,17 @@
 
 mod common;
 
-use common::{fastest_batches, BATCH};
-use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use common::print_against_governor;
+use criterion::measurement::WallTime;
+use criterion::{black_box, criterion_group, criterion_main, BenchmarkGroup, Criterion};
 use governor::{Quota, RateLimiter as Governor};
 use sluicegate::algorithms::{FixedWindow, LeakyBucket, SlidingWindowCounter, SmoothBursty};
 use sluicegate::cells::CellAlgorithm;
 use sluicegate::RateLimiter;
 use std::num::NonZeroU32;
 use std::time::Duration;
+
+type Group<'a> = BenchmarkGroup<'a, WallTime>;
 
 const HOUR: Duration = Duration::from_secs(3600);
 /// The sliding window counter's largest limit (its state is one word) over a window
@@ -25,12 +28,7 @@ const MAX_SLIDING: u64 = (1 << 24) - 1;
 const TEN_MS: Duration = Duration::from_millis(10);
 
 /// `try_acquire()` as `name`, then `check(1)` as `name_check`, on one limiter.
-fn bench_ours<A: CellAlgorithm>(
-    c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
-    name: &str,
-    algorithm: A,
-    expect: bool,
-) {
+fn bench_ours<A: CellAlgorithm>(c: &mut Group<'_>, name: &str, algorithm: A, expect: bool) {
     let limiter = RateLimiter::new(algorithm);
     if !expect {
         // Exhaust the limit first.
@@ -52,16 +50,26 @@ fn bench_ours<A: CellAlgorithm>(
     });
 }
 
-fn allowed(c: &mut Criterion) {
-    let mut group = c.benchmark_group("allowed");
+/// The group `name`, with governor's `check()` on `governor` measured first.
+fn governor_first<'a>(
+    c: &'a mut Criterion,
+    name: &str,
+    governor: &governor::DefaultDirectRateLimiter,
+) -> Group<'a> {
+    let mut group = c.benchmark_group(name);
     group
         .measurement_time(Duration::from_secs(2))
         .warm_up_time(Duration::from_secs(1));
-    let governor = Governor::direct(Quota::per_second(NonZeroU32::MAX));
-    assert!(governor.check().is_ok());
     group.bench_function("governor", |b| {
         b.iter(|| black_box(governor.check().is_ok()))
     });
+    group
+}
+
+fn allowed(c: &mut Criterion) {
+    let governor = Governor::direct(Quota::per_second(NonZeroU32::MAX));
+    assert!(governor.check().is_ok());
+    let mut group = governor_first(c, "allowed", &governor);
     let lots = u64::from(u32::MAX);
     bench_ours(&mut group, "bursty", SmoothBursty::new(1e9).unwrap(), true);
     bench_ours(
@@ -98,15 +106,9 @@ fn allowed(c: &mut Criterion) {
 }
 
 fn denied(c: &mut Criterion) {
-    let mut group = c.benchmark_group("denied");
-    group
-        .measurement_time(Duration::from_secs(2))
-        .warm_up_time(Duration::from_secs(1));
     let governor = Governor::direct(Quota::per_hour(NonZeroU32::MIN));
     while governor.check().is_ok() {}
-    group.bench_function("governor", |b| {
-        b.iter(|| black_box(governor.check().is_ok()))
-    });
+    let mut group = governor_first(c, "denied", &governor);
     bench_ours(
         &mut group,
         "bursty",
@@ -222,16 +224,7 @@ fn interleaved_ratios(_: &mut Criterion) {
         ("denied/leaky_queue_check", &|| check(&queue.1)),
         ("denied/sliding_window_counter_check", &|| check(&sliding.1)),
     ];
-    let best = fastest_batches(&cases, 200);
-    println!("interleaved, fastest batch of {BATCH} calls:");
-    for (index, (name, _)) in cases.iter().enumerate() {
-        let governor = if index < 13 { best[0] } else { best[13] };
-        println!(
-            "  {name:38} {:6.2} ns  {:4.2}x governor",
-            best[index],
-            best[index] / governor
-        );
-    }
+    print_against_governor(&cases, 38);
 }
 
 /// The state each algorithm keeps per limit, for BENCHMARKS.md.

@@ -5,7 +5,7 @@
 
 mod adapters_common;
 
-use adapters_common::{poll_once, secs, HeldClock, Remote};
+use adapters_common::{poll_once, secs, unbursting, HeldClock, Remote};
 use futures::executor::block_on;
 use http::{Request, Response, StatusCode};
 use sluicegate::adapters::client::{ClientError, ClientLayer};
@@ -91,13 +91,7 @@ fn clones_share_one_limit_and_poll_ready_is_optional() {
 fn key_and_cost_come_from_the_request() {
     let clock = ManualClock::new();
     // Per host: 1 per second, no saved burst; writes cost 2.
-    let per_host = KeyedRateLimiter::with_clock(
-        SmoothBursty::new(1.0)
-            .unwrap()
-            .with_max_burst(Duration::ZERO)
-            .unwrap(),
-        clock.clone(),
-    );
+    let per_host = KeyedRateLimiter::with_clock(unbursting(1.0), clock.clone());
     let (inner, log) = recording(clock.clone(), ok);
     let client = ClientLayer::with_meter(per_host, |r: &Request<()>| {
         let host = r.uri().host().unwrap_or_default().to_owned();
@@ -147,10 +141,7 @@ fn a_keyed_set_of_limits_paces_requests_too() {
     let clock = ManualClock::new();
     // 2 per second, and 3 per 10-second window.
     let set = AllOf::new((
-        SmoothBursty::new(2.0)
-            .unwrap()
-            .with_max_burst(Duration::ZERO)
-            .unwrap(),
+        unbursting(2.0),
         FixedWindow::new(3, Duration::from_secs(10)).unwrap(),
     ));
     let limiter = KeyedRateLimiter::with_clock(set, clock.clone());
@@ -415,10 +406,7 @@ fn a_keyed_limiter_over_an_asynchronous_store_paces_and_gives_back() {
     let clock = HeldClock::default();
     let round_trips = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let store = Remote::new(round_trips.clone());
-    let bursty = SmoothBursty::new(1.0)
-        .unwrap()
-        .with_max_burst(Duration::ZERO)
-        .unwrap();
+    let bursty = unbursting(1.0);
     let limiter = KeyedRateLimiter::with_store(bursty, store, clock.clone());
     let (inner, log) = recording(clock.clone(), ok);
     let client =

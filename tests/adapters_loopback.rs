@@ -15,7 +15,7 @@ use http::{Method, Request, StatusCode};
 use sluicegate::adapters::client::ClientLayer;
 use sluicegate::adapters::server::{Legacy, Policy, RateLimitHeaders, ServerLayer};
 use sluicegate::adapters::HoldBack;
-use sluicegate::algorithms::{AllOf, FixedWindow, LeakyBucket, SmoothBursty};
+use sluicegate::algorithms::{AllOf, FixedWindow, LeakyBucket};
 use sluicegate::clock::{DefaultClock, ManualClock};
 use sluicegate::{KeyedRateLimiter, RateLimiter};
 use std::net::{IpAddr, SocketAddr};
@@ -167,12 +167,7 @@ async fn a_client_whose_limit_matches_the_servers_never_gets_a_429() {
         DefaultClock::new(),
     );
     let base = serve(hello().layer(ServerLayer::with_meter(server_limit, peer_ip))).await;
-    let client_limit = RateLimiter::new(
-        SmoothBursty::new(20.0)
-            .unwrap()
-            .with_max_burst(Duration::ZERO)
-            .unwrap(),
-    );
+    let client_limit = RateLimiter::new(adapters_common::unbursting(20.0));
     let client = ClientLayer::new(client_limit).layer(reqwest::Client::new());
     // Three tasks share the client (and so its one limit): 30 requests, 1.5 s.
     let tasks: Vec<_> = (0..3)

@@ -5,12 +5,13 @@
 
 mod adapters_common;
 
-use adapters_common::{poll_once, Remote};
+use adapters_common::{poll_once, unbursting, Remote};
 use futures::executor::block_on;
 use http::{HeaderMap, Request, Response, StatusCode};
 use sluicegate::adapters::server::{Legacy, Policy, RateLimitHeaders, ServerLayer};
 use sluicegate::adapters::{HoldBack, Weighed};
 use sluicegate::algorithms::{AllOf, FixedWindow, LeakyBucket, Limits, SlidingLog, SmoothBursty};
+use sluicegate::cells::CellAlgorithm;
 use sluicegate::clock::ManualClock;
 use sluicegate::stores::MemoryStore;
 use sluicegate::{KeyedRateLimiter, RateLimiter};
@@ -41,6 +42,25 @@ fn request(client: &str, cost: u64) -> Request<u64> {
         .header("x-client", client)
         .body(cost)
         .unwrap()
+}
+
+/// Asserts a response's status and body, and that its fields are exactly `expected`.
+fn assert_answer(
+    response: &Response<String>,
+    (status, body): (StatusCode, &str),
+    expected: &[(&str, &str)],
+) {
+    assert_eq!(response.status(), status);
+    assert_eq!(response.body(), body);
+    assert_eq!(fields(response), pairs(expected));
+}
+
+/// A direct limiter of `limit` permits per fixed window of `secs` seconds, on a
+/// manual clock.
+fn windowed(limit: u64, secs: u64) -> (RateLimiter<FixedWindow, ManualClock>, ManualClock) {
+    let clock = ManualClock::new();
+    let window = FixedWindow::new(limit, Duration::from_secs(secs)).unwrap();
+    (RateLimiter::with_clock(window, clock.clone()), clock)
 }
 
 fn client_and_cost(r: &Request<u64>) -> (String, u64) {
@@ -88,26 +108,22 @@ fn allowed_and_refused_responses_carry_exact_fields() {
         )]))
         .layer(app);
     clock.advance(Duration::from_millis(2_500));
-    let first = send(&server, request("ann", 2));
-    assert_eq!(first.status(), StatusCode::OK);
-    assert_eq!(first.body(), "ok");
-    assert_eq!(
-        fields(&first),
-        pairs(&[
+    assert_answer(
+        &send(&server, request("ann", 2)),
+        (StatusCode::OK, "ok"),
+        &[
             ("ratelimit", r#""ten-seconds";r=1;t=8"#), // the window ends at 10 s: 7.5 s, rounded up
             ("ratelimit-policy", r#""ten-seconds";q=3;w=10"#),
-        ])
+        ],
     );
-    let refused = send(&server, request("ann", 2));
-    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
-    assert_eq!(refused.body(), "");
-    assert_eq!(
-        fields(&refused),
-        pairs(&[
+    assert_answer(
+        &send(&server, request("ann", 2)),
+        (StatusCode::TOO_MANY_REQUESTS, ""),
+        &[
             ("retry-after", "8"),
             ("ratelimit", r#""ten-seconds";r=1;t=8"#),
             ("ratelimit-policy", r#""ten-seconds";q=3;w=10"#),
-        ])
+        ],
     );
     assert_eq!(
         calls.load(Ordering::Relaxed),
@@ -122,13 +138,7 @@ fn allowed_and_refused_responses_carry_exact_fields() {
 fn retry_after_is_whole_seconds_rounded_up_never_early() {
     let clock = ManualClock::new();
     // 3 per second, no saved burst: the next permit is 1/3 s away.
-    let limiter = RateLimiter::with_clock(
-        SmoothBursty::new(3.0)
-            .unwrap()
-            .with_max_burst(Duration::ZERO)
-            .unwrap(),
-        clock,
-    );
+    let limiter = RateLimiter::with_clock(unbursting(3.0), clock);
     let (app, _) = app();
     let server = ServerLayer::new(limiter).layer(app);
     assert_eq!(send(&server, request("x", 1)).status(), StatusCode::OK);
@@ -266,23 +276,26 @@ fn every_limit_of_a_set_gets_its_own_item_with_its_own_next_permit() {
     let (bucket, minute, hour) = three_limits();
     let limits = || Limits::new().with(bucket).with(minute).with(hour);
     let all_of = || AllOf::new((bucket, minute, hour));
-    // Keyed (the in-memory store reports each member) and direct, both kinds of set.
+    // Both kinds of set.
+    four_requests_keyed_and_direct(all_of(), &expected, "AllOf");
+    four_requests_keyed_and_direct(limits(), &expected, "Limits");
+}
+
+/// [`four_requests`] through a keyed limiter of `set` (the in-memory store reports
+/// each member) and a direct one, each answering `expected`.
+fn four_requests_keyed_and_direct<A: CellAlgorithm>(
+    set: A,
+    expected: &[(u16, String, Option<String>)],
+    kind: &str,
+) {
     let clock = ManualClock::new();
-    let keyed = KeyedRateLimiter::with_clock(all_of(), clock.clone());
+    let keyed = KeyedRateLimiter::with_clock(set.clone(), clock.clone());
     let server = ServerLayer::with_meter(keyed, client_and_cost).layer(app().0);
-    assert_eq!(four_requests(server, &clock), expected, "keyed AllOf");
+    assert_eq!(four_requests(server, &clock), expected, "keyed {kind}");
     let clock = ManualClock::new();
-    let keyed = KeyedRateLimiter::with_clock(limits(), clock.clone());
-    let server = ServerLayer::with_meter(keyed, client_and_cost).layer(app().0);
-    assert_eq!(four_requests(server, &clock), expected, "keyed Limits");
-    let clock = ManualClock::new();
-    let direct = RateLimiter::with_clock(all_of(), clock.clone());
+    let direct = RateLimiter::with_clock(set, clock.clone());
     let server = ServerLayer::with_meter(direct, body_cost).layer(app().0);
-    assert_eq!(four_requests(server, &clock), expected, "direct AllOf");
-    let clock = ManualClock::new();
-    let direct = RateLimiter::with_clock(limits(), clock.clone());
-    let server = ServerLayer::with_meter(direct, body_cost).layer(app().0);
-    assert_eq!(four_requests(server, &clock), expected, "direct Limits");
+    assert_eq!(four_requests(server, &clock), expected, "direct {kind}");
 }
 
 #[test]
@@ -369,9 +382,7 @@ fn over_a_remote_store_the_check_is_awaited_and_never_blocks() {
 
 #[test]
 fn legacy_fields_in_both_spellings() {
-    let clock = ManualClock::new();
-    let window = FixedWindow::new(2, Duration::from_secs(60)).unwrap();
-    let limiter = RateLimiter::with_clock(window, clock.clone());
+    let (limiter, clock) = windowed(2, 60);
     let (app, _) = app();
     let both = ServerLayer::new(limiter.clone())
         .headers(RateLimitHeaders::new().legacy(Legacy::XRateLimit))
@@ -434,9 +445,7 @@ fn a_cost_that_can_never_be_granted_is_413_without_retry_after() {
 
 #[test]
 fn a_free_request_passes_uncounted_without_fields() {
-    let clock = ManualClock::new();
-    let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
-    let limiter = RateLimiter::with_clock(window, clock);
+    let (limiter, _) = windowed(1, 1);
     let (app, calls) = app();
     let server = ServerLayer::with_meter(limiter, Weighed(|r: &Request<u64>| *r.body())).layer(app);
     let free = send(&server, request("x", 0));
@@ -565,9 +574,7 @@ fn without_fields_a_failing_store_fails_closed_unless_told_to_fail_open() {
 
 #[test]
 fn the_clients_back_off_reads_the_servers_refusal() {
-    let clock = ManualClock::new();
-    let window = FixedWindow::new(1, Duration::from_secs(10)).unwrap();
-    let limiter = RateLimiter::with_clock(window, clock.clone());
+    let (limiter, clock) = windowed(1, 10);
     let (app, _) = app();
     let server = ServerLayer::new(limiter).layer(app);
     let hold = HoldBack::new(clock.clone());

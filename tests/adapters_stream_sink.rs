@@ -4,14 +4,14 @@
 
 mod adapters_common;
 
-use adapters_common::{poll_next, poll_once, secs, HeldClock};
+use adapters_common::{poll_next, poll_once, secs, unbursting, HeldClock};
 use futures::channel::mpsc;
 use futures::{stream, Sink, SinkExt, Stream, StreamExt};
 use sluicegate::adapters::{sink::SinkError, Throttled, ThrottledSink, Weighed};
 use sluicegate::algorithms::{FixedWindow, LeakyBucket, SmoothBursty};
 use sluicegate::clock::{Clock, ManualClock};
 use sluicegate::{Error, KeyedRateLimiter, RateLimiter};
-use std::pin::pin;
+use std::pin::{pin, Pin};
 use std::task::Poll;
 use std::time::Duration;
 
@@ -55,13 +55,7 @@ fn stream_charges_each_item_its_cost() {
 #[test]
 fn keyed_stream_paces_each_key_separately() {
     let clock = ManualClock::new();
-    let per_host = KeyedRateLimiter::with_clock(
-        SmoothBursty::new(2.0)
-            .unwrap()
-            .with_max_burst(Duration::ZERO)
-            .unwrap(),
-        clock.clone(),
-    );
+    let per_host = KeyedRateLimiter::with_clock(unbursting(2.0), clock.clone());
     let jobs = stream::iter([("a", 1), ("a", 2), ("b", 1), ("a", 3), ("b", 2)]);
     let paced = Throttled::with_meter(jobs, per_host, |job: &(&'static str, i32)| (job.0, 1));
     let out: Vec<((&str, i32), f64)> = release_times(&clock, paced)
@@ -129,16 +123,24 @@ fn stream_item_above_capacity_is_refused_as_never_and_the_stream_goes_on() {
     assert_eq!(out[3], Ok(2));
 }
 
-#[test]
-fn stream_dropped_while_waiting_gives_the_permits_back() {
+type HeldBursty = RateLimiter<SmoothBursty, HeldClock>;
+type TwoItems = Throttled<stream::Iter<std::array::IntoIter<i32, 2>>, HeldBursty>;
+
+/// One permit a second on held time, and a throttled stream of 1 and 2 polled until
+/// 1 is out and 2 has reserved the permit at 1 s and is waiting for it.
+fn second_item_waiting() -> (HeldBursty, HeldClock, Pin<Box<TwoItems>>) {
     let clock = HeldClock::default();
     let limiter = RateLimiter::bursty_with_clock(1.0, clock.clone()).unwrap();
-    {
-        let mut paced = pin!(Throttled::new(stream::iter([1, 2]), limiter.clone()));
-        assert_eq!(poll_next(paced.as_mut()), Poll::Ready(Some(Ok(1))));
-        // The second item reserved the permit at 1 s and is waiting for it.
-        assert_eq!(poll_next(paced.as_mut()), Poll::Pending);
-    }
+    let mut paced = Box::pin(Throttled::new(stream::iter([1, 2]), limiter.clone()));
+    assert_eq!(poll_next(paced.as_mut()), Poll::Ready(Some(Ok(1))));
+    assert_eq!(poll_next(paced.as_mut()), Poll::Pending);
+    (limiter, clock, paced)
+}
+
+#[test]
+fn stream_dropped_while_waiting_gives_the_permits_back() {
+    let (limiter, clock, paced) = second_item_waiting();
+    drop(paced);
     // Dropped mid-wait: its reservation is cancelled, so the limiter's next free
     // permit is at 1 s again, not 2 s.
     clock.advance(Duration::from_secs(1));
@@ -147,11 +149,7 @@ fn stream_dropped_while_waiting_gives_the_permits_back() {
 
 #[test]
 fn stream_waiting_item_is_released_when_its_time_comes() {
-    let clock = HeldClock::default();
-    let limiter = RateLimiter::bursty_with_clock(1.0, clock.clone()).unwrap();
-    let mut paced = pin!(Throttled::new(stream::iter([1, 2]), limiter.clone()));
-    assert_eq!(poll_next(paced.as_mut()), Poll::Ready(Some(Ok(1))));
-    assert_eq!(poll_next(paced.as_mut()), Poll::Pending);
+    let (limiter, clock, mut paced) = second_item_waiting();
     clock.advance(Duration::from_millis(999));
     assert_eq!(poll_next(paced.as_mut()), Poll::Pending);
     clock.advance(Duration::from_millis(1));
@@ -185,13 +183,7 @@ fn sink_sends_items_at_the_limiters_rate() {
 #[test]
 fn sink_send_all_paces_a_whole_stream_per_key() {
     let clock = ManualClock::new();
-    let per_user = KeyedRateLimiter::with_clock(
-        SmoothBursty::new(1.0)
-            .unwrap()
-            .with_max_burst(Duration::ZERO)
-            .unwrap(),
-        clock.clone(),
-    );
+    let per_user = KeyedRateLimiter::with_clock(unbursting(1.0), clock.clone());
     // The receiving side notes the virtual time each message arrives.
     let arrivals = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let log = arrivals.clone();

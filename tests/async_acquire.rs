@@ -2,48 +2,16 @@
 //! `futures::executor::block_on`, on virtual time, and cancelled when dropped
 //! before its wait ends.
 
-use futures::future::{Either, Pending, Ready};
+mod virtual_time;
+
 use futures::task::noop_waker_ref;
-use sluicegate::algorithms::SmoothBursty;
-use sluicegate::clock::{Clock, DefaultClock, ManualClock, Nanos};
+use sluicegate::clock::{Clock, DefaultClock, ManualClock};
 use sluicegate::{AsyncRateLimiter, Error, RateLimiter};
 use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
-
-fn bursty(rate: f64) -> (RateLimiter<SmoothBursty, ManualClock>, ManualClock) {
-    let clock = ManualClock::new();
-    (
-        RateLimiter::bursty_with_clock(rate, clock.clone()).unwrap(),
-        clock,
-    )
-}
-
-/// Virtual time whose async sleeps never end (unless zero): a future that had to
-/// wait stays mid-wait for as long as the test likes, deterministically.
-#[derive(Clone, Debug, Default)]
-struct StuckClock(ManualClock);
-
-impl Clock for StuckClock {
-    type Sleep = Either<Ready<()>, Pending<()>>;
-
-    fn now(&self) -> Nanos {
-        self.0.now()
-    }
-
-    fn sleep(&self, duration: Duration) {
-        self.0.sleep(duration);
-    }
-
-    fn sleep_async(&self, duration: Duration) -> Self::Sleep {
-        if duration.is_zero() {
-            Either::Left(futures::future::ready(()))
-        } else {
-            Either::Right(futures::future::pending())
-        }
-    }
-}
+use virtual_time::{bursty, StuckClock};
 
 fn poll_once<F: Future>(future: std::pin::Pin<&mut F>) -> Poll<F::Output> {
     future.poll(&mut Context::from_waker(noop_waker_ref()))

@@ -2,6 +2,7 @@
 //! a rejected call never changes the limiter's state.
 
 use sluicegate::algorithms::{SmoothBursty, SmoothWarmingUp};
+use sluicegate::cells::CellAlgorithm;
 use sluicegate::clock::ManualClock;
 use sluicegate::{Error, RateLimiter};
 use std::time::Duration;
@@ -114,24 +115,29 @@ fn bad_set_rate_changes_nothing() {
     assert_eq!(clock.take_sleeps_secs(), vec![0.40, 0.88]);
 }
 
-#[test]
-fn zero_permits_is_refused_by_every_call_and_changes_nothing() {
-    let clock = ManualClock::new();
-    let limiter = RateLimiter::bursty_with_clock(1.0, clock.clone()).unwrap();
-    let before = limiter.peek(1).unwrap();
+/// Every blocking call of the limiter refuses a cost of 0 as `ZeroCost`.
+fn assert_zero_cost_refused<A: CellAlgorithm>(limiter: &RateLimiter<A, ManualClock>) {
     assert_eq!(limiter.acquire_n(0), Err(Error::ZeroCost));
     assert_eq!(limiter.try_acquire_n(0), Err(Error::ZeroCost));
     assert_eq!(
         limiter.try_acquire_n_timeout(0, Duration::ZERO),
         Err(Error::ZeroCost)
     );
+    assert_eq!(limiter.check(0), Err(Error::ZeroCost));
+    assert_eq!(limiter.peek(0), Err(Error::ZeroCost));
+    assert!(matches!(limiter.reserve(0), Err(Error::ZeroCost)));
+}
+
+#[test]
+fn zero_permits_is_refused_by_every_call_and_changes_nothing() {
+    let clock = ManualClock::new();
+    let limiter = RateLimiter::bursty_with_clock(1.0, clock.clone()).unwrap();
+    let before = limiter.peek(1).unwrap();
+    assert_zero_cost_refused(&limiter);
     assert_eq!(
         limiter.try_acquire_n_timeout(0, Duration::MAX),
         Err(Error::ZeroCost)
     );
-    assert_eq!(limiter.check(0), Err(Error::ZeroCost));
-    assert_eq!(limiter.peek(0), Err(Error::ZeroCost));
-    assert!(matches!(limiter.reserve(0), Err(Error::ZeroCost)));
     let handle = limiter.to_async();
     futures::executor::block_on(async {
         assert_eq!(handle.acquire_n(0).await, Err(Error::ZeroCost));
@@ -148,15 +154,7 @@ fn zero_permits_is_refused_by_every_call_and_changes_nothing() {
     let warm =
         RateLimiter::warming_up_with_clock(1.0, Duration::from_secs(1), clock.clone()).unwrap();
     let before = warm.peek(1).unwrap();
-    assert_eq!(warm.acquire_n(0), Err(Error::ZeroCost));
-    assert_eq!(warm.try_acquire_n(0), Err(Error::ZeroCost));
-    assert_eq!(
-        warm.try_acquire_n_timeout(0, Duration::ZERO),
-        Err(Error::ZeroCost)
-    );
-    assert_eq!(warm.check(0), Err(Error::ZeroCost));
-    assert_eq!(warm.peek(0), Err(Error::ZeroCost));
-    assert!(matches!(warm.reserve(0), Err(Error::ZeroCost)));
+    assert_zero_cost_refused(&warm);
     assert_eq!(warm.peek(1).unwrap(), before);
 }
 

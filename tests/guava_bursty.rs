@@ -1,20 +1,12 @@
 //! Guava's `RateLimiterTest` for `SmoothBursty`, on virtual time: the exact sleeps
 //! a limiter asks for, as Guava's fake stopwatch records them (`R0.20` = 0.20 s).
 
+mod virtual_time;
+
 use sluicegate::clock::{Clock, ManualClock};
 use sluicegate::RateLimiter;
 use std::time::Duration;
-
-fn bursty(
-    rate: f64,
-) -> (
-    RateLimiter<sluicegate::algorithms::SmoothBursty, ManualClock>,
-    ManualClock,
-) {
-    let clock = ManualClock::new();
-    let limiter = RateLimiter::bursty_with_clock(rate, clock.clone()).unwrap();
-    (limiter, clock)
-}
+use virtual_time::bursty;
 
 fn millis(clock: &ManualClock, ms: u64) {
     clock.advance(Duration::from_millis(ms));

@@ -1,18 +1,13 @@
 //! Guava's calls beyond plain pacing: rate changes mid-run, `rate()` read-back,
 //! `Display`, and timed tries with Guava's `canAcquire` rule.
 
-use sluicegate::algorithms::{SmoothBursty, SmoothWarmingUp};
+mod virtual_time;
+
+use sluicegate::algorithms::SmoothWarmingUp;
 use sluicegate::clock::{Clock, ManualClock};
 use sluicegate::RateLimiter;
 use std::time::Duration;
-
-fn bursty(rate: f64) -> (RateLimiter<SmoothBursty, ManualClock>, ManualClock) {
-    let clock = ManualClock::new();
-    (
-        RateLimiter::bursty_with_clock(rate, clock.clone()).unwrap(),
-        clock,
-    )
-}
+use virtual_time::bursty;
 
 fn warming(
     rate: f64,

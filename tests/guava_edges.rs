@@ -1,18 +1,13 @@
 //! The edges of Guava's limiters: infinite rate in and out, the smallest positive
 //! rates (one permit, then never again), and a zero warm-up that keeps limiting.
 
+mod virtual_time;
+
 use sluicegate::algorithms::{SmoothBursty, SmoothWarmingUp};
 use sluicegate::clock::{Clock, ManualClock};
 use sluicegate::{Error, RateLimiter};
 use std::time::Duration;
-
-fn bursty(rate: f64) -> (RateLimiter<SmoothBursty, ManualClock>, ManualClock) {
-    let clock = ManualClock::new();
-    (
-        RateLimiter::bursty_with_clock(rate, clock.clone()).unwrap(),
-        clock,
-    )
-}
+use virtual_time::bursty;
 
 fn warming(
     rate: f64,

@@ -23,6 +23,12 @@ fn acquire_times(limiter: &Limiter, times: usize) {
     }
 }
 
+/// The sleeps, in seconds, of eight acquires.
+fn eight_sleeps(limiter: &Limiter, clock: &ManualClock) -> Vec<f64> {
+    acquire_times(limiter, 8);
+    clock.take_sleeps_secs()
+}
+
 fn millis(clock: &ManualClock, ms: u64) {
     clock.advance(Duration::from_millis(ms));
 }
@@ -71,21 +77,28 @@ fn default_cold_factor_is_three() {
     assert_eq!(a.max_permits(), 8.0);
 }
 
+/// The waits, in Guava's microseconds, of the permits after a cold limiter's free
+/// first one: at 2 per second with cold factor 3, and at 5 with 10.
 #[test]
-fn per_permit_costs_from_cold_2qps_cf3() {
-    let (limiter, _clock) = warming(2.0, 4000, 3.0);
-    assert_eq!(limiter.acquire().unwrap(), Duration::ZERO);
-    for micros in [1_375_000, 1_125_000, 875_000, 625_000, 500_000, 500_000] {
-        assert_micros(limiter.acquire().unwrap(), micros);
-    }
-}
-
-#[test]
-fn per_permit_costs_from_cold_5qps_cf10() {
-    let (limiter, _clock) = warming(5.0, 4000, 10.0);
-    assert_eq!(limiter.acquire().unwrap(), Duration::ZERO);
-    for micros in [1_752_500, 1_257_500, 762_500, 300_227, 200_000, 200_000] {
-        assert_micros(limiter.acquire().unwrap(), micros);
+fn per_permit_costs_from_cold() {
+    let cases = [
+        (
+            2.0,
+            3.0,
+            [1_375_000, 1_125_000, 875_000, 625_000, 500_000, 500_000],
+        ),
+        (
+            5.0,
+            10.0,
+            [1_752_500, 1_257_500, 762_500, 300_227, 200_000, 200_000],
+        ),
+    ];
+    for (rate, cold_factor, waits) in cases {
+        let (limiter, _clock) = warming(rate, 4000, cold_factor);
+        assert_eq!(limiter.acquire().unwrap(), Duration::ZERO);
+        for micros in waits {
+            assert_micros(limiter.acquire().unwrap(), micros);
+        }
     }
 }
 
@@ -94,62 +107,62 @@ fn per_permit_costs_from_cold_1qps_10s_cf3() {
     // threshold 5, max 10, slope 0.4 s: stored permits cost 2.8, 2.2, 1.8, 1.4, 1.0 s
     // (trapezoid areas), then the flat part at 1 s.
     let (limiter, clock) = warming(1.0, 10_000, 3.0);
-    acquire_times(&limiter, 8);
     assert_eq!(
-        clock.take_sleeps_secs(),
+        eight_sleeps(&limiter, &clock),
         vec![0.00, 2.80, 2.40, 2.00, 1.60, 1.20, 1.00, 1.00]
     );
 }
 
+/// testWarmUp and testWarmUpWithColdFactor: eight acquires from cold; eight more
+/// once the last one's debt is repaid and the 4 s warm-up period has passed (cold
+/// again, the same schedule); eight more after repaying and only part of it (still
+/// warm).
 #[test]
-fn warm_up() {
-    // testWarmUp
-    let (limiter, clock) = warming(2.0, 4000, 3.0);
-    acquire_times(&limiter, 8);
-    let first = clock.take_sleeps_secs();
-    millis(&clock, 500); // repay the last acquire
-    millis(&clock, 4000); // cold again
-    acquire_times(&limiter, 8);
-    let second = clock.take_sleeps_secs();
-    millis(&clock, 500);
-    millis(&clock, 2000); // not cold yet: it takes another 2 s
-    acquire_times(&limiter, 8);
-    let third = clock.take_sleeps_secs();
-    let cold = vec![0.00, 1.38, 1.13, 0.88, 0.63, 0.50, 0.50, 0.50];
-    assert_eq!(first, cold);
-    assert_eq!(second, cold);
-    assert_eq!(third, vec![0.00, 0.50, 0.50, 0.50, 0.50, 0.50, 0.50, 0.50]);
-}
-
-#[test]
-fn warm_up_with_cold_factor() {
-    // testWarmUpWithColdFactor
-    let (limiter, clock) = warming(5.0, 4000, 10.0);
-    acquire_times(&limiter, 8);
-    let first = clock.take_sleeps_secs();
-    millis(&clock, 200);
-    millis(&clock, 4000);
-    acquire_times(&limiter, 8);
-    let second = clock.take_sleeps_secs();
-    millis(&clock, 200);
-    millis(&clock, 1000); // still warm: it takes another 3 s to go cold
-    acquire_times(&limiter, 8);
-    let third = clock.take_sleeps_secs();
-    let cold = vec![0.00, 1.75, 1.26, 0.76, 0.30, 0.20, 0.20, 0.20];
-    assert_eq!(first, cold);
-    assert_eq!(second, cold);
-    assert_eq!(third, vec![0.00, 0.20, 0.20, 0.20, 0.20, 0.20, 0.20, 0.20]);
+fn warm_up_cold_again_then_still_warm() {
+    // rate, cold factor, repay ms, partly ms; the cold schedule, the still warm one
+    let cases = [
+        // After 2 s it is not cold yet: it takes another 2 s.
+        (
+            (2.0, 3.0, 500, 2000),
+            [0.00, 1.38, 1.13, 0.88, 0.63, 0.50, 0.50, 0.50],
+            [0.00, 0.50, 0.50, 0.50, 0.50, 0.50, 0.50, 0.50],
+        ),
+        // After 1 s it is still warm: it takes another 3 s to go cold.
+        (
+            (5.0, 10.0, 200, 1000),
+            [0.00, 1.75, 1.26, 0.76, 0.30, 0.20, 0.20, 0.20],
+            [0.00, 0.20, 0.20, 0.20, 0.20, 0.20, 0.20, 0.20],
+        ),
+    ];
+    for ((rate, cold_factor, repay_ms, partly_ms), cold, warm) in cases {
+        let (limiter, clock) = warming(rate, 4000, cold_factor);
+        assert_eq!(
+            eight_sleeps(&limiter, &clock),
+            cold,
+            "rate {rate}: from cold"
+        );
+        millis(&clock, repay_ms + 4000);
+        assert_eq!(
+            eight_sleeps(&limiter, &clock),
+            cold,
+            "rate {rate}: cold again"
+        );
+        millis(&clock, repay_ms + partly_ms);
+        assert_eq!(
+            eight_sleeps(&limiter, &clock),
+            warm,
+            "rate {rate}: still warm"
+        );
+    }
 }
 
 #[test]
 fn warm_up_with_cold_factor_one() {
     // testWarmUpWithColdFactor1: stored permits cost exactly the stable interval.
     let (limiter, clock) = warming(5.0, 4000, 1.0);
-    acquire_times(&limiter, 8);
-    let first = clock.take_sleeps_secs();
+    let first = eight_sleeps(&limiter, &clock);
     millis(&clock, 340);
-    acquire_times(&limiter, 8);
-    let second = clock.take_sleeps_secs();
+    let second = eight_sleeps(&limiter, &clock);
     let flat = vec![0.00, 0.20, 0.20, 0.20, 0.20, 0.20, 0.20, 0.20];
     assert_eq!(first, flat);
     assert_eq!(second, flat);
@@ -159,9 +172,8 @@ fn warm_up_with_cold_factor_one() {
 fn warm_up_and_update() {
     // testWarmUpAndUpdate: the areas (times) stay the same while permits change.
     let (limiter, clock) = warming(2.0, 4000, 3.0);
-    acquire_times(&limiter, 8);
     assert_eq!(
-        clock.take_sleeps_secs(),
+        eight_sleeps(&limiter, &clock),
         vec![0.00, 1.38, 1.13, 0.88, 0.63, 0.50, 0.50, 0.50]
     );
     millis(&clock, 4500); // back to cold (warm-up period + repaying the last acquire)

@@ -9,6 +9,7 @@
 use proptest::prelude::*;
 use sluicegate::algorithms::{AdjustableRate, Algorithm, SmoothBursty, SmoothWarmingUp};
 use sluicegate::cells::{CellAlgorithm, LockedCell, StateCell, WordsCell};
+use sluicegate::clock::Nanos;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -32,6 +33,39 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// Applies a `Reserve`, `Cancel` or `SetRate` to two cells of one algorithm, which
+/// must answer alike. (`Advance` and `Try` each caller steps its own way.)
+fn step_both<A, X, Y>(x: &X, y: &Y, now: Nanos, op: &Op) -> Result<(), TestCaseError>
+where
+    A: Algorithm + AdjustableRate + Clone,
+    X: StateCell<A>,
+    Y: StateCell<A>,
+{
+    match *op {
+        Op::Reserve { cost, max_wait } => {
+            prop_assert_eq!(
+                x.reserve(now, cost, max_wait),
+                y.reserve(now, cost, max_wait)
+            );
+        }
+        Op::Cancel { cost } => {
+            let (grant, receipt) = x.reserve(now, cost, u64::MAX);
+            prop_assert_eq!((grant, receipt), y.reserve(now, cost, u64::MAX));
+            x.cancel(now, &receipt, now + grant.wait_nanos());
+            y.cancel(now, &receipt, now + grant.wait_nanos());
+        }
+        Op::SetRate(rate) => {
+            let change = |a: &mut A, s: &mut A::State| a.set_rate(s, now, rate);
+            prop_assert_eq!(
+                x.reconfigure(&change).is_ok(),
+                y.reconfigure(&change).is_ok()
+            );
+        }
+        Op::Advance(_) | Op::Try(_) => unreachable!("stepped by the caller"),
+    }
+    Ok(())
+}
+
 /// Runs `ops` on two cells: `lean` takes every `Try` through `A::try_take`, `full`
 /// through `reserve(now, cost, 0)`; both must agree on every answer and state.
 fn lean_matches_full<A>(algorithm: A, ops: &[Op]) -> Result<(), TestCaseError>
@@ -48,25 +82,7 @@ where
                 let took = lean.try_take(now, cost);
                 prop_assert_eq!(took, full.reserve(now, cost, 0).0.is_allowed());
             }
-            Op::Reserve { cost, max_wait } => {
-                prop_assert_eq!(
-                    lean.reserve(now, cost, max_wait),
-                    full.reserve(now, cost, max_wait)
-                );
-            }
-            Op::Cancel { cost } => {
-                let (grant, receipt) = lean.reserve(now, cost, u64::MAX);
-                prop_assert_eq!((grant, receipt), full.reserve(now, cost, u64::MAX));
-                lean.cancel(now, &receipt, now + grant.wait_nanos());
-                full.cancel(now, &receipt, now + grant.wait_nanos());
-            }
-            Op::SetRate(rate) => {
-                let change = |a: &mut A, s: &mut A::State| a.set_rate(s, now, rate);
-                prop_assert_eq!(
-                    lean.reconfigure(&change).is_ok(),
-                    full.reconfigure(&change).is_ok()
-                );
-            }
+            ref other => step_both(&lean, &full, now, other)?,
         }
         prop_assert_eq!(lean.peek(now, 1), full.peek(now, 1));
         prop_assert_eq!(lean.peek(now, 7), full.peek(now, 7));
@@ -116,19 +132,7 @@ proptest! {
                 Op::Try(cost) => {
                     prop_assert_eq!(fast.reserve(now, cost, 0), locked.reserve(now, cost, 0));
                 }
-                Op::Reserve { cost, max_wait } => {
-                    prop_assert_eq!(fast.reserve(now, cost, max_wait), locked.reserve(now, cost, max_wait));
-                }
-                Op::Cancel { cost } => {
-                    let (grant, receipt) = fast.reserve(now, cost, u64::MAX);
-                    prop_assert_eq!((grant, receipt), locked.reserve(now, cost, u64::MAX));
-                    fast.cancel(now, &receipt, now + grant.wait_nanos());
-                    locked.cancel(now, &receipt, now + grant.wait_nanos());
-                }
-                Op::SetRate(rate) => {
-                    let change = |a: &mut SmoothWarmingUp, s: &mut _| a.set_rate(s, now, rate);
-                    prop_assert_eq!(fast.reconfigure(&change).is_ok(), locked.reconfigure(&change).is_ok());
-                }
+                ref other => step_both(&fast, &locked, now, other)?,
             }
             // Compared as text: an infinite rate with no warm-up holds NaN fields.
             prop_assert_eq!(format!("{:?}", fast.algorithm()), format!("{:?}", locked.algorithm()));

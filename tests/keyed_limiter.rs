@@ -2,15 +2,17 @@
 //! all-or-nothing across keys and limits, blocking and async acquires.
 
 mod keyed_common;
+mod virtual_time;
 
 use futures::FutureExt;
 use keyed_common::{Both, Window, SECOND};
 use proptest::prelude::*;
 use sluicegate::algorithms::{SmoothBursty, SmoothWarmingUp};
-use sluicegate::clock::{Clock, ManualClock, Nanos};
+use sluicegate::clock::ManualClock;
 use sluicegate::stores::MemoryStore;
 use sluicegate::{Error, KeyedRateLimiter, RateLimiter, Verdict};
 use std::time::Duration;
+use virtual_time::StuckClock;
 
 fn window(limit: u64) -> Window {
     Window {
@@ -172,27 +174,6 @@ fn blocking_acquire_waits_for_a_window_to_roll() {
         .unwrap());
     let both = limiter.acquire_all(&["a", "b"], 1).unwrap();
     assert_eq!(both, Duration::from_secs(1));
-}
-
-/// A clock whose non-zero async sleeps never finish, to drop an acquire mid-wait.
-#[derive(Clone, Default)]
-struct StuckClock(ManualClock);
-
-impl Clock for StuckClock {
-    type Sleep = futures::future::Either<futures::future::Ready<()>, futures::future::Pending<()>>;
-    fn now(&self) -> Nanos {
-        self.0.now()
-    }
-    fn sleep(&self, duration: Duration) {
-        self.0.sleep(duration);
-    }
-    fn sleep_async(&self, duration: Duration) -> Self::Sleep {
-        if duration.is_zero() {
-            futures::future::Either::Left(futures::future::ready(()))
-        } else {
-            futures::future::Either::Right(futures::future::pending())
-        }
-    }
 }
 
 #[test]

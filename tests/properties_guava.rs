@@ -71,6 +71,31 @@ fn slack(rate: f64, ops: usize) -> f64 {
     1e-6 + rate * ops as f64 * 3e-9
 }
 
+/// `total` permits in `elapsed` seconds stay within `bound`, give or take `slack`.
+fn stays_under(total: f64, bound: f64, slack: f64, elapsed: f64) -> Result<(), TestCaseError> {
+    prop_assert!(
+        total <= bound + slack,
+        "{total} permits in {elapsed} s > {bound}"
+    );
+    Ok(())
+}
+
+/// A bursty limiter of `rate` permits a second storing up to `burst_ms` of them, its
+/// clock, and the most permits it can store.
+fn bursty(rate: f64, burst_ms: u64) -> (RateLimiter<SmoothBursty, ManualClock>, ManualClock, f64) {
+    let clock = ManualClock::new();
+    let algorithm = SmoothBursty::new(rate)
+        .unwrap()
+        .with_max_burst(Duration::from_millis(burst_ms))
+        .unwrap();
+    let max_permits = algorithm.max_permits();
+    (
+        RateLimiter::with_clock(algorithm, clock.clone()),
+        clock,
+        max_permits,
+    )
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
 
@@ -80,15 +105,10 @@ proptest! {
         burst_ms in 0u64..5_000,
         ops in prop::collection::vec(op(1), 1..80),
     ) {
-        let clock = ManualClock::new();
-        let algorithm = SmoothBursty::new(rate).unwrap()
-            .with_max_burst(Duration::from_millis(burst_ms)).unwrap();
-        let max_permits = algorithm.max_permits();
-        let limiter = RateLimiter::with_clock(algorithm, clock.clone());
+        let (limiter, clock, max_permits) = bursty(rate, burst_ms);
         let (total, _, elapsed) = run(&limiter, &clock, &ops);
         let bound = rate * elapsed + max_permits + 1.0;
-        prop_assert!(total <= bound + slack(rate, ops.len()),
-            "{total} permits in {elapsed} s > {bound}");
+        stays_under(total, bound, slack(rate, ops.len()), elapsed)?;
     }
 
     #[test]
@@ -97,16 +117,11 @@ proptest! {
         burst_ms in 0u64..5_000,
         ops in prop::collection::vec(op(20), 1..80),
     ) {
-        let clock = ManualClock::new();
-        let algorithm = SmoothBursty::new(rate).unwrap()
-            .with_max_burst(Duration::from_millis(burst_ms)).unwrap();
-        let max_permits = algorithm.max_permits();
-        let limiter = RateLimiter::with_clock(algorithm, clock.clone());
+        let (limiter, clock, max_permits) = bursty(rate, burst_ms);
         let (total, last, elapsed) = run(&limiter, &clock, &ops);
         // The pay-later request is the last one granted, of whatever size.
         let bound = rate * elapsed + max_permits + last;
-        prop_assert!(total <= bound + slack(rate, ops.len()),
-            "{total} permits in {elapsed} s > {bound}");
+        stays_under(total, bound, slack(rate, ops.len()), elapsed)?;
     }
 
     #[test]
@@ -124,10 +139,10 @@ proptest! {
         let (total, last, elapsed) = run(&limiter, &clock, &ops);
         let slack = slack(rate, ops.len());
         let bound = rate * elapsed + max_permits + last;
-        prop_assert!(total <= bound + slack, "{total} permits in {elapsed} s > {bound}");
+        stays_under(total, bound, slack, elapsed)?;
         // Tighter: a stored warm-up permit costs at least the stable interval, so
         // stored permits never add to the budget; only the pay-later request does.
         let tight = rate * elapsed + last;
-        prop_assert!(total <= tight + slack, "{total} permits in {elapsed} s > {tight}");
+        stays_under(total, tight, slack, elapsed)?;
     }
 }

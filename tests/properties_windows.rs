@@ -7,6 +7,7 @@ use proptest::prelude::*;
 use sluicegate::algorithms::{
     Algorithm, Counting, FixedWindow, LeakyBucket, Rounding, SlidingWindowCounter,
 };
+use sluicegate::cells::CellAlgorithm;
 use sluicegate::clock::{Clock, ManualClock};
 use sluicegate::{Error, RateLimiter};
 use std::time::Duration;
@@ -26,6 +27,25 @@ fn config() -> ProptestConfig {
 /// to a tick (under 1 ns), so a span can gain under one tick: the documented bound is
 /// `b + r × (t + 1 ns)`, checked with a slack of 1 ns; whole-nanosecond intervals are
 /// checked with none.
+/// Blocking `acquire_n` of each cost in turn on a limiter of `algorithm` on a manual
+/// clock: each cost with the clock's reading once granted, or the error.
+fn acquire_each<A: CellAlgorithm>(algorithm: A, costs: &[u64]) -> Vec<(u64, Result<u64, Error>)> {
+    let clock = ManualClock::new();
+    let limiter = RateLimiter::with_clock(algorithm, clock.clone());
+    costs
+        .iter()
+        .map(|&cost| (cost, limiter.acquire_n(cost).map(|_| clock.now())))
+        .collect()
+}
+
+/// The granted ones of [`acquire_each`]'s outcomes, as (time, cost).
+fn admitted_of(outcomes: Vec<(u64, Result<u64, Error>)>) -> Vec<(u64, u64)> {
+    outcomes
+        .into_iter()
+        .filter_map(|(cost, outcome)| outcome.ok().map(|at| (at, cost)))
+        .collect()
+}
+
 fn within_rate(
     admitted: &[(u64, u64)],
     capacity: u64,
@@ -207,12 +227,10 @@ proptest! {
         let len = Duration::from_secs(10);
         let ns = 10_000_000_000u64;
 
-        let clock = ManualClock::new();
-        let fixed = RateLimiter::with_clock(FixedWindow::new(limit, len).unwrap(), clock.clone());
         let mut windows = std::collections::HashMap::new();
-        for &cost in &costs {
-            match fixed.acquire_n(cost) {
-                Ok(_) => *windows.entry(clock.now() / ns).or_insert(0) += cost,
+        for (cost, outcome) in acquire_each(FixedWindow::new(limit, len).unwrap(), &costs) {
+            match outcome {
+                Ok(at) => *windows.entry(at / ns).or_insert(0) += cost,
                 Err(error) => {
                     prop_assert!(cost > limit);
                     prop_assert_eq!(error, Error::Never { cost });
@@ -221,38 +239,23 @@ proptest! {
         }
         prop_assert!(windows.values().all(|&n| n <= limit));
 
-        let clock = ManualClock::new();
-        let meter = RateLimiter::with_clock(LeakyBucket::meter(limit, 3, len).unwrap(), clock.clone());
         let mut admitted = Vec::new();
-        for &cost in &costs {
-            if meter.acquire_n(cost).is_ok() {
-                admitted.push((clock.now(), cost));
+        for (cost, outcome) in acquire_each(LeakyBucket::meter(limit, 3, len).unwrap(), &costs) {
+            if let Ok(at) = outcome {
+                admitted.push((at, cost));
             } else {
                 prop_assert!(cost > limit);
             }
         }
         prop_assert!(within_rate(&admitted, limit, 3, ns, 1));
 
-        let clock = ManualClock::new();
-        let queue = RateLimiter::with_clock(LeakyBucket::queue(limit, 3, len).unwrap(), clock.clone());
-        let mut admitted = Vec::new();
-        for &cost in &costs {
-            if queue.acquire_n(cost).is_ok() {
-                admitted.push((clock.now(), cost));
-            }
-        }
+        let admitted = admitted_of(acquire_each(LeakyBucket::queue(limit, 3, len).unwrap(), &costs));
         prop_assert!(within_rate(&admitted, limit, 3, ns, 1));
 
-        let clock = ManualClock::new();
-        let sliding = RateLimiter::with_clock(SlidingWindowCounter::new(limit, len).unwrap(), clock.clone());
-        let mut admitted: Vec<(u64, u64)> = Vec::new();
-        for &cost in &costs {
-            if sliding.acquire_n(cost).is_ok() {
-                let now = clock.now();
-                admitted.push((now, cost));
-                let in_span: u64 = admitted.iter().filter(|a| a.0 + ns > now).map(|a| a.1).sum();
-                prop_assert!(in_span < 2 * limit);
-            }
+        let admitted = admitted_of(acquire_each(SlidingWindowCounter::new(limit, len).unwrap(), &costs));
+        for (index, &(now, _)) in admitted.iter().enumerate() {
+            let in_span: u64 = admitted[..=index].iter().filter(|a| a.0 + ns > now).map(|a| a.1).sum();
+            prop_assert!(in_span < 2 * limit);
         }
         let total: u64 = costs.iter().filter(|&&c| c <= limit).sum();
         prop_assert_eq!(admitted.iter().map(|a| a.1).sum::<u64>(), total);

@@ -4,8 +4,8 @@
 
 mod redis_support;
 
-use redis_support::trace::{cancel_at_the_instant, hammer, traces, TraceShape};
-use redis_support::{unique_prefix, RedisServer};
+use redis_support::trace::{assert_hammer_grants, cancel_at_the_instant, traces, TraceShape};
+use redis_support::RedisServer;
 use sluicegate::algorithms::FixedWindow;
 use std::time::Duration;
 
@@ -35,15 +35,13 @@ fn random_traces_decide_as_in_memory() {
 fn threads_hammering_one_key_get_exactly_the_limit() {
     let server = RedisServer::start();
     let window = FixedWindow::new(500, Duration::from_secs(60)).unwrap();
-    let granted = hammer(
-        server.url(),
-        &unique_prefix("fw-hammer"),
+    assert_hammer_grants(
+        &server,
+        "fw-hammer",
         &window,
-        (7_000_000_000, 0),
-        4,
-        200,
+        ((7_000_000_000, 0), 200),
+        500,
     );
-    assert_eq!(granted, 500);
 }
 
 #[test]

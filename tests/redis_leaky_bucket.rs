@@ -5,8 +5,8 @@
 
 mod redis_support;
 
-use redis_support::trace::{hammer, traces, TraceShape};
-use redis_support::{unique_prefix, RedisServer};
+use redis_support::trace::{assert_hammer_grants, traces, TraceShape, NOV_2025};
+use redis_support::RedisServer;
 use sluicegate::algorithms::LeakyBucket;
 use std::time::Duration;
 
@@ -52,16 +52,14 @@ fn threads_hammering_one_key_get_exactly_the_capacity() {
         LeakyBucket::meter(300, 3, Duration::from_secs(1)).unwrap(),
         LeakyBucket::queue(300, 1, Duration::from_secs(1)).unwrap(),
     ] {
-        let granted = hammer(
-            server.url(),
-            &unique_prefix("lb-hammer"),
+        // A queue's callers wait their turn: willing to wait for ever, exactly
+        // `capacity` of them get one.
+        assert_hammer_grants(
+            &server,
+            "lb-hammer",
             &bucket,
-            // A queue's callers wait their turn: willing to wait for ever, exactly
-            // `capacity` of them get one.
-            (1_763_900_000_000_000_000, u64::MAX),
-            4,
-            120,
+            ((NOV_2025, u64::MAX), 120),
+            300,
         );
-        assert_eq!(granted, 300, "{bucket:?}");
     }
 }

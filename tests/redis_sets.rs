@@ -5,7 +5,9 @@
 
 mod redis_support;
 
-use redis_support::trace::{caller_time_options, differential, hammer, Totals, TraceShape};
+use redis_support::trace::{
+    assert_hammer_grants, caller_time_options, differential, Totals, TraceShape, NOV_2025,
+};
 use redis_support::{assert_unapplied_error, unique_prefix, RedisCluster, RedisServer};
 use sluicegate::algorithms::Receipt;
 use sluicegate::algorithms::{
@@ -215,15 +217,7 @@ fn threads_hammering_a_set_get_exactly_its_tightest_limit() {
         SlidingLog::new(1_000, Duration::from_secs(60)).unwrap(),
         FixedWindow::new(300, Duration::from_secs(60)).unwrap(),
     ));
-    let granted = hammer(
-        server.url(),
-        &unique_prefix("set-hammer"),
-        &set,
-        (1_763_900_000_000_000_000, 0),
-        4,
-        120,
-    );
-    assert_eq!(granted, 300);
+    assert_hammer_grants(&server, "set-hammer", &set, ((NOV_2025, 0), 120), 300);
 }
 
 #[test]

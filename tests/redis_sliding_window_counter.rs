@@ -4,8 +4,10 @@
 
 mod redis_support;
 
-use redis_support::trace::{cancel_at_the_instant, hammer, traces, TraceShape};
-use redis_support::{unique_prefix, RedisServer};
+use redis_support::trace::{
+    assert_hammer_grants, cancel_at_the_instant, traces, TraceShape, NOV_2025,
+};
+use redis_support::RedisServer;
 use sluicegate::algorithms::{Counting, Rounding, SlidingWindowCounter};
 use std::time::Duration;
 
@@ -94,15 +96,7 @@ fn threads_hammering_one_key_get_exactly_the_limit() {
     let server = RedisServer::start();
     for counting in [Counting::Admitted, Counting::Attempts] {
         let config = counter(300, Duration::from_secs(60), Rounding::Exact, counting);
-        let granted = hammer(
-            server.url(),
-            &unique_prefix("swc-hammer"),
-            &config,
-            (1_763_900_000_000_000_000, 0),
-            4,
-            120,
-        );
-        assert_eq!(granted, 300, "{counting:?}");
+        assert_hammer_grants(&server, "swc-hammer", &config, ((NOV_2025, 0), 120), 300);
     }
 }
 

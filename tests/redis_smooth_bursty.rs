@@ -5,7 +5,9 @@
 
 mod redis_support;
 
-use redis_support::trace::{caller_time_options, hammer, traces, TraceShape};
+use redis_support::trace::{
+    assert_hammer_grants, caller_time_options, traces, TraceShape, NOV_2025,
+};
 use redis_support::{unique_prefix, RedisServer};
 use sluicegate::algorithms::SmoothBursty;
 use sluicegate::stores::redis::RedisStore;
@@ -52,15 +54,7 @@ fn threads_hammering_one_key_get_exactly_the_burst() {
         .unwrap()
         .with_max_burst(Duration::from_secs(3))
         .unwrap();
-    let granted = hammer(
-        server.url(),
-        &unique_prefix("sb-hammer"),
-        &limiter,
-        (1_763_900_000_000_000_000, 0),
-        4,
-        120,
-    );
-    assert_eq!(granted, 301);
+    assert_hammer_grants(&server, "sb-hammer", &limiter, ((NOV_2025, 0), 120), 301);
 }
 
 #[test]

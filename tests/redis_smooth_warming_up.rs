@@ -4,7 +4,7 @@
 
 mod redis_support;
 
-use redis_support::trace::{hammer, traces, TraceShape};
+use redis_support::trace::{assert_hammer_grants, hammer, traces, TraceShape, NOV_2025};
 use redis_support::{unique_prefix, RedisServer};
 use sluicegate::algorithms::SmoothWarmingUp;
 use std::time::Duration;
@@ -53,15 +53,7 @@ fn threads_hammering_one_key_get_exactly_what_memory_grants() {
     // Frozen time, no waiting: a cold limiter grants its first call, then every
     // later one would have to wait for the trapezoid's charge: exactly one.
     let limiter = SmoothWarmingUp::new(100.0, Duration::from_secs(3)).unwrap();
-    let granted = hammer(
-        server.url(),
-        &unique_prefix("wu-hammer"),
-        &limiter,
-        (1_763_900_000_000_000_000, 0),
-        4,
-        120,
-    );
-    assert_eq!(granted, 1);
+    assert_hammer_grants(&server, "wu-hammer", &limiter, ((NOV_2025, 0), 120), 1);
     // Willing to wait 10 s: every reservation whose wait fits is granted, once.
     let limiter = SmoothWarmingUp::new(10.0, Duration::from_secs(1)).unwrap();
     let mut memory = sluicegate::algorithms::Algorithm::initial_state(&limiter, 0);

@@ -40,61 +40,82 @@ fn calls(conn: &mut redis::Connection, name: &str) -> u64 {
         .map_or(0, |rest| rest.split(',').next().unwrap().parse().unwrap())
 }
 
-/// One reserve of 1 on `k`, answering what remains.
-fn remaining_after_one(store: &RedisStore<&str, FixedWindow>, fw: &FixedWindow) -> u64 {
+/// One reserve of 1 on `k` at 1 s: its decision.
+fn take_one(store: &RedisStore<&str, FixedWindow>, fw: &FixedWindow) -> Decision {
     store
         .apply_key(fw, &"k", SECOND, take(1))
         .map(|(d, _)| d)
         .unwrap()
-        .remaining()
+}
+
+/// An own server, its admin connection, and a store of 5-per-minute windows on it
+/// (keys under `prefix`) whose first call, which loads the step library, left 4.
+fn loaded_own_server(
+    prefix: &str,
+) -> (
+    RedisServer,
+    redis::Connection,
+    RedisStore<&'static str, FixedWindow>,
+) {
+    let server = RedisServer::start_own();
+    let admin = server.connection();
+    let store = store_on(&server, prefix);
+    assert_eq!(take_one(&store, &window(5)).remaining(), 4);
+    (server, admin, store)
+}
+
+/// A tokio runtime on this thread, for the async side of a store.
+fn current_thread_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A store of fixed windows on `server`, its keys under `prefix`, on caller time.
+fn store_on(server: &RedisServer, prefix: &str) -> RedisStore<&'static str, FixedWindow> {
+    RedisStore::open_with(server.url(), caller_time_options(prefix)).unwrap()
+}
+
+/// Zeroes the server's command counts.
+fn reset_stats(admin: &mut redis::Connection) {
+    let () = redis::cmd("CONFIG").arg("RESETSTAT").query(admin).unwrap();
 }
 
 fn flush(admin: &mut redis::Connection, what: &str) {
     let () = redis::cmd(what).arg("FLUSH").query(admin).unwrap();
-    let () = redis::cmd("CONFIG").arg("RESETSTAT").query(admin).unwrap();
+    reset_stats(admin);
 }
 
 #[test]
 fn a_flushed_library_costs_one_reload_and_the_call_counts_once() {
-    let server = RedisServer::start_own();
-    let mut admin = server.connection();
+    let (_server, mut admin, store) = loaded_own_server("flush:");
     let fw = window(5);
-    let store: RedisStore<&str, FixedWindow> =
-        RedisStore::open_with(server.url(), caller_time_options("flush:")).unwrap();
-    assert_eq!(remaining_after_one(&store, &fw), 4);
     // The step is a function, not a script: SCRIPT FLUSH leaves it in place.
     flush(&mut admin, "SCRIPT");
-    assert_eq!(remaining_after_one(&store, &fw), 3);
+    assert_eq!(take_one(&store, &fw).remaining(), 3);
     assert_eq!(calls(&mut admin, "function|load"), 0);
     assert_eq!(calls(&mut admin, "fcall"), 1);
     // FUNCTION FLUSH drops it: FCALL answered "Function not found" once, the
     // library was loaded once, FCALL ran again, and the call counted once.
     flush(&mut admin, "FUNCTION");
-    assert_eq!(remaining_after_one(&store, &fw), 2);
+    assert_eq!(take_one(&store, &fw).remaining(), 2);
     assert_eq!(calls(&mut admin, "function|load"), 1);
     assert_eq!(calls(&mut admin, "fcall"), 2);
     // From then on one FCALL per call, no load.
-    assert_eq!(remaining_after_one(&store, &fw), 1);
+    assert_eq!(take_one(&store, &fw).remaining(), 1);
     assert_eq!(calls(&mut admin, "function|load"), 1);
     assert_eq!(calls(&mut admin, "fcall"), 3);
 }
 
 #[test]
 fn a_library_loaded_by_another_process_is_used_as_it_is() {
-    let server = RedisServer::start_own();
-    let mut admin = server.connection();
+    let (server, mut admin, _first) = loaded_own_server("shared:");
     let fw = window(5);
-    let first: RedisStore<&str, FixedWindow> =
-        RedisStore::open_with(server.url(), caller_time_options("shared:")).unwrap();
-    assert_eq!(remaining_after_one(&first, &fw), 4);
     // A second store (as another process would) finds the library there: no load.
-    let () = redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query(&mut admin)
-        .unwrap();
-    let second: RedisStore<&str, FixedWindow> =
-        RedisStore::open_with(server.url(), caller_time_options("shared:")).unwrap();
-    assert_eq!(remaining_after_one(&second, &fw), 3);
+    reset_stats(&mut admin);
+    let second = store_on(&server, "shared:");
+    assert_eq!(take_one(&second, &fw).remaining(), 3);
     assert_eq!(calls(&mut admin, "function|load"), 0);
     let libraries: Vec<redis::Value> = redis::cmd("FUNCTION")
         .arg("LIST")
@@ -111,13 +132,8 @@ fn a_library_loaded_by_another_process_is_used_as_it_is() {
 fn a_restart_loses_no_call_and_counts_none_twice() {
     let mut server = RedisServer::start_own();
     let fw = window(10);
-    let store: RedisStore<&str, FixedWindow> =
-        RedisStore::open_with(server.url(), caller_time_options("restart:")).unwrap();
-    assert!(store
-        .apply_key(&fw, &"k", SECOND, take(1))
-        .map(|(d, _)| d)
-        .unwrap()
-        .is_allowed());
+    let store = store_on(&server, "restart:");
+    assert!(take_one(&store, &fw).is_allowed());
     server.restart();
     // The pooled connection died with the old server: its call fails, saying the
     // outcome is unknown (it cannot tell a dead connection from a lost reply), and
@@ -167,11 +183,7 @@ fn a_frozen_server_times_out_as_unknown_and_the_store_recovers() {
     let options = caller_time_options("frozen:").response_timeout(Duration::from_millis(200));
     let store: RedisStore<&str, FixedWindow> =
         RedisStore::open_with(server.url(), options).unwrap();
-    assert!(store
-        .apply_key(&fw, &"k", SECOND, take(1))
-        .map(|(d, _)| d)
-        .unwrap()
-        .is_allowed());
+    assert!(take_one(&store, &fw).is_allowed());
     server.pause();
     let started = Instant::now();
     let result = store.apply_key(&fw, &"k", SECOND, take(1)).map(|(d, _)| d);
@@ -181,10 +193,7 @@ fn a_frozen_server_times_out_as_unknown_and_the_store_recovers() {
     // Bounded by the response timeout (a generous bound: the machine is loaded).
     assert!(waited < Duration::from_secs(10), "{waited:?}");
     // The timed-out call was sent, and ran once the server thawed: it counted.
-    let after = store
-        .apply_key(&fw, &"k", SECOND, take(1))
-        .map(|(d, _)| d)
-        .unwrap();
+    let after = take_one(&store, &fw);
     assert!(after.is_allowed());
     assert_eq!(after.remaining(), 7);
 }
@@ -403,10 +412,7 @@ fn cluster_calls_per_identity_work_and_cross_slot_calls_are_refused() {
         2
     ); // untouched: 3 - the peeked 1
        // The async side on Cluster: the store's cluster connection routes by slot.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = current_thread_runtime();
     let decisions = runtime.block_on(async {
         let mut all = Vec::new();
         for i in 0..50 {
@@ -479,10 +485,7 @@ fn the_keyed_limiters_run_over_the_redis_store() {
     let store =
         RedisStore::open_with(server.url(), caller_time_options(&unique_prefix("kl"))).unwrap();
     let handle = KeyedRateLimiter::with_store(queue, store, clock.clone()).to_async();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = current_thread_runtime();
     let waited = runtime.block_on(async {
         let mut waited = Vec::new();
         for _ in 0..5 {
@@ -544,8 +547,7 @@ fn a_cancel_at_the_servers_time_gives_the_turn_back() {
 fn the_blocking_pool_shrinks_back_after_a_burst_of_threads() {
     let server = RedisServer::start_own();
     let mut admin = server.connection();
-    let store: RedisStore<&str, FixedWindow> =
-        RedisStore::open_with(server.url(), caller_time_options("pool:")).unwrap();
+    let store = store_on(&server, "pool:");
     let fw = window(1_000);
     let clients = |admin: &mut redis::Connection| -> usize {
         let list: String = redis::cmd("CLIENT").arg("LIST").query(admin).unwrap();

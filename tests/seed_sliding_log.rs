@@ -1,7 +1,7 @@
 //! The seeds' sliding-log examples replayed step by step on virtual time. The clock's
 //! origin stands for 12:00:00 in seed 001's table.
 
-use sluicegate::algorithms::{Algorithm, SlidingLog};
+use sluicegate::algorithms::{Algorithm, Decision, SlidingLog};
 use sluicegate::clock::ManualClock;
 use sluicegate::{Clock, Error, RateLimiter, Verdict};
 use std::time::Duration;
@@ -16,6 +16,21 @@ fn live(log: &SlidingLog, state: &<SlidingLog as Algorithm>::State, at: u64) -> 
     log.live_entries(state, at).map(|(t, _)| t / S).collect()
 }
 
+/// Reserves one permit at each step's time (in seconds) on a new log's state,
+/// asserting the step's verdict, remaining count and live set; answers the decisions.
+fn replay(log: &SlidingLog, steps: &[(u64, bool, u64, &[u64])]) -> Vec<Decision> {
+    let mut state = log.initial_state(0);
+    let mut decisions = Vec::new();
+    for &(t, allowed, remaining, set) in steps {
+        let d = log.reserve(&mut state, t * S, 1, 0);
+        assert_eq!(d.is_allowed(), allowed, "at {t} s");
+        assert_eq!(d.remaining(), remaining, "remaining at {t} s");
+        assert_eq!(live(log, &state, t * S), set, "set at {t} s");
+        decisions.push(d);
+    }
+    decisions
+}
+
 /// Seed 001, "Sliding Log": 3 requests per 60 s. The seed's table adds the refused
 /// 12:01:50 request to the set ("failed requests may still be added to the set",
 /// its own listed con), which is this crate's recording option; the default log
@@ -25,7 +40,6 @@ fn seed_001_sliding_log_table_recording_refusals_as_the_seed_does() {
     let log = SlidingLog::new(3, secs(60))
         .unwrap()
         .with_rejected_recorded();
-    let mut state = log.initial_state(0);
     // (time, allowed, remaining, the set after the call)
     let steps: [(u64, bool, u64, &[u64]); 7] = [
         (5, true, 2, &[5]),
@@ -39,19 +53,14 @@ fn seed_001_sliding_log_table_recording_refusals_as_the_seed_does() {
         // 12:02:20: allowed, {12:01:40, 12:01:50, 12:02:20}, exactly as the table.
         (140, true, 0, &[100, 110, 140]),
     ];
-    for (t, allowed, remaining, set) in steps {
-        let d = log.reserve(&mut state, t * S, 1, 0);
-        assert_eq!(d.is_allowed(), allowed, "at {t} s");
-        assert_eq!(d.remaining(), remaining, "remaining at {t} s");
+    for d in replay(&log, &steps) {
         assert_eq!(d.limit(), 3);
-        assert_eq!(live(&log, &state, t * S), set, "set at {t} s");
     }
 }
 
 #[test]
 fn seed_001_sliding_log_table_counting_only_granted_calls() {
     let log = SlidingLog::new(3, secs(60)).unwrap();
-    let mut state = log.initial_state(0);
     let steps: [(u64, bool, u64, &[u64]); 7] = [
         (5, true, 2, &[5]),
         (15, true, 1, &[5, 15]),
@@ -62,12 +71,7 @@ fn seed_001_sliding_log_table_counting_only_granted_calls() {
         // Without the refused 12:01:50 entry, only 12:01:40 is left: 1 remains.
         (140, true, 1, &[100, 140]),
     ];
-    for (t, allowed, remaining, set) in steps {
-        let d = log.reserve(&mut state, t * S, 1, 0);
-        assert_eq!(d.is_allowed(), allowed, "at {t} s");
-        assert_eq!(d.remaining(), remaining, "remaining at {t} s");
-        assert_eq!(live(&log, &state, t * S), set, "set at {t} s");
-    }
+    replay(&log, &steps);
 }
 
 /// The refusal at 12:01:50: the granted-only log frees room when 12:01:01 expires

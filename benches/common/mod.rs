@@ -42,3 +42,21 @@ pub fn fastest_batches_on<T>(
     }
     best
 }
+
+/// Runs `cases` as [`fastest_batches`] does (200 rounds) and prints each case's
+/// fastest batch beside its ratio to governor's: the cases are allowed ones then
+/// refused ones, each half led by governor's case, so the ratio is to case 0 in
+/// the first half and to the half's first case in the second.
+pub fn print_against_governor(cases: &[(&str, &dyn Fn() -> bool)], name_width: usize) {
+    let best = fastest_batches(cases, 200);
+    let half = cases.len() / 2;
+    println!("interleaved, fastest batch of {BATCH} calls:");
+    for (index, (name, _)) in cases.iter().enumerate() {
+        let governor = if index < half { best[0] } else { best[half] };
+        println!(
+            "  {name:name_width$} {:6.2} ns  {:4.2}x governor",
+            best[index],
+            best[index] / governor
+        );
+    }
+}

@@ -263,40 +263,6 @@ impl<A: CellAlgorithm, C: Clock> Permits for RateLimiter<A, C> {
     }
 }
 
-impl<A: CellAlgorithm, C: Clock> Permits for AsyncRateLimiter<A, C> {
-    type Key = ();
-    type Clock = C;
-
-    fn clock(&self) -> &C {
-        self.blocking().clock()
-    }
-
-    fn acquire(&self, key: (), cost: u64, max_wait: Option<Duration>) -> Acquiring {
-        Permits::acquire(self.blocking(), key, cost, max_wait)
-    }
-
-    fn check(&self, key: &(), cost: u64) -> Result<Decision, Error> {
-        Permits::check(self.blocking(), key, cost)
-    }
-
-    fn check_each(
-        &self,
-        key: &(),
-        cost: u64,
-        each: &mut dyn FnMut(Decision),
-    ) -> Result<Decision, Error> {
-        Permits::check_each(self.blocking(), key, cost, each)
-    }
-
-    fn try_now(&self, key: &(), cost: u64) -> Option<bool> {
-        Permits::try_now(self.blocking(), key, cost)
-    }
-
-    fn peek(&self, key: &(), cost: u64) -> Result<Decision, Error> {
-        Permits::peek(self.blocking(), key, cost)
-    }
-}
-
 impl<K, A, S, C> Permits for KeyedRateLimiter<K, A, S, C>
 where
     K: Send + Sync + 'static,
@@ -369,54 +335,67 @@ where
     }
 }
 
-impl<K, A, S, C> Permits for AsyncKeyedRateLimiter<K, A, S, C>
-where
-    K: Send + Sync + 'static,
-    A: Algorithm,
-    S: Store<K, A> + 'static,
-    C: Clock,
-{
-    type Key = K;
-    type Clock = C;
+/// An async limiter is a handle on a blocking one sharing its state: every call
+/// is the blocking limiter's (whose own waits are already async).
+macro_rules! permits_of_the_blocking_limiter {
+    ([$($generics:tt)*] $limiter:ty, key $key:ty) => {
+        impl<$($generics)*> Permits for $limiter {
+            type Key = $key;
+            type Clock = C;
 
-    fn clock(&self) -> &C {
-        self.blocking().clock()
-    }
+            fn clock(&self) -> &C {
+                self.blocking().clock()
+            }
 
-    fn acquire(&self, key: K, cost: u64, max_wait: Option<Duration>) -> Acquiring {
-        Permits::acquire(self.blocking(), key, cost, max_wait)
-    }
+            fn acquire(&self, key: $key, cost: u64, max_wait: Option<Duration>) -> Acquiring {
+                Permits::acquire(self.blocking(), key, cost, max_wait)
+            }
 
-    fn check(&self, key: &K, cost: u64) -> Result<Decision, Error> {
-        Permits::check(self.blocking(), key, cost)
-    }
+            fn check(&self, key: &$key, cost: u64) -> Result<Decision, Error> {
+                Permits::check(self.blocking(), key, cost)
+            }
 
-    fn try_take(&self, key: &K, cost: u64) -> Result<Option<Decision>, Error> {
-        Permits::try_take(self.blocking(), key, cost)
-    }
+            #[inline]
+            fn try_take(&self, key: &$key, cost: u64) -> Result<Option<Decision>, Error> {
+                Permits::try_take(self.blocking(), key, cost)
+            }
 
-    fn checks_at_once(&self) -> bool {
-        Permits::checks_at_once(self.blocking())
-    }
+            fn checks_at_once(&self) -> bool {
+                Permits::checks_at_once(self.blocking())
+            }
 
-    fn check_async(&self, key: &K, cost: u64) -> Checking {
-        Permits::check_async(self.blocking(), key, cost)
-    }
+            fn check_async(&self, key: &$key, cost: u64) -> Checking {
+                Permits::check_async(self.blocking(), key, cost)
+            }
 
-    fn check_each_async(&self, key: &K, cost: u64) -> CheckingEach {
-        Permits::check_each_async(self.blocking(), key, cost)
-    }
+            fn check_each_async(&self, key: &$key, cost: u64) -> CheckingEach {
+                Permits::check_each_async(self.blocking(), key, cost)
+            }
 
-    fn check_each(
-        &self,
-        key: &K,
-        cost: u64,
-        each: &mut dyn FnMut(Decision),
-    ) -> Result<Decision, Error> {
-        Permits::check_each(self.blocking(), key, cost, each)
-    }
+            fn check_each(
+                &self,
+                key: &$key,
+                cost: u64,
+                each: &mut dyn FnMut(Decision),
+            ) -> Result<Decision, Error> {
+                Permits::check_each(self.blocking(), key, cost, each)
+            }
 
-    fn peek(&self, key: &K, cost: u64) -> Result<Decision, Error> {
-        Permits::peek(self.blocking(), key, cost)
-    }
+            #[inline]
+            fn try_now(&self, key: &$key, cost: u64) -> Option<bool> {
+                Permits::try_now(self.blocking(), key, cost)
+            }
+
+            fn peek(&self, key: &$key, cost: u64) -> Result<Decision, Error> {
+                Permits::peek(self.blocking(), key, cost)
+            }
+        }
+    };
 }
+
+permits_of_the_blocking_limiter!([A: CellAlgorithm, C: Clock] AsyncRateLimiter<A, C>, key ());
+permits_of_the_blocking_limiter!(
+    [K: Send + Sync + 'static, A: Algorithm, S: Store<K, A> + 'static, C: Clock]
+    AsyncKeyedRateLimiter<K, A, S, C>,
+    key K
+);

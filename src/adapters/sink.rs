@@ -240,6 +240,18 @@ where
         }
         Poll::Ready(Ok(()))
     }
+
+    /// Sends the held item first, then answers `step` (the inner sink's
+    /// `poll_ready`, `poll_flush` or `poll_close`): nothing goes past an item
+    /// still waiting for its permits.
+    fn then_inner(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        step: impl FnOnce(Pin<&mut Si>, &mut Context<'_>) -> Poll<Result<(), Si::Error>>,
+    ) -> Poll<Result<(), SinkError<T, Si::Error>>> {
+        ready!(self.as_mut().poll_send_held(cx))?;
+        step(self.project().inner, cx).map_err(SinkError::Inner)
+    }
 }
 
 impl<Si, T, P, M> Sink<T> for ThrottledSink<Si, T, P, M>
@@ -250,12 +262,8 @@ where
 {
     type Error = SinkError<T, Si::Error>;
 
-    fn poll_ready(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        ready!(self.as_mut().poll_send_held(cx))?;
-        self.project()
-            .inner
-            .poll_ready(cx)
-            .map_err(SinkError::Inner)
+    fn poll_ready(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.then_inner(cx, Si::poll_ready)
     }
 
     fn start_send(self: Pin<&mut Self>, item: T) -> Result<(), Self::Error> {
@@ -265,29 +273,18 @@ where
         Ok(())
     }
 
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        ready!(self.as_mut().poll_send_held(cx))?;
-        self.project()
-            .inner
-            .poll_flush(cx)
-            .map_err(SinkError::Inner)
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.then_inner(cx, Si::poll_flush)
     }
 
-    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        ready!(self.as_mut().poll_send_held(cx))?;
-        self.project()
-            .inner
-            .poll_close(cx)
-            .map_err(SinkError::Inner)
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.then_inner(cx, Si::poll_close)
     }
 }
 
 impl<Si: fmt::Debug, T, P: Permits, M> fmt::Debug for ThrottledSink<Si, T, P, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ThrottledSink")
-            .field("inner", &self.inner)
-            .field("max_wait", &self.max_wait)
-            .field("waiting", &self.waiting.is_some())
-            .finish_non_exhaustive()
+        let waiting = self.waiting.is_some();
+        super::stream::debug_adapter(f, "ThrottledSink", &self.inner, self.max_wait, waiting)
     }
 }

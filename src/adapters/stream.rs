@@ -239,10 +239,28 @@ where
     St: Stream + fmt::Debug,
 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Throttled")
-            .field("inner", &self.inner)
-            .field("max_wait", &self.max_wait)
-            .field("waiting", &self.waiting.is_some())
-            .finish_non_exhaustive()
+        debug_adapter(
+            f,
+            "Throttled",
+            &self.inner,
+            self.max_wait,
+            self.waiting.is_some(),
+        )
     }
+}
+
+/// What both adapters show of themselves: the inner stream or sink, the maximum
+/// wait, and whether an item is waiting for its permits (the wait itself is opaque).
+pub(super) fn debug_adapter(
+    f: &mut fmt::Formatter<'_>,
+    name: &str,
+    inner: &dyn fmt::Debug,
+    max_wait: Option<Duration>,
+    waiting: bool,
+) -> fmt::Result {
+    f.debug_struct(name)
+        .field("inner", inner)
+        .field("max_wait", &max_wait)
+        .field("waiting", &waiting)
+        .finish_non_exhaustive()
 }

@@ -69,6 +69,15 @@ pub fn poll_next<S: futures::Stream + ?Sized>(stream: Pin<&mut S>) -> Poll<Optio
     stream.poll_next(&mut Context::from_waker(noop_waker_ref()))
 }
 
+/// `rate` permits a second with no saved burst: each permit comes its own interval
+/// after the last, however long the limiter sat idle.
+pub fn unbursting(rate: f64) -> sluicegate::algorithms::SmoothBursty {
+    sluicegate::algorithms::SmoothBursty::new(rate)
+        .unwrap()
+        .with_max_burst(Duration::ZERO)
+        .unwrap()
+}
+
 /// Seconds as f64, two decimals, for readable schedules.
 pub fn secs(nanos: Nanos) -> f64 {
     (nanos as f64 / 1e7).round() / 100.0

@@ -438,6 +438,26 @@ where
     })
 }
 
+/// A caller time in November 2025, in ns since 1970, far from the clock's origin.
+pub const NOV_2025: u64 = 1_763_900_000_000_000_000;
+
+/// [`hammer`] on `server` by four threads of `tries` calls each at `(now,
+/// max_wait)`, under a prefix unique to `test`: asserts that exactly `expected`
+/// were granted (no update lost, none counted twice).
+pub fn assert_hammer_grants<A>(
+    server: &super::RedisServer,
+    test: &str,
+    algorithm: &A,
+    (at, tries): ((u64, u64), usize),
+    expected: u64,
+) where
+    A: RedisAlgorithm + Clone + std::fmt::Debug,
+{
+    let prefix = super::unique_prefix(test);
+    let granted = hammer(server.url(), &prefix, algorithm, at, 4, tries);
+    assert_eq!(granted, expected, "{algorithm:?}");
+}
+
 /// For an algorithm whose grants act at once, configured with a limit of 3: a
 /// grant of 2 at an instant, a cancel a microsecond later gives nothing back, a
 /// cancel at that very instant gives it back, as in memory.

@@ -56,29 +56,24 @@ fn from_rate(permits: f64, rate: f64) -> (u64, Duration) {
     (permits as u64, window)
 }
 
-impl Quotas for FixedWindow {
-    fn push_quotas(&self, out: &mut Vec<(u64, Duration)>) {
-        out.push((self.limit(), self.window()));
-    }
+/// A window algorithm's quota is its limit over its window, whichever accessor
+/// names the window's length.
+macro_rules! window_quota {
+    ($($algorithm:ty => $length:ident),* $(,)?) => {$(
+        impl Quotas for $algorithm {
+            fn push_quotas(&self, out: &mut Vec<(u64, Duration)>) {
+                out.push((self.limit(), self.$length()));
+            }
+        }
+    )*};
 }
 
-impl Quotas for SlidingWindowCounter {
-    fn push_quotas(&self, out: &mut Vec<(u64, Duration)>) {
-        out.push((self.limit(), self.window()));
-    }
-}
-
-impl Quotas for SlidingWindowBuckets {
-    fn push_quotas(&self, out: &mut Vec<(u64, Duration)>) {
-        out.push((self.limit(), self.duration()));
-    }
-}
-
-impl Quotas for SlidingLog {
-    fn push_quotas(&self, out: &mut Vec<(u64, Duration)>) {
-        out.push((self.limit(), self.duration()));
-    }
-}
+window_quota!(
+    FixedWindow => window,
+    SlidingWindowCounter => window,
+    SlidingWindowBuckets => duration,
+    SlidingLog => duration,
+);
 
 impl Quotas for LeakyBucket {
     fn push_quotas(&self, out: &mut Vec<(u64, Duration)>) {

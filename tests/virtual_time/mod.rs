@@ -1,0 +1,44 @@
+//! Virtual time for the tests that read exact waits: a bursty limiter on a manual
+//! clock, and a clock whose async sleeps never end.
+#![allow(dead_code)]
+
+use futures::future::{Either, Pending, Ready};
+use sluicegate::algorithms::SmoothBursty;
+use sluicegate::clock::{Clock, ManualClock, Nanos};
+use sluicegate::RateLimiter;
+use std::time::Duration;
+
+/// A Guava-style bursty limiter of `rate` permits a second and the manual clock it
+/// reads, which records every sleep it is asked for.
+pub fn bursty(rate: f64) -> (RateLimiter<SmoothBursty, ManualClock>, ManualClock) {
+    let clock = ManualClock::new();
+    (
+        RateLimiter::bursty_with_clock(rate, clock.clone()).unwrap(),
+        clock,
+    )
+}
+
+/// Virtual time whose async sleeps never end (unless zero): a future that had to
+/// wait stays mid-wait for as long as the test likes, deterministically.
+#[derive(Clone, Debug, Default)]
+pub struct StuckClock(pub ManualClock);
+
+impl Clock for StuckClock {
+    type Sleep = Either<Ready<()>, Pending<()>>;
+
+    fn now(&self) -> Nanos {
+        self.0.now()
+    }
+
+    fn sleep(&self, duration: Duration) {
+        self.0.sleep(duration);
+    }
+
+    fn sleep_async(&self, duration: Duration) -> Self::Sleep {
+        if duration.is_zero() {
+            Either::Left(futures::future::ready(()))
+        } else {
+            Either::Right(futures::future::pending())
+        }
+    }
+}
