@@ -213,11 +213,7 @@ impl Decision {
     /// ```
     #[inline]
     pub fn wait_nanos(&self) -> Nanos {
-        if self.is_allowed() {
-            self.delay
-        } else {
-            0
-        }
+        self.delay_if(true)
     }
 
     /// When a denied call could first succeed on retry; zero when allowed,
@@ -260,10 +256,17 @@ impl Decision {
     /// ```
     #[inline]
     pub fn retry_after_nanos(&self) -> Nanos {
-        if self.is_allowed() {
-            0
-        } else {
+        self.delay_if(false)
+    }
+
+    /// The delay, if the call was allowed (its wait) or refused (its retry), as
+    /// `allowed` asks; zero otherwise.
+    #[inline]
+    fn delay_if(&self, allowed: bool) -> Nanos {
+        if self.is_allowed() == allowed {
             self.delay
+        } else {
+            0
         }
     }
 
