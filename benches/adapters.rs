@@ -16,23 +16,60 @@
 //! `cargo bench --bench adapters --features tower`
 
 mod common;
-mod server_setup;
 
 use axum::body::Body;
+use axum::extract::ConnectInfo;
 use criterion::{black_box, BatchSize, Criterion};
 use futures::FutureExt;
-use http::Request;
-use server_setup::{app, once, peer_ip, request};
+use http::{Request, Response};
 use sluicegate::adapters::client::ClientLayer;
 use sluicegate::adapters::server::{Legacy, RateLimitHeaders, ServerLayer};
 use sluicegate::algorithms::LeakyBucket;
 use sluicegate::{KeyedRateLimiter, RateLimiter};
 use std::convert::Infallible;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 use tower::{service_fn, Layer, Service};
 use tower_governor::governor::GovernorConfigBuilder;
 use tower_governor::key_extractor::PeerIpKeyExtractor;
 use tower_governor::GovernorLayer;
+
+fn request() -> Request<Body> {
+    let mut request = Request::new(Body::empty());
+    let peer = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 7)), 40_000);
+    request.extensions_mut().insert(ConnectInfo(peer));
+    request
+}
+
+fn peer_ip(request: &Request<Body>) -> (IpAddr, u64) {
+    let ip = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |info| info.0.ip());
+    (ip, 1)
+}
+
+fn app(
+) -> impl Service<Request<Body>, Response = Response<Body>, Error = Infallible, Future = impl Send> + Clone
+{
+    service_fn(|_: Request<Body>| async { Ok::<_, Infallible>(Response::new(Body::empty())) })
+}
+
+/// One request through `service`, which must answer at once.
+fn once<S: Service<Request<Body>, Response = Response<Body>>>(
+    service: &mut S,
+    request: Request<Body>,
+) -> u16
+where
+    S::Error: std::fmt::Debug,
+{
+    let response = service
+        .call(request)
+        .now_or_never()
+        .expect("ready at once")
+        .unwrap();
+    response.status().as_u16()
+}
 
 fn bench_server(c: &mut Criterion, name: &str, allow: bool) {
     // Allowing: a meter of a million permits draining one per nanosecond; refusing:
