@@ -49,7 +49,7 @@
 
 use super::validate::validate_positive_period;
 use super::words::{one_word_state, try_take_by_words, Plan, Settle, Words};
-use super::{Algorithm, Decision, OneWord, Receipt, WordEncoded};
+use super::{bits, Algorithm, Decision, OneWord, Receipt, WordEncoded};
 use crate::clock::Nanos;
 use crate::error::Error;
 use std::time::Duration;
@@ -92,11 +92,6 @@ pub struct FixedWindow {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FixedWindowState {
     word: u64,
-}
-
-/// Bits needed to write `value`.
-fn bits(value: u64) -> u32 {
-    u64::BITS - value.leading_zeros()
 }
 
 impl FixedWindow {

@@ -306,3 +306,9 @@ pub(crate) fn until(from: i64, to: i64) -> Nanos {
         to.abs_diff(from)
     }
 }
+
+/// Bits needed to write `value`: what a count packed into a state word takes.
+#[inline(always)]
+pub(crate) fn bits(value: u64) -> u32 {
+    u64::BITS - value.leading_zeros()
+}

@@ -127,7 +127,7 @@
 
 use super::validate::validate_positive_period;
 use super::words::{try_take_by_words, Settle};
-use super::{Algorithm, Decision, OneWord, Receipt};
+use super::{bits, Algorithm, Decision, OneWord, Receipt};
 use crate::clock::Nanos;
 use crate::error::Error;
 use std::time::Duration;
@@ -249,11 +249,6 @@ struct View {
     /// How far `now` lies before that point when time went backwards (0 otherwise);
     /// added to every duration so that they are measured from the real `now`.
     behind: u64,
-}
-
-/// Bits needed to write `value`.
-fn bits(value: u64) -> u32 {
-    u64::BITS - value.leading_zeros()
 }
 
 impl SlidingWindowCounter {
