@@ -27,44 +27,49 @@ local function make_sliding_log(C)
   local RESET_SPAN = D
   if SPACING > D then RESET_SPAN = SPACING end
 
+  -- A state is an array, built by one table constructor (named fields cost a hash
+  -- insertion each): 1-8 the header as packed (head, len, base, ring, then the oldest
+  -- and the newest entry's time and count); 9 the key; 10 the slots it wrote since
+  -- the load (slot -> packed entry; false: none), 11 the last of them and 12 its
+  -- packed entry, 13 how many; 14 the server's slots read so far (shared by the
+  -- states of one key in one call; false: none yet); 15 fresh (the server holds none
+  -- of its slots); 16 regrown (the server's hash is to be replaced).
+
   -- The state a step works on and its header at the step's instant: the number of
   -- entries, the running count after the newest, the instant used; and the bound
   -- and extra permits `clears` compares with. Set by the step, read by the helpers.
   local S, LEN, FIN, AT, EXTRA, ALLOWED
 
-  -- A state: the header's fields; w, the slots it wrote (slot -> packed entry; ws and
-  -- wraw the last one, nw how many); cache, the server's slots read so far (shared by
-  -- the states of one key in one call); fresh, the server holds none of its slots.
   local function load(key)
     local raw = redis_call('HGET', key, 'H')
     if not raw then
       if redis_call('EXISTS', key) == 1 then foreign_state() end
-      return {key = key, head = 0, len = 0, base = 0, ring = CAP, ot = 0, oc = 0, nt = 0, nc = 0,
-              nw = 0, fresh = true}, false
+      return {0, 0, 0, CAP, 0, 0, 0, 0, key, false, false, false, 0, false, true, false}, false
     end
     if #raw ~= 64 then foreign_state() end
-    local head, len, base, ring, ot, oc, nt, nc = struct_unpack(HEADER, raw)
-    return {key = key, head = head, len = len, base = base, ring = ring, ot = ot, oc = oc, nt = nt,
-            nc = nc, nw = 0}, true
+    local st = {struct_unpack(HEADER, raw)}
+    st[9], st[10], st[11], st[12], st[13], st[14], st[15], st[16] =
+      key, false, false, false, 0, false, false, false
+    return st, true
   end
 
   -- Entry `index` of S (0: the oldest): its time and the running count after it.
   local function entry(index)
-    if index == 0 then return S.ot, S.oc end
-    if index == LEN - 1 then return S.nt, S.nc end
-    local slot = S.head + index
-    if slot >= S.ring then slot = slot - S.ring end
+    if index == 0 then return S[5], S[6] end
+    if index == LEN - 1 then return S[7], S[8] end
+    local slot = S[1] + index
+    if slot >= S[4] then slot = slot - S[4] end
     local raw
-    if S.w then raw = S.w[slot] end
+    if S[10] then raw = S[10][slot] end
     if raw == nil then
-      local cache = S.cache
-      if cache == nil then
+      local cache = S[14]
+      if not cache then
         cache = {}
-        S.cache = cache
+        S[14] = cache
       end
       raw = cache[slot]
       if raw == nil then
-        raw = not S.fresh and redis_call('HGET', S.key, struct_pack('>I4', slot))
+        raw = not S[15] and redis_call('HGET', S[9], struct_pack('>I4', slot))
         cache[slot] = raw
       end
     end
@@ -76,7 +81,7 @@ local function make_sliding_log(C)
 
   -- The running count just before entry `index`.
   local function count_before(index)
-    if index == 0 then return S.base end
+    if index == 0 then return S[3] end
     local _, count = entry(index - 1)
     return count
   end
@@ -114,11 +119,6 @@ local function make_sliding_log(C)
     return lo
   end
 
-  local function spaced_at(at)
-    if at ~= nil and SPACING > 0 then return at + SPACING end
-    return 0
-  end
-
   -- When entries from `first` on (and an attempt of `cost` at `attempt_at`, if
   -- given: a recorded refusal's own entry) have expired enough for `cost` to fit.
   local function fits_at(first, attempt_at, cost)
@@ -137,7 +137,7 @@ local function make_sliding_log(C)
   -- A copy of the slots S wrote, for a state that follows it.
   local function written()
     local w = {}
-    if S.w then for slot, raw in pairs(S.w) do w[slot] = raw end end
+    if S[10] then for slot, raw in pairs(S[10]) do w[slot] = raw end end
     return w
   end
 
@@ -146,35 +146,38 @@ local function make_sliding_log(C)
   local function append(dropped, cost)
     local st = S
     if LEN - dropped >= CAP then dropped = dropped + 1 end
-    local ring = st.ring
-    local head = st.head + dropped
+    local ring = st[4]
+    local head = st[1] + dropped
     if head >= ring then head = head - ring end
     local len = LEN - dropped + 1
-    local base = st.base
-    if dropped > 0 then base = count_before(dropped) end
-    local slot = st.head + LEN
-    if slot >= ring then slot = slot - ring end
+    local base = st[3]
     local nt, nc = AT, FIN + cost
     local ot, oc = nt, nc
+    if dropped > 0 then base = count_before(dropped) end
     if len > 1 then ot, oc = entry(dropped) end
-    local w = written()
+    local slot = st[1] + LEN
+    if slot >= ring then slot = slot - ring end
     local raw = struct_pack('>dd', nt, nc)
-    w[slot] = raw
-    return {key = st.key, head = head, len = len, base = base, ring = ring, ot = ot, oc = oc,
-            nt = nt, nc = nc, w = w, ws = slot, wraw = raw, nw = st.nw + 1, cache = st.cache,
-            fresh = st.fresh, regrown = st.regrown}
+    local w
+    if st[10] then
+      w = written()
+      w[slot] = raw
+    else
+      w = {[slot] = raw}
+    end
+    return {head, len, base, ring, ot, oc, nt, nc, st[9], w, slot, raw, st[13] + 1, st[14],
+            st[15], st[16]}
   end
 
   local function save(key, st, ms)
-    local header = struct_pack(HEADER, st.head, st.len, st.base, st.ring, st.ot, st.oc, st.nt,
-      st.nc)
-    if st.regrown then redis_call('DEL', key) end
-    if st.nw == 1 then
+    local header = struct_pack(HEADER, st[1], st[2], st[3], st[4], st[5], st[6], st[7], st[8])
+    if st[16] then redis_call('DEL', key) end
+    if st[13] == 1 and st[11] then
       -- One step's write (most calls): one HSET, no argument list to build.
-      redis_call('HSET', key, 'H', header, struct_pack('>I4', st.ws), st.wraw)
+      redis_call('HSET', key, 'H', header, struct_pack('>I4', st[11]), st[12])
     else
       local set = {'H', header}
-      for slot, raw in pairs(st.w or {}) do
+      for slot, raw in pairs(st[10] or {}) do
         set[#set + 1] = struct_pack('>I4', slot)
         set[#set + 1] = raw
         -- In batches: unpack has a limit (a regrown ring writes every entry).
@@ -192,63 +195,73 @@ local function make_sliding_log(C)
   -- A log whose ring is smaller than this configuration's (its limit was raised):
   -- the same entries, moved into a ring of CAP slots starting at slot 0.
   local function regrown(st)
-    S, LEN = st, min(st.len, st.ring)
+    S, LEN = st, min(st[2], st[4])
     local w = {}
     for index = 0, LEN - 1 do w[index] = struct_pack('>dd', entry(index)) end
-    return {key = st.key, head = 0, len = LEN, base = st.base, ring = CAP, ot = st.ot,
-            oc = st.oc, nt = st.nt, nc = st.nc, w = w, nw = LEN, fresh = true, regrown = true}
+    return {0, LEN, st[3], CAP, st[5], st[6], st[7], st[8], st[9], w, false, false, LEN, false,
+            true, true}
   end
 
   local function reserve(st, now, cost)
-    if st.ring < CAP then st = regrown(st) end
+    if st[4] < CAP then st = regrown(st) end
     -- The header at now (Rust's `header`), and the first live entry (`first_live`):
     -- the oldest, by its copy, unless it has expired.
-    local len, base = st.len, st.base
-    if len > st.ring then len = st.ring end
+    local len, base = st[2], st[3]
+    if len > st[4] then len = st[4] end
     S, LEN, FIN, AT = st, len, base, now
     local lst = nil
     local first = 0
     if len > 0 then
-      FIN, lst = st.nc, st.nt
+      FIN, lst = st[8], st[7]
       if lst > now then AT = lst end
-      if st.ot + D <= AT then first = first_true(1, len, is_live) end
+      if st[5] + D <= AT then first = first_true(1, len, is_live) end
     end
     -- The permits from the first live entry on, and Rust's `judge` (then
-    -- `recorded_refusal` for a refusal it records), with `spaced_at` and `reset_at`
-    -- written out: a Lua function call costs more than their arithmetic.
+    -- `recorded_refusal` for a refusal it records), with `spaced_at`, `reset_at` and
+    -- the decision's table written out: a Lua function call costs more than their
+    -- arithmetic.
     local live = FIN - base
     if first > 0 then live = FIN - count_before(first) end
     local remaining = LIMIT - live
     if remaining < 0 then remaining = 0 end
     local reset = 0
-    if lst then reset = max(lst + RESET_SPAN - now, 0) end
+    if lst then
+      reset = lst + RESET_SPAN - now
+      if reset < 0 then reset = 0 end
+    end
     if cost > LIMIT then return decision(2, LIMIT, remaining, 0, 0, reset), nil end
-    local spaced = lst == nil or SPACING == 0 or AT >= lst + SPACING
     local d
-    if live + cost <= LIMIT and spaced then
-      d = decision(0, LIMIT, LIMIT - live - cost, 0, 0, max(AT + RESET_SPAN - now, 0))
-      -- The receipt: the running count after the grant's entry, and its cost.
-      d[11], d[12] = split32(FIN + cost)
-      d[13], d[14] = split32(cost)
+    if live + cost <= LIMIT and (lst == nil or SPACING == 0 or AT >= lst + SPACING) then
+      reset = AT + RESET_SPAN - now
+      if reset < 0 then reset = 0 end
+      -- The receipt: the running count after the grant's entry, and its cost (each
+      -- as 32-bit halves: exact splits of integer doubles).
+      local mark, charge = FIN + cost, cost
+      local mark_lo, charge_lo = mark % 4294967296, charge % 4294967296
+      d = {0, 0, 0, 0, 0, reset, 0, LIMIT - live - cost, LIMIT, 0, (mark - mark_lo) / 4294967296,
+           mark_lo, (charge - charge_lo) / 4294967296, charge_lo, 0, 0}
     elseif not RECORD then
       -- fits_at(first): on a hammered log, the oldest entry's copy answers.
       local allowed, at = LIMIT - cost, 0
       if live > allowed then
-        if first == 0 and (len == 1 or FIN - st.oc <= allowed) then
-          at = st.ot + D
+        if first == 0 and (len == 1 or FIN - st[6] <= allowed) then
+          at = st[5] + D
         else
           at = fits_at(first, nil, cost)
         end
       end
       if lst and SPACING > 0 and lst + SPACING > at then at = lst + SPACING end
-      return decision(1, LIMIT, remaining, 0, max(at - now, 0), reset), nil
+      at = at - now
+      if at < 0 then at = 0 end
+      return {1, 0, 0, at, 0, reset, 0, remaining, LIMIT, 0, 0, 0, 0, 0, 0, 0}, nil
     else
       -- As if the attempt were already logged, so that a retry at retry_after fits:
       -- the entries that stay after dropping the expired and evicting for room.
       local kept = first
       if len - first >= CAP then kept = first + 1 end
       local held = FIN - count_before(kept) + cost
-      local at = max(fits_at(kept, AT, cost), spaced_at(AT))
+      local at = fits_at(kept, AT, cost)
+      if SPACING > 0 then at = max(at, AT + SPACING) end
       d = decision(1, LIMIT, max(LIMIT - held, 0), 0, max(at - now, 0),
         max(AT + RESET_SPAN - now, 0))
     end
@@ -262,17 +275,16 @@ local function make_sliding_log(C)
   -- removed if it is still the newest (same running count, same cost).
   local function cancel(st, now, grant, acts_at)
     if acts_at == nil or cmp(acts_at, ns(now)) < 0 or not grant.allowed then return nil end
-    S, LEN = st, min(st.len, st.ring)
+    S, LEN = st, min(st[2], st[4])
     if LEN == 0 then return nil end
-    FIN = st.nc
+    FIN = st[8]
     local mark = grant.mark_halves[1] * W + grant.mark_halves[2]
     if FIN ~= mark or FIN - count_before(LEN - 1) ~= num(grant.charge) then return nil end
     -- The entry before it becomes the newest: the header's copy follows.
-    local nt, nc = st.nt, st.nc
+    local nt, nc = st[7], st[8]
     if LEN > 1 then nt, nc = entry(LEN - 2) end
-    return {key = st.key, head = st.head, len = LEN - 1, base = st.base, ring = st.ring,
-            ot = st.ot, oc = st.oc, nt = nt, nc = nc, w = written(), ws = st.ws, wraw = st.wraw,
-            nw = st.nw, cache = st.cache, fresh = st.fresh, regrown = st.regrown}
+    return {st[1], LEN - 1, st[3], st[4], st[5], st[6], nt, nc, st[9], written(), st[11], st[12],
+            st[13], st[14], st[15], st[16]}
   end
   return single(load, save, reserve, cancel)
 end
