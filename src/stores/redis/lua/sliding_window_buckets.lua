@@ -1,17 +1,25 @@
 -- The bucketed sliding window (src/algorithms/sliding_window_buckets.rs), its ring kept
--- in a hash: field 'n' the newest bucket's number, 't' the ring's total, 'o' a bucket
--- before which every bucket is empty (set by a grant into an empty ring; missing: 0),
--- and one field per ring slot ("0" .. RING-1, a missing slot is 0), the same slots as
--- the Rust ring, so that clearing and aliasing behave the same. A call reads the header
--- with the slots it most likely needs (one HMGET; any other slot an HGET, cached), and
--- a grant writes the slots it changed: O(1), whatever the limit or the number of
--- buckets. A refusal's exact retry_after walks the non-empty buckets from the oldest:
--- slot by slot from 'o', which on a busy key finds what it needs in a slot or two; past
--- 8 slots (a sparse ring), from one HGETALL of what the ring holds, never its empty
--- buckets. Times are whole microseconds. The weighted counts ("scaled", count x ns) and
--- the durations returned are plain doubles while every one the step can form stays
--- below 2^52 (the usual case: a limit and a window that are not astronomical), exact
--- limb arrays in ns otherwise.
+-- in a hash of packed big-endian doubles (exact: integers below 2^53). Field 'H', the
+-- header: the newest bucket's number n, the ring's total, o (a bucket before which
+-- every bucket is empty, set by a grant into an empty ring), and copies of the counts
+-- of buckets n, n - B, n - B + 1 and o (0 once o has left the ring). One field per
+-- non-empty ring slot ("0" .. RING-1, a missing slot is 0), the same slots as the Rust
+-- ring, so that clearing and aliasing behave the same.
+-- Why the copies: a call needs, besides the total, only a few counts (the newest for
+-- reset_after, the one leaving a dropping window or the partial one of a weighted
+-- window, the oldest non-empty one where a refusal's walk starts), and whoever writes
+-- the header knows them; so on a hammered key (a dropping window, `reserve_fast`) a
+-- refusal reads one field and a grant in the newest bucket writes the header and one
+-- slot (one HSET), whatever the limit. Any other slot is an HGET, cached for the call
+-- (the buckets leaving the ring when it moves, in one HMGET). A refusal's exact
+-- retry_after otherwise walks the non-empty buckets from the oldest: slot by slot from
+-- 'o'; past 8 slots (a sparse ring), from one HGETALL of what the ring holds, never its
+-- empty buckets. A key without 'H' but holding something is in an older layout
+-- (decimal fields 'n', 't', 'o'): refused, never read as empty. Times are whole
+-- microseconds. The weighted counts ("scaled", count x ns) and the durations returned
+-- are plain doubles while every one the step can form stays below 2^52 (the usual
+-- case: a limit and a window that are not astronomical), exact limb arrays in ns
+-- otherwise.
 -- C: 1 limit, 2 duration (us), 3 precision (us), 4 buckets B, 5 weighted (1) or
 -- dropping (0), 6 ring slots (B + 1 rounded up to a power of two).
 local function make_sliding_window_buckets(C)
@@ -30,20 +38,30 @@ local function make_sliding_window_buckets(C)
     return v
   end
 
-  -- A state: the header, the slots it changed (w), whether every slot was cleared
-  -- (wipe), and the server's slots read so far (shared by the copies of one key).
-  -- The header comes in one HMGET with the slots a step at NOW most likely reads:
-  -- the current bucket's and the two at the window's far end (the bucket leaving
-  -- it, a weighted window's partial one); any other slot is read when needed.
+  local HEADER = '>ddddddd'
+
+  -- A state: the header (n, t, o; cn, c0, c1 and co the copies of buckets n, n - B,
+  -- n - B + 1 and o: co is 0 once o has left the ring), the slots it changed (w), whether every slot was cleared (wipe), and
+  -- the server's slots read so far (cache, shared by the copies of one key).
   local function load(key)
-    local current = div(NOW, P)
-    local far = max(current - B, 0)
-    local a, b, c = fmod(current, RING), fmod(far, RING), fmod(far + 1, RING)
-    local got = redis_call('HMGET', key, 'n', 't', 'o', name(a), name(b), name(c))
-    local cache = {}
-    cache[a], cache[b], cache[c] = (got[4] or 0) + 0, (got[5] or 0) + 0, (got[6] or 0) + 0
-    return {key = key, n = (got[1] or 0) + 0, t = (got[2] or 0) + 0, o = (got[3] or 0) + 0,
-            w = {}, wipe = false, cache = cache}, got[1] ~= false
+    local raw = redis_call('HGET', key, 'H')
+    if not raw then
+      if redis_call('EXISTS', key) == 1 then foreign_state() end
+      return {key = key, n = 0, t = 0, o = 0, cn = 0, c0 = 0, c1 = 0, co = 0, w = {},
+              wipe = false, cache = {}}, false
+    end
+    if #raw ~= 56 then foreign_state() end
+    local n, t, o, cn, c0, c1, co = struct_unpack(HEADER, raw)
+    return {key = key, n = n, t = t, o = o, cn = cn, c0 = c0, c1 = c1, co = co, w = {},
+            wipe = false, cache = {}}, true
+  end
+
+  -- A slot's count from its packed double (missing: 0).
+  local function unpacked(raw)
+    if not raw then return 0 end
+    if #raw ~= 8 then foreign_state() end
+    local c = struct_unpack('>d', raw)
+    return c
   end
 
   local function read(st, slot)
@@ -52,10 +70,51 @@ local function make_sliding_window_buckets(C)
     if st.wipe then return 0 end
     v = st.cache[slot]
     if v == nil then
-      v = (redis_call('HGET', st.key, name(slot)) or 0) + 0
+      v = unpacked(redis_call('HGET', st.key, name(slot)))
       st.cache[slot] = v
     end
     return v
+  end
+
+  local function slot(bucket) return fmod(bucket, RING) end
+
+  -- The count of `bucket` (one the ring holds: n - B or later) in st's ring: the
+  -- header's copies first, and none before o.
+  local function held(st, bucket)
+    local n = st.n
+    if bucket == n then return st.cn end
+    if bucket == n - B then return st.c0 end
+    if bucket == n - B + 1 then return st.c1 end
+    if bucket == st.o then return st.co end
+    if bucket < st.o then return 0 end
+    return read(st, slot(bucket))
+  end
+
+  -- Reads the slots of buckets first..last (ring buckets) that `held` would read one
+  -- HGET at a time in one HMGET instead, when there are several.
+  local function prefetch(st, first, last)
+    if st.wipe then return end
+    local want, slots = {}, {}
+    for b = max(first, st.o), last do
+      local s = slot(b)
+      if b ~= st.n and b ~= st.n - B and b ~= st.n - B + 1 and st.w[s] == nil
+          and st.cache[s] == nil then
+        want[#want + 1] = name(s)
+        slots[#slots + 1] = s
+      end
+    end
+    if #slots < 2 then return end
+    local got = redis_call('HMGET', st.key, unpack(want))
+    for i = 1, #slots do st.cache[slots[i]] = unpacked(got[i]) end
+  end
+
+  -- The copies for a state whose slots are final (w, wipe) and whose newest bucket
+  -- is n: read through it, not through its copies.
+  local function copied(st, n)
+    local c0, c1 = 0, 0
+    if n - B >= 0 then c0 = read(st, slot(n - B)) end
+    if n - B + 1 >= 0 then c1 = read(st, slot(n - B + 1)) end
+    return read(st, slot(n)), c0, c1
   end
 
   -- Every non-empty slot of the state: slot -> count. One HGETALL per key and call
@@ -68,9 +127,7 @@ local function make_sliding_window_buckets(C)
         local flat = redis_call('HGETALL', st.key)
         for i = 1, #flat, 2 do
           local field = flat[i]
-          if field ~= 'n' and field ~= 't' and field ~= 'o' then
-            all[tonumber(field)] = tonumber(flat[i + 1])
-          end
+          if field ~= 'H' then all[tonumber(field)] = unpacked(flat[i + 1]) end
         end
         st.cache.all = all
       end
@@ -97,13 +154,14 @@ local function make_sliding_window_buckets(C)
 
   local function save(key, st, ms)
     if st.wipe then redis_call('DEL', key) end
-    local set, gone = {'n', int(st.n), 't', int(st.t), 'o', int(st.o)}, {}
-    for slot, v in pairs(st.w) do
+    local set = {'H', struct_pack(HEADER, st.n, st.t, st.o, st.cn, st.c0, st.c1, st.co)}
+    local gone = {}
+    for s, v in pairs(st.w) do
       if v == 0 then
-        gone[#gone + 1] = name(slot)
+        gone[#gone + 1] = name(s)
       else
-        set[#set + 1] = name(slot)
-        set[#set + 1] = int(v)
+        set[#set + 1] = name(s)
+        set[#set + 1] = struct_pack('>d', v)
       end
     end
     redis_call('HSET', key, unpack(set))
@@ -112,11 +170,9 @@ local function make_sliding_window_buckets(C)
     if ms then redis_call('PEXPIRE', key, int(ms)) else redis_call('PERSIST', key) end
   end
 
-  local function slot(bucket) return fmod(bucket, RING) end
-
   local function count(st, v, bucket)
     if bucket > v.newest then return 0 end
-    return read(st, slot(bucket))
+    return held(st, bucket)
   end
 
   -- The buckets leaving the ring when it moves from newest to current: [from, to),
@@ -144,7 +200,9 @@ local function make_sliding_window_buckets(C)
         -- A few buckets: read their slots; many: sum the non-empty ones.
         local gone = 0
         if to - from <= 8 then
-          for b = from, to - 1 do gone = gone + read(st, slot(b)) end
+          -- With the two buckets a grant's new ring starts with (its copies).
+          prefetch(st, from, to + 1)
+          for b = from, to - 1 do gone = gone + held(st, b) end
         else
           for _, bc in ipairs(nonempty(st, from, to - 1)) do gone = gone + bc[2] end
         end
@@ -268,31 +326,46 @@ local function make_sliding_window_buckets(C)
   -- The state after a grant of `cost` in the current bucket (a copy: the old one may
   -- still be read by a later key of the same call).
   local function commit(st, v, cost)
-    local new = {key = st.key, n = st.n, t = st.t, o = st.o, w = {}, wipe = st.wipe,
-                 cache = st.cache}
+    local new = {key = st.key, n = st.n, t = st.t, o = st.o, cn = st.cn, c0 = st.c0, c1 = st.c1,
+                 co = st.co, w = {}, wipe = st.wipe, cache = st.cache}
     for k, c in pairs(st.w) do new.w[k] = c end
-    local total = st.t
-    if v.current > v.newest then
-      local from, to = leaving(v.newest, v.current)
+    local total, current = st.t, v.current
+    local moved = current > v.newest
+    if moved then
+      local from, to = leaving(v.newest, current)
       if from == nil then
         new.wipe = true
         new.w = {}
       else
-        -- Clearing an empty slot changes nothing: clear the non-empty ones.
+        -- Clearing an empty slot changes nothing: clear the non-empty ones (none is
+        -- before o).
         if to - from <= 8 then
-          for b = from, to - 1 do new.w[slot(b)] = 0 end
+          for b = max(from, st.o), to - 1 do new.w[slot(b)] = 0 end
         else
           for _, bc in ipairs(nonempty(st, from, to - 1)) do new.w[slot(bc[1])] = 0 end
         end
       end
-      new.n = v.current
+      new.n = current
       total = v.total
     end
     -- A grant into an empty ring: every bucket before this one is empty.
-    if total == 0 then new.o = v.current end
-    local s = slot(v.current)
-    new.w[s] = read(new, s) + cost
+    if total == 0 then new.o = current end
+    local s = slot(current)
     new.t = total + cost
+    if moved then
+      new.w[s] = read(new, s) + cost
+      new.cn, new.c0, new.c1 = copied(new, current)
+    else
+      local c = st.cn + cost
+      new.w[s] = c
+      new.cn = c
+    end
+    -- o's count: this grant's if it is o's, none once o has left the ring.
+    if current == new.o then
+      new.co = new.cn
+    elseif new.o < current - B then
+      new.co = 0
+    end
     return new
   end
 
@@ -437,15 +510,76 @@ local function make_sliding_window_buckets(C)
     local bucket = grant.mark_halves[1] * W + grant.mark_halves[2]
     if bucket > st.n or bucket < max(st.n - B, 0) then return nil end
     local s = slot(bucket)
-    local c = read(st, s)
+    local c = held(st, bucket)
     local back = min(num(grant.charge), c)
-    local new = {key = st.key, n = st.n, t = max(st.t - back, 0), o = st.o, w = {},
-                 wipe = st.wipe, cache = st.cache}
+    local new = {key = st.key, n = st.n, t = max(st.t - back, 0), o = st.o, cn = st.cn,
+                 c0 = st.c0, c1 = st.c1, co = st.co, w = {}, wipe = st.wipe, cache = st.cache}
     for k, v in pairs(st.w) do new.w[k] = v end
     new.w[s] = c - back
+    if bucket == st.n then new.cn = c - back end
+    if bucket == st.n - B then new.c0 = c - back end
+    if bucket == st.n - B + 1 then new.c1 = c - back end
+    if bucket == st.o then new.co = c - back end
     return new
   end
+  -- A dropping window's step where the header alone decides, as `reserve_near` would
+  -- (its guard, its arithmetic), or nil: the step in the newest bucket, or a later one
+  -- when every bucket leaving the ring is before o (empty), the count leaving the
+  -- window and a refusal's first non-empty bucket being the header's copies. That is
+  -- a hammered key's call: no slot read, no view table, no walk.
+  local function reserve_fast(st, now, cost)
+    local n, o = st.n, st.o
+    local start = n * P
+    local at, c = now, n
+    if at < start then at = start end
+    if at - start >= P then
+      c = div(at, P)
+      if c - n > B or c - B > o then return nil end
+    end
+    local total = st.t
+    if total > 2 * LIMIT or (at - now + D + 2 * P) * 1000 >= 2 ^ 52 or cost > LIMIT then
+      return nil
+    end
+    -- The whole buckets: the ring's total less bucket c - B, in the ring but not in
+    -- the window.
+    local used = total
+    if c - B >= 0 and c - B >= o then
+      if c ~= n then return nil end
+      used = total - st.c0
+      if used < 0 then used = 0 end
+    end
+    if used + cost <= LIMIT then
+      local reset = (c + B) * P - now
+      if reset < 0 then reset = 0 end
+      local c_lo, cost_lo = c % 4294967296, cost % 4294967296
+      local d = {0, 0, 0, 0, 0, reset, 0, LIMIT - cost - used, LIMIT, 0, (c - c_lo) / 4294967296,
+                 c_lo, (cost - cost_lo) / 4294967296, cost_lo, 0, 0}
+      return d, commit(st, {current = c, newest = n, total = total}, cost)
+    end
+    -- Refused: retry_after from the first non-empty bucket that counts, reset_after
+    -- from the newest.
+    local b = c + 1 - B
+    if b < o then b = o end
+    local held
+    if b == n then
+      held = st.cn
+    elseif b == n - B + 1 then
+      held = st.c1
+    elseif b == o then
+      held = st.co
+    else
+      return nil
+    end
+    if held < used + cost - LIMIT or st.cn == 0 then return nil end
+    local retry, reset, remaining = (b + B) * P - now, (n + B) * P - now, LIMIT - used
+    if retry < 0 then retry = 0 end
+    if reset < 0 then reset = 0 end
+    if remaining < 0 then remaining = 0 end
+    return {1, 0, 0, retry, 0, reset, 0, remaining, LIMIT, 0, 0, 0, 0, 0, 0, 0}, nil
+  end
+
   local reserve = reserve_exact
   if NEAR then reserve = near_first(reserve_near, reserve_exact) end
+  if NEAR and not WEIGHTED then reserve = near_first(reserve_fast, reserve) end
   return single(load, save, reserve, cancel)
 end
