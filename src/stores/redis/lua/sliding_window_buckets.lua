@@ -41,8 +41,9 @@ local function make_sliding_window_buckets(C)
   local HEADER = '>ddddddd'
 
   -- A state: the header (n, t, o; cn, c0, c1 and co the copies of buckets n, n - B,
-  -- n - B + 1 and o: co is 0 once o has left the ring), the slots it changed (w), whether every slot was cleared (wipe), and
-  -- the server's slots read so far (cache, shared by the copies of one key).
+  -- n - B + 1 and o: co is 0 once o has left the ring), the slots it changed (w),
+  -- whether every slot was cleared (wipe), and the server's slots read so far (cache,
+  -- shared by the copies of one key).
   local function load(key)
     local raw = redis_call('HGET', key, 'H')
     if not raw then
