@@ -77,7 +77,9 @@ local function make_sliding_window_buckets(C)
     return v
   end
 
-  local function slot(bucket) return fmod(bucket, RING) end
+  -- Lua's % (a - floor(a / RING) * RING) is exact here: RING is a power of two, so
+  -- the division is, and it costs less than fmod's C call on a large bucket number.
+  local function slot(bucket) return bucket % RING end
 
   -- The count of `bucket` (one the ring holds: n - B or later) in st's ring: the
   -- header's copies first, and none before o.
@@ -154,19 +156,25 @@ local function make_sliding_window_buckets(C)
   end
 
   local function save(key, st, ms)
-    if st.wipe then redis_call('DEL', key) end
-    local set = {'H', struct_pack(HEADER, st.n, st.t, st.o, st.cn, st.c0, st.c1, st.co)}
-    local gone = {}
-    for s, v in pairs(st.w) do
-      if v == 0 then
-        gone[#gone + 1] = name(s)
-      else
-        set[#set + 1] = name(s)
-        set[#set + 1] = struct_pack('>d', v)
+    local header = struct_pack(HEADER, st.n, st.t, st.o, st.cn, st.c0, st.c1, st.co)
+    local only = st.only
+    if only then
+      -- One grant in the newest bucket (most calls): one HSET, no lists to build.
+      redis_call('HSET', key, 'H', header, name(only), struct_pack('>d', st.w[only]))
+    else
+      if st.wipe then redis_call('DEL', key) end
+      local set, gone = {'H', header}, {}
+      for s, v in pairs(st.w) do
+        if v == 0 then
+          gone[#gone + 1] = name(s)
+        else
+          set[#set + 1] = name(s)
+          set[#set + 1] = struct_pack('>d', v)
+        end
       end
+      redis_call('HSET', key, unpack(set))
+      if #gone > 0 and not st.wipe then redis_call('HDEL', key, unpack(gone)) end
     end
-    redis_call('HSET', key, unpack(set))
-    if #gone > 0 and not st.wipe then redis_call('HDEL', key, unpack(gone)) end
     if ms == 'keep' then return end
     if ms then redis_call('PEXPIRE', key, int(ms)) else redis_call('PERSIST', key) end
   end
@@ -328,8 +336,8 @@ local function make_sliding_window_buckets(C)
   -- still be read by a later key of the same call).
   local function commit(st, v, cost)
     local new = {key = st.key, n = st.n, t = st.t, o = st.o, cn = st.cn, c0 = st.c0, c1 = st.c1,
-                 co = st.co, w = {}, wipe = st.wipe, cache = st.cache}
-    for k, c in pairs(st.w) do new.w[k] = c end
+                 co = st.co, w = {}, wipe = st.wipe, cache = st.cache, dirty = true}
+    if st.dirty then for k, c in pairs(st.w) do new.w[k] = c end end
     local total, current = st.t, v.current
     local moved = current > v.newest
     if moved then
@@ -360,6 +368,8 @@ local function make_sliding_window_buckets(C)
       local c = st.cn + cost
       new.w[s] = c
       new.cn = c
+      -- The state's one write, if its parent had none: `save`'s short way.
+      if not st.dirty then new.only = s end
     end
     -- o's count: this grant's if it is o's, none once o has left the ring.
     if current == new.o then
@@ -514,7 +524,8 @@ local function make_sliding_window_buckets(C)
     local c = held(st, bucket)
     local back = min(num(grant.charge), c)
     local new = {key = st.key, n = st.n, t = max(st.t - back, 0), o = st.o, cn = st.cn,
-                 c0 = st.c0, c1 = st.c1, co = st.co, w = {}, wipe = st.wipe, cache = st.cache}
+                 c0 = st.c0, c1 = st.c1, co = st.co, w = {}, wipe = st.wipe, cache = st.cache,
+                 dirty = true}
     for k, v in pairs(st.w) do new.w[k] = v end
     new.w[s] = c - back
     if bucket == st.n then new.cn = c - back end
