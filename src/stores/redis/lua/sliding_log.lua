@@ -47,10 +47,9 @@ local function make_sliding_log(C)
       return {0, 0, 0, CAP, 0, 0, 0, 0, key, false, false, false, 0, false, true, false}, false
     end
     if #raw ~= 64 then foreign_state() end
-    local st = {struct_unpack(HEADER, raw)}
-    st[9], st[10], st[11], st[12], st[13], st[14], st[15], st[16] =
-      key, false, false, false, 0, false, false, false
-    return st, true
+    local head, len, base, ring, ot, oc, nt, nc = struct_unpack(HEADER, raw)
+    return {head, len, base, ring, ot, oc, nt, nc, key, false, false, false, 0, false, false,
+            false}, true
   end
 
   -- Entry `index` of S (0: the oldest): its time and the running count after it.
