@@ -600,8 +600,82 @@ local function make_sliding_window_buckets(C)
     return {1, 0, 0, retry, 0, reset, 0, remaining, LIMIT, 0, 0, 0, 0, 0, 0, 0}, nil
   end
 
+  -- The count of bucket b (c - B or later) at current bucket c from the header alone,
+  -- or nil: later than the newest, a copy, or before o.
+  local function header_count(st, c, b)
+    local n = st.n
+    if b > n then return 0 end
+    if b == n then return st.cn end
+    if b == n - B + 1 then return st.c1 end
+    if b == n - B and c == n then return st.c0 end
+    if b == st.o then return st.co end
+    if b < st.o then return 0 end
+    return nil
+  end
+
+  -- `reserve_fast` for a weighted window: the same conditions, and `bounds`, `whole`
+  -- and `retry_near` written out on the header's counts (the partial bucket and the
+  -- first whole one are the copies of n - B and n - B + 1 when the duration is a
+  -- multiple of the precision).
+  local function reserve_fast_weighted(st, now, cost)
+    local n, o = st.n, st.o
+    local start = n * P
+    local at, c = now, n
+    if at < start then at = start end
+    if at - start >= P then
+      c = div(at, P)
+      if c - n > B or c - B > o then return nil end
+    end
+    local total = st.t
+    if total > 2 * LIMIT or (at - now + D + 2 * P) * 1000 >= 2 ^ 52 or cost > LIMIT
+        or at < D then
+      return nil
+    end
+    local nxt = max(c + 1 - B, 0)
+    local from, boundary = at - D, nxt * P
+    local partial, finish = max(nxt - 1, 0), boundary
+    if from >= boundary then partial, finish = nxt, boundary + P end
+    local inside = max(finish - from, 0)
+    local first_whole = partial + 1
+    local whole = total
+    for b = max(c - B, 0), first_whole - 1 do
+      local held = header_count(st, c, b)
+      if held == nil then return nil end
+      whole = max(whole - held, 0)
+    end
+    local cp = header_count(st, c, partial)
+    if cp == nil then return nil end
+    local scaled = whole * P + cp * inside
+    local used, rest = div(scaled, P)
+    if rest > 0 then used = used + 1 end
+    local allowed = (LIMIT - cost) * P
+    if scaled <= allowed then
+      local d = decision_ns(0, LIMIT, LIMIT - cost - used, 0, after(gone_at_us(c), now))
+      d[11], d[12] = split32(c)
+      d[13], d[14] = split32(cost)
+      return d, commit(st, {current = c, newest = n, total = total}, cost)
+    end
+    if st.cn == 0 then return nil end
+    local reset = after(gone_at_us(n), now)
+    local excess = scaled - allowed
+    local part = cp * inside
+    local retry
+    if part >= excess then
+      retry = crossed_near(from, excess, cp, now)
+    else
+      excess = excess - part
+      local b = max(first_whole, o)
+      if b > n then return nil end
+      local held = header_count(st, c, b)
+      if held == nil or held == 0 or held * P < excess then return nil end
+      retry = crossed_near(from + inside + (b - first_whole) * P, excess, held, now)
+    end
+    return decision_ns(1, LIMIT, max(LIMIT - used, 0), retry, reset), nil
+  end
+
   local reserve = reserve_exact
   if NEAR then reserve = near_first(reserve_near, reserve_exact) end
   if NEAR and not WEIGHTED then reserve = near_first(reserve_fast, reserve) end
+  if NEAR and WEIGHTED then reserve = near_first(reserve_fast_weighted, reserve) end
   return single(load, save, reserve, cancel)
 end
