@@ -12,10 +12,13 @@
 -- whoever writes the header. Any other entry comes from its slot: the first live
 -- entry and a refusal's exact retry_after are galloping searches from the front
 -- (`first_true`: O(log d) slot reads for an answer d entries in). A grant writes
--- the header and one slot (one HSET). The step keeps what it works on in upvalues
--- (S, LEN, ...), not in a table per call, and its search predicates are built once.
--- A key without 'H' but holding something is in an older layout (the text one had
--- 'h'; the packed one before this, a 32-byte 'H'): refused, never read as empty.
+-- the header and one slot (one HSET). In Redis's Lua a table, a named field and a
+-- function call each cost more than the arithmetic around them, so a state is an
+-- array built by one constructor, the step's working values are upvalues (S, LEN,
+-- ...) read by search predicates built once, and the hot decisions are written out.
+-- A key without 'H' but holding something, or an 'H' of another size, is in an older
+-- layout (the text one had 'h'; the packed one before this, a 32-byte 'H'): refused,
+-- never read as empty.
 -- C: 1 limit, 2 duration (us), 3 min spacing (us), 4 record refusals (1) or not.
 local function make_sliding_log(C)
   local LIMIT, D, SPACING = C[1], C[2], C[3]
