@@ -10,8 +10,9 @@
 -- window, the oldest non-empty one where a refusal's walk starts), and whoever writes
 -- the header knows them; so on a hammered key (a dropping window, `reserve_fast`) a
 -- refusal reads one field and a grant in the newest bucket writes the header and one
--- slot (one HSET), whatever the limit. Any other slot is an HGET, cached for the call
--- (the buckets leaving the ring when it moves, in one HMGET). A refusal's exact
+-- slot (one HSET), whatever the limit; a grant that moves the ring a few buckets reads
+-- the counts the header lacks in one HMGET (`grant_moved`). Any other slot is an HGET,
+-- cached for the call (the buckets leaving the ring when it moves, in one HMGET). A refusal's exact
 -- retry_after otherwise walks the non-empty buckets from the oldest: slot by slot from
 -- 'o'; past 8 slots (a sparse ring), from one HGETALL of what the ring holds, never its
 -- empty buckets. A key without 'H' but holding something is in an older layout
@@ -549,6 +550,83 @@ local function make_sliding_window_buckets(C)
   -- when every bucket leaving the ring is before o (empty), the count leaving the
   -- window and a refusal's first non-empty bucket being the header's copies. That is
   -- a hammered key's call: no slot read, no view table, no walk.
+  -- `reserve_fast`'s grant that moves the ring a few buckets (to bucket c, at most 8
+  -- on): the counts the header does not hold, of the buckets leaving and the two the
+  -- new ring starts with, in one HMGET, and `commit` written out. Nil for anything
+  -- else (a refusal, a state this call already changed), which the general step
+  -- answers.
+  local function grant_moved(st, now, cost, n, c, at)
+    if c - n > 8 or st.dirty or cost > LIMIT or (at - now + D + 2 * P) * 1000 >= 2 ^ 52 then
+      return nil
+    end
+    local o = st.o
+    local low = max(n - B, o, 0)
+    local counts, want, index = {}, {}, {}
+    for b = low, c - B + 1 do
+      local v = false
+      if b > n then
+        v = 0
+      elseif b == n then
+        v = st.cn
+      elseif b == n - B then
+        v = st.c0
+      elseif b == n - B + 1 then
+        v = st.c1
+      elseif b == o then
+        v = st.co
+      end
+      counts[b - low + 1] = v
+      if not v then
+        want[#want + 1] = name(slot(b))
+        index[#index + 1] = b - low + 1
+      end
+    end
+    if #want > 0 then
+      -- Into the state's cache too: should the general step answer, it reads them again.
+      local got = redis_call('HMGET', st.key, unpack(want))
+      local cache = st.cache
+      if not cache then
+        cache = {}
+        st.cache = cache
+      end
+      for i = 1, #want do
+        local v = unpacked(got[i])
+        counts[index[i]] = v
+        cache[slot(low + index[i] - 1)] = v
+      end
+    end
+    -- Rust's view (the buckets before c - B leave) and, dropping, bucket c - B is in
+    -- the ring but not in the window.
+    local total = st.t
+    for b = low, c - B - 1 do total = total - counts[b - low + 1] end
+    if total < 0 then total = 0 end
+    local out = counts[c - B - low + 1]
+    local used = total - out
+    if used < 0 then used = 0 end
+    if total > 2 * LIMIT or used + cost > LIMIT then return nil end
+    -- Rust's commit: the non-empty leaving buckets cleared, the grant in bucket c
+    -- (whose slot they cleared or never held a count), the copies of the new ring.
+    local new = {key = st.key, n = c, t = total + cost, o = o, cn = cost, c0 = out,
+                 c1 = counts[c - B + 2 - low], co = st.co, w = {}, wipe = false,
+                 cache = st.cache, dirty = true}
+    for b = low, c - B - 1 do
+      if counts[b - low + 1] > 0 then new.w[slot(b)] = 0 end
+    end
+    new.w[slot(c)] = cost
+    if total == 0 then new.o = c end
+    if c == new.o then
+      new.co = cost
+    elseif new.o < c - B then
+      new.co = 0
+    end
+    local reset = (c + B) * P - now
+    if reset < 0 then reset = 0 end
+    local c_lo, cost_lo = c % 4294967296, cost % 4294967296
+    local d = {0, 0, 0, 0, 0, reset, 0, LIMIT - cost - used, LIMIT, 0, (c - c_lo) / 4294967296,
+               c_lo, (cost - cost_lo) / 4294967296, cost_lo, 0, 0}
+    return d, new
+  end
+
   local function reserve_fast(st, now, cost)
     local n, o = st.n, st.o
     local start = n * P
@@ -556,7 +634,8 @@ local function make_sliding_window_buckets(C)
     if at < start then at = start end
     if at - start >= P then
       c = div(at, P)
-      if c - n > B or c - B > o then return nil end
+      if c - n > B then return nil end
+      if c - B > o then return grant_moved(st, now, cost, n, c, at) end
     end
     local total = st.t
     if total > 2 * LIMIT or (at - now + D + 2 * P) * 1000 >= 2 ^ 52 or cost > LIMIT then
