@@ -603,7 +603,30 @@ local function make_sliding_window_buckets(C)
     local out = counts[c - B - low + 1]
     local used = total - out
     if used < 0 then used = 0 end
-    if total > 2 * LIMIT or used + cost > LIMIT then return nil end
+    local reset
+    if WEIGHTED then
+      -- Rust's bounds and whole: bucket c - B and, when the window starts after it,
+      -- c - B + 1 are not whole; the partial one counts for its part inside.
+      if at < D then return nil end
+      local from = at - D
+      local nxt = c + 1 - B
+      local partial, inside = nxt - 1, nxt * P - from
+      if from >= nxt * P then
+        partial, inside = nxt, (nxt + 1) * P - from
+        used = used - counts[nxt - low + 1]
+        if used < 0 then used = 0 end
+      end
+      if inside < 0 then inside = 0 end
+      local scaled = used * P + counts[partial - low + 1] * inside
+      local rest
+      used, rest = div(scaled, P)
+      if rest > 0 then used = used + 1 end
+      if total > 2 * LIMIT or scaled > (LIMIT - cost) * P then return nil end
+      reset = (c + 1) * P + D - now
+    else
+      if total > 2 * LIMIT or used + cost > LIMIT then return nil end
+      reset = (c + B) * P - now
+    end
     -- Rust's commit: the non-empty leaving buckets cleared, the grant in bucket c
     -- (whose slot they cleared or never held a count), the copies of the new ring.
     local new = {key = st.key, n = c, t = total + cost, o = o, cn = cost, c0 = out,
@@ -619,7 +642,6 @@ local function make_sliding_window_buckets(C)
     elseif new.o < c - B then
       new.co = 0
     end
-    local reset = (c + B) * P - now
     if reset < 0 then reset = 0 end
     local c_lo, cost_lo = c % 4294967296, cost % 4294967296
     local d = {0, 0, 0, 0, 0, reset, 0, LIMIT - cost - used, LIMIT, 0, (c - c_lo) / 4294967296,
@@ -703,7 +725,8 @@ local function make_sliding_window_buckets(C)
     if at < start then at = start end
     if at - start >= P then
       c = div(at, P)
-      if c - n > B or c - B > o then return nil end
+      if c - n > B then return nil end
+      if c - B > o then return grant_moved(st, now, cost, n, c, at) end
     end
     local total = st.t
     if total > 2 * LIMIT or (at - now + D + 2 * P) * 1000 >= 2 ^ 52 or cost > LIMIT
