@@ -550,6 +550,18 @@ local function make_sliding_window_buckets(C)
   -- when every bucket leaving the ring is before o (empty), the count leaving the
   -- window and a refusal's first non-empty bucket being the header's copies. That is
   -- a hammered key's call: no slot read, no view table, no walk.
+  -- Keeps the counts `grant_moved` read (those at `index` in counts, from bucket low)
+  -- in the state's cache, for the general step that answers instead: nil.
+  local function remember(st, low, counts, index)
+    local cache = st.cache
+    if not cache then
+      cache = {}
+      st.cache = cache
+    end
+    for i = 1, #index do cache[slot(low + index[i] - 1)] = counts[index[i]] end
+    return nil
+  end
+
   -- `reserve_fast`'s grant that moves the ring a few buckets (to bucket c, at most 8
   -- on): the counts the header does not hold, of the buckets leaving and the two the
   -- new ring starts with, in one HMGET, and `commit` written out. Nil for anything
@@ -582,18 +594,8 @@ local function make_sliding_window_buckets(C)
       end
     end
     if #want > 0 then
-      -- Into the state's cache too: should the general step answer, it reads them again.
       local got = redis_call('HMGET', st.key, unpack(want))
-      local cache = st.cache
-      if not cache then
-        cache = {}
-        st.cache = cache
-      end
-      for i = 1, #want do
-        local v = unpacked(got[i])
-        counts[index[i]] = v
-        cache[slot(low + index[i] - 1)] = v
-      end
+      for i = 1, #want do counts[index[i]] = unpacked(got[i]) end
     end
     -- Rust's view (the buckets before c - B leave) and, dropping, bucket c - B is in
     -- the ring but not in the window.
@@ -607,7 +609,7 @@ local function make_sliding_window_buckets(C)
     if WEIGHTED then
       -- Rust's bounds and whole: bucket c - B and, when the window starts after it,
       -- c - B + 1 are not whole; the partial one counts for its part inside.
-      if at < D then return nil end
+      if at < D then return remember(st, low, counts, index) end
       local from = at - D
       local nxt = c + 1 - B
       local partial, inside = nxt - 1, nxt * P - from
@@ -621,10 +623,12 @@ local function make_sliding_window_buckets(C)
       local rest
       used, rest = div(scaled, P)
       if rest > 0 then used = used + 1 end
-      if total > 2 * LIMIT or scaled > (LIMIT - cost) * P then return nil end
+      if total > 2 * LIMIT or scaled > (LIMIT - cost) * P then
+        return remember(st, low, counts, index)
+      end
       reset = (c + 1) * P + D - now
     else
-      if total > 2 * LIMIT or used + cost > LIMIT then return nil end
+      if total > 2 * LIMIT or used + cost > LIMIT then return remember(st, low, counts, index) end
       reset = (c + B) * P - now
     end
     -- Rust's commit: the non-empty leaving buckets cleared, the grant in bucket c
