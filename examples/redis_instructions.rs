@@ -1,24 +1,40 @@
-//! The measurement harness for the Redis store's server cost per refused call of
-//! the ring-keeping algorithms, in instructions (repeatable on a loaded machine,
+//! The measurement harness for the Redis store's server cost per call of the
+//! ring-keeping algorithms, in instructions (repeatable on a loaded machine,
 //! unlike `INFO commandstats`): a `redis-server` under callgrind, counting only
-//! inside `fcallCommand`, zeroed after the fill.
+//! inside `fcallCommand`, zeroed after the fill, so that a count is what the calls
+//! measured cost the server, reply included, and nothing else.
 //!
 //! ```text
 //! cargo build --release --example redis_instructions --features redis
 //! valgrind --tool=callgrind --toggle-collect=fcallCommand --collect-atstart=no \
-//!     redis-server --port 7790 --save '' --appendonly no &
-//! B=target/release/examples/redis_instructions
-//! REDIS_URL=redis://127.0.0.1:7790/ $B buckets 1000 fill
-//! REDIS_URL=redis://127.0.0.1:7790/ $B buckets 1000 hammer 10    # loads the library
+//!     --callgrind-out-file=cg.out redis-server --port 7790 --save '' --appendonly no &
+//! B=target/release/examples/redis_instructions; export REDIS_URL=redis://127.0.0.1:7790/
+//! $B log 1000 fill                 # not measured
+//! $B log 1000 hammer 10            # loads the library, warms the step
 //! callgrind_control -z redis-server
-//! REDIS_URL=redis://127.0.0.1:7790/ $B buckets 1000 hammer 2000
-//! callgrind_control -d redis-server    # then callgrind_annotate: total / 2000
+//! $B log 1000 hammer 2000          # or: pace 2000
+//! callgrind_control -d redis-server    # then callgrind_annotate cg.out.1: total / 2000
 //! ```
 //!
-//! `buckets` is `SlidingWindowBuckets::dropping(limit, 60 s, 1 s)`, `log` is
-//! `SlidingLog::new(limit, 60 s)`, one key at the caller's (virtual) time: `fill`
-//! grants `limit` calls spread over the first 30 s, `hammer` then makes calls 1 µs
-//! apart, all refused.
+//! The same goes for the floor: `$B floor 10`, zero, `$B floor 2000`, dump. Kill the
+//! server (by its pid) after each run, so that every count starts from a fresh one.
+//!
+//! Kinds, one key at the caller's (virtual) time, window `D` = 60 s:
+//! * `log`: `SlidingLog::new(limit, D)`;
+//! * `buckets`: `SlidingWindowBuckets::dropping(limit, D, 1 s)`;
+//! * `weighted`: `SlidingWindowBuckets::weighted(limit, D, 1 s)`;
+//! * `floor`: the floor of any scripted decision, a function that reads `TIME`,
+//!   `GET`s a key and `SET`s it with an expiry (as in `benches/redis.rs`), loaded
+//!   by the first call. It takes no limit: `floor <calls>`.
+//!
+//! Phases: `fill` grants `limit` calls spread evenly over the first window (one
+//! every `D / limit`), so every limit is measured full. `hammer` then makes calls
+//! within the last 3 µs of that window, every entry still live: all refused.
+//! `pace` makes calls from the end of the window on, one every `D / limit`: each
+//! finds exactly the oldest permit gone, the steady state of a key kept at its
+//! limit, and is granted (a log drops one entry and appends one). Each prints how
+//! many of its calls were granted, so that a count per call is known to be one
+//! kind of call.
 
 use sluicegate::algorithms::{Receipt, SlidingLog, SlidingWindowBuckets};
 use sluicegate::stores::redis::{RedisAlgorithm, RedisOptions, RedisStore, TimeSource};
@@ -28,39 +44,88 @@ use std::time::Duration;
 
 /// 2025-11-23 in ns: a realistic caller time.
 const START: u64 = 1_763_900_000_000_000_000;
-const HALF_WINDOW: u64 = 30_000_000_000;
+const WINDOW: Duration = Duration::from_secs(60);
+
+/// The floor's body, the same three commands as `benches/redis.rs`'s.
+const FLOOR: &str = "local t = redis.call('TIME') local v = redis.call('GET', KEYS[1]) \
+                     redis.call('SET', KEYS[1], t[2], 'PX', 60000) return 1";
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: redis_instructions buckets|log <limit> fill | hammer <calls>";
-    let (Some(kind), Some(limit), Some(phase)) = (args.get(1), args.get(2), args.get(3)) else {
-        eprintln!("{usage}");
-        std::process::exit(2);
-    };
-    let limit: u64 = limit.parse().expect("the limit is a whole number");
-    let calls: u64 = args.get(4).map_or(0, |n| n.parse().expect("calls"));
+    let usage = "usage: redis_instructions log|buckets|weighted <limit> fill | hammer <calls> \
+                 | pace <calls>\n       redis_instructions floor <calls>";
     let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:7790/".into());
-    let minute = Duration::from_secs(60);
-    match kind.as_str() {
-        "buckets" => {
-            let buckets = SlidingWindowBuckets::dropping(limit, minute, Duration::from_secs(1));
-            run(&url, buckets.expect("a valid limit"), limit, phase, calls);
-        }
-        "log" => run(
+    let fail = || -> ! {
+        eprintln!("{usage}");
+        std::process::exit(2)
+    };
+    let number = |i: usize| -> u64 {
+        args.get(i)
+            .map_or_else(|| fail(), |n| n.parse().unwrap_or_else(|_| fail()))
+    };
+    let kind = args.get(1).map_or_else(|| fail(), String::as_str);
+    if kind == "floor" {
+        return floor(&url, number(2));
+    }
+    let limit = number(2);
+    let phase = args.get(3).map_or_else(|| fail(), String::as_str);
+    let calls = if phase == "fill" { limit } else { number(4) };
+    let second = Duration::from_secs(1);
+    match kind {
+        "log" => run(&url, SlidingLog::new(limit, WINDOW), limit, phase, calls),
+        "buckets" => run(
             &url,
-            SlidingLog::new(limit, minute).expect("a valid limit"),
+            SlidingWindowBuckets::dropping(limit, WINDOW, second),
             limit,
             phase,
             calls,
         ),
-        _ => {
-            eprintln!("{usage}");
-            std::process::exit(2);
-        }
+        "weighted" => run(
+            &url,
+            SlidingWindowBuckets::weighted(limit, WINDOW, second),
+            limit,
+            phase,
+            calls,
+        ),
+        _ => fail(),
     }
 }
 
-fn run<A: RedisAlgorithm>(url: &str, algorithm: A, limit: u64, phase: &str, calls: u64) {
+/// `calls` calls of the floor function, loaded first (`FUNCTION LOAD REPLACE`:
+/// not counted, it is not an `FCALL`).
+fn floor(url: &str, calls: u64) {
+    let client = redis::Client::open(url).expect("a Redis URL");
+    let mut conn = client
+        .get_connection()
+        .unwrap_or_else(|e| panic!("{e} (is a redis-server at {url}?)"));
+    let library = format!(
+        "#!lua name=floor\nredis.register_function('floor', function(KEYS, ARGV) {FLOOR} end)"
+    );
+    let _: redis::Value = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg("REPLACE")
+        .arg(library)
+        .query(&mut conn)
+        .expect("the floor loads");
+    for _ in 0..calls {
+        let _: i64 = redis::cmd("FCALL")
+            .arg("floor")
+            .arg(1)
+            .arg("instructions:floor")
+            .query(&mut conn)
+            .expect("the floor runs");
+    }
+    println!("floor: {calls} calls");
+}
+
+fn run<A: RedisAlgorithm>(
+    url: &str,
+    algorithm: Result<A, sluicegate::Error>,
+    limit: u64,
+    phase: &str,
+    calls: u64,
+) {
+    let algorithm = algorithm.expect("a valid limit");
     let options = RedisOptions::default()
         .prefix("instructions:")
         .expect("no braces")
@@ -80,15 +145,17 @@ fn run<A: RedisAlgorithm>(url: &str, algorithm: A, limit: u64, phase: &str, call
             .unwrap_or_else(|e| panic!("{e} (is a redis-server at {url}?)"));
         out[0].0.is_allowed()
     };
-    if phase == "fill" {
-        let granted = (0..limit)
-            .filter(|&i| apply(START + i * HALF_WINDOW / limit))
-            .count();
-        println!("filled: {granted} of {limit} granted");
-    } else {
-        let refused = (0..calls)
-            .filter(|&i| !apply(START + HALF_WINDOW + i * 1_000))
-            .count();
-        println!("hammered: {refused} of {calls} refused");
-    }
+    let window = WINDOW.as_nanos() as u64;
+    let spacing = window / limit;
+    let at: Box<dyn Fn(u64) -> u64> = match phase {
+        "fill" => Box::new(|i| START + i * spacing),
+        "hammer" => Box::new(|i| START + window - 3_000 + i % 3_000),
+        "pace" => Box::new(|i| START + window + i * spacing),
+        _ => {
+            eprintln!("unknown phase {phase}");
+            std::process::exit(2)
+        }
+    };
+    let granted = (0..calls).filter(|&i| apply(at(i))).count();
+    println!("{phase}: {granted} of {calls} granted");
 }

@@ -71,21 +71,18 @@ fn a_cancel_at_the_instant_of_a_grant_gives_it_back_on_the_server() {
     );
 }
 
-/// A log in the text layout of earlier builds (fields `h`, `l`, `b`, `r` and
-/// `"<time> <count>"` slots) is refused with a typed error and left as it was,
-/// not read as an empty log that would grant its whole limit again.
-#[test]
-fn a_log_in_the_older_text_layout_is_a_typed_error_and_stays_as_it_was() {
+/// A log in an older layout is refused with a typed error and left as it was, not
+/// read as an empty log that would grant its whole limit again.
+fn assert_an_older_layout_is_refused_and_kept(name: &str, old: &[(Vec<u8>, Vec<u8>)]) {
     let server = RedisServer::start();
     let mut admin = server.connection();
-    let prefix = unique_prefix("log-format");
+    let prefix = unique_prefix(name);
     let store: RedisStore<&str, SlidingLog> =
         RedisStore::open_with(server.url(), caller_time_options(&prefix)).unwrap();
     let key = store.server_key(&"k");
-    let old = [("h", "0"), ("l", "1"), ("b", "0"), ("r", "3"), ("0", "5 1")];
     let () = redis::cmd("HSET")
         .arg(&key)
-        .arg(&old[..])
+        .arg(old)
         .query(&mut admin)
         .unwrap();
     let log = SlidingLog::new(3, Duration::from_secs(1)).unwrap();
@@ -101,13 +98,46 @@ fn a_log_in_the_older_text_layout_is_a_typed_error_and_stays_as_it_was() {
         ),
         "another format",
     );
-    let kept: Vec<(String, String)> = redis::cmd("HGETALL").arg(&key).query(&mut admin).unwrap();
-    let mut kept = kept;
+    let mut kept: Vec<(Vec<u8>, Vec<u8>)> =
+        redis::cmd("HGETALL").arg(&key).query(&mut admin).unwrap();
     kept.sort();
-    let mut expected: Vec<(String, String)> = old
-        .iter()
-        .map(|(f, v)| ((*f).to_owned(), (*v).to_owned()))
-        .collect();
+    let mut expected = old.to_vec();
     expected.sort();
     assert_eq!(kept, expected);
+}
+
+fn bytes(pairs: &[(&[u8], &[u8])]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    pairs
+        .iter()
+        .map(|(f, v)| (f.to_vec(), v.to_vec()))
+        .collect()
+}
+
+/// Big-endian doubles, as the server's `struct.pack('>d...')` writes them.
+fn doubles(values: &[f64]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_be_bytes()).collect()
+}
+
+/// The text layout of earlier builds: fields `h`, `l`, `b`, `r` and
+/// `"<time> <count>"` slots.
+#[test]
+fn a_log_in_the_older_text_layout_is_a_typed_error_and_stays_as_it_was() {
+    let old: [(&[u8], &[u8]); 5] = [
+        (b"h", b"0"),
+        (b"l", b"1"),
+        (b"b", b"0"),
+        (b"r", b"3"),
+        (b"0", b"5 1"),
+    ];
+    assert_an_older_layout_is_refused_and_kept("log-format", &bytes(&old));
+}
+
+/// The packed layout before the header kept copies of the oldest and newest
+/// entries: a 32-byte `H` (head, length, base, ring) and slots named in decimal.
+#[test]
+fn a_log_in_the_older_packed_layout_is_a_typed_error_and_stays_as_it_was() {
+    let header = doubles(&[0.0, 1.0, 0.0, 3.0]);
+    let slot = doubles(&[5.0, 1.0]);
+    let old: [(&[u8], &[u8]); 2] = [(b"H", &header), (b"0", &slot)];
+    assert_an_older_layout_is_refused_and_kept("log-packed", &bytes(&old));
 }

@@ -1,18 +1,24 @@
 //! [`SlidingLog`] on the server: `lua/sliding_log.lua`.
 //!
-//! # Why a hash
+//! # Why a hash, and copies in its header
 //!
 //! The Rust log is a ring of `(time, running count)` entries behind a three-word
-//! header. On the server it is one hash per key: the header in one field and one
-//! field per ring slot, each packed big-endian doubles (a read is one
-//! `struct.unpack`, where decimal text cost a pattern match and a parse per
-//! number). A sorted-set log (`ZREMRANGEBYSCORE`, `ZCARD`) costs `O(log n + m)` per call to
-//! trim and count, and its size grows with refused attempts; here, as in memory, a
-//! call reads the header and the newest entry, and only a call that finds the log
-//! full of held entries searches for the first live one (a binary search over the
-//! slots, `O(log limit)` field reads); a grant writes the header and one slot. The
-//! running counts make the live total one subtraction, never a walk. Times are
-//! whole microseconds and the running counts plain integers, all below 2⁵³.
+//! header. On the server it is one hash per key: the header in one field (`H`) and
+//! one field per ring slot (named by the slot as 4 big-endian bytes), each packed
+//! big-endian doubles (a read is one `struct.unpack`, where decimal text cost a
+//! pattern match and a parse per number). The header also keeps copies of the
+//! oldest and the newest entry, which whoever writes it knows: every call needs
+//! the newest, and a refusal on a full log needs the oldest (is it live, and when
+//! does its count leave?), so a hammered refusal reads one field and a grant that
+//! drops the oldest entry one slot more (the next oldest, the header's new copy).
+//! A sorted-set log (`ZREMRANGEBYSCORE`, `ZCARD`) costs `O(log n + m)` per call to
+//! trim and count, and its size grows with refused attempts; here any other entry
+//! is found by a galloping search from the front (`O(log d)` slot reads for an
+//! answer `d` entries in), and a grant writes the header and one slot in one
+//! `HSET`. The running counts make the live total one subtraction, never a walk.
+//! Times are whole microseconds and the running counts plain integers, all below
+//! 2⁵³. A key in an older layout (decimal text, or the packed header without the
+//! copies) is refused with a typed error, not read as an empty log.
 
 use super::algorithm::{whole_micros, RedisAlgorithm};
 use crate::algorithms::SlidingLog;

@@ -48,7 +48,7 @@ end
 
 local function call(KEYS, ARGV)
   if not floor then
-    redis_call, floor, ceil, fmod, max, min, match, tonumber, struct_pack, struct_unpack =
+    redis_call, floor, ceil, fmod, max, min, match, tonumber, struct_pack, struct_unpack, format =
       library_functions()
   end
   -- Numbers are read by arithmetic coercion (x + 0), which parses as tonumber does

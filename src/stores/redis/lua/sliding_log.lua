@@ -1,108 +1,110 @@
 -- The exact sliding log (src/algorithms/sliding_log.rs), in whole microseconds, its
--- ring in a hash of packed doubles (exact: every value is an integer below 2^53):
--- 'H' the header (the ring index of the oldest entry, the number of entries, the
--- running count before the oldest, the ring size), and one field per slot
--- "<slot>" = (time, running count after it). Packed, a read is one `struct.unpack`
--- where text took a pattern match and a decimal parse per number. As in Rust, every call
--- reads the header and the newest entry; a call that finds the entries held
--- (expired included) leave room needs nothing else, and otherwise the first live
+-- ring in a hash of packed big-endian doubles (exact: every value is an integer below
+-- 2^53). Field 'H', the header: the ring index of the oldest entry, the number of
+-- entries, the running count before the oldest, the ring size, and copies of the
+-- oldest and the newest entry (time, running count after it). One field per slot,
+-- named by the slot as 4 big-endian bytes (a C pack, where decimal text took
+-- sprintf): the entry (time, running count after it).
+-- Why the copies: every call needs the newest entry, and a refusal on a full log
+-- needs the oldest (is it live? when does its count leave?), so with both in the
+-- header a hammered refusal reads one field, and a grant that drops the oldest
+-- reads one slot more (the next oldest, the header's new copy). Both are known to
+-- whoever writes the header. Any other entry comes from its slot: the first live
 -- entry and a refusal's exact retry_after are galloping searches from the front
--- (`first_true`: O(log d) slot reads for an answer d entries in, one or two on a
--- hammered log). A grant writes the header and one slot.
+-- (`first_true`: O(log d) slot reads for an answer d entries in). A grant writes
+-- the header and one slot (one HSET). In Redis's Lua a table, a named field and a
+-- function call each cost more than the arithmetic around them, so a state is an
+-- array built by one constructor, the step's working values are upvalues (S, LEN,
+-- ...) read by search predicates built once, and the hot decisions are written out.
+-- A key without 'H' but holding something, or an 'H' of another size, is in an older
+-- layout (the text one had 'h'; the packed one before this, a 32-byte 'H'): refused,
+-- never read as empty.
 -- C: 1 limit, 2 duration (us), 3 min spacing (us), 4 record refusals (1) or not.
 local function make_sliding_log(C)
   local LIMIT, D, SPACING = C[1], C[2], C[3]
   local RECORD = C[4] == 1
   local CAP = LIMIT + C[4]
+  local HEADER = '>dddddddd'
+  -- Rust's reset_at(x, x) for an entry at x: x + RESET_SPAN (its expiry, or the end
+  -- of the spacing after it if that is later).
+  local RESET_SPAN = D
+  if SPACING > D then RESET_SPAN = SPACING end
+
+  -- A state is an array, built by one table constructor (named fields cost a hash
+  -- insertion each): 1-8 the header as packed (head, len, base, ring, then the oldest
+  -- and the newest entry's time and count); 9 the key; 10 the slots it wrote since
+  -- the load (slot -> packed entry; false: none), 11 the last of them and 12 its
+  -- packed entry, 13 how many; 14 the server's slots read so far (shared by the
+  -- states of one key in one call; false: none yet); 15 fresh (the server holds none
+  -- of its slots); 16 regrown (the server's hash is to be replaced).
+
+  -- The state a step works on and its header at the step's instant: the number of
+  -- entries, the running count after the newest, the instant used; and the bound
+  -- and extra permits `clears` compares with. Set by the step, read by the helpers.
+  local S, LEN, FIN, AT, EXTRA, ALLOWED
 
   local function load(key)
-    -- 'h' is the header of the text layout this one replaced: refused, not read as
-    -- an empty log.
-    local hdr = redis_call('HMGET', key, 'H', 'h')
-    local raw = hdr[1]
-    if hdr[2] or (raw and #raw ~= 32) then foreign_state() end
+    local raw = redis_call('HGET', key, 'H')
     if not raw then
-      return {key = key, head = 0, len = 0, base = 0, ring = CAP, w = {}, cache = {}}, false
+      if redis_call('EXISTS', key) == 1 then foreign_state() end
+      return {0, 0, 0, CAP, 0, 0, 0, 0, key, false, false, false, 0, false, true, false}, false
     end
-    local head, len, base, ring = struct_unpack('>dddd', raw)
-    return {key = key, head = head, len = len, base = base, ring = ring, w = {}, cache = {}}, true
+    if #raw ~= 64 then foreign_state() end
+    local head, len, base, ring, ot, oc, nt, nc = struct_unpack(HEADER, raw)
+    return {head, len, base, ring, ot, oc, nt, nc, key, false, false, false, 0, false, false,
+            false}, true
   end
 
-  local function entry(st, slot)
-    local e = st.w[slot] or st.cache[slot]
-    if e == nil then
-      local raw = redis_call('HGET', st.key, tostring(slot))
-      if raw then
-        if #raw ~= 16 then foreign_state() end
-        local at, count = struct_unpack('>dd', raw)
-        e = {at, count}
-      else
-        e = {0, 0}
+  -- Entry `index` of S (0: the oldest): its time and the running count after it.
+  local function entry(index)
+    if index == 0 then return S[5], S[6] end
+    if index == LEN - 1 then return S[7], S[8] end
+    local slot = S[1] + index
+    if slot >= S[4] then slot = slot - S[4] end
+    local raw
+    if S[10] then raw = S[10][slot] end
+    if raw == nil then
+      local cache = S[14]
+      if not cache then
+        cache = {}
+        S[14] = cache
       end
-      st.cache[slot] = e
-    end
-    return e[1], e[2]
-  end
-
-  local function save(key, st, ms)
-    if st.regrown then redis_call('DEL', key) end
-    local set = {'H', struct_pack('>dddd', st.head, st.len, st.base, st.ring)}
-    for slot, e in pairs(st.w) do
-      set[#set + 1] = tostring(slot)
-      set[#set + 1] = struct_pack('>dd', e[1], e[2])
-      -- In batches: unpack has a limit (a regrown ring writes every entry).
-      if #set >= 2000 then
-        redis_call('HSET', key, unpack(set))
-        set = {}
+      raw = cache[slot]
+      if raw == nil then
+        raw = not S[15] and redis_call('HGET', S[9], struct_pack('>I4', slot))
+        cache[slot] = raw
       end
     end
-    if #set > 0 then redis_call('HSET', key, unpack(set)) end
-    if ms == 'keep' then return end
-    if ms then redis_call('PEXPIRE', key, int(ms)) else redis_call('PERSIST', key) end
+    if not raw then return 0, 0 end
+    if #raw ~= 16 then foreign_state() end
+    local at, count = struct_unpack('>dd', raw)
+    return at, count
   end
 
-  local function wrap(slot, ring)
-    if slot >= ring then return slot - ring end
-    return slot
-  end
-
-  -- The header as the Rust step reads it at `now`.
-  local function header(st, now)
-    local h = {st = st, at = now, len = min(st.len, st.ring), finish = st.base, newest = 0}
-    if h.len > 0 then
-      h.newest, h.finish = entry(st, wrap(st.head + h.len - 1, st.ring))
-      h.at = max(now, h.newest)
-    end
-    return h
-  end
-
-  local function time(h, index)
-    local at = entry(h.st, wrap(h.st.head + index, h.st.ring))
-    return at
-  end
-
-  local function count_before(h, index)
-    if index == 0 then return h.st.base end
-    local _, count = entry(h.st, wrap(h.st.head + index - 1, h.st.ring))
+  -- The running count just before entry `index`.
+  local function count_before(index)
+    if index == 0 then return S[3] end
+    local _, count = entry(index - 1)
     return count
   end
 
-  local function from(h, index) return h.finish - count_before(h, index) end
-
-  local function last(h)
-    if h.len > 0 then return h.newest end
-    return nil
+  local function is_live(index)
+    local at = entry(index)
+    return at + D > AT
   end
 
-  local function roomy(h, cost)
-    return h.finish - h.st.base + cost <= LIMIT and h.len < CAP
+  -- Whether the permits still logged once entries up to `index` have expired (the
+  -- attempt's EXTRA included) are within ALLOWED.
+  local function clears(index)
+    if index >= LEN then return true end
+    return FIN - count_before(index + 1) + EXTRA <= ALLOWED
   end
 
   -- The first index in [low, high) where `holds` (false, then true for good) is
   -- true, or high: a galloping search from low (offsets 1, 2, 4, ...) and then a
   -- binary one, so an answer d entries past low costs O(log d) slot reads. The
   -- answers a hammered log asks for (the first live entry, the first to expire) lie
-  -- at the front: one or two reads, whatever the limit.
+  -- at the front: the header's copy, or one slot.
   local function first_true(low, high, holds)
     if low >= high or holds(low) then return low end
     local lo, step, probe = low + 1, 1, low + 1
@@ -119,122 +121,172 @@ local function make_sliding_log(C)
     return lo
   end
 
-  local function first_live(h)
-    return first_true(0, h.len, function(index) return time(h, index) + D > h.at end)
-  end
-
-  local function spaced_at(at)
-    if at ~= nil and SPACING > 0 then return at + SPACING end
-    return 0
-  end
-
-  -- When entries from `first` on (and the recorded attempt, if any) have expired
-  -- enough for `cost` to fit.
-  local function fits_at(h, first, attempt, cost)
-    local allowed = max(LIMIT - cost, 0)
-    local extra = 0
-    if attempt then extra = attempt[2] end
-    local function after(index)
-      if index >= h.len then return 0 end
-      return from(h, index + 1) + extra
-    end
-    if from(h, first) + extra <= allowed then return 0 end
-    local top = max(h.len - 1, 0)
-    if attempt then top = h.len end
-    local low = first_true(first, top, function(index) return after(index) <= allowed end)
+  -- When entries from `first` on (and an attempt of `cost` at `attempt_at`, if
+  -- given: a recorded refusal's own entry) have expired enough for `cost` to fit.
+  local function fits_at(first, attempt_at, cost)
+    ALLOWED = max(LIMIT - cost, 0)
+    EXTRA = 0
+    if attempt_at then EXTRA = cost end
+    if FIN - count_before(first) + EXTRA <= ALLOWED then return 0 end
+    local top = max(LEN - 1, 0)
+    if attempt_at then top = LEN end
+    local low = first_true(first, top, clears)
     local at
-    if attempt and low >= h.len then at = attempt[1] else at = time(h, low) end
+    if attempt_at and low >= LEN then at = attempt_at else at = entry(low) end
     return at + D
   end
 
-  local function reset_at(newest, lst)
-    local expired = 0
-    if newest ~= nil then expired = newest + D end
-    return max(expired, spaced_at(lst))
+  -- A copy of the slots S wrote, for a state that follows it.
+  local function written()
+    local w = {}
+    if S[10] then for slot, raw in pairs(S[10]) do w[slot] = raw end end
+    return w
   end
 
-  local function judge(h, live, first, now, cost)
-    local lst = last(h)
-    local reset = max(reset_at(lst, lst) - now, 0)
-    local remaining = max(LIMIT - live, 0)
-    if cost > LIMIT then return false, decision(2, LIMIT, remaining, 0, 0, reset) end
-    local spaced = h.at >= spaced_at(lst)
-    if live + cost <= LIMIT and spaced then
-      reset = max(reset_at(h.at, h.at) - now, 0)
-      return true, decision(0, LIMIT, max(LIMIT - live - cost, 0), 0, 0, reset)
+  -- The state after appending an entry of `cost` at AT (a grant, or a recorded
+  -- refusal), dropping the `dropped` oldest and evicting one more if the ring is full.
+  local function append(dropped, cost)
+    local st = S
+    if LEN - dropped >= CAP then dropped = dropped + 1 end
+    local ring = st[4]
+    local head = st[1] + dropped
+    if head >= ring then head = head - ring end
+    local len = LEN - dropped + 1
+    local base = st[3]
+    local nt, nc = AT, FIN + cost
+    local ot, oc = nt, nc
+    if dropped > 0 then base = count_before(dropped) end
+    if len > 1 then ot, oc = entry(dropped) end
+    local slot = st[1] + LEN
+    if slot >= ring then slot = slot - ring end
+    local raw = struct_pack('>dd', nt, nc)
+    local w
+    if st[10] then
+      w = written()
+      w[slot] = raw
+    else
+      w = {[slot] = raw}
     end
-    local at = max(fits_at(h, first, nil, cost), spaced_at(lst))
-    return false, decision(1, LIMIT, remaining, 0, max(at - now, 0), reset)
+    return {head, len, base, ring, ot, oc, nt, nc, st[9], w, slot, raw, st[13] + 1, st[14],
+            st[15], st[16]}
   end
 
-  local function recorded_refusal(h, first, now, cost)
-    local held = h.len - first
-    local kept = first
-    if held >= CAP then kept = first + 1 end
-    local live = from(h, kept) + cost
-    local at = max(fits_at(h, kept, {h.at, cost}, cost), spaced_at(h.at))
-    local reset = max(reset_at(h.at, h.at) - now, 0)
-    return decision(1, LIMIT, max(LIMIT - live, 0), 0, max(at - now, 0), reset)
+  local function save(key, st, ms)
+    local header = struct_pack(HEADER, st[1], st[2], st[3], st[4], st[5], st[6], st[7], st[8])
+    if st[16] then redis_call('DEL', key) end
+    if st[13] == 1 and st[11] then
+      -- One step's write (most calls): one HSET, no argument list to build.
+      redis_call('HSET', key, 'H', header, struct_pack('>I4', st[11]), st[12])
+    else
+      local set = {'H', header}
+      for slot, raw in pairs(st[10] or {}) do
+        set[#set + 1] = struct_pack('>I4', slot)
+        set[#set + 1] = raw
+        -- In batches: unpack has a limit (a regrown ring writes every entry).
+        if #set >= 2000 then
+          redis_call('HSET', key, unpack(set))
+          set = {}
+        end
+      end
+      if #set > 0 then redis_call('HSET', key, unpack(set)) end
+    end
+    if ms == 'keep' then return end
+    if ms then redis_call('PEXPIRE', key, int(ms)) else redis_call('PERSIST', key) end
   end
 
   -- A log whose ring is smaller than this configuration's (its limit was raised):
   -- the same entries, moved into a ring of CAP slots starting at slot 0.
   local function regrown(st)
-    local new = {key = st.key, head = 0, len = 0, base = st.base, ring = CAP, w = {}, cache = {},
-                 regrown = true}
-    local h = header(st, 0)
-    for index = 0, h.len - 1 do
-      local at, count = entry(st, wrap(st.head + index, st.ring))
-      new.w[index] = {at, count}
-    end
-    new.len = h.len
-    return new
-  end
-
-  -- The state after appending an entry (a grant, or a recorded refusal), dropping
-  -- the `dropped` oldest and evicting one more if the ring is full.
-  local function append(h, dropped, cost)
-    local st = h.st
-    if h.len - dropped >= CAP then dropped = dropped + 1 end
-    local new = {key = st.key, ring = st.ring, w = {}, cache = st.cache, regrown = st.regrown}
-    for k, e in pairs(st.w) do new.w[k] = e end
-    new.head = wrap(st.head + dropped, st.ring)
-    new.len = h.len - dropped + 1
-    if dropped == 0 then new.base = st.base else new.base = count_before(h, dropped) end
-    new.w[wrap(st.head + h.len, st.ring)] = {h.at, h.finish + cost}
-    return new
+    S, LEN = st, min(st[2], st[4])
+    local w = {}
+    for index = 0, LEN - 1 do w[index] = struct_pack('>dd', entry(index)) end
+    return {0, LEN, st[3], CAP, st[5], st[6], st[7], st[8], st[9], w, false, false, LEN, false,
+            true, true}
   end
 
   local function reserve(st, now, cost)
-    if st.ring < CAP then st = regrown(st) end
-    local h = header(st, now)
-    local first = first_live(h)
-    local live = from(h, first)
-    local granted, d = judge(h, live, first, now, cost)
-    if not granted then
-      if d[1] == 2 or not RECORD then return d, nil end
-      d = recorded_refusal(h, first, now, cost)
+    if st[4] < CAP then st = regrown(st) end
+    -- The header at now (Rust's `header`), and the first live entry (`first_live`):
+    -- the oldest, by its copy, unless it has expired.
+    local len, base = st[2], st[3]
+    if len > st[4] then len = st[4] end
+    S, LEN, FIN, AT = st, len, base, now
+    local lst = nil
+    local first = 0
+    if len > 0 then
+      FIN, lst = st[8], st[7]
+      if lst > now then AT = lst end
+      if st[5] + D <= AT then first = first_true(1, len, is_live) end
     end
+    -- The permits from the first live entry on, and Rust's `judge` (then
+    -- `recorded_refusal` for a refusal it records), with `spaced_at`, `reset_at` and
+    -- the decision's table written out: a Lua function call costs more than their
+    -- arithmetic.
+    local live = FIN - base
+    if first > 0 then live = FIN - count_before(first) end
+    local remaining = LIMIT - live
+    if remaining < 0 then remaining = 0 end
+    local reset = 0
+    if lst then
+      reset = lst + RESET_SPAN - now
+      if reset < 0 then reset = 0 end
+    end
+    if cost > LIMIT then return decision(2, LIMIT, remaining, 0, 0, reset), nil end
+    local d
+    if live + cost <= LIMIT and (lst == nil or SPACING == 0 or AT >= lst + SPACING) then
+      reset = AT + RESET_SPAN - now
+      if reset < 0 then reset = 0 end
+      -- The receipt: the running count after the grant's entry, and its cost (each
+      -- as 32-bit halves: exact splits of integer doubles).
+      local mark, charge = FIN + cost, cost
+      local mark_lo, charge_lo = mark % 4294967296, charge % 4294967296
+      d = {0, 0, 0, 0, 0, reset, 0, LIMIT - live - cost, LIMIT, 0, (mark - mark_lo) / 4294967296,
+           mark_lo, (charge - charge_lo) / 4294967296, charge_lo, 0, 0}
+    elseif not RECORD then
+      -- fits_at(first): on a hammered log, the oldest entry's copy answers.
+      local allowed, at = LIMIT - cost, 0
+      if live > allowed then
+        if first == 0 and (len == 1 or FIN - st[6] <= allowed) then
+          at = st[5] + D
+        else
+          at = fits_at(first, nil, cost)
+        end
+      end
+      if lst and SPACING > 0 and lst + SPACING > at then at = lst + SPACING end
+      at = at - now
+      if at < 0 then at = 0 end
+      return {1, 0, 0, at, 0, reset, 0, remaining, LIMIT, 0, 0, 0, 0, 0, 0, 0}, nil
+    else
+      -- As if the attempt were already logged, so that a retry at retry_after fits:
+      -- the entries that stay after dropping the expired and evicting for room.
+      local kept = first
+      if len - first >= CAP then kept = first + 1 end
+      local held = FIN - count_before(kept) + cost
+      local at = fits_at(kept, AT, cost)
+      if SPACING > 0 then at = max(at, AT + SPACING) end
+      d = decision(1, LIMIT, max(LIMIT - held, 0), 0, max(at - now, 0),
+        max(AT + RESET_SPAN - now, 0))
+    end
+    -- Rust's `dropped`: none when the entries held leave room (`roomy`).
     local dropped = first
-    if roomy(h, cost) then dropped = 0 end
-    if granted then
-      -- The receipt: the running count after the grant's entry, and its cost.
-      d[11], d[12] = split32(h.finish + cost)
-      d[13], d[14] = split32(cost)
-    end
-    return d, append(h, dropped, cost)
+    if FIN - base + cost <= LIMIT and len < CAP then dropped = 0 end
+    return d, append(dropped, cost)
   end
 
   -- The Rust cancel: up to the instant the grant acts (at once), its entry is
   -- removed if it is still the newest (same running count, same cost).
   local function cancel(st, now, grant, acts_at)
     if acts_at == nil or cmp(acts_at, ns(now)) < 0 or not grant.allowed then return nil end
-    local h = header(st, now)
-    if h.len == 0 then return nil end
+    S, LEN = st, min(st[2], st[4])
+    if LEN == 0 then return nil end
+    FIN = st[8]
     local mark = grant.mark_halves[1] * W + grant.mark_halves[2]
-    if h.finish ~= mark or from(h, h.len - 1) ~= num(grant.charge) then return nil end
-    return {key = st.key, head = st.head, len = h.len - 1, base = st.base, ring = st.ring,
-            w = {}, cache = st.cache}
+    if FIN ~= mark or FIN - count_before(LEN - 1) ~= num(grant.charge) then return nil end
+    -- The entry before it becomes the newest: the header's copy follows.
+    local nt, nc = st[7], st[8]
+    if LEN > 1 then nt, nc = entry(LEN - 2) end
+    return {st[1], LEN - 1, st[3], st[4], st[5], st[6], nt, nc, st[9], written(), st[11], st[12],
+            st[13], st[14], st[15], st[16]}
   end
   return single(load, save, reserve, cancel)
 end
