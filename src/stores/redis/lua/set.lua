@@ -162,7 +162,8 @@ local function make_set(C)
   -- per grant) identifies the grant there.
   local function cancel(st, now, grant, acts_at)
     local hi, lo = split32(st.serial)
-    local ours = st.live and grant.allowed and grant.mark_halves[1] == hi and grant.mark_halves[2] == lo
+    local ours = st.live and grant.allowed
+      and grant.mark_halves[1] == hi and grant.mark_halves[2] == lo
       and acts_at ~= nil and (SERVER_TIME or cmp(acts_at, st.acts_at) == 0)
     if not ours or cmp(acts_at, ns(now)) < 0 then return nil end
     local new = {serial = st.serial, live = false, acts_at = st.acts_at, grants = st.grants,

@@ -23,7 +23,8 @@ local function make_sliding_window_counter(C)
 
   local function fresh(now)
     local now_index = div(now, LEN)
-    return {index = masked(now_index), prev = 0, cur = 0, elapsed = now - now_index * LEN, behind = {0}}
+    return {index = masked(now_index), prev = 0, cur = 0, elapsed = now - now_index * LEN,
+            behind = {0}}
   end
 
   local function view(s, now)
@@ -64,7 +65,8 @@ local function make_sliding_window_counter(C)
     elseif distance > 1 then
       prev, cur = 0, 0
     end
-    return {index = masked(now_index), prev = prev, cur = cur, elapsed = now - now_index * LEN, behind = {0}}
+    return {index = masked(now_index), prev = prev, cur = cur, elapsed = now - now_index * LEN,
+            behind = {0}}
   end
 
   -- The previous window's count weighted by its unelapsed part, rounded as configured.
