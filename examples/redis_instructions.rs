@@ -23,6 +23,8 @@
 //! * `log`: `SlidingLog::new(limit, D)`;
 //! * `buckets`: `SlidingWindowBuckets::dropping(limit, D, 1 s)`;
 //! * `weighted`: `SlidingWindowBuckets::weighted(limit, D, 1 s)`;
+//! * `leaky`: `LeakyBucket::meter(limit, limit, D)` (hammered, it grants what
+//!   drained and refuses the rest);
 //! * `floor`: the floor of any scripted decision, a function that reads `TIME`,
 //!   `GET`s a key and `SET`s it with an expiry (as in `benches/redis.rs`), loaded
 //!   by the first call. It takes no limit: `floor <calls>`.
@@ -36,7 +38,7 @@
 //! many of its calls were granted, so that a count per call is known to be one
 //! kind of call.
 
-use sluicegate::algorithms::{Receipt, SlidingLog, SlidingWindowBuckets};
+use sluicegate::algorithms::{LeakyBucket, Receipt, SlidingLog, SlidingWindowBuckets};
 use sluicegate::stores::redis::{RedisAlgorithm, RedisOptions, RedisStore, TimeSource};
 use sluicegate::stores::{Step, Store};
 use sluicegate::Decision;
@@ -83,6 +85,13 @@ fn main() {
         "weighted" => run(
             &url,
             SlidingWindowBuckets::weighted(limit, WINDOW, second),
+            limit,
+            phase,
+            calls,
+        ),
+        "leaky" => run(
+            &url,
+            LeakyBucket::meter(limit, limit, WINDOW),
             limit,
             phase,
             calls,
