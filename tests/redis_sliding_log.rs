@@ -5,12 +5,10 @@
 mod redis_support;
 
 use redis_support::trace::{
-    caller_time_options, cancel_at_the_instant, hammer, traces, TraceShape,
+    assert_an_older_layout_is_refused_and_kept, cancel_at_the_instant, hammer, traces, TraceShape,
 };
-use redis_support::{assert_unapplied_error, unique_prefix, RedisServer};
+use redis_support::{unique_prefix, RedisServer};
 use sluicegate::algorithms::SlidingLog;
-use sluicegate::stores::redis::RedisStore;
-use sluicegate::stores::{Step, Store};
 use std::time::Duration;
 
 #[test]
@@ -71,48 +69,6 @@ fn a_cancel_at_the_instant_of_a_grant_gives_it_back_on_the_server() {
     );
 }
 
-/// A log in an older layout is refused with a typed error and left as it was, not
-/// read as an empty log that would grant its whole limit again.
-fn assert_an_older_layout_is_refused_and_kept(name: &str, old: &[(Vec<u8>, Vec<u8>)]) {
-    let server = RedisServer::start();
-    let mut admin = server.connection();
-    let prefix = unique_prefix(name);
-    let store: RedisStore<&str, SlidingLog> =
-        RedisStore::open_with(server.url(), caller_time_options(&prefix)).unwrap();
-    let key = store.server_key(&"k");
-    let () = redis::cmd("HSET")
-        .arg(&key)
-        .arg(old)
-        .query(&mut admin)
-        .unwrap();
-    let log = SlidingLog::new(3, Duration::from_secs(1)).unwrap();
-    assert_unapplied_error(
-        store.apply_key(
-            &log,
-            &"k",
-            1_000_000_000,
-            Step::Reserve {
-                cost: 1,
-                max_wait: 0,
-            },
-        ),
-        "another format",
-    );
-    let mut kept: Vec<(Vec<u8>, Vec<u8>)> =
-        redis::cmd("HGETALL").arg(&key).query(&mut admin).unwrap();
-    kept.sort();
-    let mut expected = old.to_vec();
-    expected.sort();
-    assert_eq!(kept, expected);
-}
-
-fn bytes(pairs: &[(&[u8], &[u8])]) -> Vec<(Vec<u8>, Vec<u8>)> {
-    pairs
-        .iter()
-        .map(|(f, v)| (f.to_vec(), v.to_vec()))
-        .collect()
-}
-
 /// Big-endian doubles, as the server's `struct.pack('>d...')` writes them.
 fn doubles(values: &[f64]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_be_bytes()).collect()
@@ -129,7 +85,11 @@ fn a_log_in_the_older_text_layout_is_a_typed_error_and_stays_as_it_was() {
         (b"r", b"3"),
         (b"0", b"5 1"),
     ];
-    assert_an_older_layout_is_refused_and_kept("log-format", &bytes(&old));
+    assert_an_older_layout_is_refused_and_kept(
+        "log-format",
+        &SlidingLog::new(3, Duration::from_secs(1)).unwrap(),
+        &old,
+    );
 }
 
 /// The packed layout before the header kept copies of the oldest and newest
@@ -139,5 +99,9 @@ fn a_log_in_the_older_packed_layout_is_a_typed_error_and_stays_as_it_was() {
     let header = doubles(&[0.0, 1.0, 0.0, 3.0]);
     let slot = doubles(&[5.0, 1.0]);
     let old: [(&[u8], &[u8]); 2] = [(b"H", &header), (b"0", &slot)];
-    assert_an_older_layout_is_refused_and_kept("log-packed", &bytes(&old));
+    assert_an_older_layout_is_refused_and_kept(
+        "log-packed",
+        &SlidingLog::new(3, Duration::from_secs(1)).unwrap(),
+        &old,
+    );
 }

@@ -6,12 +6,10 @@
 mod redis_support;
 
 use redis_support::trace::{
-    caller_time_options, cancel_at_the_instant, hammer, traces, TraceShape,
+    assert_an_older_layout_is_refused_and_kept, cancel_at_the_instant, hammer, traces, TraceShape,
 };
-use redis_support::{assert_unapplied_error, unique_prefix, RedisServer};
+use redis_support::{unique_prefix, RedisServer};
 use sluicegate::algorithms::SlidingWindowBuckets;
-use sluicegate::stores::redis::RedisStore;
-use sluicegate::stores::{Step, Store};
 use std::time::Duration;
 
 #[test]
@@ -81,40 +79,9 @@ fn a_cancel_at_the_instant_of_a_grant_gives_it_back_on_the_server() {
 /// was, not read as an empty window that would grant its whole limit again.
 #[test]
 fn a_window_in_the_older_decimal_layout_is_a_typed_error_and_stays_as_it_was() {
-    let server = RedisServer::start();
-    let mut admin = server.connection();
-    let prefix = unique_prefix("swb-format");
-    let store: RedisStore<&str, SlidingWindowBuckets> =
-        RedisStore::open_with(server.url(), caller_time_options(&prefix)).unwrap();
-    let key = store.server_key(&"k");
-    let old = [("n", "1000"), ("t", "3"), ("o", "1000"), ("8", "3")];
-    let () = redis::cmd("HSET")
-        .arg(&key)
-        .arg(&old[..])
-        .query(&mut admin)
-        .unwrap();
+    let old: [(&[u8], &[u8]); 4] = [(b"n", b"1000"), (b"t", b"3"), (b"o", b"1000"), (b"8", b"3")];
     let window =
         SlidingWindowBuckets::dropping(3, Duration::from_secs(1), Duration::from_millis(1))
             .unwrap();
-    assert_unapplied_error(
-        store.apply_key(
-            &window,
-            &"k",
-            1_000_000_000,
-            Step::Reserve {
-                cost: 1,
-                max_wait: 0,
-            },
-        ),
-        "another format",
-    );
-    let mut kept: Vec<(String, String)> =
-        redis::cmd("HGETALL").arg(&key).query(&mut admin).unwrap();
-    kept.sort();
-    let mut expected: Vec<(String, String)> = old
-        .iter()
-        .map(|(f, v)| ((*f).to_owned(), (*v).to_owned()))
-        .collect();
-    expected.sort();
-    assert_eq!(kept, expected);
+    assert_an_older_layout_is_refused_and_kept("swb-format", &window, &old);
 }

@@ -492,3 +492,44 @@ pub fn cancel_at_the_instant<A: RedisAlgorithm>(url: &str, limit: &A, prefix: &s
     store.apply(limit, &["k"], at, cancel, &mut out).unwrap();
     assert_eq!(peek(), 2);
 }
+
+/// A state in an older layout, the hash `old` under the key `"k"`: a reserve of
+/// `limit` is refused with the typed "another format" error, applying nothing, and
+/// the hash is left exactly as it was, never read as an empty state that would
+/// grant the whole limit again.
+pub fn assert_an_older_layout_is_refused_and_kept<A: RedisAlgorithm>(
+    name: &str,
+    limit: &A,
+    old: &[(&[u8], &[u8])],
+) {
+    let server = super::RedisServer::start();
+    let mut admin = server.connection();
+    let store: RedisStore<&str, A> = RedisStore::open_with(
+        server.url(),
+        caller_time_options(&super::unique_prefix(name)),
+    )
+    .unwrap();
+    let key = store.server_key(&"k");
+    let () = redis::cmd("HSET")
+        .arg(&key)
+        .arg(old)
+        .query(&mut admin)
+        .unwrap();
+    let take = Step::Reserve {
+        cost: 1,
+        max_wait: 0,
+    };
+    super::assert_unapplied_error(
+        store.apply_key(limit, &"k", 1_000_000_000, take),
+        "another format",
+    );
+    let mut kept: Vec<(Vec<u8>, Vec<u8>)> =
+        redis::cmd("HGETALL").arg(&key).query(&mut admin).unwrap();
+    kept.sort();
+    let mut expected: Vec<(Vec<u8>, Vec<u8>)> = old
+        .iter()
+        .map(|(field, value)| (field.to_vec(), value.to_vec()))
+        .collect();
+    expected.sort();
+    assert_eq!(kept, expected);
+}
