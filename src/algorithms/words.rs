@@ -257,8 +257,9 @@ pub trait WordEncoded: Algorithm + Copy {
     /// algorithm; the crate's bursty limiter, fixed window and sliding window
     /// counter override it to leave the decision's `remaining`, `retry_after` and
     /// `reset_after` until after the publication. That is worth it only where it
-    /// adds no work: the leaky bucket's split measured more instructions than its
-    /// plain step, so it keeps the default. (A locked compare-and-swap waits for
+    /// adds no work: the leaky bucket's split (its lean take, then the full step
+    /// after publishing) measured more instructions and more time than its plain
+    /// step, so it keeps the default. (A locked compare-and-swap waits for
     /// the instructions before it; those after it overlap the next call.)
     ///
     /// ```

@@ -604,6 +604,7 @@ impl Algorithm for LeakyBucket {
             self.reserve_in::<false>(state, now, cost, max_wait)
         }
     }
+
     /// Go's rule, as [`Algorithm::cancel`] states it: until its time to act, that
     /// instant included, a grant gives back its permits minus whatever later grants
     /// poured in behind it (a meter's grant acts at once, so only a cancel at that
