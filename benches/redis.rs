@@ -349,15 +349,12 @@ fn pipelined_rate<A: RedisAlgorithm>(
     algorithm: &A,
     calls: u64,
 ) -> f64 {
-    let mut words = Vec::new();
-    algorithm.config_args(&mut words).unwrap();
-    let config = std::iter::once(A::KIND.to_string())
-        .chain(words)
-        .collect::<Vec<_>>()
-        .join(" ");
-    let keys = store.server_keys(algorithm, &"hot");
-    // A reserve of 1 at the server's time, no wait, the default grace (0 ms).
-    let args = ["r", "", "1", "0", "0", &config];
+    // A reserve of 1 at the server's time, no wait, as `bench` sends it.
+    let step = Step::Reserve {
+        cost: 1,
+        max_wait: 0,
+    };
+    let (keys, args) = store.step_call(algorithm, &"hot", 0, step).unwrap();
     let function = function_name(admin);
     // The same call once through redis-rs: a well-formed decision, not an error
     // that redis-benchmark would count as a request.
@@ -368,7 +365,7 @@ fn pipelined_rate<A: RedisAlgorithm>(
         .arg(&args)
         .query(admin)
         .unwrap();
-    assert_eq!(reply.len(), 16, "one decision");
+    assert!(!reply.is_empty(), "one decision");
     let output = Command::new("redis-benchmark")
         .args(["-p", &server.port.to_string(), "-n", &calls.to_string()])
         .args(["-P", "32", "-c", "1", "--csv", "FCALL"])

@@ -25,6 +25,9 @@
 //! * `weighted`: `SlidingWindowBuckets::weighted(limit, D, 1 s)`;
 //! * `leaky`: `LeakyBucket::meter(limit, limit, D)` (hammered, it grants what
 //!   drained and refuses the rest);
+//! * `meter`, `queue`: `LeakyBucket::meter(10, limit, 1 s)`, `::queue(10, limit, 1 s)`
+//!   (as `benches/redis.rs`'s rows at 3 per second, whose ticks are fractional);
+//! * `bursty`: `SmoothBursty::new(limit)` (`limit` per second);
 //! * `floor`: the floor of any scripted decision, a function that reads `TIME`,
 //!   `GET`s a key and `SET`s it with an expiry (as in `benches/redis.rs`), loaded
 //!   by the first call. It takes no limit: `floor <calls>`.
@@ -36,9 +39,13 @@
 //! finds exactly the oldest permit gone, the steady state of a key kept at its
 //! limit, and is granted (a log drops one entry and appends one). Each prints how
 //! many of its calls were granted, so that a count per call is known to be one
-//! kind of call.
+//! kind of call. `server` makes its calls at the server's `TIME`, as `benches/redis.rs`
+//! does (the call the store sends by default, one argument shorter), as fast as they
+//! come back: a hammered key, without a fill.
 
-use sluicegate::algorithms::{LeakyBucket, Receipt, SlidingLog, SlidingWindowBuckets};
+use sluicegate::algorithms::{
+    LeakyBucket, Receipt, SlidingLog, SlidingWindowBuckets, SmoothBursty,
+};
 use sluicegate::stores::redis::{RedisAlgorithm, RedisOptions, RedisStore, TimeSource};
 use sluicegate::stores::{Step, Store};
 use sluicegate::Decision;
@@ -54,8 +61,8 @@ const FLOOR: &str = "local t = redis.call('TIME') local v = redis.call('GET', KE
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: redis_instructions log|buckets|weighted <limit> fill | hammer <calls> \
-                 | pace <calls>\n       redis_instructions floor <calls>";
+    let usage = "usage: redis_instructions log|buckets|weighted|leaky|meter|queue|bursty <limit> \
+                 fill | hammer <calls> | pace <calls> | server <calls>\n       redis_instructions floor <calls>";
     let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:7790/".into());
     let fail = || -> ! {
         eprintln!("{usage}");
@@ -96,6 +103,21 @@ fn main() {
             phase,
             calls,
         ),
+        "meter" => run(
+            &url,
+            LeakyBucket::meter(10, limit, second),
+            limit,
+            phase,
+            calls,
+        ),
+        "queue" => run(
+            &url,
+            LeakyBucket::queue(10, limit, second),
+            limit,
+            phase,
+            calls,
+        ),
+        "bursty" => run(&url, SmoothBursty::new(limit as f64), limit, phase, calls),
         _ => fail(),
     }
 }
@@ -138,7 +160,11 @@ fn run<A: RedisAlgorithm>(
     let options = RedisOptions::default()
         .prefix("instructions:")
         .expect("no braces")
-        .time_source(TimeSource::Caller)
+        .time_source(if phase == "server" {
+            TimeSource::Server
+        } else {
+            TimeSource::Caller
+        })
         .expiry_grace(Duration::from_secs(3600))
         .response_timeout(Duration::from_secs(60));
     let store: RedisStore<String, A> = RedisStore::open_with(url, options).expect("a Redis URL");
@@ -160,6 +186,7 @@ fn run<A: RedisAlgorithm>(
         "fill" => Box::new(|i| START + i * spacing),
         "hammer" => Box::new(|i| START + window - 3_000 + i % 3_000),
         "pace" => Box::new(|i| START + window + i * spacing),
+        "server" => Box::new(|_| 0),
         _ => {
             eprintln!("unknown phase {phase}");
             std::process::exit(2)

@@ -117,6 +117,30 @@ pub(super) fn exact_count(what: &'static str, count: u64) -> Result<u64, Error> 
 /// Numbers per key in a script's reply (see `lua/prelude.lua`).
 pub(super) const REPLY_WIDTH: usize = 16;
 
+/// Widens a lone key's short reply (`short` in `lua/driver.lua`: 6 integers for a
+/// refusal, 10 or 12 for a grant, durations as whole ns, -1 for ever) to the full
+/// 16; `None` for any other length.
+pub(super) fn widen(reply: &[i64]) -> Option<[i64; REPLY_WIDTH]> {
+    if !matches!(reply.len(), 6 | 10 | 12) {
+        return None;
+    }
+    let split = |ns: i64| {
+        if ns < 0 {
+            (-1, 0)
+        } else {
+            (ns / 1_000, ns % 1_000)
+        }
+    };
+    let mut wide = [0; REPLY_WIDTH];
+    wide[0] = reply[0];
+    let duration = if reply[0] == 0 { 1 } else { 3 };
+    (wide[duration], wide[duration + 1]) = split(reply[1]);
+    (wide[5], wide[6]) = split(reply[2]);
+    wide[7..10].copy_from_slice(&reply[3..6]);
+    wide[10..10 + reply.len() - 6].copy_from_slice(&reply[6..]);
+    Some(wide)
+}
+
 /// A duration sent back as whole microseconds and a nanosecond remainder; -1 µs
 /// stands for `u64::MAX` ns (for ever).
 fn nanos_of(micros: i64, rest: i64) -> Nanos {

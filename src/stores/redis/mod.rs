@@ -184,7 +184,7 @@ mod smooth_warming_up;
 pub use algorithm::RedisAlgorithm;
 pub use options::{RedisOptions, TimeSource};
 
-use self::algorithm::{decode, EXACT, REPLY_WIDTH};
+use self::algorithm::{decode, widen, EXACT, REPLY_WIDTH};
 use self::connection::{cluster_client, failure, Backend, Connections};
 use super::store::{RenderKey, Reporting, Step, Store};
 use crate::algorithms::{Decision, Receipt};
@@ -356,6 +356,27 @@ impl<K, A> RedisStore<K, A> {
         out
     }
 
+    /// The `KEYS` and `ARGV` of the `FCALL` this store sends for `step` on `key` at
+    /// `now` (ns, read only at the caller's time), both empty when it sends nothing:
+    /// for replaying the very call elsewhere (`benches/redis.rs` hands it to
+    /// `redis-benchmark`). Not a stable interface: the arguments are the step
+    /// library's, which changes with the crate.
+    #[doc(hidden)]
+    pub fn step_call(
+        &self,
+        algorithm: &A,
+        key: &K,
+        now: Nanos,
+        step: Step<'_>,
+    ) -> Result<(Vec<String>, Vec<String>), Error>
+    where
+        K: RenderKey,
+        A: RedisAlgorithm,
+    {
+        let request = self.request(algorithm, std::slice::from_ref(key), now, step, false)?;
+        Ok(request.map_or_else(Default::default, |r| (r.keys, r.args)))
+    }
+
     /// Appends the server keys of `key` under each of `suffixes`.
     fn push_server_keys(
         &self,
@@ -417,22 +438,19 @@ impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
             Step::Peek { cost } => ("p", cost, 0),
             Step::Cancel { .. } => ("c", 1, 0),
         };
-        let now_nanos = now;
-        let now = match self.options.time_source {
-            TimeSource::Server => String::new(),
-            TimeSource::Caller => (now / 1_000).min(EXACT - 1).to_string(),
-        };
+        let grace = self.options.expiry_grace.as_millis().min(u128::from(EXACT));
+        let mut config = format!("{grace} {}", A::KIND);
         let mut words = Vec::new();
         algorithm.config_args(&mut words)?;
-        let mut config = A::KIND.to_string();
         for word in &words {
             config.push(' ');
             config.push_str(word);
         }
-        let grace = self.options.expiry_grace.as_millis().min(u128::from(EXACT));
-        let mut args = Vec::with_capacity(6);
+        // The order of `call`'s ARGV (lua/driver.lua); `now` is left off for the
+        // server's time unless a cancel's grants follow it.
+        let mut args = Vec::with_capacity(5);
+        args.push(config);
         args.push(code.to_owned());
-        args.push(now);
         // The exact cost: Lua's tonumber rounds it as Rust's `cost as f64` does.
         args.push(cost.to_string());
         args.push(if max_wait == u64::MAX {
@@ -440,10 +458,14 @@ impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
         } else {
             (max_wait / 1_000).min(EXACT - 1).to_string()
         });
-        args.push(grace.to_string());
-        args.push(config);
+        let cancel = matches!(step, Step::Cancel { .. });
+        match self.options.time_source {
+            TimeSource::Caller => args.push((now / 1_000).min(EXACT - 1).to_string()),
+            TimeSource::Server if cancel => args.push(String::new()),
+            TimeSource::Server => {}
+        }
         if let Step::Cancel { receipts, acts_at } = step {
-            cancel_args(receipts, acts_at, now_nanos, keys.len(), &mut args);
+            cancel_args(receipts, acts_at, now, keys.len(), &mut args);
         }
         Ok(Some(Request {
             keys: server_keys,
@@ -465,6 +487,13 @@ fn answers_from(reply: &[i64], out: &mut [(Decision, Receipt)], peek: bool) -> R
             )),
         )
     };
+    if let ([slot], Some(wide)) = (&mut *out, widen(reply)) {
+        *slot = decode(&wide).ok_or_else(malformed)?;
+        if peek {
+            slot.1 = Receipt::NONE;
+        }
+        return Ok(());
+    }
     if reply.len() != out.len() * REPLY_WIDTH {
         return Err(malformed());
     }

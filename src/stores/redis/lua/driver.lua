@@ -7,11 +7,13 @@
 -- memory), each with an expiry equal to its reset_after (deleted once that is
 -- zero, kept without expiry when it is for ever), and a peek writes nothing.
 --
--- ARGV: 1 step ('r', 'p', 'c'; 'e': a reserve on one identity that also reports how
--- every limit stands after it, one more decision per limit after its own), 2 now in us
--- ('' = server TIME), 3 cost, 4 max wait in whole us (-1: for ever), 5 expiry grace in
--- ms, 6 the configuration: the algorithm's kind (its FACTORIES index) and its words,
--- space-separated; a cancel's grants follow.
+-- ARGV: 1 the configuration: the expiry grace in ms, the algorithm's kind (its
+-- FACTORIES index) and its words, space-separated; 2 step ('r', 'p', 'c'; 'e': a
+-- reserve on one identity that also reports how every limit stands after it, one
+-- more decision per limit after its own); 3 cost; 4 max wait in whole us (-1: for
+-- ever); 5 now in us (absent or '': the server's TIME); a cancel's grants follow.
+-- As few arguments as that: Redis builds ARGV afresh on every call, and each
+-- argument costs a string and, at the 1st, 2nd, 3rd and 5th, a table resize.
 
 -- Algorithms built from their configuration text, kept between calls: building
 -- one (its closures, its constants) is most of what a step would otherwise cost.
@@ -22,9 +24,11 @@ local function algorithm(text)
   if alg == nil then
     local words = {}
     for word in string.gmatch(text, '%S+') do words[#words + 1] = tonumber(word) end
+    local grace = table.remove(words, 1)
     local make = FACTORIES[table.remove(words, 1)]
     if make == nil then return error('sluicegate: unknown algorithm in ' .. text) end
     alg = make(words)
+    alg.grace = grace
     if nbuilt >= 256 then built, nbuilt = {}, 0 end
     built[text], nbuilt = alg, nbuilt + 1
   end
@@ -46,28 +50,55 @@ local function commit(ALG, keys, state, d, held)
   end
 end
 
+-- A lone identity's decision d rewritten in place as the short reply (Redis turns
+-- each integer of a reply into text, as costly per integer as a small step's
+-- arithmetic, and ends an array reply at its first nil): durations as whole ns (-1:
+-- for ever); 6 integers for a refusal (no receipt), 10 for a grant (12 when its
+-- stored-permits bits are not zero). The full 16 of `decision` stay where a duration
+-- is 9 x 10^12 us or more, whose ns a double would not hold.
+local function short(d)
+  local wait, retry, reset = d[2], d[4], d[6]
+  if wait >= 9e12 or retry >= 9e12 or reset >= 9e12 then return d end
+  if reset >= 0 then reset = reset * 1000 + d[7] end
+  if d[1] ~= 0 then
+    if retry >= 0 then retry = retry * 1000 + d[5] end
+    d[2], d[3], d[4], d[5], d[6], d[7] = retry, reset, d[8], d[9], d[10], nil
+    return d
+  end
+  if wait >= 0 then wait = wait * 1000 + d[3] end
+  d[2], d[3], d[4], d[5], d[6], d[7], d[8], d[9], d[10] =
+    wait, reset, d[8], d[9], d[10], d[11], d[12], d[13], d[14]
+  if d[15] == 0 and d[16] == 0 then
+    d[11] = nil
+  else
+    d[11], d[12], d[13] = d[15], d[16], nil
+  end
+  return d
+end
+
 local function call(KEYS, ARGV)
   if not floor then
     redis_call, floor, ceil, fmod, max, min, match, tonumber, struct_pack, struct_unpack, format =
       library_functions()
   end
   -- Numbers are read by arithmetic coercion (x + 0), which parses as tonumber does
-  -- without the cost of a call; the grace is coerced only where a write uses it.
-  STEP = ARGV[1]
+  -- without the cost of a call.
+  local ALG = algorithm(ARGV[1])
+  GRACE_MS = ALG.grace
+  STEP = ARGV[2]
   REPORT = STEP == 'e'
   if REPORT then STEP = 'r' end
-  SERVER_TIME = ARGV[2] == ''
+  local now = ARGV[5]
+  SERVER_TIME = now == nil or now == ''
   if SERVER_TIME then
     local t = redis_call('TIME')
     NOW = t[1] * 1000000 + t[2]
   else
-    NOW = ARGV[2] + 0
+    NOW = now + 0
   end
   COST_TEXT = ARGV[3]
   COST = COST_TEXT + 0
   if STEP == 'p' then MAX_WAIT = 0 else MAX_WAIT = ARGV[4] + 0 end
-  GRACE_MS = ARGV[5]
-  local ALG = algorithm(ARGV[6])
   local K = ALG.nkeys
   if #KEYS == K and STEP ~= 'c' then
     -- One identity (most calls): the rule below without its bookkeeping.
@@ -85,7 +116,8 @@ local function call(KEYS, ARGV)
       end
     end
     if STEP == 'r' and changed then commit(ALG, KEYS, changed, d, held) end
-    return out
+    if REPORT then return out end
+    return short(d)
   end
   local states, dirty, last, held, keysof, order = {}, {}, {}, {}, {}, {}
   local out = {}
@@ -93,14 +125,14 @@ local function call(KEYS, ARGV)
   local n = #KEYS / K
   PURE_PEEK = STEP == 'p' and n == 1
 
-  -- A cancel: ARGV 7 is when the grant was to act, relative to now (ns, decimal;
+  -- A cancel: ARGV 6 is when the grant was to act, relative to now (ns, decimal;
   -- '-': already past), then per identity its grant: allowed (1/0), mark, charge
   -- and stored-permits bits (each as 32-bit halves). Keys the server does not hold
   -- have nothing to give back; the others keep their expiry. The answer (the
   -- grants themselves) is the caller's.
   if STEP == 'c' then
     local acts_at = nil
-    if ARGV[7] ~= '-' then acts_at = add(ns(NOW), decimal(ARGV[7])) end
+    if ARGV[6] ~= '-' then acts_at = add(ns(NOW), decimal(ARGV[6])) end
     local cancelled = {}
     for i = 1, n do
       local keys = {}
@@ -112,7 +144,7 @@ local function call(KEYS, ARGV)
         order[#order + 1] = id
       end
       if held[id] then
-        local g = 8 + (i - 1) * 7
+        local g = 7 + (i - 1) * 7
         local grant = {
           allowed = ARGV[g] == '1',
           mark = from_halves(tonumber(ARGV[g + 1]), tonumber(ARGV[g + 2])),
