@@ -446,18 +446,16 @@ impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
             config.push(' ');
             config.push_str(word);
         }
-        // The order of `call`'s ARGV (lua/driver.lua); `now` is left off for the
-        // server's time unless a cancel's grants follow it.
-        let mut args = Vec::with_capacity(5);
-        args.push(config);
-        args.push(code.to_owned());
-        // The exact cost: Lua's tonumber rounds it as Rust's `cost as f64` does.
-        args.push(cost.to_string());
-        args.push(if max_wait == u64::MAX {
-            "-1".to_owned()
+        // `call`'s ARGV (lua/driver.lua): the call's text, then `now`, left off at the
+        // server's time unless a cancel's grants follow it. The exact cost: Lua's
+        // tonumber rounds it as Rust's `cost as f64` does.
+        let max_wait = if max_wait == u64::MAX {
+            -1
         } else {
-            (max_wait / 1_000).min(EXACT - 1).to_string()
-        });
+            (max_wait / 1_000).min(EXACT - 1) as i64
+        };
+        let mut args = Vec::with_capacity(2);
+        args.push(format!("{config};{code} {cost} {max_wait}"));
         let cancel = matches!(step, Step::Cancel { .. });
         match self.options.time_source {
             TimeSource::Caller => args.push((now / 1_000).min(EXACT - 1).to_string()),

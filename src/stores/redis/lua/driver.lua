@@ -7,13 +7,14 @@
 -- memory), each with an expiry equal to its reset_after (deleted once that is
 -- zero, kept without expiry when it is for ever), and a peek writes nothing.
 --
--- ARGV: 1 the configuration: the expiry grace in ms, the algorithm's kind (its
--- FACTORIES index) and its words, space-separated; 2 step ('r', 'p', 'c'; 'e': a
+-- ARGV: 1 the call: the expiry grace in ms, the algorithm's kind (its FACTORIES
+-- index) and its words, space-separated; then ';', the step ('r', 'p', 'c'; 'e': a
 -- reserve on one identity that also reports how every limit stands after it, one
--- more decision per limit after its own); 3 cost; 4 max wait in whole us (-1: for
--- ever); 5 now in us (absent or '': the server's TIME); a cancel's grants follow.
--- As few arguments as that: Redis builds ARGV afresh on every call, and each
--- argument costs a string and, at the 1st, 2nd, 3rd and 5th, a table resize.
+-- more decision per limit after its own), the cost and the max wait in whole us (-1:
+-- for ever), space-separated. 2 now in us (absent or '': the server's TIME); a
+-- cancel's grants follow. One argument where there could be five: Redis builds
+-- ARGV afresh on every call, each argument a string and, at the 1st, 2nd, 3rd and
+-- 5th, a table resize, while the text of a call seen before is one table lookup.
 
 -- Algorithms built from their configuration text, kept between calls: building
 -- one (its closures, its constants) is most of what a step would otherwise cost.
@@ -33,6 +34,24 @@ local function algorithm(text)
     built[text], nbuilt = alg, nbuilt + 1
   end
   return alg
+end
+
+-- Calls parsed from their text, kept between calls: a server sees the same few
+-- again and again (one per limiter and kind of call). Bounded like `built`.
+local plans, nplans = {}, 0
+local function plan(text)
+  local p = plans[text]
+  if p == nil then
+    local config, step, cost, wait = match(text, '^(.*);(%a) (%S+) (%S+)$')
+    if config == nil then return error('sluicegate: a call in another format: ' .. text) end
+    p = {alg = algorithm(config), step = step, report = step == 'e', cost = cost + 0,
+         cost_text = cost, max_wait = wait + 0}
+    if p.report then p.step = 'r' end
+    if step == 'p' then p.max_wait = 0 end
+    if nplans >= 256 then plans, nplans = {}, 0 end
+    plans[text], nplans = p, nplans + 1
+  end
+  return p
 end
 
 -- Writes one identity's changed state after decision d: with an expiry of its
@@ -81,24 +100,19 @@ local function call(KEYS, ARGV)
     redis_call, floor, ceil, fmod, max, min, match, tonumber, struct_pack, struct_unpack, format =
       library_functions()
   end
-  -- Numbers are read by arithmetic coercion (x + 0), which parses as tonumber does
-  -- without the cost of a call.
-  local ALG = algorithm(ARGV[1])
-  GRACE_MS = ALG.grace
-  STEP = ARGV[2]
-  REPORT = STEP == 'e'
-  if REPORT then STEP = 'r' end
-  local now = ARGV[5]
+  local P = plan(ARGV[1])
+  local ALG = P.alg
+  GRACE_MS, STEP, REPORT, COST, COST_TEXT, MAX_WAIT =
+    ALG.grace, P.step, P.report, P.cost, P.cost_text, P.max_wait
+  local now = ARGV[2]
   SERVER_TIME = now == nil or now == ''
   if SERVER_TIME then
     local t = redis_call('TIME')
     NOW = t[1] * 1000000 + t[2]
   else
+    -- Arithmetic coercion parses as tonumber does, without the cost of a call.
     NOW = now + 0
   end
-  COST_TEXT = ARGV[3]
-  COST = COST_TEXT + 0
-  if STEP == 'p' then MAX_WAIT = 0 else MAX_WAIT = ARGV[4] + 0 end
   local K = ALG.nkeys
   if #KEYS == K and STEP ~= 'c' then
     -- One identity (most calls): the rule below without its bookkeeping.
@@ -125,14 +139,14 @@ local function call(KEYS, ARGV)
   local n = #KEYS / K
   PURE_PEEK = STEP == 'p' and n == 1
 
-  -- A cancel: ARGV 6 is when the grant was to act, relative to now (ns, decimal;
+  -- A cancel: ARGV 3 is when the grant was to act, relative to now (ns, decimal;
   -- '-': already past), then per identity its grant: allowed (1/0), mark, charge
   -- and stored-permits bits (each as 32-bit halves). Keys the server does not hold
   -- have nothing to give back; the others keep their expiry. The answer (the
   -- grants themselves) is the caller's.
   if STEP == 'c' then
     local acts_at = nil
-    if ARGV[6] ~= '-' then acts_at = add(ns(NOW), decimal(ARGV[6])) end
+    if ARGV[3] ~= '-' then acts_at = add(ns(NOW), decimal(ARGV[3])) end
     local cancelled = {}
     for i = 1, n do
       local keys = {}
@@ -144,7 +158,7 @@ local function call(KEYS, ARGV)
         order[#order + 1] = id
       end
       if held[id] then
-        local g = 7 + (i - 1) * 7
+        local g = 4 + (i - 1) * 7
         local grant = {
           allowed = ARGV[g] == '1',
           mark = from_halves(tonumber(ARGV[g + 1]), tonumber(ARGV[g + 2])),
