@@ -602,3 +602,47 @@ fn a_state_in_another_format_is_a_typed_error_and_stays_as_it_was() {
     let kept: String = redis::cmd("GET").arg(&key).query(&mut admin).unwrap();
     assert_eq!(kept, "12 3");
 }
+
+#[test]
+fn long_durations_come_back_exact_in_either_reply_form() {
+    // A lone key's reply carries durations as whole ns while they fit a double
+    // exactly (the short form) and falls back to microseconds and a remainder past
+    // 9 x 10^12 us (the full form): both must decode to the memory store's answer.
+    use sluicegate::algorithms::LeakyBucket;
+    use sluicegate::stores::MemoryStore;
+    let server = RedisServer::start();
+    let day = Duration::from_secs(86_400);
+    let check = |limit: u64, period: Duration, at: u64| {
+        let fw = FixedWindow::new(limit, period).unwrap();
+        let store: RedisStore<&str, FixedWindow> =
+            RedisStore::open_with(server.url(), caller_time_options(&unique_prefix("long")))
+                .unwrap();
+        let memory: MemoryStore<&str, FixedWindow> = MemoryStore::new();
+        for step in [take(1), take(1), take(limit + 1)] {
+            let on_redis = store.apply_key(&fw, &"k", at, step).unwrap().0;
+            let in_memory = memory.apply_key(&fw, &"k", at, step).unwrap().0;
+            assert_eq!(on_redis, in_memory, "{period:?}");
+        }
+    };
+    // Reset 30 days away (short form), then 300 days and 142 years away (full form,
+    // the latter's ns beyond what a double holds exactly); the server counts whole
+    // microseconds, so both sides run at one.
+    check(1, 30 * day, SECOND + 1_234_000);
+    check(1, 300 * day, SECOND + 1_234_000);
+    check(1, Duration::from_micros((1 << 52) - 1), SECOND + 1_234_000);
+    // The leaky bucket's own short replies (built by its step), at 3 per second:
+    // waits and resets with a nanosecond remainder.
+    let lb = LeakyBucket::queue(2, 3, Duration::from_secs(1)).unwrap();
+    let store: RedisStore<&str, LeakyBucket> =
+        RedisStore::open_with(server.url(), caller_time_options(&unique_prefix("lb"))).unwrap();
+    let memory: MemoryStore<&str, LeakyBucket> = MemoryStore::new();
+    let wait = Step::Reserve {
+        cost: 1,
+        max_wait: 10 * SECOND,
+    };
+    for step in [wait, wait, wait] {
+        let on_redis = store.apply_key(&lb, &"k", SECOND + 7_000, step).unwrap();
+        let in_memory = memory.apply_key(&lb, &"k", SECOND + 7_000, step).unwrap();
+        assert_eq!(on_redis, in_memory);
+    }
+}

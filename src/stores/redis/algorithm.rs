@@ -117,11 +117,11 @@ pub(super) fn exact_count(what: &'static str, count: u64) -> Result<u64, Error> 
 /// Numbers per key in a script's reply (see `lua/prelude.lua`).
 pub(super) const REPLY_WIDTH: usize = 16;
 
-/// Widens a lone key's short reply (`short` in `lua/driver.lua`: 6 integers for a
-/// refusal, 10 or 12 for a grant, durations as whole ns, -1 for ever) to the full
-/// 16; `None` for any other length.
+/// Widens a lone key's short reply (`short` in `lua/driver.lua`: 5 integers for a
+/// refusal, 9 or 11 for a grant, durations as whole ns, -1 for ever, no limit
+/// index) to the full 16; `None` for any other length.
 pub(super) fn widen(reply: &[i64]) -> Option<[i64; REPLY_WIDTH]> {
-    if !matches!(reply.len(), 6 | 10 | 12) {
+    if !matches!(reply.len(), 5 | 9 | 11) {
         return None;
     }
     let split = |ns: i64| {
@@ -136,8 +136,8 @@ pub(super) fn widen(reply: &[i64]) -> Option<[i64; REPLY_WIDTH]> {
     let duration = if reply[0] == 0 { 1 } else { 3 };
     (wide[duration], wide[duration + 1]) = split(reply[1]);
     (wide[5], wide[6]) = split(reply[2]);
-    wide[7..10].copy_from_slice(&reply[3..6]);
-    wide[10..10 + reply.len() - 6].copy_from_slice(&reply[6..]);
+    wide[7..9].copy_from_slice(&reply[3..5]);
+    wide[10..10 + reply.len() - 5].copy_from_slice(&reply[5..]);
     Some(wide)
 }
 

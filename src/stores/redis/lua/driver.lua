@@ -54,43 +54,49 @@ local function plan(text)
   return p
 end
 
--- Writes one identity's changed state after decision d: with an expiry of its
--- reset_after, deleted once that is zero, without expiry when it is for ever; a
--- refused step that changed the state rewrites only a key the server holds: a
--- refusal creates nothing.
-local function commit(ALG, keys, state, d, held)
-  local reset_ns = d[6] * 1000 + d[7]
-  if d[6] < 0 then
+-- Writes one identity's changed state after a decision of this verdict whose
+-- reset_after is reset_ns (-1: for ever): with that expiry, deleted once it is
+-- zero, without expiry when it is for ever; a refused step that changed the state
+-- rewrites only a key the server holds: a refusal creates nothing.
+local function commit(ALG, keys, state, verdict, reset_ns, held)
+  if reset_ns < 0 then
     ALG.save(keys, state, nil)
-  elseif reset_ns <= 0 then
+  elseif reset_ns == 0 then
     ALG.drop(keys)
-  elseif d[1] == 0 or held then
+  elseif verdict == 0 or held then
     ALG.save(keys, state, ceil(reset_ns / 1000000) + GRACE_MS)
   end
+end
+
+-- The reset_after of a full decision in ns (a double), -1 for ever.
+local function reset_of(d)
+  if d[6] < 0 then return -1 end
+  return d[6] * 1000 + d[7]
 end
 
 -- A lone identity's decision d rewritten in place as the short reply (Redis turns
 -- each integer of a reply into text, as costly per integer as a small step's
 -- arithmetic, and ends an array reply at its first nil): durations as whole ns (-1:
--- for ever); 6 integers for a refusal (no receipt), 10 for a grant (12 when its
--- stored-permits bits are not zero). The full 16 of `decision` stay where a duration
--- is 9 x 10^12 us or more, whose ns a double would not hold.
+-- for ever), no limit index (a single algorithm's is 0); 5 integers for a refusal
+-- (no receipt), 9 for a grant (11 when its stored-permits bits are not zero). The
+-- full 16 of `decision` stay where a duration is 9 x 10^12 us or more, whose ns a
+-- double would not hold. A LONE step may build this form itself.
 local function short(d)
   local wait, retry, reset = d[2], d[4], d[6]
   if wait >= 9e12 or retry >= 9e12 or reset >= 9e12 then return d end
   if reset >= 0 then reset = reset * 1000 + d[7] end
   if d[1] ~= 0 then
     if retry >= 0 then retry = retry * 1000 + d[5] end
-    d[2], d[3], d[4], d[5], d[6], d[7] = retry, reset, d[8], d[9], d[10], nil
+    d[2], d[3], d[4], d[5], d[6] = retry, reset, d[8], d[9], nil
     return d
   end
   if wait >= 0 then wait = wait * 1000 + d[3] end
-  d[2], d[3], d[4], d[5], d[6], d[7], d[8], d[9], d[10] =
-    wait, reset, d[8], d[9], d[10], d[11], d[12], d[13], d[14]
+  d[2], d[3], d[4], d[5], d[6], d[7], d[8], d[9] =
+    wait, reset, d[8], d[9], d[11], d[12], d[13], d[14]
   if d[15] == 0 and d[16] == 0 then
-    d[11] = nil
+    d[10] = nil
   else
-    d[11], d[12], d[13] = d[15], d[16], nil
+    d[10], d[11], d[12] = d[15], d[16], nil
   end
   return d
 end
@@ -100,10 +106,11 @@ local function call(KEYS, ARGV)
     redis_call, floor, ceil, fmod, max, min, match, tonumber, struct_pack, struct_unpack, format =
       library_functions()
   end
-  local P = plan(ARGV[1])
+  local P = plans[ARGV[1]] or plan(ARGV[1])
   local ALG = P.alg
   GRACE_MS, STEP, REPORT, COST, COST_TEXT, MAX_WAIT =
     ALG.grace, P.step, P.report, P.cost, P.cost_text, P.max_wait
+  LONE = false
   local now = ARGV[2]
   SERVER_TIME = now == nil or now == ''
   if SERVER_TIME then
@@ -117,21 +124,31 @@ local function call(KEYS, ARGV)
   if #KEYS == K and STEP ~= 'c' then
     -- One identity (most calls): the rule below without its bookkeeping.
     PURE_PEEK = STEP == 'p'
+    LONE = K == 1 and not REPORT
     local s, held = ALG.load(KEYS)
     local d, changed = ALG.reserve(s, NOW, COST)
-    local out = d
     if REPORT then
-      out = {}
+      local out = {}
       append(out, d)
       if ALG.report then
         ALG.report(s, changed, out)
       else
         append(out, standing(ALG, changed or s, NOW, d))
       end
+      if STEP == 'r' and changed then commit(ALG, KEYS, changed, d[1], reset_of(d), held) end
+      return out
     end
-    if STEP == 'r' and changed then commit(ALG, KEYS, changed, d, held) end
-    if REPORT then return out end
-    return short(d)
+    -- A full decision has all 16 integers; a short one (from a LONE step) fewer. A
+    -- set answers in full: its limit index is the deciding member's.
+    local reset
+    if d[16] == nil then
+      reset = d[3]
+    else
+      reset = reset_of(d)
+      if LONE then d = short(d) end
+    end
+    if STEP == 'r' and changed then commit(ALG, KEYS, changed, d[1], reset, held) end
+    return d
   end
   local states, dirty, last, held, keysof, order = {}, {}, {}, {}, {}, {}
   local out = {}
@@ -201,7 +218,7 @@ local function call(KEYS, ARGV)
   if STEP == 'r' and (all or n == 1) then
     for _, id in ipairs(order) do
       if dirty[id] then
-        commit(ALG, keysof[id], states[id], last[id], held[id])
+        commit(ALG, keysof[id], states[id], last[id][1], reset_of(last[id]), held[id])
       end
     end
   end

@@ -57,11 +57,16 @@ local function make_leaky_bucket(C)
     return delta - (x - x % NUM_N) / NUM_N
   end
 
-  -- A decision from durations that are doubles below 2^52.
-  local function answer(verdict, remaining, wait, retry, reset)
+  -- A decision from durations that are doubles below 2^52 (a grant's with its mark
+  -- and charge as halves): the short reply for a LONE step, else the full 16.
+  local function answer(verdict, remaining, wait, retry, reset, mhi, mlo, chi, clo)
+    if LONE then
+      if verdict == 0 then return {0, wait, reset, remaining, CAP, mhi, mlo, chi, clo} end
+      return {verdict, retry, reset, remaining, CAP}
+    end
     local w, r, s = wait % 1000, retry % 1000, reset % 1000
     return {verdict, (wait - w) / 1000, w, (retry - r) / 1000, r, (reset - s) / 1000, s,
-            remaining, CAP, 0, 0, 0, 0, 0, 0, 0}
+            remaining, CAP, 0, mhi or 0, mlo or 0, chi or 0, clo or 0, 0, 0}
   end
 
   -- `reserve` on doubles, for a state at most a span ahead of now (every state a
@@ -99,11 +104,10 @@ local function make_leaky_bucket(C)
     end
     local remaining = CAP - cost
     if backlog > 0 then remaining = (CAPT - level - (CAPT - level) % K) / K end
-    local d = answer(0, remaining, wait, 0, after(level, dropped))
     local fhi, flo = halves_add(hi, lo, level)
     local cl = charge % W
-    d[11], d[12], d[13], d[14] = fhi, flo, (charge - cl) / W, cl
-    return d, {fhi, flo}
+    return answer(0, remaining, wait, 0, after(level, dropped), fhi, flo, (charge - cl) / W, cl),
+      {fhi, flo}
   end
 
   local function reserve_exact(s, now, cost)

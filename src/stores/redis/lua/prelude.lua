@@ -9,10 +9,12 @@
 -- algorithm's peek (on several, the memory store runs zero-wait reserves on copies;
 -- only a set answers the two differently, since a reserve marks its grant with the
 -- set's serial); REPORT: a reserve that also reports how every limit stands after
--- it (see `standing`); GRACE_MS, the expiry grace. Every number is an integer below 2^53,
+-- it (see `standing`); GRACE_MS, the expiry grace; LONE: a reserve or peek on one
+-- identity of a single algorithm, whose step may answer with the short reply
+-- (`short` in driver.lua) straight away rather than the full decision. Every number is an integer below 2^53,
 -- so a Lua double holds it exactly, except the cost and f64 configuration words
 -- (sent in shortest round-trip decimal, which tonumber reads back to the same double).
-local STEP, NOW, SERVER_TIME, COST, COST_TEXT, MAX_WAIT, PURE_PEEK, REPORT, GRACE_MS
+local STEP, NOW, SERVER_TIME, COST, COST_TEXT, MAX_WAIT, PURE_PEEK, REPORT, GRACE_MS, LONE
 
 -- Lua's library functions the steps use, bound by the first call (a library's
 -- chunk runs without them) and kept as upvalues: here a global lookup costs more
@@ -76,20 +78,20 @@ local function split32(x)
   return hi, x - hi * 4294967296
 end
 
--- load(key) -> state, held and save(key, state, ms) (ms nil: no expiry) for a state
--- kept as one string: GET and SET ... PX.
+-- load(keys) -> state, held and save(keys, state, ms) (ms nil: no expiry) for a
+-- single algorithm's state kept as one string at keys[1]: GET and SET ... PX.
 local function string_state(decode, encode)
-  local function load(key)
-    local raw = redis_call('GET', key)
+  local function load(keys)
+    local raw = redis_call('GET', keys[1])
     return decode(raw), raw ~= false
   end
-  local function save(key, state, ms)
+  local function save(keys, state, ms)
     if ms == 'keep' then
-      redis_call('SET', key, encode(state), 'KEEPTTL')
+      redis_call('SET', keys[1], encode(state), 'KEEPTTL')
     elseif ms then
-      redis_call('SET', key, encode(state), 'PX', int(ms))
+      redis_call('SET', keys[1], encode(state), 'PX', int(ms))
     else
-      redis_call('SET', key, encode(state))
+      redis_call('SET', keys[1], encode(state))
     end
   end
   return load, save
@@ -147,13 +149,14 @@ end
 -- save(keys, state, ms) (ms: nil for no expiry, 'keep' to keep the key's); drop(keys);
 -- reserve(state, now, cost) -> decision, new state or nil; cancel(state, now, grant,
 -- acts_at) -> new state or nil, for the algorithms whose cancel gives permits back;
--- nkeys, the server keys of one identity. A single algorithm has one key.
+-- nkeys, the server keys of one identity. A single algorithm has one key, keys[1]
+-- (its load and save take the table, as a set's would: no call in between).
 local function single(load, save, reserve, cancel)
   return {
     cancel = cancel,
     nkeys = 1,
-    load = function(keys) return load(keys[1]) end,
-    save = function(keys, state, ms) save(keys[1], state, ms) end,
+    load = load,
+    save = save,
     drop = function(keys) redis_call('DEL', keys[1]) end,
     reserve = reserve,
   }

@@ -43,7 +43,8 @@ local function make_sliding_log(C)
   -- and extra permits `clears` compares with. Set by the step, read by the helpers.
   local S, LEN, FIN, AT, EXTRA, ALLOWED
 
-  local function load(key)
+  local function load(keys)
+    local key = keys[1]
     local raw = redis_call('HGET', key, 'H')
     if not raw then
       if redis_call('EXISTS', key) == 1 then foreign_state() end
@@ -171,7 +172,8 @@ local function make_sliding_log(C)
             st[15], st[16]}
   end
 
-  local function save(key, st, ms)
+  local function save(keys, st, ms)
+    local key = keys[1]
     local header = struct_pack(HEADER, st[1], st[2], st[3], st[4], st[5], st[6], st[7], st[8])
     if st[16] then redis_call('DEL', key) end
     if st[13] == 1 and st[11] then

@@ -48,7 +48,8 @@ local function make_sliding_window_buckets(C)
   -- n - B + 1 and o: co is 0 once o has left the ring), the slots it changed (w),
   -- whether every slot was cleared (wipe), and the server's slots read so far (cache,
   -- shared by the copies of one key).
-  local function load(key)
+  local function load(keys)
+    local key = keys[1]
     local raw = redis_call('HGET', key, 'H')
     if not raw then
       if redis_call('EXISTS', key) == 1 then foreign_state() end
@@ -166,7 +167,8 @@ local function make_sliding_window_buckets(C)
     return found
   end
 
-  local function save(key, st, ms)
+  local function save(keys, st, ms)
+    local key = keys[1]
     local header = struct_pack(HEADER, st.n, st.t, st.o, st.cn, st.c0, st.c1, st.co)
     local only = st.only
     if only then

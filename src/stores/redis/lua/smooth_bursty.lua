@@ -54,10 +54,11 @@ local function make_smooth_bursty(C)
     if rel < -BURST then rel = -BURST end
     local wait = 0
     if rel > 0 then wait = rel end
-    local wr = wait % 1000
     if MAX_WAIT >= 0 and wait > MAX_WAIT * 1000 then
       local reset = rel + BURST
-      local sr = reset % 1000
+      -- The short reply for a LONE step (driver.lua's `short`), else the full 16.
+      if LONE then return {1, wait, reset, 0, LIMIT}, nil end
+      local wr, sr = wait % 1000, reset % 1000
       return {1, 0, 0, (wait - wr) / 1000, wr, (reset - sr) / 1000, sr, 0, LIMIT, 0,
               0, 0, 0, 0, 0, 0}, nil
     end
@@ -71,12 +72,14 @@ local function make_smooth_bursty(C)
     end
     local reset = next + BURST
     if reset < 0 then reset = 0 end
-    local sr = reset % 1000
     local nhi, nlo = halves_add(hi, lo, next)
     local cl = charge % W
     -- The mark is T's i64 bits: the offset value's, top bit flipped.
+    local mhi, chi = (nhi + 2147483648) % W, (charge - cl) / W
+    if LONE then return {0, wait, reset, remaining, LIMIT, mhi, nlo, chi, cl}, {nhi, nlo} end
+    local wr, sr = wait % 1000, reset % 1000
     return {0, (wait - wr) / 1000, wr, 0, 0, (reset - sr) / 1000, sr, remaining, LIMIT, 0,
-            (nhi + 2147483648) % W, nlo, (charge - cl) / W, cl, 0, 0}, {nhi, nlo}
+            mhi, nlo, chi, cl, 0, 0}, {nhi, nlo}
   end
 
   local function reserve_exact(s, now, cost)
