@@ -72,42 +72,62 @@ local function make_leaky_bucket(C)
   -- `reserve` on doubles, for a state at most a span ahead of now (every state a
   -- grant leaves, while time runs forward): the same steps on the same integers,
   -- relative to the reading, written out (a call costs more here than the
-  -- arithmetic). Returns nil when the state is elsewhere.
+  -- arithmetic: `ns_halves` and a refusal's `after` are inlined, and
+  -- `after` is called only when a tick is not a ns, being the identity on positive
+  -- deltas otherwise).
+  -- Returns nil when the state is elsewhere.
   local function reserve_near(s, now, cost)
     if now >= 2 ^ 52 then return nil end
-    local hi, lo = ns_halves(now)
-    local dropped = 0
+    local b = now % W
+    local x = b * 1000
+    local lo = x % W
+    local hi = (now - b) / W * 1000 + (x - lo) / W
+    -- ticks = ns + q, q = floor(ns * excess / den) (ns * excess = now * E), kept
+    -- apart from ns's halves: the backlog subtracts it, a grant's new state adds it.
+    local dropped, q = 0, 0
     if EXCESS > 0 then
-      -- ticks = ns + floor(ns * excess / den), where ns * excess = now * E.
       local part = now % DEN_N
       local y = part * E
       dropped = y % DEN_N
-      local q = (now - part) / DEN_N * E + (y - dropped) / DEN_N
+      q = (now - part) / DEN_N * E + (y - dropped) / DEN_N
       if q >= 2 ^ 52 then return nil end
-      hi, lo = halves_add(hi, lo, q)
     end
-    local backlog = (s[1] - hi) * W + (s[2] - lo)
+    local backlog = (s[1] - hi) * W + (s[2] - lo) - q
     if backlog > CAPT then return nil end
     if backlog < 0 then backlog = 0 end
     local free = 0
     if backlog < CAPT then free = (CAPT - backlog - (CAPT - backlog) % K) / K end
-    if cost > CAP then return answer(2, free, 0, 0, after(backlog, dropped)), nil end
+    -- Until the backlog drains: a queue's wait, a refusal's reset.
+    local drained = backlog
+    if EXCESS > 0 and backlog > 0 then
+      local x = backlog * EXCESS + dropped
+      drained = backlog - (x - x % NUM_N) / NUM_N
+    end
+    if cost > CAP then return answer(2, free, 0, 0, drained), nil end
     local charge = cost * K
     local level = backlog + charge
     local wait = 0
-    if QUEUE then wait = after(backlog, dropped) end
+    if QUEUE then wait = drained end
     local late = MAX_WAIT >= 0 and wait > MAX_WAIT * 1000
     if level > CAPT or late then
-      local retry = after(level - CAPT, dropped)
+      local retry = level - CAPT
+      if retry < 0 then
+        retry = 0
+      elseif EXCESS > 0 then
+        local x = retry * EXCESS + dropped
+        retry = retry - (x - x % NUM_N) / NUM_N
+      end
       if late and wait > retry then retry = wait end
-      return answer(1, free, 0, retry, after(backlog, dropped)), nil
+      if LONE then return {1, retry, drained, free, CAP}, nil end
+      return answer(1, free, 0, retry, drained), nil
     end
     local remaining = CAP - cost
     if backlog > 0 then remaining = (CAPT - level - (CAPT - level) % K) / K end
-    local fhi, flo = halves_add(hi, lo, level)
+    local reset = level
+    if EXCESS > 0 then reset = after(level, dropped) end
+    local fhi, flo = halves_add(hi, lo, q + level)
     local cl = charge % W
-    return answer(0, remaining, wait, 0, after(level, dropped), fhi, flo, (charge - cl) / W, cl),
-      {fhi, flo}
+    return answer(0, remaining, wait, 0, reset, fhi, flo, (charge - cl) / W, cl), {fhi, flo}
   end
 
   local function reserve_exact(s, now, cost)

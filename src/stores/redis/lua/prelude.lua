@@ -78,14 +78,10 @@ local function split32(x)
   return hi, x - hi * 4294967296
 end
 
--- load(keys) -> state, held and save(keys, state, ms) (ms nil: no expiry) for a
--- single algorithm's state kept as one string at keys[1]: GET and SET ... PX.
-local function string_state(decode, encode)
-  local function load(keys)
-    local raw = redis_call('GET', keys[1])
-    return decode(raw), raw ~= false
-  end
-  local function save(keys, state, ms)
+-- save(keys, state, ms) (ms nil: no expiry, 'keep': the key's) for a single
+-- algorithm's state kept as one string at keys[1], `encode`d: SET ... PX.
+local function string_save(encode)
+  return function(keys, state, ms)
     if ms == 'keep' then
       redis_call('SET', keys[1], encode(state), 'KEEPTTL')
     elseif ms then
@@ -94,7 +90,15 @@ local function string_state(decode, encode)
       redis_call('SET', keys[1], encode(state))
     end
   end
-  return load, save
+end
+
+-- load(keys) -> state, held, and save, for such a state: GET, `decode`d.
+local function string_state(decode, encode)
+  local function load(keys)
+    local raw = redis_call('GET', keys[1])
+    return decode(raw), raw ~= false
+  end
+  return load, string_save(encode)
 end
 
 -- A packed state of the wrong size: written by another version of the library (or
@@ -108,14 +112,16 @@ end
 -- `ns_halves`), kept as 8 big-endian bytes: no text to format or parse. A new key
 -- holds `hi, lo`.
 local function u64_state(hi, lo)
-  local function decode(raw)
-    if not raw then return {hi, lo} end
+  -- string_state's load with its decode written in: a Lua call per decision less,
+  -- on the two algorithms whose steps cost least.
+  local function load(keys)
+    local raw = redis_call('GET', keys[1])
+    if not raw then return {hi, lo}, false end
     if #raw ~= 8 then foreign_state() end
     local h, l = struct_unpack(">I4I4", raw)
-    return {h, l}
+    return {h, l}, true
   end
-  local function encode(s) return struct_pack(">I4I4", s[1], s[2]) end
-  return string_state(decode, encode)
+  return load, string_save(function(s) return struct_pack(">I4I4", s[1], s[2]) end)
 end
 
 -- load and save for a state of two or three integers below 2^53, kept as that
