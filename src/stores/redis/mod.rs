@@ -26,16 +26,20 @@
 //! ```text
 //!   KEYS  the server keys of each key of the call, in order (one per key; a set:
 //!         its serial key, then its members' keys)
-//!   ARGV  step ('r' reserve, 'p' peek, 'c' cancel; 'e' a reserve on one key that
-//!         also reports each limit) · now in µs ('' = the server's
-//!         TIME) · cost · max wait in µs (-1: for ever) · expiry grace in ms ·
-//!         the configuration (the algorithm's kind and its words, one string)
+//!   ARGV  the call: expiry grace in ms, the algorithm's kind and its words, then
+//!         ';', the step ('r' reserve, 'p' peek, 'c' cancel; 'e' a reserve on one
+//!         key that also reports each limit), the cost and the max wait in µs (-1:
+//!         for ever), one string · now in µs (left off for the server's TIME)
 //!         [· a cancel's grants]
 //!   reply 16 integers per key: verdict · wait, retry_after, reset_after (each as µs
 //!         and a ns remainder) · remaining · limit · limit index · the grant's mark,
 //!         charge and stored permits (each as two 32-bit halves); after an 'e'
 //!         step, 16 more per limit: how it stands after the step
-//!         ([`Store::apply_key_each`], what the server layer's `RateLimit` lists)
+//!         ([`Store::apply_key_each`], what the server layer's `RateLimit` lists).
+//!         One key of a single algorithm, without 'e': the short form, 5 integers
+//!         for a refusal (verdict, retry_after and reset_after in ns, remaining,
+//!         limit) and 9 for a grant (wait instead of retry_after, then mark and
+//!         charge; 11 with stored permits), unless a duration passes 9 × 10¹² µs
 //! ```
 //!
 //! The library is a shared prelude, each algorithm's step as a factory
@@ -49,8 +53,10 @@
 //! nothing; a peek writes and creates nothing. This is the in-memory store's
 //! multi-key rule, written once for all.
 //!
-//! What a call costs the server is mostly fixed: running a function, its
-//! arguments, `TIME`, `GET` and the 16-integer reply. So the steps are written for
+//! What a call costs the server is mostly fixed: running a function, building its
+//! arguments, `TIME`, `GET` and turning the reply into text. So the call's constant
+//! part is one argument (the driver parses a text it has not seen and finds it by a
+//! table lookup afterwards), the usual reply is the short form, and the steps are written for
 //! the Lua interpreter Redis embeds, where a table, a function call or a global
 //! lookup costs more than the arithmetic: states are packed binary (no text to
 //! format or parse), library functions are bound once, and the time-based steps run
