@@ -39,7 +39,8 @@
 //!         One key of a single algorithm, without 'e': the short form, 5 integers
 //!         for a refusal (verdict, retry_after and reset_after in ns, remaining,
 //!         limit) and 9 for a grant (wait instead of retry_after, then mark and
-//!         charge; 11 with stored permits), unless a duration passes 9 × 10¹² µs
+//!         charge; 11 with stored permits); the full 16 when a duration passes
+//!         9 × 10¹² µs
 //! ```
 //!
 //! The library is a shared prelude, each algorithm's step as a factory
