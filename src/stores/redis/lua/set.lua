@@ -76,14 +76,9 @@ local function make_set(C)
   -- Each changed member keeps its own expiry (its own reset_after; after a cancel,
   -- the expiry it had); the serial key lives as long as the longest, as the set's
   -- state does in memory.
+  local save_serial = string_save(encode)
   local function save(keys, st, ms)
-    if ms == 'keep' then
-      redis_call('SET', keys[1], encode(st), 'KEEPTTL')
-    elseif ms then
-      redis_call('SET', keys[1], encode(st), 'PX', int(ms))
-    else
-      redis_call('SET', keys[1], encode(st))
-    end
+    save_serial(keys, st, ms)
     for m, member in ipairs(members) do
       if st.changed[m] then
         local mine = slice(keys, member)
