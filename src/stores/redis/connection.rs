@@ -1,16 +1,24 @@
-//! Connections and step calls: a pool of blocking connections, one shared
-//! multiplexed async connection, and the one rule for running a step (`FCALL` of
+//! Connections and step calls: a pool of blocking connections (each checked before
+//! a call, so that one the server closed while idle is replaced rather than written
+//! to), one shared multiplexed async connection (replaced once its reader sees it
+//! closed), and the one rule for running a step (`FCALL` of
 //! the [library](super::library); only the server's "Function not found" loads it
 //! and calls once more) with the one rule for what a failure means
 //! ([`Applied::No`] or [`Applied::Unknown`]).
 
 use super::library::{is_already_loaded, is_missing, library};
 use super::options::RedisOptions;
+use super::plain_connection::PlainConnection;
 use crate::error::{Applied, Error, StoreError};
 use parking_lot::Mutex;
 use redis::aio::MultiplexedConnection;
+use redis::aio::{AsyncPushSender, SendError};
 use redis::cluster::{ClusterClient, ClusterConnection};
-use redis::{AsyncConnectionConfig, Client, Cmd, ConnectionLike, ErrorKind, RedisError};
+use redis::{
+    AsyncConnectionConfig, Client, Cmd, ConnectionLike, ErrorKind, ProtocolVersion, PushInfo,
+    PushKind, RedisError,
+};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Where connections come from.
@@ -21,8 +29,10 @@ pub(super) enum Backend {
     Cluster(Box<ClusterClient>),
 }
 
-/// A blocking connection of either kind.
+/// A blocking connection: on our own socket when the server is reached over plain
+/// TCP or a Unix socket, else redis-rs's (TLS, Cluster).
 enum Blocking {
+    Plain(PlainConnection),
     Single(redis::Connection),
     Cluster(Box<ClusterConnection>),
 }
@@ -30,8 +40,18 @@ enum Blocking {
 impl Blocking {
     fn as_dyn(&mut self) -> &mut dyn ConnectionLike {
         match self {
+            Blocking::Plain(conn) => conn,
             Blocking::Single(conn) => conn,
             Blocking::Cluster(conn) => &mut **conn,
+        }
+    }
+
+    /// Whether the server is known to have closed this idle connection. Only our
+    /// own socket can tell; redis-rs's connections find out on their next call.
+    fn closed_while_idle(&self) -> bool {
+        match self {
+            Blocking::Plain(conn) => conn.closed_while_idle(),
+            Blocking::Single(_) | Blocking::Cluster(_) => false,
         }
     }
 }
@@ -70,8 +90,31 @@ pub(super) struct Connections {
     /// dropped, so no later call can read a stale reply.
     idle: Mutex<Vec<Blocking>>,
     /// The shared async connection, opened by the first async call and dropped after
-    /// an I/O failure so the next call opens a fresh one.
-    multiplexed: tokio::sync::Mutex<Option<Multiplexed>>,
+    /// an I/O failure, or once it is known closed, so the next call opens a fresh one.
+    multiplexed: tokio::sync::Mutex<Option<(Multiplexed, Closed)>>,
+}
+
+/// Whether a multiplexed connection has ended. Its driver task reads the socket all
+/// the time, so it sees a server close the connection (a restart) while no call is
+/// in flight and says so through redis-rs's push channel; the next call then opens
+/// a fresh connection instead of writing to a dead one, and is not lost. A Cluster
+/// connection cannot say (redis-rs sends it no such notice), so it is never marked.
+#[derive(Clone, Default)]
+struct Closed(Arc<AtomicBool>);
+
+impl Closed {
+    fn is_set(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+impl AsyncPushSender for Closed {
+    fn send(&self, info: PushInfo) -> Result<(), SendError> {
+        if info.kind == PushKind::Disconnection {
+            self.0.store(true, Ordering::Release);
+        }
+        Ok(())
+    }
 }
 
 pub(super) fn failure(applied: Applied, source: RedisError) -> Error {
@@ -112,7 +155,13 @@ impl Connections {
         let timeout = Some(self.options.response_timeout);
         match &self.backend {
             Backend::Single(client) => {
-                let conn = client.get_connection_with_timeout(self.options.connect_timeout)?;
+                let info = client.get_connection_info();
+                let (connect, response) =
+                    (self.options.connect_timeout, self.options.response_timeout);
+                if let Some(conn) = PlainConnection::open(info, connect, response)? {
+                    return Ok(Blocking::Plain(conn));
+                }
+                let conn = client.get_connection_with_timeout(connect)?;
                 conn.set_read_timeout(timeout)?;
                 conn.set_write_timeout(timeout)?;
                 Ok(Blocking::Single(conn))
@@ -139,11 +188,16 @@ impl Connections {
     /// Runs a step on a blocking connection, loading the library and trying once
     /// more only when the server says it does not hold it.
     pub(super) fn run_blocking(&self, keys: &[String], args: &[String]) -> Result<Vec<i64>, Error> {
-        let taken = self.idle.lock().pop();
-        let mut conn = match taken {
-            Some(conn) => conn,
-            // Not connected: nothing was sent.
-            None => self.open_blocking().map_err(|e| failure(Applied::No, e))?,
+        let mut conn = loop {
+            let taken = self.idle.lock().pop();
+            match taken {
+                // Closed by the server while idle (a restart): nothing was sent on
+                // it, so the call goes out on another one and is not lost.
+                Some(conn) if conn.closed_while_idle() => continue,
+                Some(conn) => break conn,
+                // Not connected: nothing was sent.
+                None => break self.open_blocking().map_err(|e| failure(Applied::No, e))?,
+            }
         };
         let cmd = library().call(keys, args);
         let result = match cmd.query::<Vec<i64>>(conn.as_dyn()) {
@@ -169,14 +223,23 @@ impl Connections {
 
     async fn multiplexed(&self) -> Result<Multiplexed, RedisError> {
         let mut slot = self.multiplexed.lock().await;
-        if let Some(conn) = slot.as_ref() {
-            return Ok(conn.clone());
+        match slot.as_ref() {
+            Some((conn, closed)) if !closed.is_set() => return Ok(conn.clone()),
+            _ => {}
         }
+        let closed = Closed::default();
         let conn = match &self.backend {
             Backend::Single(client) => {
+                // redis-rs passes on the disconnection notice only to RESP3
+                // connections; every reply a step gives is the same in RESP3.
+                let info = client.get_connection_info().clone();
+                let settings = info.redis_settings().clone();
+                let info = info.set_redis_settings(settings.set_protocol(ProtocolVersion::RESP3));
+                let client = Client::open(info)?;
                 let config = AsyncConnectionConfig::new()
                     .set_connection_timeout(Some(self.options.connect_timeout))
-                    .set_response_timeout(Some(self.options.response_timeout));
+                    .set_response_timeout(Some(self.options.response_timeout))
+                    .set_push_sender(closed.clone());
                 Multiplexed::Single(
                     client
                         .get_multiplexed_async_connection_with_config(&config)
@@ -185,7 +248,7 @@ impl Connections {
             }
             Backend::Cluster(client) => Multiplexed::Cluster(client.get_async_connection().await?),
         };
-        *slot = Some(conn.clone());
+        *slot = Some((conn.clone(), closed));
         Ok(conn)
     }
 

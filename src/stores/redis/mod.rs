@@ -158,10 +158,13 @@
 //! the step certainly did not run (no connection, a refused connection, an error
 //! reply: the steps check everything before their first write) or
 //! [`Applied::Unknown`] when it was sent and no usable reply came (a timeout, a
-//! dropped connection). After a server restart, a pooled connection opened before
-//! it fails once with `Unknown` (a dead connection and a lost reply look the same)
-//! and is replaced. Connect and response timeouts are [`RedisOptions`] (250 ms by
-//! default). State formats are not versioned: after an upgrade that changes one
+//! dropped connection). A server restart between calls loses no call on a
+//! standalone server over plain TCP or a Unix socket: a connection the server closed
+//! while it was idle is seen before anything is written to it and replaced (see
+//! `plain_connection.rs`). Over TLS and on Cluster redis-rs holds the sockets, and
+//! the first call on each connection opened before a restart fails with `Unknown`
+//! (a dead connection and a lost reply look the same there). Connect and response
+//! timeouts are [`RedisOptions`] (250 ms by default). State formats are not versioned: after an upgrade that changes one
 //! (as this one did, from text to packed binary), clear the limiter's keys or give
 //! the new version its own [`RedisOptions::prefix`]. A packed state of the wrong
 //! size is refused ([`Applied::No`], the key left as it is), never misread.
@@ -171,8 +174,9 @@
 //! Blocking calls ([`Store::apply`]) take a connection from a pool (opening one when
 //! none is idle, so each thread in flight has its own, and keeping at most 16 idle
 //! after a burst); async calls
-//! ([`Store::apply_async`]) share one multiplexed connection. The async side needs
-//! a tokio runtime (redis-rs's `tokio-comp`).
+//! ([`Store::apply_async`]) share one multiplexed connection, which speaks RESP3 so
+//! that redis-rs tells the store when it closes. The async side needs a tokio
+//! runtime (redis-rs's `tokio-comp`).
 
 mod algorithm;
 mod all_of;
@@ -182,6 +186,7 @@ pub mod keys;
 mod leaky_bucket;
 mod library;
 mod options;
+mod plain_connection;
 mod sliding_log;
 mod sliding_window_buckets;
 mod sliding_window_counter;
