@@ -24,6 +24,8 @@ use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod redis_floor;
+
 const CALLS: usize = 20_000;
 const ROUNDS: usize = 3;
 
@@ -195,9 +197,7 @@ fn anchors(server: &Server) -> Vec<Row> {
     })];
     // The floor, as a script (EVALSHA) and as a function (FCALL, what the store
     // calls): the same three commands either way.
-    let floor = "local t = redis.call('TIME') local v = redis.call('GET', KEYS[1]) \
-                 redis.call('SET', KEYS[1], t[2], 'PX', 60000) return 1";
-    let script = redis::Script::new(floor);
+    let script = redis::Script::new(redis_floor::BODY);
     let _: i64 = script.key("floor").invoke(&mut admin).unwrap();
     rows.push(anchor(
         &mut admin,
@@ -207,15 +207,7 @@ fn anchors(server: &Server) -> Vec<Row> {
             let _: i64 = script.key("floor").invoke(conn).unwrap();
         },
     ));
-    let library = format!(
-        "#!lua name=floor\nredis.register_function('floor', function(KEYS, ARGV) {floor} end)"
-    );
-    let _: redis::Value = redis::cmd("FUNCTION")
-        .arg("LOAD")
-        .arg("REPLACE")
-        .arg(library)
-        .query(&mut admin)
-        .unwrap();
+    redis_floor::load(&mut admin).unwrap();
     rows.push(anchor(&mut admin, FLOOR, "fcall", |conn| {
         let _: i64 = redis::cmd("FCALL")
             .arg("floor")

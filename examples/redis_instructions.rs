@@ -51,13 +51,13 @@ use sluicegate::stores::{Step, Store};
 use sluicegate::Decision;
 use std::time::Duration;
 
+/// The floor, as `benches/redis.rs` times it.
+#[path = "../benches/redis_floor/mod.rs"]
+mod redis_floor;
+
 /// 2025-11-23 in ns: a realistic caller time.
 const START: u64 = 1_763_900_000_000_000_000;
 const WINDOW: Duration = Duration::from_secs(60);
-
-/// The floor's body, the same three commands as `benches/redis.rs`'s.
-const FLOOR: &str = "local t = redis.call('TIME') local v = redis.call('GET', KEYS[1]) \
-                     redis.call('SET', KEYS[1], t[2], 'PX', 60000) return 1";
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -129,15 +129,7 @@ fn floor(url: &str, calls: u64) {
     let mut conn = client
         .get_connection()
         .unwrap_or_else(|e| panic!("{e} (is a redis-server at {url}?)"));
-    let library = format!(
-        "#!lua name=floor\nredis.register_function('floor', function(KEYS, ARGV) {FLOOR} end)"
-    );
-    let _: redis::Value = redis::cmd("FUNCTION")
-        .arg("LOAD")
-        .arg("REPLACE")
-        .arg(library)
-        .query(&mut conn)
-        .expect("the floor loads");
+    redis_floor::load(&mut conn).expect("the floor loads");
     for _ in 0..calls {
         let _: i64 = redis::cmd("FCALL")
             .arg("floor")

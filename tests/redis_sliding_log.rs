@@ -5,9 +5,10 @@
 mod redis_support;
 
 use redis_support::trace::{
-    assert_an_older_layout_is_refused_and_kept, cancel_at_the_instant, hammer, traces, TraceShape,
+    assert_an_older_layout_is_refused_and_kept, assert_hammer_grants, cancel_at_the_instant,
+    traces, TraceShape, NOV_2025,
 };
-use redis_support::{unique_prefix, RedisServer};
+use redis_support::RedisServer;
 use sluicegate::algorithms::SlidingLog;
 use std::time::Duration;
 
@@ -47,15 +48,7 @@ fn threads_hammering_one_key_get_exactly_the_limit() {
             .unwrap()
             .with_rejected_recorded(),
     ] {
-        let granted = hammer(
-            server.url(),
-            &unique_prefix("log-hammer"),
-            &config,
-            (1_763_900_000_000_000_000, 0),
-            4,
-            120,
-        );
-        assert_eq!(granted, 300, "{config:?}");
+        assert_hammer_grants(&server, "log-hammer", &config, ((NOV_2025, 0), 120), 300);
     }
 }
 

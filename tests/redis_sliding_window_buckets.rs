@@ -6,9 +6,10 @@
 mod redis_support;
 
 use redis_support::trace::{
-    assert_an_older_layout_is_refused_and_kept, cancel_at_the_instant, hammer, traces, TraceShape,
+    assert_an_older_layout_is_refused_and_kept, assert_hammer_grants, cancel_at_the_instant,
+    traces, TraceShape, NOV_2025,
 };
-use redis_support::{unique_prefix, RedisServer};
+use redis_support::RedisServer;
 use sluicegate::algorithms::SlidingWindowBuckets;
 use std::time::Duration;
 
@@ -51,15 +52,7 @@ fn threads_hammering_one_key_get_exactly_the_limit() {
         SlidingWindowBuckets::weighted(300, Duration::from_secs(60), Duration::from_millis(15))
             .unwrap(),
     ] {
-        let granted = hammer(
-            server.url(),
-            &unique_prefix("swb-hammer"),
-            &config,
-            (1_763_900_000_000_000_000, 0),
-            4,
-            120,
-        );
-        assert_eq!(granted, 300, "{config:?}");
+        assert_hammer_grants(&server, "swb-hammer", &config, ((NOV_2025, 0), 120), 300);
     }
 }
 

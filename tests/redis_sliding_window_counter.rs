@@ -26,53 +26,24 @@ fn counter(
 #[test]
 fn random_traces_decide_as_in_memory() {
     let server = RedisServer::start();
+    let us = Duration::from_micros;
+    let ms = Duration::from_millis;
+    let secs = Duration::from_secs;
+    // The largest limit a counter takes: 24 count bits.
+    let largest = (1 << 24) - 1;
     let configs = [
-        counter(
-            3,
-            Duration::from_millis(10),
-            Rounding::Exact,
-            Counting::Admitted,
-        ),
-        counter(
-            5,
-            Duration::from_micros(1_700),
-            Rounding::Floor,
-            Counting::Admitted,
-        ),
-        counter(
-            4,
-            Duration::from_millis(3),
-            Rounding::Exact,
-            Counting::Attempts,
-        ),
-        counter(
-            7,
-            Duration::from_secs(60),
-            Rounding::Floor,
-            Counting::Attempts,
-        ),
-        // A large limit: 24 count bits leave a 16-bit window index that wraps every
-        // 65,536 windows of 1 µs.
-        counter(
-            (1 << 24) - 1,
-            Duration::from_micros(1),
-            Rounding::Exact,
-            Counting::Admitted,
-        ),
-        counter(
-            100,
-            Duration::from_micros(3),
-            Rounding::Floor,
-            Counting::Attempts,
-        ),
+        (3, ms(10), Rounding::Exact, Counting::Admitted),
+        (5, us(1_700), Rounding::Floor, Counting::Admitted),
+        (4, ms(3), Rounding::Exact, Counting::Attempts),
+        (7, secs(60), Rounding::Floor, Counting::Attempts),
+        // 24 count bits leave a 16-bit window index that wraps every 65,536 windows
+        // of 1 µs.
+        (largest, us(1), Rounding::Exact, Counting::Admitted),
+        (100, us(3), Rounding::Floor, Counting::Attempts),
         // limit x window beyond 2^52 ns: the script's exact (limb) path throughout.
-        counter(
-            (1 << 24) - 1,
-            Duration::from_secs(600),
-            Rounding::Exact,
-            Counting::Attempts,
-        ),
-    ];
+        (largest, secs(600), Rounding::Exact, Counting::Attempts),
+    ]
+    .map(|(limit, len, rounding, counting)| counter(limit, len, rounding, counting));
     let starts = [0, 1_763_900_000_000_000, 5, 1 << 52];
     let cases = configs.iter().enumerate().map(|(i, config)| {
         let len_us = config.window().as_micros() as u64;

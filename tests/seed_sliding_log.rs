@@ -31,28 +31,37 @@ fn replay(log: &SlidingLog, steps: &[(u64, bool, u64, &[u64])]) -> Vec<Decision>
     decisions
 }
 
-/// Seed 001, "Sliding Log": 3 requests per 60 s. The seed's table adds the refused
-/// 12:01:50 request to the set ("failed requests may still be added to the set",
-/// its own listed con), which is this crate's recording option; the default log
-/// keeps only granted calls. Both replays below.
+/// Seed 001, "Sliding Log": 3 requests per 60 s, up to 12:01:40, where nothing
+/// has been refused yet and both logs below answer alike: (time, allowed,
+/// remaining, the set after the call).
+const SEED_001_UNTIL_THE_REFUSAL: [(u64, bool, u64, &[u64]); 5] = [
+    (5, true, 2, &[5]),
+    (15, true, 1, &[5, 15]),
+    (61, true, 0, &[5, 15, 61]),
+    // 12:01:10: "the initial request was more than 60 seconds ago".
+    (70, true, 0, &[15, 61, 70]),
+    (100, true, 0, &[61, 70, 100]),
+];
+
+/// The seed's table adds the refused 12:01:50 request to the set ("failed
+/// requests may still be added to the set", its own listed con), which is this
+/// crate's recording option; the default log keeps only granted calls. Both
+/// replays below.
 #[test]
 fn seed_001_sliding_log_table_recording_refusals_as_the_seed_does() {
     let log = SlidingLog::new(3, secs(60))
         .unwrap()
         .with_rejected_recorded();
-    // (time, allowed, remaining, the set after the call)
-    let steps: [(u64, bool, u64, &[u64]); 7] = [
-        (5, true, 2, &[5]),
-        (15, true, 1, &[5, 15]),
-        (61, true, 0, &[5, 15, 61]),
-        // 12:01:10: "the initial request was more than 60 seconds ago".
-        (70, true, 0, &[15, 61, 70]),
-        (100, true, 0, &[61, 70, 100]),
-        // 12:01:50: rejected, "4 requests in the last 60 seconds", yet added.
-        (110, false, 0, &[61, 70, 100, 110]),
-        // 12:02:20: allowed, {12:01:40, 12:01:50, 12:02:20}, exactly as the table.
-        (140, true, 0, &[100, 110, 140]),
-    ];
+    let steps = [
+        &SEED_001_UNTIL_THE_REFUSAL[..],
+        &[
+            // 12:01:50: rejected, "4 requests in the last 60 seconds", yet added.
+            (110, false, 0, &[61, 70, 100, 110]),
+            // 12:02:20: allowed, {12:01:40, 12:01:50, 12:02:20}, exactly as the table.
+            (140, true, 0, &[100, 110, 140]),
+        ],
+    ]
+    .concat();
     for d in replay(&log, &steps) {
         assert_eq!(d.limit(), 3);
     }
@@ -61,16 +70,15 @@ fn seed_001_sliding_log_table_recording_refusals_as_the_seed_does() {
 #[test]
 fn seed_001_sliding_log_table_counting_only_granted_calls() {
     let log = SlidingLog::new(3, secs(60)).unwrap();
-    let steps: [(u64, bool, u64, &[u64]); 7] = [
-        (5, true, 2, &[5]),
-        (15, true, 1, &[5, 15]),
-        (61, true, 0, &[5, 15, 61]),
-        (70, true, 0, &[15, 61, 70]),
-        (100, true, 0, &[61, 70, 100]),
-        (110, false, 0, &[61, 70, 100]),
-        // Without the refused 12:01:50 entry, only 12:01:40 is left: 1 remains.
-        (140, true, 1, &[100, 140]),
-    ];
+    let steps = [
+        &SEED_001_UNTIL_THE_REFUSAL[..],
+        &[
+            (110, false, 0, &[61, 70, 100]),
+            // Without the refused 12:01:50 entry, only 12:01:40 is left: 1 remains.
+            (140, true, 1, &[100, 140]),
+        ],
+    ]
+    .concat();
     replay(&log, &steps);
 }
 

@@ -377,6 +377,25 @@ fn the_kept_layout_is_the_one_the_limit_and_counting_need() {
     }
 }
 
+/// A counter of `limit` per `len` ns, rounding down if `floor` and counting
+/// attempts if `attempts`: the configurations the properties below range over.
+fn configured(limit: u64, len: u64, floor: bool, attempts: bool) -> SlidingWindowCounter {
+    let rounding = if floor {
+        Rounding::Floor
+    } else {
+        Rounding::Exact
+    };
+    let counting = if attempts {
+        Counting::Attempts
+    } else {
+        Counting::Admitted
+    };
+    SlidingWindowCounter::new(limit, Duration::from_nanos(len))
+        .unwrap()
+        .with_rounding(rounding)
+        .with_counting(counting)
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
 
@@ -392,10 +411,7 @@ proptest::proptest! {
         start in proptest::prop_oneof![proptest::strategy::Just(0u64), 0u64..u64::MAX / 2],
         steps in proptest::collection::vec((-5_000i64..5_000_000, 0u64..1_000), 1..100),
     ) {
-        let counter = SlidingWindowCounter::new(limit, Duration::from_nanos(len))
-            .unwrap()
-            .with_rounding(if floor { Rounding::Floor } else { Rounding::Exact })
-            .with_counting(if attempts { Counting::Attempts } else { Counting::Admitted });
+        let counter = configured(limit, len, floor, attempts);
         let mut full = counter.initial_state(start);
         let mut lean = full;
         let mut now = start;
@@ -423,10 +439,7 @@ proptest::proptest! {
         start in proptest::prop_oneof![proptest::strategy::Just(0u64), 0u64..u64::MAX / 2],
         steps in proptest::collection::vec((-5_000i64..5_000_000, 0u64..1_000, 0i64..4), 1..100),
     ) {
-        let counter = SlidingWindowCounter::new(limit, Duration::from_nanos(len))
-            .unwrap()
-            .with_rounding(if floor { Rounding::Floor } else { Rounding::Exact })
-            .with_counting(if attempts { Counting::Attempts } else { Counting::Admitted });
+        let counter = configured(limit, len, floor, attempts);
         let mut old = counter.initial_state(start);
         let mut new = old;
         let mut split = old;
