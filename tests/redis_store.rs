@@ -465,6 +465,37 @@ fn cluster_calls_per_identity_work_and_cross_slot_calls_are_refused() {
 }
 
 #[test]
+fn an_async_cluster_call_after_a_node_restart_is_not_lost() {
+    let mut cluster = RedisCluster::start();
+    let fw = window(10);
+    let store: RedisStore<String, FixedWindow> =
+        RedisStore::open_cluster(cluster.urls(), caller_time_options("cl-restart:")).unwrap();
+    let runtime = current_thread_runtime();
+    let keys: Vec<String> = (0..30).map(|i| format!("user:{i}")).collect();
+    // One async reserve of 1 per identity, spread over the three masters.
+    let remaining = |store: &RedisStore<String, FixedWindow>| -> Vec<u64> {
+        runtime.block_on(async {
+            let mut all = Vec::new();
+            for key in &keys {
+                let pending = store.apply_async(&fw, std::slice::from_ref(key), SECOND, take(1));
+                all.push(pending.await.unwrap()[0].0.remaining());
+            }
+            all
+        })
+    };
+    assert!(remaining(&store).iter().all(|&r| r == 9));
+    cluster.restart_node(0);
+    // Between calls the runtime runs the cluster connection, which hears that the
+    // node's connection closed and reconnects it.
+    runtime.block_on(async { tokio::time::sleep(Duration::from_millis(200)).await });
+    // Every call succeeds: identities on the restarted node start afresh (it keeps
+    // its slots, not its data), the others count on.
+    let after = remaining(&store);
+    assert!(after.iter().all(|&r| r == 9 || r == 8), "{after:?}");
+    assert!(after.contains(&9) && after.contains(&8), "{after:?}");
+}
+
+#[test]
 fn a_prefix_with_a_brace_is_a_typed_error() {
     assert!(matches!(
         RedisOptions::default().prefix("rl:{x"),

@@ -326,18 +326,7 @@ impl RedisCluster {
         let mut last = String::new();
         for _ in 0..5 {
             let port = free_port();
-            let mut child = spawn_server(
-                port,
-                &dir,
-                &[
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    &format!("nodes-{port}.conf"),
-                    "--cluster-node-timeout",
-                    "5000",
-                ],
-            );
+            let mut child = Self::spawn_node(port, &dir);
             match wait_ready(port, &mut child) {
                 Ok(()) => return (port, child, dir),
                 Err(why) => {
@@ -348,6 +337,51 @@ impl RedisCluster {
             }
         }
         panic!("redis test harness: could not start a cluster node: {last}");
+    }
+
+    fn spawn_node(port: u16, dir: &Path) -> Child {
+        spawn_server(
+            port,
+            dir,
+            &[
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                &format!("nodes-{port}.conf"),
+                "--cluster-node-timeout",
+                "5000",
+            ],
+        )
+    }
+
+    /// Kills node `index` and starts it again on its port with its cluster config
+    /// (its slots, no data), then waits until the cluster is ok again.
+    pub fn restart_node(&mut self, index: usize) {
+        let child = &mut self.children[index];
+        let _ = child.kill();
+        let _ = child.wait();
+        let (port, dir) = (self.ports[index], self.dirs[index].clone());
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            let mut child = Self::spawn_node(port, &dir);
+            match wait_ready(port, &mut child) {
+                Ok(()) => {
+                    self.children[index] = child;
+                    break;
+                }
+                // The old socket may linger for a moment: try again.
+                Err(why) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    assert!(
+                        Instant::now() < deadline,
+                        "redis test harness: could not restart the node on port {port}: {why}"
+                    );
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            }
+        }
+        self.wait_ok();
     }
 
     fn wait_ok(&self) {

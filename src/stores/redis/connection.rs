@@ -72,6 +72,9 @@ pub(super) fn cluster_client<I: redis::IntoConnectionInfo>(
 ) -> Result<ClusterClient, Error> {
     ClusterClient::builder(nodes)
         .retries(0)
+        // Over RESP3 the async cluster connection hears that a node's connection
+        // closed and reconnects it before the next call, instead of failing it.
+        .use_protocol(ProtocolVersion::RESP3)
         .connection_timeout(options.connect_timeout)
         .response_timeout(options.response_timeout)
         .build()

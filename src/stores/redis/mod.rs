@@ -158,13 +158,15 @@
 //! the step certainly did not run (no connection, a refused connection, an error
 //! reply: the steps check everything before their first write) or
 //! [`Applied::Unknown`] when it was sent and no usable reply came (a timeout, a
-//! dropped connection). A server restart between calls loses no call on a
-//! standalone server over plain TCP or a Unix socket: a connection the server closed
-//! while it was idle is seen before anything is written to it and replaced (see
-//! `plain_connection.rs`). Over TLS and on Cluster redis-rs holds the sockets, and
-//! the first call on each connection opened before a restart fails with `Unknown`
-//! (a dead connection and a lost reply look the same there). Connect and response
-//! timeouts are [`RedisOptions`] (250 ms by default). State formats are not versioned: after an upgrade that changes one
+//! dropped connection). A server restart between calls loses no call: a blocking
+//! connection to a standalone server over plain TCP or a Unix socket is the
+//! store's own socket, read without blocking before each call (see
+//! `plain_connection.rs`), and async connections speak RESP3, over which redis-rs
+//! reports a closed connection at once, so either is replaced before the call is
+//! written. Blocking calls over TLS or on Cluster are the exception: redis-rs holds
+//! those sockets, and the first call on each connection opened before a restart
+//! fails with `Unknown` (a dead connection and a lost reply look the same there).
+//! Connect and response timeouts are [`RedisOptions`] (250 ms by default). State formats are not versioned: after an upgrade that changes one
 //! (as this one did, from text to packed binary), clear the limiter's keys or give
 //! the new version its own [`RedisOptions::prefix`]. A packed state of the wrong
 //! size is refused ([`Applied::No`], the key left as it is), never misread.
@@ -273,8 +275,8 @@ impl<K, A> RedisStore<K, A> {
     }
 
     /// A store on a Redis Cluster reached through any of `nodes`. The cluster
-    /// client is built with no retries of its own: a retry after a timeout could
-    /// count a call twice.
+    /// client is built with no retries of its own (a retry after a timeout could
+    /// count a call twice) and speaks RESP3 (see the module docs on restarts).
     ///
     /// # Errors
     /// [`Error::Store`] ([`Applied::No`]) if a node URL does not parse.
@@ -292,7 +294,10 @@ impl<K, A> RedisStore<K, A> {
 
     /// A store over a cluster client you built. Build it with `.retries(0)`: the
     /// store's rule is that nothing is retried after a timeout or a dropped
-    /// connection, and the cluster client's own retries would break it.
+    /// connection, and the cluster client's own retries would break it. Build it
+    /// with `.use_protocol(redis::ProtocolVersion::RESP3)` too, as
+    /// [`open_cluster`](RedisStore::open_cluster) does, so that the async side
+    /// reconnects a restarted node before the next call instead of failing it.
     pub fn from_cluster_client(
         client: redis::cluster::ClusterClient,
         options: RedisOptions,
