@@ -218,3 +218,89 @@ impl ConnectionLike for PlainConnection {
         self.open
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redis::IntoConnectionInfo;
+    use std::net::TcpListener;
+    use std::time::Instant;
+
+    /// A connection to a bare loopback listener, and the listener's end of it.
+    fn connected() -> (PlainConnection, TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let info = format!("redis://{}", listener.local_addr().unwrap())
+            .into_connection_info()
+            .unwrap();
+        let second = Duration::from_secs(1);
+        let conn = PlainConnection::open(&info, second, second)
+            .unwrap()
+            .expect("a plain TCP address");
+        (conn, listener.accept().unwrap().0)
+    }
+
+    /// Whether the check finds `conn` closed within a second (a peer's close
+    /// reaches this end asynchronously).
+    fn seen_closed(conn: &PlainConnection) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while Instant::now() < deadline {
+            if conn.closed_while_idle() {
+                return true;
+            }
+            std::thread::yield_now();
+        }
+        false
+    }
+
+    #[test]
+    fn an_idle_connection_the_peer_keeps_is_usable_and_blocks_again() {
+        let (mut conn, mut server) = connected();
+        assert!(!conn.closed_while_idle());
+        assert!(!conn.closed_while_idle(), "the check consumes nothing");
+        // The reply comes late: a read that did not block again would fail at once.
+        let replier = std::thread::spawn(move || {
+            let mut request = [0u8; 14];
+            server.read_exact(&mut request).unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+            server.write_all(b"+PONG\r\n").unwrap();
+            (request, server)
+        });
+        let reply = conn.req_packed_command(b"*1\r\n$4\r\nPING\r\n").unwrap();
+        assert_eq!(reply, Value::SimpleString("PONG".to_owned()));
+        let (request, _server) = replier.join().unwrap();
+        assert_eq!(&request, b"*1\r\n$4\r\nPING\r\n");
+        assert!(conn.is_open());
+    }
+
+    #[test]
+    fn a_connection_the_peer_closed_is_seen_before_writing() {
+        let (conn, server) = connected();
+        drop(server);
+        assert!(seen_closed(&conn));
+    }
+
+    #[test]
+    fn bytes_nobody_asked_for_finish_the_connection() {
+        let (conn, mut server) = connected();
+        server.write_all(b"+OK\r\n").unwrap();
+        assert!(seen_closed(&conn));
+    }
+
+    #[test]
+    fn an_address_over_tls_is_left_to_redis_rs() {
+        let info = "redis://127.0.0.1:1"
+            .into_connection_info()
+            .unwrap()
+            .set_addr(ConnectionAddr::TcpTls {
+                host: "127.0.0.1".to_owned(),
+                port: 1,
+                insecure: false,
+                tls_params: None,
+            });
+        let second = Duration::from_secs(1);
+        // Nothing is connected: the address is simply not this type's.
+        assert!(PlainConnection::open(&info, second, second)
+            .unwrap()
+            .is_none());
+    }
+}
