@@ -101,7 +101,8 @@ pub(super) struct Connections {
 /// the time, so it sees a server close the connection (a restart) while no call is
 /// in flight and says so through redis-rs's push channel; the next call then opens
 /// a fresh connection instead of writing to a dead one, and is not lost. A Cluster
-/// connection cannot say (redis-rs sends it no such notice), so it is never marked.
+/// connection is never marked: over RESP3 it reconnects a closed node's connection
+/// itself (see [`cluster_client`]).
 #[derive(Clone, Default)]
 struct Closed(Arc<AtomicBool>);
 
