@@ -241,24 +241,26 @@ impl RedisServer {
         self.kill();
         let dir = self.dir.clone().expect("own server has a directory");
         let port = self.port;
-        let deadline = Instant::now() + START_TIMEOUT;
-        loop {
-            let mut child = spawn_server(port, &dir, &[]);
-            match wait_ready(port, &mut child) {
-                Ok(()) => {
-                    self.child = Some(child);
-                    return;
-                }
-                // The old socket may linger for a moment: try again.
-                Err(why) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    assert!(
-                        Instant::now() < deadline,
-                        "redis test harness: could not restart on port {port}: {why}"
-                    );
-                    std::thread::sleep(Duration::from_millis(50));
-                }
+        self.child = Some(respawn(port, || spawn_server(port, &dir, &[])));
+    }
+}
+
+/// Starts a server again on `port` (by `spawn`) once it is free: the killed one's
+/// socket may linger for a moment, so it tries until [`START_TIMEOUT`].
+fn respawn(port: u16, spawn: impl Fn() -> Child) -> Child {
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        let mut child = spawn();
+        match wait_ready(port, &mut child) {
+            Ok(()) => return child,
+            Err(why) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                assert!(
+                    Instant::now() < deadline,
+                    "redis test harness: could not restart on port {port}: {why}"
+                );
+                std::thread::sleep(Duration::from_millis(50));
             }
         }
     }
@@ -361,26 +363,7 @@ impl RedisCluster {
         let _ = child.kill();
         let _ = child.wait();
         let (port, dir) = (self.ports[index], self.dirs[index].clone());
-        let deadline = Instant::now() + START_TIMEOUT;
-        loop {
-            let mut child = Self::spawn_node(port, &dir);
-            match wait_ready(port, &mut child) {
-                Ok(()) => {
-                    self.children[index] = child;
-                    break;
-                }
-                // The old socket may linger for a moment: try again.
-                Err(why) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    assert!(
-                        Instant::now() < deadline,
-                        "redis test harness: could not restart the node on port {port}: {why}"
-                    );
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-            }
-        }
+        self.children[index] = respawn(port, || Self::spawn_node(port, &dir));
         self.wait_ok();
     }
 
