@@ -19,20 +19,14 @@
 //! [`Applied::Unknown`]: crate::Applied::Unknown
 
 use redis::{ConnectionAddr, ConnectionInfo, ConnectionLike, Parser, RedisResult, Value};
+use socket2::{Domain, Socket, Type};
 use std::io::{self, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
-#[cfg(unix)]
-use std::os::unix::net::UnixStream;
+use std::net::ToSocketAddrs;
 use std::time::Duration;
-
-enum Socket {
-    Tcp(TcpStream),
-    #[cfg(unix)]
-    Unix(UnixStream),
-}
 
 /// One blocking connection on a socket of our own (see the module docs).
 pub(super) struct PlainConnection {
+    /// A TCP or Unix stream socket: socket2 reads and writes either alike.
     socket: Socket,
     parser: Parser,
     db: i64,
@@ -42,32 +36,25 @@ pub(super) struct PlainConnection {
 
 impl PlainConnection {
     /// Connects as `info` says, or `Ok(None)` for an address this type does not
-    /// serve (TLS). Connecting and each reply are bounded by the timeouts.
+    /// serve (TLS). Connecting is bounded by `connect_timeout`, each read and
+    /// write by `response_timeout`.
     pub(super) fn open(
         info: &ConnectionInfo,
         connect_timeout: Duration,
         response_timeout: Duration,
     ) -> RedisResult<Option<Self>> {
         let socket = match info.addr() {
-            ConnectionAddr::Tcp(host, port) => {
-                Socket::Tcp(connect_tcp(host, *port, info, connect_timeout)?)
-            }
+            ConnectionAddr::Tcp(host, port) => connect_tcp(host, *port, info, connect_timeout)?,
             #[cfg(unix)]
-            ConnectionAddr::Unix(path) => Socket::Unix(UnixStream::connect(path)?),
+            ConnectionAddr::Unix(path) => {
+                let socket = Socket::new(Domain::UNIX, Type::STREAM, None)?;
+                socket.connect_timeout(&socket2::SockAddr::unix(path)?, connect_timeout)?;
+                socket
+            }
             _ => return Ok(None),
         };
-        let timeout = Some(response_timeout);
-        match &socket {
-            Socket::Tcp(s) => {
-                s.set_read_timeout(timeout)?;
-                s.set_write_timeout(timeout)?;
-            }
-            #[cfg(unix)]
-            Socket::Unix(s) => {
-                s.set_read_timeout(timeout)?;
-                s.set_write_timeout(timeout)?;
-            }
-        }
+        socket.set_read_timeout(Some(response_timeout))?;
+        socket.set_write_timeout(Some(response_timeout))?;
         let settings = info.redis_settings();
         let mut conn = PlainConnection {
             socket,
@@ -93,34 +80,21 @@ impl PlainConnection {
     /// A non-blocking read finds out without waiting; whatever it finds, nothing
     /// has been written, so a fresh connection can carry the call instead.
     pub(super) fn closed_while_idle(&self) -> bool {
-        if !self.open || self.set_nonblocking(true).is_err() {
+        if !self.open || self.socket.set_nonblocking(true).is_err() {
             return true;
         }
-        let mut byte = [0u8; 1];
-        let read = match &self.socket {
-            Socket::Tcp(s) => (&*s).read(&mut byte),
-            #[cfg(unix)]
-            Socket::Unix(s) => (&*s).read(&mut byte),
-        };
+        let read = (&self.socket).read(&mut [0u8; 1]);
         let healthy = matches!(read, Err(e) if e.kind() == io::ErrorKind::WouldBlock);
-        !(self.set_nonblocking(false).is_ok() && healthy)
-    }
-
-    fn set_nonblocking(&self, on: bool) -> io::Result<()> {
-        match &self.socket {
-            Socket::Tcp(s) => s.set_nonblocking(on),
-            #[cfg(unix)]
-            Socket::Unix(s) => s.set_nonblocking(on),
-        }
+        !(self.socket.set_nonblocking(false).is_ok() && healthy)
     }
 
     fn write_all(&mut self, bytes: &[u8]) -> RedisResult<()> {
-        let written = self.socket.write_all(bytes).map_err(Into::into);
+        let written = (&self.socket).write_all(bytes).map_err(Into::into);
         self.failed(written)
     }
 
     fn read_value(&mut self) -> RedisResult<Value> {
-        let value = self.parser.parse_value(&mut self.socket);
+        let value = self.parser.parse_value(&self.socket);
         self.failed(value)
     }
 
@@ -133,54 +107,32 @@ impl PlainConnection {
     }
 }
 
+/// The first of `host`'s addresses that accepts within `timeout`, with the TCP
+/// settings of `info` that redis-rs exposes.
 fn connect_tcp(
     host: &str,
     port: u16,
     info: &ConnectionInfo,
     timeout: Duration,
-) -> io::Result<TcpStream> {
+) -> io::Result<Socket> {
     let mut last = io::Error::new(io::ErrorKind::NotFound, "the host resolved to no address");
     for addr in (host, port).to_socket_addrs()? {
-        match TcpStream::connect_timeout(&addr, timeout) {
-            Ok(stream) => {
+        let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+        match socket.connect_timeout(&addr.into(), timeout) {
+            Ok(()) => {
                 let settings = info.tcp_settings();
-                stream.set_nodelay(settings.nodelay())?;
-                let socket = socket2::SockRef::from(&stream);
+                socket.set_tcp_nodelay(settings.nodelay())?;
                 if let Some(keepalive) = settings.keepalive() {
                     socket.set_tcp_keepalive(keepalive)?;
                 }
                 #[cfg(any(target_os = "android", target_os = "fuchsia", target_os = "linux"))]
                 socket.set_tcp_user_timeout(settings.user_timeout())?;
-                return Ok(stream);
+                return Ok(socket);
             }
             Err(e) => last = e,
         }
     }
     Err(last)
-}
-
-impl Read for Socket {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Socket::Tcp(s) => s.read(buf),
-            #[cfg(unix)]
-            Socket::Unix(s) => s.read(buf),
-        }
-    }
-}
-
-impl Write for Socket {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Socket::Tcp(s) => s.write(buf),
-            #[cfg(unix)]
-            Socket::Unix(s) => s.write(buf),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
 }
 
 impl ConnectionLike for PlainConnection {
@@ -223,7 +175,7 @@ impl ConnectionLike for PlainConnection {
 mod tests {
     use super::*;
     use redis::IntoConnectionInfo;
-    use std::net::TcpListener;
+    use std::net::{TcpListener, TcpStream};
     use std::time::Instant;
 
     /// A connection to a bare loopback listener, and the listener's end of it.
@@ -284,6 +236,29 @@ mod tests {
         let (conn, mut server) = connected();
         server.write_all(b"+OK\r\n").unwrap();
         assert!(seen_closed(&conn));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_unix_socket_connects_and_a_close_on_it_is_seen() {
+        use std::os::unix::net::UnixListener;
+        let dir = std::env::temp_dir().join(format!("sluicegate-plain-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("redis.sock");
+        let _ = std::fs::remove_file(&path);
+        let listener = UnixListener::bind(&path).unwrap();
+        let info = format!("redis+unix://{}", path.display())
+            .into_connection_info()
+            .unwrap();
+        let second = Duration::from_secs(1);
+        let conn = PlainConnection::open(&info, second, second)
+            .unwrap()
+            .expect("a Unix socket address");
+        let (server, _) = listener.accept().unwrap();
+        assert!(!conn.closed_while_idle());
+        drop(server);
+        assert!(seen_closed(&conn));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
