@@ -1,12 +1,16 @@
 //! The Redis store's own behaviour, on a real server: the step library reloaded
-//! only when the server lacks it, typed failures (refused, timed out, restarted), expiry, peeks that
-//! create nothing, hostile key texts, the async path, Cluster slots.
+//! only when the server lacks it, typed failures (refused, timed out, restarted),
+//! expiry, peeks that create nothing, hostile key texts, the async path. Cluster is
+//! in `redis_cluster.rs`.
 #![cfg(feature = "redis")]
 
 mod redis_support;
 
 use redis_support::trace::caller_time_options;
-use redis_support::{assert_unapplied_error, unique_prefix, RedisCluster, RedisServer};
+use redis_support::{
+    assert_unapplied_error, calls, current_thread_runtime, take, unique_prefix, window,
+    RedisServer, SECOND,
+};
 use sluicegate::algorithms::FixedWindow;
 use sluicegate::algorithms::Receipt;
 use sluicegate::stores::redis::{RedisOptions, RedisStore};
@@ -14,30 +18,12 @@ use sluicegate::stores::{Step, Store};
 use sluicegate::{Applied, Decision, Error};
 use std::time::{Duration, Instant};
 
-const SECOND: u64 = 1_000_000_000;
-
-fn take(cost: u64) -> Step<'static> {
-    Step::Reserve { cost, max_wait: 0 }
-}
-
-fn window(limit: u64) -> FixedWindow {
-    FixedWindow::new(limit, Duration::from_secs(60)).unwrap()
-}
-
 fn applied(result: Result<Decision, Error>) -> Option<Applied> {
     match result {
         Err(Error::Store(e)) => Some(e.applied()),
         Err(other) => panic!("expected a store error, got {other}"),
         Ok(_) => None,
     }
-}
-
-/// `name` in `INFO commandstats`: how many times the server ran it.
-fn calls(conn: &mut redis::Connection, name: &str) -> u64 {
-    let info: String = redis::cmd("INFO").arg("commandstats").query(conn).unwrap();
-    info.lines()
-        .find_map(|line| line.strip_prefix(&format!("cmdstat_{name}:calls=")))
-        .map_or(0, |rest| rest.split(',').next().unwrap().parse().unwrap())
 }
 
 /// One reserve of 1 on `k` at 1 s: its decision.
@@ -62,14 +48,6 @@ fn loaded_own_server(
     let store = store_on(&server, prefix);
     assert_eq!(take_one(&store, &window(5)).remaining(), 4);
     (server, admin, store)
-}
-
-/// A tokio runtime on this thread, for the async side of a store.
-fn current_thread_runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 /// A store of fixed windows on `server`, its keys under `prefix`, on caller time.
@@ -390,109 +368,6 @@ fn async_calls_decide_like_blocking_ones_and_lose_no_update() {
         .unwrap();
     assert!(!d.is_allowed());
     assert_eq!(d.remaining(), 0);
-}
-
-#[test]
-fn cluster_calls_per_identity_work_and_cross_slot_calls_are_refused() {
-    let cluster = RedisCluster::start();
-    let fw = window(3);
-    let options = caller_time_options("cl:");
-    let store: RedisStore<String, FixedWindow> =
-        RedisStore::open_cluster(cluster.urls(), options.clone()).unwrap();
-    // Many identities, spread over the slots of all three masters.
-    for i in 0..200 {
-        let key = format!("user:{i}");
-        let d = store
-            .apply_key(&fw, &key, SECOND, take(2))
-            .map(|(d, _)| d)
-            .unwrap();
-        assert!(d.is_allowed(), "{key}");
-        assert_eq!(
-            store
-                .apply_key(&fw, &key, SECOND, take(1))
-                .map(|(d, _)| d)
-                .unwrap()
-                .remaining(),
-            0
-        );
-        assert!(!store
-            .apply_key(&fw, &key, SECOND, take(1))
-            .map(|(d, _)| d)
-            .unwrap()
-            .is_allowed());
-    }
-    // A key twice in one call is one slot: fine.
-    let twice = ["solo".to_owned(), "solo".to_owned()];
-    let mut out = [(Decision::never(0, 0, 0), Receipt::NONE); 2];
-    store.apply(&fw, &twice, SECOND, take(1), &mut out).unwrap();
-    assert!(out.iter().all(|(d, _)| d.is_allowed()));
-    // Two identities on different slots: refused before sending, nothing applied.
-    let pair = ["alice".to_owned(), "bob".to_owned()];
-    let err = store
-        .apply(&fw, &pair, SECOND, take(1), &mut out)
-        .unwrap_err();
-    assert!(matches!(err, Error::InvalidKeys { .. }), "{err}");
-    assert!(err.to_string().contains("shared hash tag"), "{err}");
-    assert_eq!(
-        store
-            .apply_key(&fw, &"alice".to_owned(), SECOND, Step::Peek { cost: 1 })
-            .map(|(d, _)| d)
-            .unwrap()
-            .remaining(),
-        2
-    ); // untouched: 3 - the peeked 1
-       // The async side on Cluster: the store's cluster connection routes by slot.
-    let runtime = current_thread_runtime();
-    let decisions = runtime.block_on(async {
-        let mut all = Vec::new();
-        for i in 0..50 {
-            let key = [format!("async:{i}")];
-            all.push(store.apply_async(&fw, &key, SECOND, take(3)).await.unwrap()[0].0);
-            all.push(store.apply_async(&fw, &key, SECOND, take(1)).await.unwrap()[0].0);
-        }
-        all
-    });
-    for pair in decisions.chunks(2) {
-        assert!(pair[0].is_allowed() && !pair[1].is_allowed(), "{pair:?}");
-    }
-    // With a shared tag the same call runs, all-or-nothing, on one slot.
-    let tagged: RedisStore<String, FixedWindow> =
-        RedisStore::open_cluster(cluster.urls(), options.shared_tag("checkout").unwrap()).unwrap();
-    tagged.apply(&fw, &pair, SECOND, take(3), &mut out).unwrap();
-    assert!(out.iter().all(|(d, _)| d.is_allowed()));
-    tagged.apply(&fw, &pair, SECOND, take(1), &mut out).unwrap();
-    assert!(out.iter().all(|(d, _)| !d.is_allowed()));
-}
-
-#[test]
-fn an_async_cluster_call_after_a_node_restart_is_not_lost() {
-    let mut cluster = RedisCluster::start();
-    let fw = window(10);
-    let store: RedisStore<String, FixedWindow> =
-        RedisStore::open_cluster(cluster.urls(), caller_time_options("cl-restart:")).unwrap();
-    let runtime = current_thread_runtime();
-    let keys: Vec<String> = (0..30).map(|i| format!("user:{i}")).collect();
-    // One async reserve of 1 per identity, spread over the three masters.
-    let remaining = |store: &RedisStore<String, FixedWindow>| -> Vec<u64> {
-        runtime.block_on(async {
-            let mut all = Vec::new();
-            for key in &keys {
-                let pending = store.apply_async(&fw, std::slice::from_ref(key), SECOND, take(1));
-                all.push(pending.await.unwrap()[0].0.remaining());
-            }
-            all
-        })
-    };
-    assert!(remaining(&store).iter().all(|&r| r == 9));
-    cluster.restart_node(0);
-    // Between calls the runtime runs the cluster connection, which hears that the
-    // node's connection closed and reconnects it.
-    runtime.block_on(async { tokio::time::sleep(Duration::from_millis(200)).await });
-    // Every call succeeds: identities on the restarted node start afresh (it keeps
-    // its slots, not its data), the others count on.
-    let after = remaining(&store);
-    assert!(after.iter().all(|&r| r == 9 || r == 8), "{after:?}");
-    assert!(after.contains(&9) && after.contains(&8), "{after:?}");
 }
 
 #[test]

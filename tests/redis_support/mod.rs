@@ -390,6 +390,17 @@ impl RedisCluster {
         }
     }
 
+    /// An admin connection to node `index`.
+    pub fn connection(&self, index: usize) -> redis::Connection {
+        let url = format!("redis://127.0.0.1:{}/", self.ports[index]);
+        redis::Client::open(url).unwrap().get_connection().unwrap()
+    }
+
+    /// Node `index`'s port.
+    pub fn port(&self, index: usize) -> u16 {
+        self.ports[index]
+    }
+
     /// The nodes' URLs, to build a cluster client from.
     pub fn urls(&self) -> Vec<String> {
         self.ports
@@ -409,6 +420,35 @@ impl Drop for RedisCluster {
             let _ = std::fs::remove_dir_all(dir);
         }
     }
+}
+
+/// One second, in the nanoseconds a store's steps take.
+pub const SECOND: u64 = 1_000_000_000;
+
+/// A reserve of `cost` that does not wait.
+pub fn take(cost: u64) -> sluicegate::stores::Step<'static> {
+    sluicegate::stores::Step::Reserve { cost, max_wait: 0 }
+}
+
+/// A fixed window of `limit` per minute.
+pub fn window(limit: u64) -> sluicegate::algorithms::FixedWindow {
+    sluicegate::algorithms::FixedWindow::new(limit, Duration::from_secs(60)).unwrap()
+}
+
+/// `name` in `INFO commandstats`: how many times the server ran it.
+pub fn calls(conn: &mut redis::Connection, name: &str) -> u64 {
+    let info: String = redis::cmd("INFO").arg("commandstats").query(conn).unwrap();
+    info.lines()
+        .find_map(|line| line.strip_prefix(&format!("cmdstat_{name}:calls=")))
+        .map_or(0, |rest| rest.split(',').next().unwrap().parse().unwrap())
+}
+
+/// A tokio runtime on this thread, for the async side of a store.
+pub fn current_thread_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 /// Asserts that `result` is a typed store error that certainly applied nothing

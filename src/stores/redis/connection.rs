@@ -1,11 +1,14 @@
 //! Connections and step calls: a pool of blocking connections (each checked before
 //! a call, so that one the server closed while idle is replaced rather than written
-//! to), one shared multiplexed async connection (replaced once its reader sees it
-//! closed), and the one rule for running a step (`FCALL` of
-//! the [library](super::library); only the server's "Function not found" loads it
-//! and calls once more) with the one rule for what a failure means
-//! ([`Applied::No`] or [`Applied::Unknown`]).
+//! to; on Cluster, one per node the call is [routed](super::cluster_routes) to), one
+//! shared multiplexed async connection (replaced once its reader sees it closed),
+//! and the one rule for running a step (`FCALL` of the [library](super::library);
+//! only the server's "Function not found" loads it and calls once more, and only a
+//! Cluster redirect sends it once more, to the node named) with the one rule for
+//! what a failure means ([`Applied::No`] or [`Applied::Unknown`]).
 
+use super::cluster_routes::{redirect_target, ClusterRoutes, Node};
+use super::keys::slot_of;
 use super::library::{is_already_loaded, is_missing, library};
 use super::options::RedisOptions;
 use super::plain_connection::PlainConnection;
@@ -16,7 +19,7 @@ use redis::aio::{AsyncPushSender, SendError};
 use redis::cluster::{ClusterClient, ClusterConnection};
 use redis::{
     AsyncConnectionConfig, Client, Cmd, ConnectionLike, ErrorKind, ProtocolVersion, PushInfo,
-    PushKind, RedisError,
+    PushKind, RedisError, RedisResult, ServerErrorKind,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -26,11 +29,16 @@ pub(super) enum Backend {
     /// One server (plain or TLS, as the client's URL says).
     Single(Client),
     /// A Redis Cluster, built with no retries of its own (see [`cluster_client`]).
-    Cluster(Box<ClusterClient>),
+    /// Blocking calls are routed by the store itself when `routes` is set (node
+    /// URLs over plain TCP), else by redis-rs (TLS, a cluster client you built).
+    Cluster {
+        client: Box<ClusterClient>,
+        routes: Option<ClusterRoutes>,
+    },
 }
 
 /// A blocking connection: on our own socket when the server is reached over plain
-/// TCP or a Unix socket, else redis-rs's (TLS, Cluster).
+/// TCP or a Unix socket, else redis-rs's (TLS, a cluster client you built).
 enum Blocking {
     Plain(PlainConnection),
     Single(redis::Connection),
@@ -88,10 +96,11 @@ const MAX_IDLE: usize = 16;
 pub(super) struct Connections {
     backend: Backend,
     options: RedisOptions,
-    /// Idle blocking connections. A call takes one (or opens one) and puts it back
-    /// only if it ended cleanly: a connection whose reply may still be in flight is
-    /// dropped, so no later call can read a stale reply.
-    idle: Mutex<Vec<Blocking>>,
+    /// Idle blocking connections, each with the Cluster node it is connected to
+    /// when the store routes calls itself. A call takes one (or opens one) and puts
+    /// it back only if it ended cleanly: a connection whose reply may still be in
+    /// flight is dropped, so no later call can read a stale reply.
+    idle: Mutex<Vec<(Option<Node>, Blocking)>>,
     /// The shared async connection, opened by the first async call and dropped after
     /// an I/O failure, or once it is known closed, so the next call opens a fresh one.
     multiplexed: tokio::sync::Mutex<Option<(Multiplexed, Closed)>>,
@@ -145,6 +154,37 @@ fn loaded(result: Result<redis::Value, RedisError>) -> Result<(), RedisError> {
     }
 }
 
+/// One step on `conn` (after `ASKING` when `asking`), loading the library and
+/// calling once more only when the server says it does not hold it.
+fn step(conn: &mut dyn ConnectionLike, cmd: &Cmd, asking: bool) -> RedisResult<Vec<i64>> {
+    let once = |conn: &mut dyn ConnectionLike| {
+        if asking {
+            let mut packed = redis::cmd("ASKING").get_packed_command();
+            packed.extend(cmd.get_packed_command());
+            // Only the step's reply (ASKING answers OK), its error reply as an error.
+            let reply = conn.req_packed_commands(&packed, 1, 1)?.pop();
+            let reply = reply.unwrap_or(redis::Value::Nil).extract_error()?;
+            Ok(redis::from_redis_value(reply)?)
+        } else {
+            cmd.query::<Vec<i64>>(conn)
+        }
+    };
+    match once(conn) {
+        Err(e) if is_missing(&e) => loaded(library().load().query(conn)).and_then(|()| once(conn)),
+        other => other,
+    }
+}
+
+/// A blocking step's outcome from [`Connections::on_node`]'s.
+fn outcome(result: Result<RedisResult<Vec<i64>>, RedisError>) -> Result<Vec<i64>, Error> {
+    match result {
+        // Not connected: nothing was sent.
+        Err(e) => Err(failure(Applied::No, e)),
+        Ok(Err(e)) => Err(failure(applied_of(&e), e)),
+        Ok(Ok(reply)) => Ok(reply),
+    }
+}
+
 impl Connections {
     pub(super) fn new(backend: Backend, options: RedisOptions) -> Self {
         Connections {
@@ -155,26 +195,61 @@ impl Connections {
         }
     }
 
-    fn open_blocking(&self) -> Result<Blocking, RedisError> {
-        let timeout = Some(self.options.response_timeout);
-        match &self.backend {
-            Backend::Single(client) => {
+    /// Opens a blocking connection: to `node` when the store routes Cluster calls
+    /// itself, else to the server or cluster the backend names.
+    fn open_blocking(&self, node: Option<&Node>) -> Result<Blocking, RedisError> {
+        let (connect, response) = (self.options.connect_timeout, self.options.response_timeout);
+        match (&self.backend, node) {
+            (
+                Backend::Cluster {
+                    routes: Some(routes),
+                    ..
+                },
+                Some(node),
+            ) => {
+                let info = routes.connection_info(node);
+                PlainConnection::open(&info, connect, response)?
+                    .map(Blocking::Plain)
+                    .ok_or_else(|| {
+                        let why = "a Cluster node the store routes to is not plain TCP";
+                        RedisError::from((ErrorKind::InvalidClientConfig, why))
+                    })
+            }
+            (Backend::Single(client), _) => {
                 let info = client.get_connection_info();
-                let (connect, response) =
-                    (self.options.connect_timeout, self.options.response_timeout);
                 if let Some(conn) = PlainConnection::open(info, connect, response)? {
                     return Ok(Blocking::Plain(conn));
                 }
                 let conn = client.get_connection_with_timeout(connect)?;
-                conn.set_read_timeout(timeout)?;
-                conn.set_write_timeout(timeout)?;
+                conn.set_read_timeout(Some(response))?;
+                conn.set_write_timeout(Some(response))?;
                 Ok(Blocking::Single(conn))
             }
-            Backend::Cluster(client) => {
+            (Backend::Cluster { client, .. }, _) => {
                 let conn = client.get_connection()?;
-                conn.set_read_timeout(timeout)?;
-                conn.set_write_timeout(timeout)?;
+                conn.set_read_timeout(Some(response))?;
+                conn.set_write_timeout(Some(response))?;
                 Ok(Blocking::Cluster(Box::new(conn)))
+            }
+        }
+    }
+
+    /// An idle connection to `node` (the most recently used), or a new one.
+    fn take(&self, node: Option<&Node>) -> Result<Blocking, RedisError> {
+        loop {
+            let taken = {
+                let mut idle = self.idle.lock();
+                let at = idle
+                    .iter()
+                    .rposition(|(n, _)| n.as_deref() == node.map(|n| &**n));
+                at.map(|at| idle.remove(at).1)
+            };
+            match taken {
+                // Closed by the server while idle (a restart): nothing was sent on
+                // it, so the call goes out on another one and is not lost.
+                Some(conn) if conn.closed_while_idle() => continue,
+                Some(conn) => return Ok(conn),
+                None => return self.open_blocking(node),
             }
         }
     }
@@ -182,47 +257,107 @@ impl Connections {
     /// Keeps a connection for the next blocking call, unless [`MAX_IDLE`] are
     /// kept already: a burst of threads opens one connection each, and the pool
     /// shrinks back to that many as they finish.
-    fn put_back(&self, conn: Blocking) {
+    fn put_back(&self, node: Option<&Node>, conn: Blocking) {
         let mut idle = self.idle.lock();
         if idle.len() < MAX_IDLE {
-            idle.push(conn);
+            idle.push((node.cloned(), conn));
         }
     }
 
+    /// Runs `request` on a blocking connection to `node`, keeping the connection
+    /// if it is still in step afterwards. The outer error is a failure to connect
+    /// (nothing was sent); the inner result is the request's.
+    fn on_node<T>(
+        &self,
+        node: Option<&Node>,
+        request: impl FnOnce(&mut dyn ConnectionLike) -> RedisResult<T>,
+    ) -> Result<RedisResult<T>, RedisError> {
+        let mut conn = self.take(node)?;
+        let result = request(conn.as_dyn());
+        let in_step = match &result {
+            Ok(_) => true,
+            // The server answered: the connection is in step.
+            Err(e) => applied_of(e) == Applied::No && e.kind() != ErrorKind::Io,
+        };
+        if in_step {
+            self.put_back(node, conn);
+        }
+        Ok(result)
+    }
+
     /// Runs a step on a blocking connection, loading the library and trying once
-    /// more only when the server says it does not hold it.
+    /// more only when the server says it does not hold it. On a Cluster the store
+    /// routes itself, the step goes to its slot's node, and once more to the node
+    /// a `MOVED` or `ASK` reply names (the node did not run it).
     pub(super) fn run_blocking(&self, keys: &[String], args: &[String]) -> Result<Vec<i64>, Error> {
-        let mut conn = loop {
-            let taken = self.idle.lock().pop();
-            match taken {
-                // Closed by the server while idle (a restart): nothing was sent on
-                // it, so the call goes out on another one and is not lost.
-                Some(conn) if conn.closed_while_idle() => continue,
-                Some(conn) => break conn,
-                // Not connected: nothing was sent.
-                None => break self.open_blocking().map_err(|e| failure(Applied::No, e))?,
-            }
-        };
         let cmd = library().call(keys, args);
-        let result = match cmd.query::<Vec<i64>>(conn.as_dyn()) {
-            Err(e) if is_missing(&e) => loaded(library().load().query(conn.as_dyn()))
-                .and_then(|()| cmd.query::<Vec<i64>>(conn.as_dyn())),
-            other => other,
+        let Backend::Cluster {
+            routes: Some(routes),
+            ..
+        } = &self.backend
+        else {
+            return outcome(self.on_node(None, |conn| step(conn, &cmd, false)));
         };
-        match result {
-            Ok(reply) => {
-                self.put_back(conn);
-                Ok(reply)
-            }
-            Err(e) => {
-                let applied = applied_of(&e);
-                if applied == Applied::No && e.kind() != ErrorKind::Io {
-                    // The server answered: the connection is in step.
-                    self.put_back(conn);
+        // Every key of a call on Cluster is on one slot (checked before).
+        let slot = keys.first().map_or(0, |key| slot_of(key.as_bytes()));
+        let mut node = self
+            .owner(routes, slot)
+            .map_err(|e| failure(Applied::No, e))?;
+        let (mut asking, mut redirected) = (false, false);
+        loop {
+            let result = self.on_node(Some(&node), |conn| step(conn, &cmd, asking));
+            match &result {
+                // A node that does not answer may have failed over: read the map
+                // afresh next time.
+                Err(_) => routes.forget(),
+                Ok(Err(e)) if !redirected => {
+                    if let Some(target) = redirect_target(e, &node) {
+                        asking = e.kind() == ErrorKind::Server(ServerErrorKind::Ask);
+                        node = if asking {
+                            // A slot being migrated: this one call goes there.
+                            Arc::new(target)
+                        } else {
+                            routes.moved(slot, &target)
+                        };
+                        redirected = true;
+                        continue;
+                    }
                 }
-                Err(failure(applied, e))
+                _ => {}
+            }
+            return outcome(result);
+        }
+    }
+
+    /// The node serving `slot`, reading the map (`CLUSTER SLOTS`) from the first
+    /// node that answers when it is not known.
+    fn owner(&self, routes: &ClusterRoutes, slot: u16) -> RedisResult<Node> {
+        if let Some(node) = routes.node_of(slot) {
+            return Ok(node);
+        }
+        let mut last = None;
+        for node in routes.candidates() {
+            let read = self.on_node(Some(&node), |conn| {
+                redis::cmd("CLUSTER")
+                    .arg("SLOTS")
+                    .query::<redis::Value>(conn)
+            });
+            match read.and_then(|reply| reply) {
+                Ok(reply) => {
+                    routes.learn(&reply, &node)?;
+                    break;
+                }
+                Err(e) => last = Some(e),
             }
         }
+        routes.node_of(slot).ok_or_else(|| {
+            last.unwrap_or_else(|| {
+                RedisError::from((
+                    ErrorKind::ClusterConnectionNotFound,
+                    "no Cluster node serves the slot",
+                ))
+            })
+        })
     }
 
     async fn multiplexed(&self) -> Result<Multiplexed, RedisError> {
@@ -250,7 +385,9 @@ impl Connections {
                         .await?,
                 )
             }
-            Backend::Cluster(client) => Multiplexed::Cluster(client.get_async_connection().await?),
+            Backend::Cluster { client, .. } => {
+                Multiplexed::Cluster(client.get_async_connection().await?)
+            }
         };
         *slot = Some((conn.clone(), closed));
         Ok(conn)

@@ -78,14 +78,46 @@ pub(super) fn server_key(
     key
 }
 
+/// The number of Redis Cluster hash slots.
+pub(super) const SLOTS: u16 = 16384;
+
+/// The Cluster hash slot of `key`: CRC16 (XMODEM) of its hash tag (the text
+/// between its first `{` and the first `}` after it, when not empty), else of
+/// the whole key, modulo [`SLOTS`]. (redis-rs computes the same but does not
+/// expose the number, which the store's own blocking routing needs.)
+pub(super) fn slot_of(key: &[u8]) -> u16 {
+    let hashed = key
+        .iter()
+        .position(|&b| b == b'{')
+        .and_then(|open| {
+            let tag = &key[open + 1..];
+            tag.iter()
+                .position(|&b| b == b'}')
+                .map(|close| &tag[..close])
+        })
+        .filter(|tag| !tag.is_empty())
+        .unwrap_or(key);
+    let mut crc: u16 = 0;
+    for &byte in hashed {
+        crc ^= u16::from(byte) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc % SLOTS
+}
+
 /// Refuses a multi-key call whose keys fall in different Cluster slots.
 pub(super) fn check_one_slot(keys: &[String]) -> Result<(), Error> {
-    use redis::cluster_routing::Slot;
     let Some(first) = keys.first() else {
         return Ok(());
     };
-    let slot = Slot::for_key(first);
-    if keys.iter().all(|key| Slot::for_key(key) == slot) {
+    let slot = slot_of(first.as_bytes());
+    if keys.iter().all(|key| slot_of(key.as_bytes()) == slot) {
         return Ok(());
     }
     Err(Error::InvalidKeys {
@@ -135,6 +167,24 @@ mod tests {
             Slot::for_key(server_key("rl:", None, id, "fw")),
             Slot::for_key(server_key("rl:", None, id, "lb"))
         );
+    }
+
+    #[test]
+    fn slots_are_redis_clusters() {
+        // Slots `CLUSTER KEYSLOT` gives, and the CRC16/XMODEM check value.
+        assert_eq!(slot_of(b"foo"), 12182);
+        assert_eq!(slot_of(b"bar"), 5061);
+        assert_eq!(slot_of(b"123456789"), 0x31c3);
+        assert_eq!(slot_of(b"{user1000}.following"), slot_of(b"user1000"));
+        assert_ne!(slot_of(b"foo{}{bar}"), slot_of(b"bar"));
+        assert_eq!(slot_of(b"foo{{bar}}zap"), slot_of(b"{bar"));
+        for key in ["", "{", "}{", "a{b}c", "x{}y", "\u{0}", "user:{42}"] {
+            assert_eq!(
+                Slot::new(slot_of(key.as_bytes())),
+                Some(Slot::for_key(key)),
+                "{key}"
+            );
+        }
     }
 
     #[test]

@@ -182,6 +182,7 @@
 
 mod algorithm;
 mod all_of;
+mod cluster_routes;
 mod connection;
 mod fixed_window;
 pub mod keys;
@@ -199,6 +200,7 @@ pub use algorithm::RedisAlgorithm;
 pub use options::{RedisOptions, TimeSource};
 
 use self::algorithm::{decode, widen, EXACT, REPLY_WIDTH};
+use self::cluster_routes::ClusterRoutes;
 use self::connection::{cluster_client, failure, Backend, Connections};
 use super::store::{RenderKey, Reporting, Step, Store};
 use crate::algorithms::{Decision, Receipt};
@@ -284,12 +286,16 @@ impl<K, A> RedisStore<K, A> {
         nodes: impl IntoIterator<Item = I>,
         options: RedisOptions,
     ) -> Result<Self, Error> {
-        let client = cluster_client(nodes, &options)?;
-        Ok(Self::build(
-            Backend::Cluster(Box::new(client)),
-            options,
-            true,
-        ))
+        let nodes = nodes
+            .into_iter()
+            .map(redis::IntoConnectionInfo::into_connection_info)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| failure(Applied::No, e))?;
+        let backend = Backend::Cluster {
+            client: Box::new(cluster_client(nodes.clone(), &options)?),
+            routes: ClusterRoutes::new(&nodes),
+        };
+        Ok(Self::build(backend, options, true))
     }
 
     /// A store over a cluster client you built. Build it with `.retries(0)`: the
@@ -302,7 +308,11 @@ impl<K, A> RedisStore<K, A> {
         client: redis::cluster::ClusterClient,
         options: RedisOptions,
     ) -> Self {
-        Self::build(Backend::Cluster(Box::new(client)), options, true)
+        let backend = Backend::Cluster {
+            client: Box::new(client),
+            routes: None,
+        };
+        Self::build(backend, options, true)
     }
 
     fn build(backend: Backend, options: RedisOptions, cluster: bool) -> Self {
