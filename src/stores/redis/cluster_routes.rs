@@ -125,19 +125,31 @@ impl ClusterRoutes {
     }
 }
 
-/// The node a `MOVED` or `ASK` reply from `asked` names (`host:port`; an empty
-/// host is `asked`'s), if `error` is one.
-pub(super) fn redirect_target(
-    error: &RedisError,
-    asked: &ConnectionAddr,
-) -> Option<ConnectionAddr> {
-    let (addr, _slot) = error.redirect_node()?;
-    let (host, port) = addr.rsplit_once(':')?;
-    let host = match (host, asked) {
-        ("", ConnectionAddr::Tcp(asked_host, _)) => asked_host.clone(),
-        _ => host.to_owned(),
-    };
-    Some(ConnectionAddr::Tcp(host, port.parse().ok()?))
+/// Where a call a node redirected goes once more (the node did not run it).
+pub(super) struct Redirect {
+    /// The node the reply names.
+    pub(super) node: ConnectionAddr,
+    /// An `ASK` (the slot is being migrated): this one call goes to `node`, after
+    /// `ASKING`. A `MOVED` names the slot's new owner.
+    pub(super) asking: bool,
+}
+
+impl Redirect {
+    /// The redirect `error` is, if it is a `MOVED` or `ASK` reply from `asked`
+    /// (`host:port`; an empty host is `asked`'s, so without `asked` it is none).
+    pub(super) fn of(error: &RedisError, asked: Option<&ConnectionAddr>) -> Option<Self> {
+        let (addr, _slot) = error.redirect_node()?;
+        let (host, port) = addr.rsplit_once(':')?;
+        let host = match (host, asked) {
+            ("", Some(ConnectionAddr::Tcp(asked_host, _))) => asked_host.clone(),
+            ("", _) => return None,
+            _ => host.to_owned(),
+        };
+        Some(Redirect {
+            node: ConnectionAddr::Tcp(host, port.parse().ok()?),
+            asking: error.kind() == ErrorKind::Server(redis::ServerErrorKind::Ask),
+        })
+    }
 }
 
 /// One `CLUSTER SLOTS` entry: `[start, end, [host, port, ...], replicas...]`. An
@@ -241,21 +253,21 @@ mod tests {
         let reply = |kind, detail: &str| {
             RedisError::from((ErrorKind::Server(kind), "redirect", detail.to_owned()))
         };
-        let target = |error| redirect_target(&error, &asked);
+        let target = |error, asked| {
+            Redirect::of(&error, asked).map(|redirect| (redirect.node, redirect.asking))
+        };
+        let moved = reply(Moved, "3999 10.0.0.2:7001");
+        assert_eq!(target(moved, None), Some((tcp("10.0.0.2", 7001), false)));
+        let ask = reply(Ask, "3999 :7002");
         assert_eq!(
-            target(reply(Moved, "3999 10.0.0.2:7001")),
-            Some(tcp("10.0.0.2", 7001))
+            target(ask, Some(&asked)),
+            Some((tcp("10.0.0.1", 7002), true))
         );
-        assert_eq!(
-            target(reply(Ask, "3999 :7002")),
-            Some(tcp("10.0.0.1", 7002))
-        );
-        assert_eq!(
-            target(reply(Moved, "3999 ::1:7003")),
-            Some(tcp("::1", 7003))
-        );
-        assert_eq!(target(reply(Moved, "3999 host")), None);
-        assert_eq!(target(malformed("not a redirect")), None);
+        assert_eq!(target(reply(Ask, "3999 :7002"), None), None, "whose host?");
+        let ipv6 = reply(Moved, "3999 ::1:7003");
+        assert_eq!(target(ipv6, None), Some((tcp("::1", 7003), false)));
+        assert_eq!(target(reply(Moved, "3999 host"), Some(&asked)), None);
+        assert_eq!(target(malformed("not a redirect"), Some(&asked)), None);
     }
 
     #[test]

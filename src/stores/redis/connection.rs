@@ -7,7 +7,7 @@
 //! Cluster redirect sends it once more, to the node named) with the one rule for
 //! what a failure means ([`Applied::No`] or [`Applied::Unknown`]).
 
-use super::cluster_routes::{redirect_target, ClusterRoutes, Node};
+use super::cluster_routes::{ClusterRoutes, Node, Redirect};
 use super::keys::slot_of;
 use super::library::{is_already_loaded, is_missing, library};
 use super::options::RedisOptions;
@@ -17,9 +17,10 @@ use parking_lot::Mutex;
 use redis::aio::MultiplexedConnection;
 use redis::aio::{AsyncPushSender, SendError};
 use redis::cluster::{ClusterClient, ClusterConnection};
+use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{
-    AsyncConnectionConfig, Client, Cmd, ConnectionLike, ErrorKind, ProtocolVersion, PushInfo,
-    PushKind, RedisError, RedisResult, ServerErrorKind,
+    AsyncConnectionConfig, Client, Cmd, ConnectionAddr, ConnectionLike, ErrorKind, ProtocolVersion,
+    PushInfo, PushKind, RedisError, RedisResult,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -72,8 +73,9 @@ enum Multiplexed {
 }
 
 /// Builds a cluster client that never retries a command by itself: a retry after a
-/// dropped connection or a timeout could count a call twice. (A redirect is then
-/// an error too, [`Applied::No`]: the node refused the call without running it.)
+/// dropped connection or a timeout could count a call twice. (It then returns a
+/// redirect as an error too; the store follows one itself, since a redirected call
+/// did not run.)
 pub(super) fn cluster_client<I: redis::IntoConnectionInfo>(
     nodes: impl IntoIterator<Item = I>,
     options: &RedisOptions,
@@ -311,13 +313,13 @@ impl Connections {
                 // afresh next time.
                 Err(_) => routes.forget(),
                 Ok(Err(e)) if !redirected => {
-                    if let Some(target) = redirect_target(e, &node) {
-                        asking = e.kind() == ErrorKind::Server(ServerErrorKind::Ask);
+                    if let Some(redirect) = Redirect::of(e, Some(&node)) {
+                        asking = redirect.asking;
                         node = if asking {
                             // A slot being migrated: this one call goes there.
-                            Arc::new(target)
+                            Arc::new(redirect.node)
                         } else {
-                            routes.moved(slot, &target)
+                            routes.moved(slot, &redirect.node)
                         };
                         redirected = true;
                         continue;
@@ -404,15 +406,15 @@ impl Connections {
             .await
             .map_err(|e| failure(Applied::No, e))?;
         let cmd = library().call(&keys, &args);
-        let result = match query_async(&cmd, &mut conn).await {
-            Err(e) if is_missing(&e) => {
-                match loaded(query_async(&library().load(), &mut conn).await) {
-                    Ok(()) => query_async(&cmd, &mut conn).await,
-                    Err(e) => Err(e),
-                }
+        let mut result = step_async(&mut conn, &cmd, None).await;
+        // A Cluster node that redirects did not run the call: it goes once more to
+        // the node named (redis-rs's own follow-up would be a retry, which the
+        // store's cluster client never makes).
+        if let (Multiplexed::Cluster(_), Err(e)) = (&conn, &result) {
+            if let Some(redirect) = Redirect::of(e, None) {
+                result = step_async(&mut conn, &cmd, Some(&redirect)).await;
             }
-            other => other,
-        };
+        }
         result.map_err(|e| {
             let applied = applied_of(&e);
             if applied == Applied::Unknown || e.kind() == ErrorKind::Io {
@@ -424,6 +426,50 @@ impl Connections {
             failure(applied, e)
         })
     }
+}
+
+/// [`step`] on the shared async connection, sent to `redirect`'s node when set.
+async fn step_async(
+    conn: &mut Multiplexed,
+    cmd: &Cmd,
+    redirect: Option<&Redirect>,
+) -> RedisResult<Vec<i64>> {
+    match step_once_async(conn, cmd, redirect).await {
+        Err(e) if is_missing(&e) => {
+            // The cluster client loads a library on every master.
+            loaded(query_async(&library().load(), conn).await)?;
+            step_once_async(conn, cmd, redirect).await
+        }
+        other => other,
+    }
+}
+
+async fn step_once_async(
+    conn: &mut Multiplexed,
+    cmd: &Cmd,
+    redirect: Option<&Redirect>,
+) -> RedisResult<Vec<i64>> {
+    let (Multiplexed::Cluster(cluster), Some(redirect)) = (&mut *conn, redirect) else {
+        return query_async(cmd, conn).await;
+    };
+    // A redirect always names a TCP address (see `Redirect::of`).
+    let ConnectionAddr::Tcp(host, port) = &redirect.node else {
+        return query_async(cmd, conn).await;
+    };
+    let route = SingleNodeRoutingInfo::ByAddress {
+        host: host.clone(),
+        port: *port,
+    };
+    let reply = if redirect.asking {
+        let mut pipe = redis::pipe();
+        pipe.cmd("ASKING").add_command(cmd.clone());
+        let replies = cluster.route_pipeline(pipe, 1, 1, route).await?;
+        replies.into_iter().next().unwrap_or(redis::Value::Nil)
+    } else {
+        let route = RoutingInfo::SingleNode(route);
+        cluster.route_command(cmd.clone(), route).await?
+    };
+    Ok(redis::from_redis_value(reply.extract_error()?)?)
 }
 
 async fn query_async<T: redis::FromRedisValue>(

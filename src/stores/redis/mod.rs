@@ -153,22 +153,28 @@
 //! the function; only the server's explicit "Function not found" (after `FUNCTION
 //! FLUSH`, a restart without persistence, a new Cluster node) loads the library
 //! and calls once more. Functions are part of the data set: replicated, persisted,
-//! untouched by `SCRIPT FLUSH`. Nothing else is ever retried. A failure is
+//! untouched by `SCRIPT FLUSH`. Nothing else is ever sent twice, but for a call a
+//! Cluster node redirected (below), which it did not run. A failure is
 //! [`Error::Store`] with the redis error as its source and [`Applied::No`] when
 //! the step certainly did not run (no connection, a refused connection, an error
 //! reply: the steps check everything before their first write) or
 //! [`Applied::Unknown`] when it was sent and no usable reply came (a timeout, a
 //! dropped connection). A server restart between calls loses no call: a blocking
-//! connection to a standalone server over plain TCP or a Unix socket is the
-//! store's own socket, read without blocking before each call (see
-//! `plain_connection.rs`), and async connections speak RESP3, over which redis-rs
+//! connection over plain TCP or a Unix socket is the store's own socket, read
+//! without blocking before each call (see `plain_connection.rs`; on a Cluster
+//! opened from node URLs the store routes blocking calls itself, see
+//! `cluster_routes.rs`), and async connections speak RESP3, over which redis-rs
 //! reports a closed connection at once, so either is replaced before the call is
-//! written. Blocking calls over TLS or on Cluster are the exception: redis-rs holds
-//! those sockets, and the first call on each connection opened before a restart
-//! fails with `Unknown` (a dead connection and a lost reply look the same there).
-//! Connect and response timeouts are [`RedisOptions`] (250 ms by default). State formats are not versioned: after an upgrade that changes one
-//! (as this one did, from text to packed binary), clear the limiter's keys or give
-//! the new version its own [`RedisOptions::prefix`]. A packed state of the wrong
+//! written. Blocking calls over TLS or through a cluster client you built are the
+//! exception: redis-rs holds those sockets, and the first call on each connection
+//! opened before a restart fails with `Unknown` (a dead connection and a lost reply
+//! look the same there). A Cluster redirect (`MOVED`, `ASK`) means the node did not
+//! run the call, so the call follows one, to the node named (a second fails the
+//! call with [`Applied::No`]); only a blocking call through a cluster client you
+//! built fails with the first. Connect and response timeouts are [`RedisOptions`]
+//! (250 ms by default). State formats are not versioned: after an upgrade that
+//! changes one (as this one did, from text to packed binary), clear the limiter's
+//! keys or give the new version its own [`RedisOptions::prefix`]. A packed state of the wrong
 //! size is refused ([`Applied::No`], the key left as it is), never misread.
 //!
 //! # Blocking and async
@@ -279,6 +285,10 @@ impl<K, A> RedisStore<K, A> {
     /// A store on a Redis Cluster reached through any of `nodes`. The cluster
     /// client is built with no retries of its own (a retry after a timeout could
     /// count a call twice) and speaks RESP3 (see the module docs on restarts).
+    /// When every node URL is plain TCP (`redis://`), blocking calls are routed by
+    /// the store itself with the first URL's credentials: the slot map is read
+    /// (`CLUSTER SLOTS`) at the first call, and a `MOVED` or `ASK` reply sends the
+    /// call once more to the node it names.
     ///
     /// # Errors
     /// [`Error::Store`] ([`Applied::No`]) if a node URL does not parse.
@@ -298,7 +308,10 @@ impl<K, A> RedisStore<K, A> {
         Ok(Self::build(backend, options, true))
     }
 
-    /// A store over a cluster client you built. Build it with `.retries(0)`: the
+    /// A store over a cluster client you built; redis-rs routes its blocking
+    /// calls too (a client does not reveal its nodes' credentials), so prefer
+    /// [`open_cluster`](RedisStore::open_cluster) unless you need TLS settings or
+    /// options only the builder has. Build it with `.retries(0)`: the
     /// store's rule is that nothing is retried after a timeout or a dropped
     /// connection, and the cluster client's own retries would break it. Build it
     /// with `.use_protocol(redis::ProtocolVersion::RESP3)` too, as
