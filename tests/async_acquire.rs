@@ -11,7 +11,7 @@ use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
-use virtual_time::{bursty, StuckClock};
+use virtual_time::{assert_slept, bursty, StuckClock};
 
 fn poll_once<F: Future>(future: std::pin::Pin<&mut F>) -> Poll<F::Output> {
     future.poll(&mut Context::from_waker(noop_waker_ref()))
@@ -24,7 +24,7 @@ async fn acquire_under_tokio_on_virtual_time() {
     for _ in 0..3 {
         handle.acquire().await.unwrap();
     }
-    assert_eq!(clock.take_sleeps_secs(), vec![0.00, 0.20, 0.20]);
+    assert_slept(&clock, &[0.00, 0.20, 0.20]);
     assert_eq!(
         handle.acquire_n(4).await.unwrap(),
         Duration::from_millis(200)
@@ -58,7 +58,7 @@ fn acquire_under_block_on_on_virtual_time() {
             handle.acquire().await.unwrap();
         }
     });
-    assert_eq!(clock.take_sleeps_secs(), vec![0.00, 0.20, 0.20]);
+    assert_slept(&clock, &[0.00, 0.20, 0.20]);
     assert_eq!(clock.now(), 400_000_000);
 }
 
@@ -73,10 +73,7 @@ fn warming_up_async_follows_guavas_schedule() {
             handle.acquire().await.unwrap();
         }
     });
-    assert_eq!(
-        clock.take_sleeps_secs(),
-        vec![0.00, 1.38, 1.13, 0.88, 0.63, 0.50]
-    );
+    assert_slept(&clock, &[0.00, 1.38, 1.13, 0.88, 0.63, 0.50]);
 }
 
 #[test]
@@ -112,7 +109,7 @@ fn async_timed_try_uses_guavas_rule_and_changes_nothing_when_refused() {
             .await
             .unwrap());
     });
-    assert_eq!(clock.take_sleeps_secs(), vec![0.00, 10.00, 0.20]);
+    assert_slept(&clock, &[0.00, 10.00, 0.20]);
 }
 
 #[test]

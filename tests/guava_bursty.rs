@@ -6,7 +6,7 @@ mod virtual_time;
 use sluicegate::clock::{Clock, ManualClock};
 use sluicegate::RateLimiter;
 use std::time::Duration;
-use virtual_time::bursty;
+use virtual_time::{assert_slept, bursty};
 
 fn millis(clock: &ManualClock, ms: u64) {
     clock.advance(Duration::from_millis(ms));
@@ -18,7 +18,7 @@ fn simple_pacing() {
     for _ in 0..3 {
         limiter.acquire().unwrap();
     }
-    assert_eq!(clock.take_sleeps_secs(), vec![0.00, 0.20, 0.20]);
+    assert_slept(&clock, &[0.00, 0.20, 0.20]);
 }
 
 #[test]
@@ -45,7 +45,7 @@ fn simple_with_wait() {
     millis(&clock, 200);
     limiter.acquire().unwrap();
     limiter.acquire().unwrap();
-    assert_eq!(clock.take_sleeps_secs(), vec![0.00, 0.00, 0.20]);
+    assert_slept(&clock, &[0.00, 0.00, 0.20]);
 }
 
 #[test]
@@ -89,7 +89,7 @@ fn one_second_burst() {
     limiter.acquire_n(3).unwrap();
     limiter.acquire_n(1).unwrap();
     limiter.acquire().unwrap();
-    assert_eq!(clock.take_sleeps_secs(), vec![0.00, 0.00, 0.00, 0.00, 0.20]);
+    assert_slept(&clock, &[0.00, 0.00, 0.00, 0.00, 0.20]);
 }
 
 #[test]
@@ -113,10 +113,7 @@ fn simple_weights_pay_later() {
     for n in [1, 1, 2, 4, 8, 1] {
         limiter.acquire_n(n).unwrap();
     }
-    assert_eq!(
-        clock.take_sleeps_secs(),
-        vec![0.00, 1.00, 1.00, 2.00, 4.00, 8.00]
-    );
+    assert_slept(&clock, &[0.00, 1.00, 1.00, 2.00, 4.00, 8.00]);
 }
 
 #[test]

@@ -7,7 +7,7 @@ use sluicegate::algorithms::{SmoothBursty, SmoothWarmingUp};
 use sluicegate::clock::{Clock, ManualClock};
 use sluicegate::{Error, RateLimiter};
 use std::time::Duration;
-use virtual_time::bursty;
+use virtual_time::{assert_slept, bursty};
 
 fn warming(
     rate: f64,
@@ -33,21 +33,21 @@ fn infinity_bursty() {
     limiter.acquire_n(I32_MAX / 4).unwrap();
     limiter.acquire_n(I32_MAX / 2).unwrap();
     limiter.acquire_n(I32_MAX).unwrap();
-    assert_eq!(clock.take_sleeps_secs(), vec![0.00, 0.00, 0.00]);
+    assert_slept(&clock, &[0.00, 0.00, 0.00]);
 
     limiter.set_rate(2.0).unwrap();
     for _ in 0..5 {
         limiter.acquire().unwrap();
     }
     // A full 1 s burst (2 permits) is stored on leaving +inf, then the free one.
-    assert_eq!(clock.take_sleeps_secs(), vec![0.00, 0.00, 0.00, 0.50, 0.50]);
+    assert_slept(&clock, &[0.00, 0.00, 0.00, 0.50, 0.50]);
 
     limiter.set_rate(f64::INFINITY).unwrap();
     for _ in 0..3 {
         limiter.acquire().unwrap();
     }
     // The last request's debt (0.5 s) is repaid, then unlimited again.
-    assert_eq!(clock.take_sleeps_secs(), vec![0.50, 0.00, 0.00]);
+    assert_slept(&clock, &[0.50, 0.00, 0.00]);
 }
 
 #[test]
@@ -59,7 +59,7 @@ fn infinity_bursty_time_elapsed() {
     for _ in 0..5 {
         limiter.acquire().unwrap();
     }
-    assert_eq!(clock.take_sleeps_secs(), vec![0.00, 0.00, 0.00, 0.50, 0.50]);
+    assert_slept(&clock, &[0.00, 0.00, 0.00, 0.50, 0.50]);
 }
 
 #[test]
@@ -69,19 +69,19 @@ fn infinity_warm_up() {
     limiter.acquire_n(I32_MAX / 4).unwrap();
     limiter.acquire_n(I32_MAX / 2).unwrap();
     limiter.acquire_n(I32_MAX).unwrap();
-    assert_eq!(clock.take_sleeps_secs(), vec![0.00, 0.00, 0.00]);
+    assert_slept(&clock, &[0.00, 0.00, 0.00]);
 
     limiter.set_rate(1.0).unwrap(); // leaving +inf starts warm: no stored permits
     for _ in 0..3 {
         limiter.acquire().unwrap();
     }
-    assert_eq!(clock.take_sleeps_secs(), vec![0.00, 1.00, 1.00]);
+    assert_slept(&clock, &[0.00, 1.00, 1.00]);
 
     limiter.set_rate(f64::INFINITY).unwrap();
     for _ in 0..3 {
         limiter.acquire().unwrap();
     }
-    assert_eq!(clock.take_sleeps_secs(), vec![1.00, 0.00, 0.00]);
+    assert_slept(&clock, &[1.00, 0.00, 0.00]);
 }
 
 #[test]
@@ -93,7 +93,7 @@ fn infinity_warm_up_time_elapsed() {
     for _ in 0..5 {
         limiter.acquire().unwrap();
     }
-    assert_eq!(clock.take_sleeps_secs(), vec![0.00, 1.00, 1.00, 1.00, 1.00]);
+    assert_slept(&clock, &[0.00, 1.00, 1.00, 1.00, 1.00]);
 }
 
 #[test]
@@ -137,7 +137,7 @@ fn entering_infinity_from_idle_and_leaving_again_leaks_no_nan() {
     for _ in 0..3 {
         warm.acquire().unwrap();
     }
-    assert_eq!(clock.take_sleeps_secs(), vec![0.00, 0.33, 0.33]);
+    assert_slept(&clock, &[0.00, 0.33, 0.33]);
 }
 
 // ---- the smallest positive rates -----------------------------------------------
@@ -252,7 +252,7 @@ fn zero_warm_up_survives_rate_changes() {
     for _ in 0..3 {
         limiter.acquire().unwrap();
     }
-    assert_eq!(clock.take_sleeps_secs(), vec![0.00, 0.25, 0.25]);
+    assert_slept(&clock, &[0.00, 0.25, 0.25]);
 }
 
 #[test]
@@ -281,7 +281,7 @@ fn time_wrapping() {
     for _ in 0..4 {
         limiter.acquire().unwrap();
     }
-    assert_eq!(clock.take_sleeps_secs(), vec![0.00, 1.00, 1.00, 1.00]);
+    assert_slept(&clock, &[0.00, 1.00, 1.00, 1.00]);
     let warm =
         RateLimiter::warming_up_with_clock(1.0, Duration::from_secs(2), clock.clone()).unwrap();
     for _ in 0..4 {

@@ -1,6 +1,9 @@
 //! Guava's `RateLimiterTest` for `SmoothWarmingUp`, on virtual time, plus the
 //! parameter table and per-permit costs of guava-semantics.md §8.
 
+mod virtual_time;
+use virtual_time::assert_slept;
+
 use sluicegate::algorithms::SmoothWarmingUp;
 use sluicegate::clock::{Clock, ManualClock};
 use sluicegate::RateLimiter;
@@ -178,19 +181,21 @@ fn warm_up_and_update() {
     );
     millis(&clock, 4500); // back to cold (warm-up period + repaying the last acquire)
     acquire_times(&limiter, 3); // somewhere in the warm-up period
-    assert_eq!(clock.take_sleeps_secs(), vec![0.00, 1.38, 1.13]);
+    assert_slept(&clock, &[0.00, 1.38, 1.13]);
 
     limiter.set_rate(4.0).unwrap();
     limiter.acquire().unwrap(); // repays the last acquire, at the old rate
-    assert_eq!(clock.take_sleeps_secs(), vec![0.88]);
+    assert_slept(&clock, &[0.88]);
     acquire_times(&limiter, 4);
-    assert_eq!(clock.take_sleeps_secs(), vec![0.34, 0.28, 0.25, 0.25]);
+    assert_slept(&clock, &[0.34, 0.28, 0.25, 0.25]);
 
     millis(&clock, 4250); // back to cold
     acquire_times(&limiter, 11); // warming up from totally cold
-    assert_eq!(
-        clock.take_sleeps_secs(),
-        vec![0.00, 0.72, 0.66, 0.59, 0.53, 0.47, 0.41, 0.34, 0.28, 0.25, 0.25]
+    assert_slept(
+        &clock,
+        &[
+            0.00, 0.72, 0.66, 0.59, 0.53, 0.47, 0.41, 0.34, 0.28, 0.25, 0.25,
+        ],
     );
 }
 

@@ -12,7 +12,7 @@ use sluicegate::clock::ManualClock;
 use sluicegate::stores::MemoryStore;
 use sluicegate::{Error, KeyedRateLimiter, RateLimiter, Verdict};
 use std::time::Duration;
-use virtual_time::StuckClock;
+use virtual_time::{assert_slept, StuckClock};
 
 fn window(limit: u64) -> Window {
     Window {
@@ -46,7 +46,7 @@ fn a_keyed_bursty_key_runs_guava_exactly_from_the_origin() {
     for _ in 0..3 {
         keyed.acquire(&"k").unwrap();
     }
-    assert_eq!(clock.take_sleeps_secs(), vec![0.0, 0.2, 0.2]);
+    assert_slept(&clock, &[0.0, 0.2, 0.2]);
     let warm = KeyedRateLimiter::with_clock(
         SmoothWarmingUp::new(2.0, Duration::from_secs(4)).unwrap(),
         clock.clone(),
@@ -54,10 +54,7 @@ fn a_keyed_bursty_key_runs_guava_exactly_from_the_origin() {
     for _ in 0..6 {
         warm.acquire(&"k").unwrap();
     }
-    assert_eq!(
-        clock.take_sleeps_secs(),
-        vec![0.0, 1.38, 1.13, 0.88, 0.63, 0.5]
-    );
+    assert_slept(&clock, &[0.0, 1.38, 1.13, 0.88, 0.63, 0.5]);
 }
 
 #[test]

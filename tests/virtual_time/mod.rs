@@ -42,3 +42,10 @@ impl Clock for StuckClock {
         }
     }
 }
+
+/// Asserts the sleeps `clock` recorded since it was last asked, in seconds rounded
+/// to hundredths as Guava's tests print them, and forgets them.
+#[track_caller]
+pub fn assert_slept(clock: &ManualClock, secs: &[f64]) {
+    assert_eq!(clock.take_sleeps_secs(), secs);
+}
