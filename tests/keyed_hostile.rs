@@ -1,9 +1,6 @@
 //! Hostile keys: ten million distinct keys, each used once, over advancing virtual
 //! time. The store must hold only the keys active within their horizon.
 
-mod keyed_common;
-
-use keyed_common::resident_bytes;
 use sluicegate::algorithms::SmoothBursty;
 use sluicegate::clock::ManualClock;
 use sluicegate::KeyedRateLimiter;
@@ -43,4 +40,11 @@ fn ten_million_one_shot_keys_stay_bounded() {
         most >= ACTIVE / 2,
         "the test must actually hold the active keys"
     );
+}
+
+/// Resident memory of this process in bytes (Linux `/proc/self/statm`), if known.
+fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
 }

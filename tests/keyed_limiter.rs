@@ -1,24 +1,19 @@
 //! The keyed limiter's decisions: per-key independence, the new-key rule,
 //! all-or-nothing across keys and limits, blocking and async acquires.
 
-mod keyed_common;
 mod virtual_time;
 
 use futures::FutureExt;
-use keyed_common::{Both, Window, SECOND};
 use proptest::prelude::*;
-use sluicegate::algorithms::{SmoothBursty, SmoothWarmingUp};
+use sluicegate::algorithms::{AllOf, FixedWindow, SmoothBursty, SmoothWarmingUp};
 use sluicegate::clock::ManualClock;
 use sluicegate::stores::MemoryStore;
 use sluicegate::{Error, KeyedRateLimiter, RateLimiter, Verdict};
 use std::time::Duration;
 use virtual_time::{assert_slept, StuckClock};
 
-fn window(limit: u64) -> Window {
-    Window {
-        limit,
-        period: SECOND,
-    }
+fn window(limit: u64) -> FixedWindow {
+    FixedWindow::new(limit, Duration::from_secs(1)).unwrap()
 }
 
 #[test]
@@ -118,13 +113,10 @@ fn a_repeated_key_is_charged_twice() {
 #[test]
 fn all_or_nothing_across_keys_and_limits() {
     // Per key: 3 per second and 4 per ten seconds, both charged or neither.
-    let limits = Both(
+    let limits = AllOf::new((
         window(3),
-        Window {
-            limit: 4,
-            period: 10 * SECOND,
-        },
-    );
+        FixedWindow::new(4, Duration::from_secs(10)).unwrap(),
+    ));
     let clock = ManualClock::new();
     let limiter = KeyedRateLimiter::with_clock(limits, clock.clone());
     for _ in 0..3 {

@@ -1,20 +1,14 @@
 //! The in-memory store: idle keys are forgotten by ordinary calls, the cap's
 //! policy, and no lost updates under concurrency.
 
-mod keyed_common;
-
-use keyed_common::{Window, SECOND};
-use sluicegate::algorithms::SmoothBursty;
+use sluicegate::algorithms::{FixedWindow, SmoothBursty};
 use sluicegate::clock::ManualClock;
 use sluicegate::stores::MemoryStore;
 use sluicegate::{Error, KeyedRateLimiter};
 use std::time::Duration;
 
-fn window(limit: u64) -> Window {
-    Window {
-        limit,
-        period: SECOND,
-    }
+fn window(limit: u64) -> FixedWindow {
+    FixedWindow::new(limit, Duration::from_secs(1)).unwrap()
 }
 
 fn one_shard<K: std::hash::Hash + Eq, A: sluicegate::algorithms::Algorithm>() -> MemoryStore<K, A> {
@@ -175,10 +169,18 @@ fn two_threads_on_shared_keys_lose_no_update() {
 
 #[test]
 fn store_configuration_is_validated() {
-    assert!(MemoryStore::<u8, Window>::new().with_shards(0).is_err());
-    assert!(MemoryStore::<u8, Window>::new().with_shards(6).is_err());
-    assert!(MemoryStore::<u8, Window>::new().with_max_keys(0).is_err());
-    let store = MemoryStore::<u8, Window>::new().with_max_keys(7).unwrap();
+    assert!(MemoryStore::<u8, FixedWindow>::new()
+        .with_shards(0)
+        .is_err());
+    assert!(MemoryStore::<u8, FixedWindow>::new()
+        .with_shards(6)
+        .is_err());
+    assert!(MemoryStore::<u8, FixedWindow>::new()
+        .with_max_keys(0)
+        .is_err());
+    let store = MemoryStore::<u8, FixedWindow>::new()
+        .with_max_keys(7)
+        .unwrap();
     assert_eq!(store.max_keys(), Some(7));
 }
 
@@ -195,7 +197,7 @@ impl std::hash::Hasher for Constant {
 
 #[test]
 fn keys_whose_hashes_collide_share_one_stricter_state() {
-    let store: MemoryStore<u32, Window, std::hash::BuildHasherDefault<Constant>> =
+    let store: MemoryStore<u32, FixedWindow, std::hash::BuildHasherDefault<Constant>> =
         MemoryStore::with_hasher(Default::default());
     let limiter = KeyedRateLimiter::with_store(window(3), store, ManualClock::new());
     assert!(limiter.try_acquire(&1));
