@@ -66,36 +66,20 @@ fn cancelled_a_nanosecond_late_is_used<A: CellAlgorithm>(algorithm: A) {
 }
 
 #[test]
-fn a_fixed_window_grant_cancelled_at_once_comes_back() {
+fn a_window_or_log_grant_cancelled_at_once_comes_back() {
     cancelled_at_once_comes_back(fixed(1));
-}
-
-#[test]
-fn a_fixed_window_grant_cancelled_a_nanosecond_late_is_used() {
-    cancelled_a_nanosecond_late_is_used(fixed(1));
-}
-
-#[test]
-fn a_bucketed_window_grant_cancelled_at_once_comes_back() {
     cancelled_at_once_comes_back(buckets(1));
     cancelled_at_once_comes_back(SlidingWindowBuckets::weighted(1, secs(60), secs(15)).unwrap());
     // One bucket: a state of 4 words, which the cell steps on a copy.
     cancelled_at_once_comes_back(SlidingWindowBuckets::dropping(1, secs(60), secs(60)).unwrap());
-}
-
-#[test]
-fn a_bucketed_window_grant_cancelled_a_nanosecond_late_is_used() {
-    cancelled_a_nanosecond_late_is_used(buckets(1));
-}
-
-#[test]
-fn a_sliding_log_grant_cancelled_at_once_comes_back() {
     cancelled_at_once_comes_back(log(1));
     cancelled_at_once_comes_back(log(1).with_rejected_recorded());
 }
 
 #[test]
-fn a_sliding_log_grant_cancelled_a_nanosecond_late_is_used() {
+fn a_window_or_log_grant_cancelled_a_nanosecond_late_is_used() {
+    cancelled_a_nanosecond_late_is_used(fixed(1));
+    cancelled_a_nanosecond_late_is_used(buckets(1));
     cancelled_a_nanosecond_late_is_used(log(1));
 }
 
