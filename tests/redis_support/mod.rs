@@ -53,7 +53,7 @@ fn temp_dir(tag: &str) -> PathBuf {
     dir
 }
 
-fn spawn_server(port: u16, dir: &Path, extra: &[&str]) -> Child {
+fn spawn_server(port: u16, dir: &Path, extra: &[impl AsRef<std::ffi::OsStr>]) -> Child {
     let mut command = Command::new("redis-server");
     command
         .args(["--port", &port.to_string()])
@@ -95,6 +95,132 @@ fn wait_ready(port: u16, child: &mut Child) -> Result<(), String> {
     }
 }
 
+/// A certificate authority made once per test process (`ca.crt` and `ca.key` in
+/// a directory of its own), whose certificate the TLS tests trust: its path.
+pub fn test_ca() -> &'static Path {
+    static CA: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    CA.get_or_init(|| {
+        let dir = temp_dir("ca");
+        openssl(
+            &dir,
+            &[
+                "ecparam",
+                "-name",
+                "prime256v1",
+                "-genkey",
+                "-noout",
+                "-out",
+                "ca.key",
+            ],
+        );
+        openssl(
+            &dir,
+            &[
+                "req",
+                "-x509",
+                "-new",
+                "-key",
+                "ca.key",
+                "-out",
+                "ca.crt",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=sluicegate test CA",
+            ],
+        );
+        dir
+    })
+}
+
+/// Arguments that make a server serve TLS on `tls_port` too, with a key and a
+/// certificate for `localhost` (signed by [`test_ca`]) written into `dir`.
+fn tls_arguments(tls_port: u16, dir: &Path) -> Vec<String> {
+    let ca = test_ca();
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    openssl(
+        dir,
+        &[
+            "ecparam",
+            "-name",
+            "prime256v1",
+            "-genkey",
+            "-noout",
+            "-out",
+            "server.key",
+        ],
+    );
+    openssl(
+        dir,
+        &[
+            "req",
+            "-new",
+            "-key",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=localhost",
+        ],
+    );
+    let (ca_crt, ca_key) = (ca.join("ca.crt"), ca.join("ca.key"));
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            &ca_crt.display().to_string(),
+            "-CAkey",
+            &ca_key.display().to_string(),
+            "-CAcreateserial",
+            "-out",
+            "server.crt",
+            "-days",
+            "2",
+            "-extfile",
+            "server.ext",
+        ],
+    );
+    let path = |name: &str| dir.join(name).display().to_string();
+    vec![
+        "--tls-port".to_owned(),
+        tls_port.to_string(),
+        "--tls-cert-file".to_owned(),
+        path("server.crt"),
+        "--tls-key-file".to_owned(),
+        path("server.key"),
+        "--tls-ca-cert-file".to_owned(),
+        ca_crt.display().to_string(),
+        "--tls-auth-clients".to_owned(),
+        "no".to_owned(),
+    ]
+}
+
+fn openssl(dir: &Path, args: &[&str]) {
+    let output = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "redis test harness: cannot run `openssl` ({e}) to make test certificates; \
+                 install it (Debian: `apt-get install -y openssl`, which .ci/run does)"
+            )
+        });
+    assert!(
+        output.status.success(),
+        "redis test harness: openssl {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 fn signal(pid: u32, signal: &str) {
     let status = Command::new("kill")
         .args([signal, &pid.to_string()])
@@ -110,6 +236,9 @@ pub struct RedisServer {
     dir: Option<PathBuf>,
     child: Option<Child>,
     paused: bool,
+    /// Arguments it was started with beyond the harness's own (TLS), for restarts.
+    extra: Vec<String>,
+    tls_url: Option<String>,
 }
 
 impl RedisServer {
@@ -123,6 +252,8 @@ impl RedisServer {
                     dir: None,
                     child: None,
                     paused: false,
+                    extra: Vec::new(),
+                    tls_url: None,
                 };
                 server.require_functions();
                 server
@@ -158,11 +289,26 @@ impl RedisServer {
     /// A server started here, whatever `REDIS_URL` says: for tests that kill, pause
     /// or restart it, or that need an empty database (`DBSIZE`).
     pub fn start_own() -> Self {
+        Self::start_own_with(false)
+    }
+
+    /// A server started here that also serves TLS, on a second port, with a
+    /// certificate for `localhost` that [`test_ca`] signed.
+    pub fn start_own_tls() -> Self {
+        Self::start_own_with(true)
+    }
+
+    fn start_own_with(tls: bool) -> Self {
         let dir = temp_dir("server");
         let mut last = String::new();
         for _ in 0..5 {
             let port = free_port();
-            let mut child = spawn_server(port, &dir, &[]);
+            let tls_port = tls.then(free_port);
+            let extra = match tls_port {
+                Some(tls_port) => tls_arguments(tls_port, &dir),
+                None => Vec::new(),
+            };
+            let mut child = spawn_server(port, &dir, &extra);
             match wait_ready(port, &mut child) {
                 Ok(()) => {
                     let server = RedisServer {
@@ -171,6 +317,8 @@ impl RedisServer {
                         dir: Some(dir),
                         child: Some(child),
                         paused: false,
+                        extra,
+                        tls_url: tls_port.map(|port| format!("rediss://localhost:{port}/")),
                     };
                     server.require_functions();
                     return server;
@@ -188,6 +336,11 @@ impl RedisServer {
     /// The URL to connect to.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The URL of its TLS port (a server from [`start_own_tls`](Self::start_own_tls)).
+    pub fn tls_url(&self) -> &str {
+        self.tls_url.as_deref().expect("a server started with TLS")
     }
 
     /// A fresh blocking connection, for setting up and inspecting the server.
@@ -240,8 +393,8 @@ impl RedisServer {
     pub fn restart(&mut self) {
         self.kill();
         let dir = self.dir.clone().expect("own server has a directory");
-        let port = self.port;
-        self.child = Some(respawn(port, || spawn_server(port, &dir, &[])));
+        let (port, extra) = (self.port, &self.extra);
+        self.child = Some(respawn(port, || spawn_server(port, &dir, extra)));
     }
 }
 

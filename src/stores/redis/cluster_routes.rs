@@ -4,7 +4,7 @@
 //! Why route at all, when redis-rs's blocking cluster connection does: it holds its
 //! sockets, so a node restarted between two calls shows only once the next call is
 //! written to the dead socket, and that call's outcome is then unknown. Routing on
-//! the store's own [`PlainConnection`](super::plain_connection::PlainConnection)s
+//! the store's own [`SocketConnection`](super::socket_connection::SocketConnection)s
 //! lets every blocking call on Cluster check its connection before writing, as on a
 //! standalone server. That needs each node's address and the URLs' credentials, so
 //! only a store opened from node URLs over plain TCP routes itself; one over TLS or

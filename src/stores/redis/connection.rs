@@ -11,7 +11,7 @@ use super::cluster_routes::{ClusterRoutes, Node, Redirect};
 use super::keys::slot_of;
 use super::library::{is_already_loaded, is_missing, library};
 use super::options::RedisOptions;
-use super::plain_connection::PlainConnection;
+use super::socket_connection::SocketConnection;
 use crate::error::{Applied, Error, StoreError};
 use parking_lot::Mutex;
 use redis::aio::MultiplexedConnection;
@@ -38,10 +38,11 @@ pub(super) enum Backend {
     },
 }
 
-/// A blocking connection: on our own socket when the server is reached over plain
-/// TCP or a Unix socket, else redis-rs's (TLS, a cluster client you built).
+/// A blocking connection: on our own socket when the server is reached over TCP
+/// (TLS too, with feature `redis-tls`) or a Unix socket, else redis-rs's (TLS
+/// settings only redis-rs holds, a cluster client you built).
 enum Blocking {
-    Plain(PlainConnection),
+    Socket(SocketConnection),
     Single(redis::Connection),
     Cluster(Box<ClusterConnection>),
 }
@@ -49,7 +50,7 @@ enum Blocking {
 impl Blocking {
     fn as_dyn(&mut self) -> &mut dyn ConnectionLike {
         match self {
-            Blocking::Plain(conn) => conn,
+            Blocking::Socket(conn) => conn,
             Blocking::Single(conn) => conn,
             Blocking::Cluster(conn) => &mut **conn,
         }
@@ -57,9 +58,9 @@ impl Blocking {
 
     /// Whether the server is known to have closed this idle connection. Only our
     /// own socket can tell; redis-rs's connections find out on their next call.
-    fn closed_while_idle(&self) -> bool {
+    fn closed_while_idle(&mut self) -> bool {
         match self {
-            Blocking::Plain(conn) => conn.closed_while_idle(),
+            Blocking::Socket(conn) => conn.closed_while_idle(),
             Blocking::Single(_) | Blocking::Cluster(_) => false,
         }
     }
@@ -210,8 +211,8 @@ impl Connections {
                 Some(node),
             ) => {
                 let info = routes.connection_info(node);
-                PlainConnection::open(&info, connect, response)?
-                    .map(Blocking::Plain)
+                SocketConnection::open(&info, connect, response)?
+                    .map(Blocking::Socket)
                     .ok_or_else(|| {
                         let why = "a Cluster node the store routes to is not plain TCP";
                         RedisError::from((ErrorKind::InvalidClientConfig, why))
@@ -219,8 +220,8 @@ impl Connections {
             }
             (Backend::Single(client), _) => {
                 let info = client.get_connection_info();
-                if let Some(conn) = PlainConnection::open(info, connect, response)? {
-                    return Ok(Blocking::Plain(conn));
+                if let Some(conn) = SocketConnection::open(info, connect, response)? {
+                    return Ok(Blocking::Socket(conn));
                 }
                 let conn = client.get_connection_with_timeout(connect)?;
                 conn.set_read_timeout(Some(response))?;
@@ -246,12 +247,13 @@ impl Connections {
                     .rposition(|(n, _)| n.as_deref() == node.map(|n| &**n));
                 at.map(|at| idle.remove(at).1)
             };
-            match taken {
-                // Closed by the server while idle (a restart): nothing was sent on
-                // it, so the call goes out on another one and is not lost.
-                Some(conn) if conn.closed_while_idle() => continue,
-                Some(conn) => return Ok(conn),
-                None => return self.open_blocking(node),
+            let Some(mut conn) = taken else {
+                return self.open_blocking(node);
+            };
+            // Closed by the server while idle (a restart): nothing was sent on it,
+            // so the call goes out on another one and is not lost.
+            if !conn.closed_while_idle() {
+                return Ok(conn);
             }
         }
     }

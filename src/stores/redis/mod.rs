@@ -160,15 +160,17 @@
 //! reply: the steps check everything before their first write) or
 //! [`Applied::Unknown`] when it was sent and no usable reply came (a timeout, a
 //! dropped connection). A server restart between calls loses no call: a blocking
-//! connection over plain TCP or a Unix socket is the store's own socket, read
-//! without blocking before each call (see `plain_connection.rs`; on a Cluster
-//! opened from node URLs the store routes blocking calls itself, see
-//! `cluster_routes.rs`), and async connections speak RESP3, over which redis-rs
-//! reports a closed connection at once, so either is replaced before the call is
-//! written. Blocking calls over TLS or through a cluster client you built are the
-//! exception: redis-rs holds those sockets, and the first call on each connection
-//! opened before a restart fails with `Unknown` (a dead connection and a lost reply
-//! look the same there). A Cluster redirect (`MOVED`, `ASK`) means the node did not
+//! connection over TCP (TLS too, with feature `redis-tls`: `tls.rs`) or a Unix
+//! socket is the store's own socket, read without blocking before each call (see
+//! `socket_connection.rs`; on a Cluster opened from node URLs the store routes
+//! blocking calls itself, see `cluster_routes.rs`), and async connections speak
+//! RESP3, over which redis-rs reports a closed connection at once, so either is
+//! replaced before the call is written. Blocking calls on connections only redis-rs
+//! can open (TLS with a client's own certificates or without verification, or
+//! without `redis-tls`; a cluster client you built) are the exception: redis-rs
+//! holds those sockets, and the first call on each connection opened before a
+//! restart fails with `Unknown` (a dead connection and a lost reply look the same
+//! there). A Cluster redirect (`MOVED`, `ASK`) means the node did not
 //! run the call, so the call follows one, to the node named (a second fails the
 //! call with [`Applied::No`]); only a blocking call through a cluster client you
 //! built fails with the first. Connect and response timeouts are [`RedisOptions`]
@@ -195,12 +197,14 @@ pub mod keys;
 mod leaky_bucket;
 mod library;
 mod options;
-mod plain_connection;
 mod sliding_log;
 mod sliding_window_buckets;
 mod sliding_window_counter;
 mod smooth_bursty;
 mod smooth_warming_up;
+mod socket_connection;
+#[cfg(feature = "redis-tls")]
+mod tls;
 
 pub use algorithm::RedisAlgorithm;
 pub use options::{RedisOptions, TimeSource};
@@ -258,9 +262,10 @@ impl<K, A> fmt::Debug for RedisStore<K, A> {
 }
 
 impl<K, A> RedisStore<K, A> {
-    /// A store on the server at `url` (`redis://`, or `rediss://` when redis-rs's
-    /// TLS features are enabled) with the default [`RedisOptions`]. Connects
-    /// lazily: the first call opens the first connection.
+    /// A store on the server at `url` (`redis://`, `redis+unix://`, or
+    /// `rediss://` with feature `redis-tls` or redis-rs's own TLS features) with
+    /// the default [`RedisOptions`]. Connects lazily: the first call opens the
+    /// first connection.
     ///
     /// # Errors
     /// [`Error::Store`] ([`Applied::No`]) if the URL does not parse.

@@ -1,12 +1,13 @@
-//! A blocking connection over a plain TCP or Unix socket that the store holds
-//! itself, so that it can tell, before writing a call, whether the server closed
-//! the connection while it sat idle in the pool.
+//! A blocking connection over a TCP or Unix socket that the store holds itself
+//! (with TLS on it under feature `redis-tls`, see [`tls`](super::tls)), so that it
+//! can tell, before writing a call, whether the server closed the connection while
+//! it sat idle in the pool.
 //!
 //! Why not redis-rs's own blocking connection: it hides its socket, so a server
 //! restart between two calls shows only after the next call is written (its reply
 //! never comes), and a call written to a dead socket cannot be told from one whose
 //! reply was lost: the store would have to answer [`Applied::Unknown`] for a call
-//! that never reached a server. Here [`PlainConnection::closed_while_idle`] reads
+//! that never reached a server. Here [`SocketConnection::closed_while_idle`] reads
 //! the socket without blocking first: an end of stream (or any byte nobody asked
 //! for) means the connection is finished, and the call goes out on a fresh one.
 //! That costs one non-blocking read per call.
@@ -14,10 +15,11 @@
 //! It speaks RESP2 (every reply a step gives is an array of integers either way),
 //! authenticates and selects the database as the client's URL says, and applies the
 //! URL's TCP settings that redis-rs exposes (no-delay, keep-alive, user timeout).
-//! TLS stays with redis-rs, which holds the TLS state.
 //!
 //! [`Applied::Unknown`]: crate::Applied::Unknown
 
+#[cfg(feature = "redis-tls")]
+use super::tls;
 use redis::{ConnectionAddr, ConnectionInfo, ConnectionLike, Parser, RedisResult, Value};
 use socket2::{Domain, Socket, Type};
 use std::io::{self, Read, Write};
@@ -25,39 +27,55 @@ use std::net::ToSocketAddrs;
 use std::time::Duration;
 
 /// One blocking connection on a socket of our own (see the module docs).
-pub(super) struct PlainConnection {
-    /// A TCP or Unix stream socket: socket2 reads and writes either alike.
-    socket: Socket,
+pub(super) struct SocketConnection {
+    stream: Stream,
     parser: Parser,
     db: i64,
     /// False once a read or write failed: the connection may be out of step.
     open: bool,
 }
 
-impl PlainConnection {
+impl SocketConnection {
     /// Connects as `info` says, or `Ok(None)` for an address this type does not
-    /// serve (TLS). Connecting is bounded by `connect_timeout`, each read and
-    /// write by `response_timeout`.
+    /// serve (TLS without feature `redis-tls`, or with settings only redis-rs
+    /// holds: see [`tls`](super::tls)). Connecting, a TLS handshake included, is
+    /// bounded by `connect_timeout`, each read and write by `response_timeout`.
     pub(super) fn open(
         info: &ConnectionInfo,
         connect_timeout: Duration,
         response_timeout: Duration,
     ) -> RedisResult<Option<Self>> {
-        let socket = match info.addr() {
-            ConnectionAddr::Tcp(host, port) => connect_tcp(host, *port, info, connect_timeout)?,
+        let (socket, tls_host): (Socket, Option<&String>) = match info.addr() {
+            ConnectionAddr::Tcp(host, port) => {
+                (connect_tcp(host, *port, info, connect_timeout)?, None)
+            }
+            #[cfg(feature = "redis-tls")]
+            ConnectionAddr::TcpTls {
+                host,
+                port,
+                insecure: false,
+                tls_params: None,
+            } => (connect_tcp(host, *port, info, connect_timeout)?, Some(host)),
             #[cfg(unix)]
             ConnectionAddr::Unix(path) => {
                 let socket = Socket::new(Domain::UNIX, Type::STREAM, None)?;
                 socket.connect_timeout(&socket2::SockAddr::unix(path)?, connect_timeout)?;
-                socket
+                (socket, None)
             }
             _ => return Ok(None),
         };
-        socket.set_read_timeout(Some(response_timeout))?;
-        socket.set_write_timeout(Some(response_timeout))?;
+        socket.set_read_timeout(Some(connect_timeout))?;
+        socket.set_write_timeout(Some(connect_timeout))?;
+        let stream = match tls_host {
+            #[cfg(feature = "redis-tls")]
+            Some(host) => Stream::Tls(Box::new(tls::connect(host, socket)?)),
+            _ => Stream::Plain(socket),
+        };
+        stream.socket().set_read_timeout(Some(response_timeout))?;
+        stream.socket().set_write_timeout(Some(response_timeout))?;
         let settings = info.redis_settings();
-        let mut conn = PlainConnection {
-            socket,
+        let mut conn = SocketConnection {
+            stream,
             parser: Parser::new(),
             db: settings.db(),
             open: true,
@@ -79,22 +97,28 @@ impl PlainConnection {
     /// it (a restart, an idle timeout, `CLIENT KILL`) or sent something unasked.
     /// A non-blocking read finds out without waiting; whatever it finds, nothing
     /// has been written, so a fresh connection can carry the call instead.
-    pub(super) fn closed_while_idle(&self) -> bool {
-        if !self.open || self.socket.set_nonblocking(true).is_err() {
+    pub(super) fn closed_while_idle(&mut self) -> bool {
+        if !self.open || self.stream.socket().set_nonblocking(true).is_err() {
             return true;
         }
-        let read = (&self.socket).read(&mut [0u8; 1]);
-        let healthy = matches!(read, Err(e) if e.kind() == io::ErrorKind::WouldBlock);
-        !(self.socket.set_nonblocking(false).is_ok() && healthy)
+        let closed = match &mut self.stream {
+            Stream::Plain(socket) => {
+                let read = (&*socket).read(&mut [0u8; 1]);
+                !matches!(read, Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+            }
+            #[cfg(feature = "redis-tls")]
+            Stream::Tls(stream) => tls::closed_while_idle(stream),
+        };
+        self.stream.socket().set_nonblocking(false).is_err() || closed
     }
 
     fn write_all(&mut self, bytes: &[u8]) -> RedisResult<()> {
-        let written = (&self.socket).write_all(bytes).map_err(Into::into);
+        let written = self.stream.write_all(bytes).map_err(Into::into);
         self.failed(written)
     }
 
     fn read_value(&mut self) -> RedisResult<Value> {
-        let value = self.parser.parse_value(&self.socket);
+        let value = self.parser.parse_value(&mut self.stream);
         self.failed(value)
     }
 
@@ -104,6 +128,51 @@ impl PlainConnection {
             self.open = false;
         }
         result
+    }
+}
+
+/// A socket, with or without TLS on it.
+enum Stream {
+    Plain(Socket),
+    #[cfg(feature = "redis-tls")]
+    Tls(Box<tls::TlsStream>),
+}
+
+impl Stream {
+    fn socket(&self) -> &Socket {
+        match self {
+            Stream::Plain(socket) => socket,
+            #[cfg(feature = "redis-tls")]
+            Stream::Tls(stream) => &stream.sock,
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(socket) => (&*socket).read(buf),
+            #[cfg(feature = "redis-tls")]
+            Stream::Tls(stream) => stream.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(socket) => (&*socket).write(buf),
+            #[cfg(feature = "redis-tls")]
+            Stream::Tls(stream) => stream.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Stream::Plain(socket) => (&*socket).flush(),
+            #[cfg(feature = "redis-tls")]
+            Stream::Tls(stream) => stream.flush(),
+        }
     }
 }
 
@@ -135,7 +204,7 @@ fn connect_tcp(
     Err(last)
 }
 
-impl ConnectionLike for PlainConnection {
+impl ConnectionLike for SocketConnection {
     fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
         self.write_all(cmd)?;
         self.read_value()
@@ -179,13 +248,13 @@ mod tests {
     use std::time::Instant;
 
     /// A connection to a bare loopback listener, and the listener's end of it.
-    fn connected() -> (PlainConnection, TcpStream) {
+    fn connected() -> (SocketConnection, TcpStream) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let info = format!("redis://{}", listener.local_addr().unwrap())
             .into_connection_info()
             .unwrap();
         let second = Duration::from_secs(1);
-        let conn = PlainConnection::open(&info, second, second)
+        let conn = SocketConnection::open(&info, second, second)
             .unwrap()
             .expect("a plain TCP address");
         (conn, listener.accept().unwrap().0)
@@ -193,7 +262,7 @@ mod tests {
 
     /// Whether the check finds `conn` closed within a second (a peer's close
     /// reaches this end asynchronously).
-    fn seen_closed(conn: &PlainConnection) -> bool {
+    fn seen_closed(conn: &mut SocketConnection) -> bool {
         let deadline = Instant::now() + Duration::from_secs(1);
         while Instant::now() < deadline {
             if conn.closed_while_idle() {
@@ -226,16 +295,16 @@ mod tests {
 
     #[test]
     fn a_connection_the_peer_closed_is_seen_before_writing() {
-        let (conn, server) = connected();
+        let (mut conn, server) = connected();
         drop(server);
-        assert!(seen_closed(&conn));
+        assert!(seen_closed(&mut conn));
     }
 
     #[test]
     fn bytes_nobody_asked_for_finish_the_connection() {
-        let (conn, mut server) = connected();
+        let (mut conn, mut server) = connected();
         server.write_all(b"+OK\r\n").unwrap();
-        assert!(seen_closed(&conn));
+        assert!(seen_closed(&mut conn));
     }
 
     #[cfg(unix)]
@@ -251,31 +320,40 @@ mod tests {
             .into_connection_info()
             .unwrap();
         let second = Duration::from_secs(1);
-        let conn = PlainConnection::open(&info, second, second)
+        let mut conn = SocketConnection::open(&info, second, second)
             .unwrap()
             .expect("a Unix socket address");
         let (server, _) = listener.accept().unwrap();
         assert!(!conn.closed_while_idle());
         drop(server);
-        assert!(seen_closed(&conn));
+        assert!(seen_closed(&mut conn));
         let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
-    fn an_address_over_tls_is_left_to_redis_rs() {
-        let info = "redis://127.0.0.1:1"
-            .into_connection_info()
-            .unwrap()
-            .set_addr(ConnectionAddr::TcpTls {
-                host: "127.0.0.1".to_owned(),
-                port: 1,
-                insecure: false,
-                tls_params: None,
-            });
+    fn tls_this_type_cannot_honour_is_left_to_redis_rs() {
+        let tls = |insecure| {
+            "redis://127.0.0.1:1"
+                .into_connection_info()
+                .unwrap()
+                .set_addr(ConnectionAddr::TcpTls {
+                    host: "127.0.0.1".to_owned(),
+                    port: 1,
+                    insecure,
+                    tls_params: None,
+                })
+        };
         let second = Duration::from_secs(1);
-        // Nothing is connected: the address is simply not this type's.
-        assert!(PlainConnection::open(&info, second, second)
+        // Verification turned off is a setting only redis-rs honours: nothing is
+        // connected (port 1 would refuse).
+        assert!(SocketConnection::open(&tls(true), second, second)
             .unwrap()
             .is_none());
+        let verified = SocketConnection::open(&tls(false), second, second);
+        if cfg!(feature = "redis-tls") {
+            assert!(verified.is_err(), "this type's to connect: refused");
+        } else {
+            assert!(verified.unwrap().is_none());
+        }
     }
 }
