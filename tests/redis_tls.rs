@@ -1,25 +1,33 @@
-//! The Redis store over TLS (feature `redis-tls`), on a server started here with a
-//! certificate from a test CA that this process trusts (`SSL_CERT_FILE`): blocking
+//! The Redis store over TLS (feature `redis-tls`), on servers started here with
+//! certificates from a test CA that this process trusts (`SSL_CERT_FILE`): blocking
 //! calls run on the store's own TLS sockets, reused from call to call, and a restart
-//! between calls loses none; async calls run on redis-rs's TLS connection.
+//! between calls loses none, standalone or on a Cluster; async calls run on
+//! redis-rs's TLS connections.
 #![cfg(feature = "redis-tls")]
 
 mod redis_support;
 
 use redis_support::trace::caller_time_options;
-use redis_support::{calls, current_thread_runtime, take, test_ca, window, RedisServer, SECOND};
+use redis_support::{
+    calls, current_thread_runtime, take, test_ca, window, RedisCluster, RedisServer, SECOND,
+};
 use sluicegate::algorithms::FixedWindow;
 use sluicegate::stores::redis::RedisStore;
 use sluicegate::stores::Store;
 
-/// A store on `server`'s TLS port, trusting the test CA.
-fn tls_store(server: &RedisServer, prefix: &str) -> RedisStore<&'static str, FixedWindow> {
+/// Makes this process trust the test CA, with ring as rustls's crypto provider.
+fn trust_test_ca() {
     // The application picks rustls's crypto provider (the crate does not); a second
     // install in this process is refused, which is fine.
     let _ = rustls::crypto::ring::default_provider().install_default();
     // Read by rustls-native-certs, for the store's sockets and redis-rs's alike. Every
     // test of this file sets the same value.
     std::env::set_var("SSL_CERT_FILE", test_ca().join("ca.crt"));
+}
+
+/// A store on `server`'s TLS port, trusting the test CA.
+fn tls_store(server: &RedisServer, prefix: &str) -> RedisStore<&'static str, FixedWindow> {
+    trust_test_ca();
     RedisStore::open_with(server.tls_url(), caller_time_options(prefix)).unwrap()
 }
 
@@ -79,4 +87,34 @@ fn a_restart_between_blocking_calls_over_tls_loses_no_call() {
     let mut admin = server.connection();
     assert_eq!(calls(&mut admin, "function|load"), 1);
     assert_eq!(calls(&mut admin, "fcall"), 3);
+}
+
+#[test]
+fn a_tls_cluster_routes_blocking_calls_and_a_restarted_node_loses_none() {
+    let mut cluster = RedisCluster::start_tls();
+    trust_test_ca();
+    let store: RedisStore<String, FixedWindow> =
+        RedisStore::open_cluster(cluster.tls_urls(), caller_time_options("tls-cl:")).unwrap();
+    // One reserve of 1 per identity, spread over the three masters.
+    let keys: Vec<String> = (0..30).map(|i| format!("user:{i}")).collect();
+    let remaining = || -> Vec<u64> {
+        keys.iter()
+            .map(|key| {
+                let (d, _) = store.apply_key(&window(10), key, SECOND, take(1)).unwrap();
+                d.remaining()
+            })
+            .collect()
+    };
+    assert!(remaining().iter().all(|&r| r == 9));
+    cluster.restart_node(0);
+    // The idle TLS connection to the restarted node is found closed before the
+    // call: identities there start afresh, the others count on, and none fails.
+    let after = remaining();
+    assert!(after.iter().all(|&r| r == 9 || r == 8), "{after:?}");
+    assert!(after.contains(&9) && after.contains(&8), "{after:?}");
+    // Async calls go over redis-rs's TLS cluster connection.
+    let runtime = current_thread_runtime();
+    let key = ["async".to_owned()];
+    let pending = store.apply_async(&window(10), &key, SECOND, take(1));
+    assert_eq!(runtime.block_on(pending).unwrap()[0].0.remaining(), 9);
 }

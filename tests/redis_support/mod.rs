@@ -139,7 +139,8 @@ fn tls_arguments(tls_port: u16, dir: &Path) -> Vec<String> {
     let ca = test_ca();
     std::fs::write(
         dir.join("server.ext"),
-        "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n",
+        // Client authentication too: Cluster nodes present it to each other.
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n",
     )
     .unwrap();
     openssl(
@@ -436,25 +437,47 @@ pub struct RedisCluster {
     ports: Vec<u16>,
     children: Vec<Child>,
     dirs: Vec<PathBuf>,
+    /// Each node's TLS port and arguments, for a cluster started with TLS.
+    tls: Vec<(u16, Vec<String>)>,
 }
 
 impl RedisCluster {
     /// Starts three masters and waits until every node says `cluster_state:ok`.
     pub fn start() -> Self {
+        Self::start_with(false)
+    }
+
+    /// [`start`](Self::start), each node also serving TLS on a second port (the
+    /// cluster bus too), with certificates as [`RedisServer::start_own_tls`]'s.
+    pub fn start_tls() -> Self {
+        Self::start_with(true)
+    }
+
+    fn start_with(tls: bool) -> Self {
         let mut cluster = RedisCluster {
             ports: Vec::new(),
             children: Vec::new(),
             dirs: Vec::new(),
+            tls: Vec::new(),
         };
         for _ in 0..3 {
-            let (port, child, dir) = Self::start_node();
+            let (port, child, dir, tls) = Self::start_node(tls);
             cluster.ports.push(port);
             cluster.children.push(child);
             cluster.dirs.push(dir);
+            cluster.tls.extend(tls);
         }
+        // With TLS the nodes meet over their TLS ports: the cluster bus speaks TLS.
         let mut create = Command::new("redis-cli");
+        let ports = if tls {
+            let ca = test_ca().join("ca.crt");
+            create.arg("--tls").arg("--cacert").arg(ca);
+            cluster.tls.iter().map(|(port, _)| *port).collect()
+        } else {
+            cluster.ports.clone()
+        };
         create.arg("--cluster").arg("create");
-        for port in &cluster.ports {
+        for port in ports {
             create.arg(format!("127.0.0.1:{port}"));
         }
         let output = create
@@ -476,14 +499,24 @@ impl RedisCluster {
         cluster
     }
 
-    fn start_node() -> (u16, Child, PathBuf) {
+    fn start_node(tls: bool) -> (u16, Child, PathBuf, Option<(u16, Vec<String>)>) {
         let dir = temp_dir("cluster");
         let mut last = String::new();
         for _ in 0..5 {
             let port = free_port();
-            let mut child = Self::spawn_node(port, &dir);
+            let tls = tls.then(|| {
+                let tls_port = free_port();
+                let mut extra = tls_arguments(tls_port, &dir);
+                // The bus port is named: the default (the port + 10000) would be
+                // the plain port's, while the nodes meet over their TLS ports.
+                let bus = free_port().to_string();
+                extra.extend(["--tls-cluster", "yes", "--cluster-port", &bus].map(String::from));
+                (tls_port, extra)
+            });
+            let extra = tls.as_ref().map_or(&[][..], |(_, extra)| extra);
+            let mut child = Self::spawn_node(port, &dir, extra);
             match wait_ready(port, &mut child) {
-                Ok(()) => return (port, child, dir),
+                Ok(()) => return (port, child, dir, tls),
                 Err(why) => {
                     let _ = child.kill();
                     let _ = child.wait();
@@ -494,19 +527,18 @@ impl RedisCluster {
         panic!("redis test harness: could not start a cluster node: {last}");
     }
 
-    fn spawn_node(port: u16, dir: &Path) -> Child {
-        spawn_server(
-            port,
-            dir,
-            &[
-                "--cluster-enabled",
-                "yes",
-                "--cluster-config-file",
-                &format!("nodes-{port}.conf"),
-                "--cluster-node-timeout",
-                "5000",
-            ],
-        )
+    fn spawn_node(port: u16, dir: &Path, extra: &[String]) -> Child {
+        let config = format!("nodes-{port}.conf");
+        let mut args = vec![
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            &config,
+            "--cluster-node-timeout",
+            "5000",
+        ];
+        args.extend(extra.iter().map(String::as_str));
+        spawn_server(port, dir, &args)
     }
 
     /// Kills node `index` and starts it again on its port with its cluster config
@@ -516,7 +548,8 @@ impl RedisCluster {
         let _ = child.kill();
         let _ = child.wait();
         let (port, dir) = (self.ports[index], self.dirs[index].clone());
-        self.children[index] = respawn(port, || Self::spawn_node(port, &dir));
+        let extra = self.tls.get(index).map_or(&[][..], |(_, extra)| extra);
+        self.children[index] = respawn(port, || Self::spawn_node(port, &dir, extra));
         self.wait_ok();
     }
 
@@ -552,6 +585,15 @@ impl RedisCluster {
     /// Node `index`'s port.
     pub fn port(&self, index: usize) -> u16 {
         self.ports[index]
+    }
+
+    /// The nodes' TLS URLs (a cluster from [`start_tls`](Self::start_tls)).
+    pub fn tls_urls(&self) -> Vec<String> {
+        assert!(!self.tls.is_empty(), "a cluster started with TLS");
+        self.tls
+            .iter()
+            .map(|(port, _)| format!("rediss://127.0.0.1:{port}/"))
+            .collect()
     }
 
     /// The nodes' URLs, to build a cluster client from.

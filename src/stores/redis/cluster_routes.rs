@@ -7,8 +7,8 @@
 //! the store's own [`SocketConnection`](super::socket_connection::SocketConnection)s
 //! lets every blocking call on Cluster check its connection before writing, as on a
 //! standalone server. That needs each node's address and the URLs' credentials, so
-//! only a store opened from node URLs over plain TCP routes itself; one over TLS or
-//! over a cluster client you built keeps redis-rs's connection.
+//! only a store opened from node URLs over TCP (TLS too, with feature `redis-tls`)
+//! routes itself; one over a cluster client you built keeps redis-rs's connection.
 //!
 //! The map is learned lazily, the way Redis Cluster clients are meant to learn it:
 //! `CLUSTER SLOTS` from a known node the first time a slot has no owner, then one
@@ -63,10 +63,26 @@ impl SlotMap {
 
 impl ClusterRoutes {
     /// Routes for a cluster reached through `seeds`, or `None` unless every seed is
-    /// a plain TCP address (TLS and Unix sockets stay with redis-rs).
+    /// an address the store's own sockets serve, all of one kind: plain TCP, or TLS
+    /// with verification and no certificates of the client's own (feature
+    /// `redis-tls`).
     pub(super) fn new(seeds: &[ConnectionInfo]) -> Option<Self> {
-        let plain = |info: &ConnectionInfo| matches!(info.addr(), ConnectionAddr::Tcp(..));
-        let template = seeds.first().filter(|_| seeds.iter().all(plain))?.clone();
+        let kind = |info: &ConnectionInfo| match info.addr() {
+            ConnectionAddr::Tcp(..) => Some(false),
+            #[cfg(feature = "redis-tls")]
+            ConnectionAddr::TcpTls {
+                insecure: false,
+                tls_params: None,
+                ..
+            } => Some(true),
+            _ => None,
+        };
+        let template = seeds.first()?;
+        let tls = kind(template)?;
+        if seeds.iter().any(|seed| kind(seed) != Some(tls)) {
+            return None;
+        }
+        let template = template.clone();
         Some(ClusterRoutes {
             template,
             seeds: seeds
@@ -89,6 +105,20 @@ impl ClusterRoutes {
         self.template.clone().set_addr(node.clone())
     }
 
+    /// The address of the node at `host:port`, reached as the seeds are (plain or
+    /// TLS).
+    pub(super) fn node_at(&self, host: String, port: u16) -> ConnectionAddr {
+        match self.template.addr() {
+            ConnectionAddr::TcpTls { .. } => ConnectionAddr::TcpTls {
+                host,
+                port,
+                insecure: false,
+                tls_params: None,
+            },
+            _ => ConnectionAddr::Tcp(host, port),
+        }
+    }
+
     /// Nodes to read a map from: the known ones, then the seeds.
     pub(super) fn candidates(&self) -> Vec<Node> {
         let mut nodes = self.map.read().nodes.clone();
@@ -103,18 +133,19 @@ impl ClusterRoutes {
             return Err(malformed("not an array"));
         };
         for range in ranges {
-            let (start, end, node) = parse_range(range, asked)?;
-            let index = map.index_of(&node);
+            let (start, end, host, port) = parse_range(range, host_of(asked))?;
+            let index = map.index_of(&self.node_at(host, port));
             map.owner[usize::from(start)..=usize::from(end)].fill(index);
         }
         *self.map.write() = map;
         Ok(())
     }
 
-    /// Records a `MOVED` reply: `slot` is now served by `node`.
-    pub(super) fn moved(&self, slot: u16, node: &ConnectionAddr) -> Node {
+    /// Records a `MOVED` reply: `slot` is now served by `host:port`.
+    pub(super) fn moved(&self, slot: u16, host: String, port: u16) -> Node {
+        let node = self.node_at(host, port);
         let mut map = self.map.write();
-        let index = map.index_of(node);
+        let index = map.index_of(&node);
         map.owner[usize::from(slot)] = index;
         map.nodes[usize::from(index)].clone()
     }
@@ -128,34 +159,45 @@ impl ClusterRoutes {
 /// Where a call a node redirected goes once more (the node did not run it).
 pub(super) struct Redirect {
     /// The node the reply names.
-    pub(super) node: ConnectionAddr,
-    /// An `ASK` (the slot is being migrated): this one call goes to `node`, after
-    /// `ASKING`. A `MOVED` names the slot's new owner.
+    pub(super) host: String,
+    pub(super) port: u16,
+    /// An `ASK` (the slot is being migrated): this one call goes to the node,
+    /// after `ASKING`. A `MOVED` names the slot's new owner.
     pub(super) asking: bool,
 }
 
 impl Redirect {
-    /// The redirect `error` is, if it is a `MOVED` or `ASK` reply from `asked`
-    /// (`host:port`; an empty host is `asked`'s, so without `asked` it is none).
-    pub(super) fn of(error: &RedisError, asked: Option<&ConnectionAddr>) -> Option<Self> {
+    /// The redirect `error` is, if it is a `MOVED` or `ASK` reply from a node at
+    /// `asked_host` (`host:port`; an empty host is the asked node's, so without
+    /// `asked_host` it is none).
+    pub(super) fn of(error: &RedisError, asked_host: Option<&str>) -> Option<Self> {
         let (addr, _slot) = error.redirect_node()?;
         let (host, port) = addr.rsplit_once(':')?;
-        let host = match (host, asked) {
-            ("", Some(ConnectionAddr::Tcp(asked_host, _))) => asked_host.clone(),
-            ("", _) => return None,
+        let host = match (host, asked_host) {
+            ("", Some(asked)) => asked.to_owned(),
+            ("", None) => return None,
             _ => host.to_owned(),
         };
         Some(Redirect {
-            node: ConnectionAddr::Tcp(host, port.parse().ok()?),
+            host,
+            port: port.parse().ok()?,
             asking: error.kind() == ErrorKind::Server(redis::ServerErrorKind::Ask),
         })
+    }
+}
+
+/// The host of a TCP address, plain or TLS.
+pub(super) fn host_of(addr: &ConnectionAddr) -> Option<&str> {
+    match addr {
+        ConnectionAddr::Tcp(host, _) | ConnectionAddr::TcpTls { host, .. } => Some(host),
+        _ => None,
     }
 }
 
 /// One `CLUSTER SLOTS` entry: `[start, end, [host, port, ...], replicas...]`. An
 /// empty host means the node that answered; `?` is refused (Redis does not know
 /// the master's address yet).
-fn parse_range(range: &Value, asked: &ConnectionAddr) -> RedisResult<(u16, u16, ConnectionAddr)> {
+fn parse_range(range: &Value, asked_host: Option<&str>) -> RedisResult<(u16, u16, String, u16)> {
     let slot = |value: &Value| match value {
         Value::Int(n) => u16::try_from(*n).ok().filter(|n| *n < SLOTS),
         _ => None,
@@ -179,15 +221,15 @@ fn parse_range(range: &Value, asked: &ConnectionAddr) -> RedisResult<(u16, u16, 
         return Err(malformed("a master has no port"));
     };
     let port = u16::try_from(*port).map_err(|_| malformed("a port is out of range"))?;
-    let host = match (host.as_str(), asked) {
-        ("", ConnectionAddr::Tcp(asked_host, _)) => asked_host.clone(),
+    let host = match (host.as_str(), asked_host) {
+        ("", Some(asked)) => asked.to_owned(),
         ("" | "?", _) => return Err(malformed("a master's address is unknown")),
         _ => host,
     };
     if start > end {
         return Err(malformed("a range ends before it starts"));
     }
-    Ok((start, end, ConnectionAddr::Tcp(host, port)))
+    Ok((start, end, host, port))
 }
 
 fn malformed(what: &'static str) -> RedisError {
@@ -236,7 +278,7 @@ mod tests {
         assert_eq!(*routes.node_of(8191).unwrap(), asked);
         assert_eq!(*routes.node_of(16383).unwrap(), tcp("10.0.0.2", 7001));
         assert_eq!(
-            *routes.moved(5, &tcp("10.0.0.2", 7001)),
+            *routes.moved(5, "10.0.0.2".to_owned(), 7001),
             tcp("10.0.0.2", 7001)
         );
         assert_eq!(*routes.node_of(5).unwrap(), tcp("10.0.0.2", 7001));
@@ -253,21 +295,20 @@ mod tests {
         let reply = |kind, detail: &str| {
             RedisError::from((ErrorKind::Server(kind), "redirect", detail.to_owned()))
         };
-        let target = |error, asked| {
-            Redirect::of(&error, asked).map(|redirect| (redirect.node, redirect.asking))
-        };
+        let target =
+            |error, asked| Redirect::of(&error, asked).map(|r| (tcp(&r.host, r.port), r.asking));
         let moved = reply(Moved, "3999 10.0.0.2:7001");
         assert_eq!(target(moved, None), Some((tcp("10.0.0.2", 7001), false)));
         let ask = reply(Ask, "3999 :7002");
         assert_eq!(
-            target(ask, Some(&asked)),
+            target(ask, host_of(&asked)),
             Some((tcp("10.0.0.1", 7002), true))
         );
         assert_eq!(target(reply(Ask, "3999 :7002"), None), None, "whose host?");
         let ipv6 = reply(Moved, "3999 ::1:7003");
         assert_eq!(target(ipv6, None), Some((tcp("::1", 7003), false)));
-        assert_eq!(target(reply(Moved, "3999 host"), Some(&asked)), None);
-        assert_eq!(target(malformed("not a redirect"), Some(&asked)), None);
+        assert_eq!(target(reply(Moved, "3999 host"), host_of(&asked)), None);
+        assert_eq!(target(malformed("not a redirect"), host_of(&asked)), None);
     }
 
     #[test]
@@ -310,7 +351,18 @@ mod tests {
             tls_params: None,
         });
         assert!(ClusterRoutes::new(std::slice::from_ref(&plain)).is_some());
-        assert!(ClusterRoutes::new(&[plain, tls]).is_none());
+        // Mixed kinds are not routed here.
+        assert!(ClusterRoutes::new(&[plain, tls.clone()]).is_none());
         assert!(ClusterRoutes::new(&[]).is_none());
+        // TLS seeds are, with feature `redis-tls`, and so are the nodes they name.
+        let routes = ClusterRoutes::new(std::slice::from_ref(&tls));
+        assert_eq!(routes.is_some(), cfg!(feature = "redis-tls"));
+        if let Some(routes) = routes {
+            let node = routes.node_at("10.0.0.3".to_owned(), 7003);
+            assert!(
+                matches!(node, ConnectionAddr::TcpTls { port: 7003, .. }),
+                "{node:?}"
+            );
+        }
     }
 }

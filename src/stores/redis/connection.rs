@@ -7,7 +7,7 @@
 //! Cluster redirect sends it once more, to the node named) with the one rule for
 //! what a failure means ([`Applied::No`] or [`Applied::Unknown`]).
 
-use super::cluster_routes::{ClusterRoutes, Node, Redirect};
+use super::cluster_routes::{host_of, ClusterRoutes, Node, Redirect};
 use super::keys::slot_of;
 use super::library::{is_already_loaded, is_missing, library};
 use super::options::RedisOptions;
@@ -19,8 +19,8 @@ use redis::aio::{AsyncPushSender, SendError};
 use redis::cluster::{ClusterClient, ClusterConnection};
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{
-    AsyncConnectionConfig, Client, Cmd, ConnectionAddr, ConnectionLike, ErrorKind, ProtocolVersion,
-    PushInfo, PushKind, RedisError, RedisResult,
+    AsyncConnectionConfig, Client, Cmd, ConnectionLike, ErrorKind, ProtocolVersion, PushInfo,
+    PushKind, RedisError, RedisResult,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -315,13 +315,14 @@ impl Connections {
                 // afresh next time.
                 Err(_) => routes.forget(),
                 Ok(Err(e)) if !redirected => {
-                    if let Some(redirect) = Redirect::of(e, Some(&node)) {
+                    if let Some(redirect) = Redirect::of(e, host_of(&node)) {
                         asking = redirect.asking;
+                        let (host, port) = (redirect.host, redirect.port);
                         node = if asking {
                             // A slot being migrated: this one call goes there.
-                            Arc::new(redirect.node)
+                            Arc::new(routes.node_at(host, port))
                         } else {
-                            routes.moved(slot, &redirect.node)
+                            routes.moved(slot, host, port)
                         };
                         redirected = true;
                         continue;
@@ -454,13 +455,9 @@ async fn step_once_async(
     let (Multiplexed::Cluster(cluster), Some(redirect)) = (&mut *conn, redirect) else {
         return query_async(cmd, conn).await;
     };
-    // A redirect always names a TCP address (see `Redirect::of`).
-    let ConnectionAddr::Tcp(host, port) = &redirect.node else {
-        return query_async(cmd, conn).await;
-    };
     let route = SingleNodeRoutingInfo::ByAddress {
-        host: host.clone(),
-        port: *port,
+        host: redirect.host.clone(),
+        port: redirect.port,
     };
     let reply = if redirect.asking {
         let mut pipe = redis::pipe();

@@ -162,10 +162,10 @@
 //! dropped connection). A server restart between calls loses no call: a blocking
 //! connection over TCP (TLS too, with feature `redis-tls`: `tls.rs`) or a Unix
 //! socket is the store's own socket, read without blocking before each call (see
-//! `socket_connection.rs`; on a Cluster opened from node URLs the store routes
-//! blocking calls itself, see `cluster_routes.rs`), and async connections speak
-//! RESP3, over which redis-rs reports a closed connection at once, so either is
-//! replaced before the call is written. Blocking calls on connections only redis-rs
+//! `socket_connection.rs`; on a Cluster opened from node URLs, plain or TLS, the
+//! store routes blocking calls itself, see `cluster_routes.rs`), and async
+//! connections speak RESP3, over which redis-rs reports a closed connection at
+//! once, so either is replaced before the call is written. Blocking calls on connections only redis-rs
 //! can open (TLS with a client's own certificates or without verification, or
 //! without `redis-tls`; a cluster client you built) are the exception: redis-rs
 //! holds those sockets, and the first call on each connection opened before a
@@ -290,10 +290,11 @@ impl<K, A> RedisStore<K, A> {
     /// A store on a Redis Cluster reached through any of `nodes`. The cluster
     /// client is built with no retries of its own (a retry after a timeout could
     /// count a call twice) and speaks RESP3 (see the module docs on restarts).
-    /// When every node URL is plain TCP (`redis://`), blocking calls are routed by
-    /// the store itself with the first URL's credentials: the slot map is read
-    /// (`CLUSTER SLOTS`) at the first call, and a `MOVED` or `ASK` reply sends the
-    /// call once more to the node it names.
+    /// When the node URLs are all `redis://`, or all `rediss://` with feature
+    /// `redis-tls`, blocking calls are routed by the store itself with the first
+    /// URL's credentials: the slot map is read (`CLUSTER SLOTS`) at the first
+    /// call. Blocking or async, a `MOVED` or `ASK` reply sends the call once more,
+    /// to the node it names.
     ///
     /// # Errors
     /// [`Error::Store`] ([`Applied::No`]) if a node URL does not parse.
