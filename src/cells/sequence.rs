@@ -81,13 +81,26 @@ impl SequenceLock {
     /// ```
     #[inline(always)]
     pub fn begin(&self) -> u64 {
+        let seen = self.sequence.load(Ordering::Acquire);
+        if seen & 1 == 0 {
+            return seen;
+        }
+        self.wait_for_writer()
+    }
+
+    /// [`begin`](Self::begin) once a write was found in progress: out of line, so
+    /// that every call's inlined fast path carries neither the wait loop nor its
+    /// registers (a writer holds the sequence rarely, and only for a few stores).
+    #[cold]
+    #[inline(never)]
+    fn wait_for_writer(&self) -> u64 {
         let mut spins = 0;
         loop {
+            backoff(&mut spins);
             let seen = self.sequence.load(Ordering::Acquire);
             if seen & 1 == 0 {
                 return seen;
             }
-            backoff(&mut spins);
         }
     }
 

@@ -152,22 +152,25 @@ impl WordEncoded for SlidingWindowCounter {
     }
 
     /// Words from anywhere: [`from_own_config_words`](Self::from_own_config_words)
-    /// with the reciprocal computed from the length, so that `window_of` never
-    /// steps more than once.
+    /// with the length and the limit clamped, so that even words this type did not
+    /// encode cannot panic later, and the reciprocal computed from the length, so
+    /// that `window_of` never steps more than once.
     fn from_config_words(words: [u64; 3]) -> Self {
         let mut counter = Self::from_own_config_words(words);
+        counter.len = counter.len.max(1);
+        counter.limit = counter.limit.clamp(1, MAX_LIMIT);
         counter.reciprocal = u64::MAX / counter.len;
         counter
     }
 
+    /// Words a constructor encoded (a cell decodes them on every call): their length
+    /// and limit are in range already, so only `from_config_words` clamps them.
     #[inline]
     fn from_own_config_words(words: [u64; 3]) -> Self {
-        // Clamped so that even words this type did not encode cannot panic later
-        // (`window_of` checks its reciprocal as it goes).
         SlidingWindowCounter {
-            len: words[0].max(1),
+            len: words[0],
             reciprocal: words[2],
-            limit: (words[1] & 0xFFFF_FFFF).clamp(1, MAX_LIMIT),
+            limit: words[1] & 0xFFFF_FFFF,
             rounding: if words[1] >> 32 & 1 == 1 {
                 Rounding::Floor
             } else {
