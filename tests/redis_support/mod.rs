@@ -101,18 +101,7 @@ pub fn test_ca() -> &'static Path {
     static CA: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     CA.get_or_init(|| {
         let dir = temp_dir("ca");
-        openssl(
-            &dir,
-            &[
-                "ecparam",
-                "-name",
-                "prime256v1",
-                "-genkey",
-                "-noout",
-                "-out",
-                "ca.key",
-            ],
-        );
+        new_key(&dir, "ca.key");
         openssl(
             &dir,
             &[
@@ -143,18 +132,7 @@ fn tls_arguments(tls_port: u16, dir: &Path) -> Vec<String> {
         "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n",
     )
     .unwrap();
-    openssl(
-        dir,
-        &[
-            "ecparam",
-            "-name",
-            "prime256v1",
-            "-genkey",
-            "-noout",
-            "-out",
-            "server.key",
-        ],
-    );
+    new_key(dir, "server.key");
     openssl(
         dir,
         &[
@@ -202,6 +180,22 @@ fn tls_arguments(tls_port: u16, dir: &Path) -> Vec<String> {
         "--tls-auth-clients".to_owned(),
         "no".to_owned(),
     ]
+}
+
+/// Writes a new P-256 private key to `name` in `dir`.
+fn new_key(dir: &Path, name: &str) {
+    openssl(
+        dir,
+        &[
+            "ecparam",
+            "-name",
+            "prime256v1",
+            "-genkey",
+            "-noout",
+            "-out",
+            name,
+        ],
+    );
 }
 
 fn openssl(dir: &Path, args: &[&str]) {
@@ -644,6 +638,31 @@ pub fn current_thread_runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .unwrap()
+}
+
+/// One reserve of 1 (10 a minute) on each of 30 identities, spread over the
+/// cluster's masters; node 0 restarted; and again. Asserts that every call
+/// succeeds, and that identities on the restarted node start afresh (it keeps its
+/// slots, not its data) while the others count on.
+pub fn a_restarted_node_loses_no_call(
+    cluster: &mut RedisCluster,
+    store: &sluicegate::stores::redis::RedisStore<String, sluicegate::algorithms::FixedWindow>,
+) {
+    use sluicegate::stores::Store;
+    let keys: Vec<String> = (0..30).map(|i| format!("user:{i}")).collect();
+    let remaining = || -> Vec<u64> {
+        keys.iter()
+            .map(|key| {
+                let (d, _) = store.apply_key(&window(10), key, SECOND, take(1)).unwrap();
+                d.remaining()
+            })
+            .collect()
+    };
+    assert!(remaining().iter().all(|&r| r == 9));
+    cluster.restart_node(0);
+    let after = remaining();
+    assert!(after.iter().all(|&r| r == 9 || r == 8), "{after:?}");
+    assert!(after.contains(&9) && after.contains(&8), "{after:?}");
 }
 
 /// Asserts that `result` is a typed store error that certainly applied nothing
