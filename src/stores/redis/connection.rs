@@ -31,7 +31,8 @@ pub(super) enum Backend {
     Single(Client),
     /// A Redis Cluster, built with no retries of its own (see [`cluster_client`]).
     /// Blocking calls are routed by the store itself when `routes` is set (node
-    /// URLs over plain TCP), else by redis-rs (TLS, a cluster client you built).
+    /// URLs the store's own sockets serve), else by redis-rs (a cluster client you
+    /// built, TLS without feature `redis-tls`).
     Cluster {
         client: Box<ClusterClient>,
         routes: Option<ClusterRoutes>,
@@ -214,7 +215,8 @@ impl Connections {
                 SocketConnection::open(&info, connect, response)?
                     .map(Blocking::Socket)
                     .ok_or_else(|| {
-                        let why = "a Cluster node the store routes to is not plain TCP";
+                        let why = "a Cluster node the store routes to is not an address \
+                                   its own sockets serve";
                         RedisError::from((ErrorKind::InvalidClientConfig, why))
                     })
             }
