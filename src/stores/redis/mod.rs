@@ -282,7 +282,11 @@ impl<K, A> RedisStore<K, A> {
         Ok(Self::from_client(client, options))
     }
 
-    /// A store over a client you built (TLS settings, credentials, ...).
+    /// A store over a client you built (TLS settings, credentials, ...). Blocking
+    /// calls run on the store's own sockets whenever the client's address allows
+    /// (TCP, a Unix socket, or TLS with verification and no client certificates,
+    /// with feature `redis-tls`); otherwise on redis-rs's connection, which sees a
+    /// restart only after writing the next call (see the module docs).
     pub fn from_client(client: redis::Client, options: RedisOptions) -> Self {
         Self::build(Backend::Single(client), options, false)
     }
