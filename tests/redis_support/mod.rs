@@ -474,20 +474,43 @@ impl RedisCluster {
         for port in ports {
             create.arg(format!("127.0.0.1:{port}"));
         }
-        let output = create
+        // redis-cli waits for the nodes to join for as long as it takes: bounded
+        // here, so that a cluster that cannot form fails the test instead of
+        // hanging it. Its output goes to a file, read when it ends either way.
+        let log = cluster.dirs[0].join("create.log");
+        let file = std::fs::File::create(&log).unwrap();
+        let mut child = create
             .args(["--cluster-replicas", "0", "--cluster-yes"])
-            .output()
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .spawn()
             .unwrap_or_else(|e| {
                 panic!(
                     "redis test harness: cannot run `redis-cli` ({e}); install it (Debian: \
                      `apt-get install -y redis-tools`, which .ci/run does)"
                 )
             });
+        let deadline = Instant::now() + START_TIMEOUT;
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break Some(status);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
         assert!(
-            output.status.success(),
-            "redis test harness: redis-cli --cluster create failed: {}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
+            status.is_some_and(|status| status.success()),
+            "redis test harness: redis-cli --cluster create {}: {}",
+            if status.is_some() {
+                "failed"
+            } else {
+                "did not finish within the start timeout"
+            },
+            std::fs::read_to_string(&log).unwrap_or_default()
         );
         cluster.wait_ok();
         cluster
