@@ -95,30 +95,28 @@ fn wait_ready(port: u16, child: &mut Child) -> Result<(), String> {
     }
 }
 
-/// A certificate authority made once per test process (`ca.crt` and `ca.key` in
-/// a directory of its own), whose certificate the TLS tests trust: its path.
+/// The tests' certificate authority (`ca.crt` and `ca.key`), whose certificate the
+/// TLS tests trust: its directory. Made once and kept in the temporary directory
+/// for later runs (valid ten years), so that test processes leave nothing behind;
+/// processes that make it at once keep whichever lands first, whole (a rename).
 pub fn test_ca() -> &'static Path {
     static CA: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     CA.get_or_init(|| {
+        let shared = std::env::temp_dir().join("sluicegate-redis-test-ca");
+        if shared.join("ca.crt").exists() && shared.join("ca.key").exists() {
+            return shared;
+        }
         let dir = temp_dir("ca");
         new_key(&dir, "ca.key");
-        openssl(
-            &dir,
-            &[
-                "req",
-                "-x509",
-                "-new",
-                "-key",
-                "ca.key",
-                "-out",
-                "ca.crt",
-                "-days",
-                "2",
-                "-subj",
-                "/CN=sluicegate test CA",
-            ],
-        );
-        dir
+        let subject = "/CN=sluicegate test CA";
+        let args = [
+            "-x509", "-new", "-key", "ca.key", "-out", "ca.crt", "-subj", subject,
+        ];
+        openssl(&dir, &[&["req", "-days", "3650"][..], &args].concat());
+        if std::fs::rename(&dir, &shared).is_err() {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        shared
     })
 }
 
