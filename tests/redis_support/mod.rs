@@ -145,6 +145,10 @@ fn tls_arguments(tls_port: u16, dir: &Path) -> Vec<String> {
         ],
     );
     let (ca_crt, ca_key) = (ca.join("ca.crt"), ca.join("ca.key"));
+    let serial = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |t| t.as_nanos())
+        .to_string();
     openssl(
         dir,
         &[
@@ -156,7 +160,9 @@ fn tls_arguments(tls_port: u16, dir: &Path) -> Vec<String> {
             &ca_crt.display().to_string(),
             "-CAkey",
             &ca_key.display().to_string(),
-            "-CAcreateserial",
+            // A serial of its own: nothing is written beside the shared CA.
+            "-set_serial",
+            &serial,
             "-out",
             "server.crt",
             "-days",
