@@ -30,7 +30,12 @@ pub(super) fn connect(host: &str, mut socket: Socket) -> io::Result<TlsStream> {
     let name = ServerName::try_from(host.to_owned()).map_err(io::Error::other)?;
     let mut session = ClientConnection::new(config()?, name).map_err(io::Error::other)?;
     while session.is_handshaking() {
-        session.complete_io(&mut socket)?;
+        // Each round moves bytes or fails (a timeout, an end of stream); one that
+        // moved none would loop for ever.
+        if session.complete_io(&mut socket)? == (0, 0) {
+            let why = "the TLS handshake stalled";
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, why));
+        }
     }
     Ok(StreamOwned::new(session, socket))
 }
@@ -80,4 +85,55 @@ fn config() -> io::Result<Arc<ClientConfig>> {
         .with_root_certificates(roots)
         .with_no_client_auth();
     Ok(built.insert(Arc::new(config)).clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{TcpListener, TcpStream};
+    use std::time::{Duration, Instant};
+
+    /// A socket connected to `listener`, reads and writes bounded by 200 ms.
+    fn socket_to(listener: &TcpListener) -> Socket {
+        let socket = Socket::from(TcpStream::connect(listener.local_addr().unwrap()).unwrap());
+        socket
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        socket
+            .set_write_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        socket
+    }
+
+    #[test]
+    fn a_handshake_with_a_peer_that_never_answers_or_hangs_up_fails_in_time() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        // A peer that accepts and says nothing: the read timeout ends it.
+        let started = Instant::now();
+        let silent = connect("localhost", socket_to(&listener))
+            .map(|_| ())
+            .unwrap_err();
+        assert!(
+            matches!(
+                silent.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ),
+            "{silent}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(5));
+        // A peer that hangs up.
+        let socket = socket_to(&listener);
+        for _ in 0..2 {
+            drop(listener.accept().unwrap());
+        }
+        let closed = connect("localhost", socket).map(|_| ()).unwrap_err();
+        assert!(
+            matches!(
+                closed.kind(),
+                io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset
+            ),
+            "{closed}"
+        );
+    }
 }
