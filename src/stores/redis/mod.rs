@@ -57,11 +57,11 @@
 //! What a call costs the server is mostly fixed: running a function, building its
 //! arguments, `TIME`, `GET` and turning the reply into text. So the call's constant
 //! part is one argument (the driver parses a text it has not seen and finds it by a
-//! table lookup afterwards), the usual reply is the short form, and the steps are written for
-//! the Lua interpreter Redis embeds, where a table, a function call or a global
-//! lookup costs more than the arithmetic: states are packed binary (no text to
-//! format or parse), library functions are bound once, and the time-based steps run
-//! on plain doubles relative to now whenever every quantity stays below 2⁵²,
+//! table lookup afterwards), the usual reply is the short form, and the steps are
+//! written for the Lua interpreter Redis embeds, where a table, a function call or
+//! a global lookup costs more than the arithmetic: states are packed binary (no
+//! text to format or parse), library functions are bound once, and the time-based
+//! steps run on plain doubles relative to now whenever every quantity stays below 2⁵²,
 //! falling back to exact limb arithmetic otherwise (see *Exactness*).
 //!
 //! | algorithm | server state per key | server work per call |
@@ -165,19 +165,20 @@
 //! `socket_connection.rs`; on a Cluster opened from node URLs, plain or TLS, the
 //! store routes blocking calls itself, see `cluster_routes.rs`), and async
 //! connections speak RESP3, over which redis-rs reports a closed connection at
-//! once, so either is replaced before the call is written. Blocking calls on connections only redis-rs
-//! can open (TLS with a client's own certificates or without verification, or
-//! without `redis-tls`; a cluster client you built) are the exception: redis-rs
-//! holds those sockets, and the first call on each connection opened before a
-//! restart fails with `Unknown` (a dead connection and a lost reply look the same
-//! there). A Cluster redirect (`MOVED`, `ASK`) means the node did not
-//! run the call, so the call follows one, to the node named (a second fails the
-//! call with [`Applied::No`]); only a blocking call through a cluster client you
-//! built fails with the first. Connect and response timeouts are [`RedisOptions`]
-//! (250 ms by default). State formats are not versioned: after an upgrade that
-//! changes one (as this one did, from text to packed binary), clear the limiter's
-//! keys or give the new version its own [`RedisOptions::prefix`]. A packed state of the wrong
-//! size is refused ([`Applied::No`], the key left as it is), never misread.
+//! once, so either is replaced before the call is written. Blocking calls on
+//! connections only redis-rs can open (TLS with a client's own certificates or
+//! without verification, or without `redis-tls`; a cluster client you built) are
+//! the exception: redis-rs holds those sockets, and the first call on each
+//! connection opened before a restart fails with `Unknown` (a dead connection and
+//! a lost reply look the same there). A Cluster redirect (`MOVED`, `ASK`) means
+//! the node did not run the call, so the call follows one, to the node named (a
+//! second fails the call with [`Applied::No`]); only a blocking call through a
+//! cluster client you built fails with the first. Connect and response timeouts
+//! are [`RedisOptions`] (250 ms by default). State formats are not versioned:
+//! after an upgrade that changes one (as this one did, from text to packed
+//! binary), clear the limiter's keys or give the new version its own
+//! [`RedisOptions::prefix`]. A packed state of the wrong size is refused
+//! ([`Applied::No`], the key left as it is), never misread.
 //!
 //! # Blocking and async
 //!
@@ -535,13 +536,15 @@ fn answers_from(reply: &[i64], out: &mut [(Decision, Receipt)], peek: bool) -> R
             )),
         )
     };
-    if let ([slot], Some(wide)) = (&mut *out, widen(reply)) {
-        *slot = decode(&wide).ok_or_else(malformed)?;
-        if peek {
-            slot.1 = Receipt::NONE;
+    // A lone key's short form is read as the full one.
+    let wide;
+    let reply = match (out.len(), widen(reply)) {
+        (1, Some(full)) => {
+            wide = full;
+            &wide[..]
         }
-        return Ok(());
-    }
+        _ => reply,
+    };
     if reply.len() != out.len() * REPLY_WIDTH {
         return Err(malformed());
     }
