@@ -294,8 +294,22 @@ pub(crate) fn standing_with(answer: Decision, peek_one: impl FnOnce() -> Decisio
 }
 
 /// Helpers shared by the algorithms for time arithmetic on `i64` nanoseconds.
+///
+/// `now` as an `i64`, saturating. By a branch rather than a conditional move:
+/// every step's arithmetic waits for this value, and a predicted branch delays
+/// none of it (a reading past `i64::MAX` is 292 years away).
+#[inline(always)]
 pub(crate) fn signed(now: Nanos) -> i64 {
-    i64::try_from(now).unwrap_or(i64::MAX)
+    match i64::try_from(now) {
+        Ok(now) => now,
+        Err(_) => end_of_signed_time(),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn end_of_signed_time() -> i64 {
+    i64::MAX
 }
 
 /// The non-negative distance from `from` to `to`, in nanoseconds (0 if `to <= from`).

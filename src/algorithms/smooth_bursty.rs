@@ -150,7 +150,8 @@ impl SmoothBursty {
         };
         bursty.whole_burst = bursty.max_permits() as u64;
         if !bursty.is_unlimited() {
-            bursty.burst_nanos = (max_burst_seconds * 1e9) as i64;
+            // Never negative, even from foreign words: `step` relies on it.
+            bursty.burst_nanos = ((max_burst_seconds * 1e9) as i64).max(0);
         }
         bursty.one_charge = bursty.cost_nanos(1);
         // A full bucket's `T` lies a burst back; one permit moves it on by its
@@ -292,19 +293,46 @@ pub(crate) struct BurstySettled {
     step: Step,
 }
 
+/// `max(tat, now − burst) + charge`, saturating, for a valid configuration
+/// (`charge` and `burst` not negative): written as the later of `tat + charge` and
+/// `now + (charge − burst)`, so that the compare-and-swap that publishes it waits
+/// for one addition and one comparison after the clock read, not for a resync and
+/// then a saturating addition whose direction is known only from the sum's sign.
+/// (Words from elsewhere give some value, never a panic.)
+#[inline(always)]
+fn later_by(tat: i64, now: i64, charge: i64, burst: i64) -> i64 {
+    let from_now = match now.overflowing_add(charge.wrapping_sub(burst)) {
+        (sum, false) => sum,
+        (_, true) => i64::MAX,
+    };
+    let from_tat = match tat.overflowing_add(charge) {
+        (sum, false) => sum,
+        (_, true) => i64::MAX,
+    };
+    from_tat.max(from_now)
+}
+
 impl SmoothBursty {
     /// Guava's resync and reservation on the folded state `tat` (see the module docs).
+    ///
+    /// A grant's compare-and-swap, a locked instruction, runs only once every
+    /// instruction before it has: what a grant costs beyond the clock read is the
+    /// depth of this code after `now`, not its length. So nothing here waits for the
+    /// resync `max(tat, now − burst)`: as the burst is not negative, the resync never
+    /// moves `tat` past `now`, and the wait and the end of time can be read off `tat`
+    /// itself.
     #[inline(always)]
     fn step(&self, tat: i64, now: i64, burst: i64, cost: u64, max_wait: Nanos) -> Step {
-        let oldest = now.saturating_sub(burst);
-        let full = tat <= oldest;
-        let tat = tat.max(oldest);
-        if tat == i64::MAX {
+        if tat == i64::MAX || (now == i64::MAX && burst == 0) {
             return Step::Never;
         }
         let wait = until(now, tat);
+        let oldest = now.saturating_sub(burst);
         if wait > max_wait {
-            return Step::Denied { tat, wait };
+            return Step::Denied {
+                tat: tat.max(oldest),
+                wait,
+            };
         }
         let charge = if cost == 1 {
             self.one_charge
@@ -313,9 +341,9 @@ impl SmoothBursty {
         };
         Step::Allowed {
             wait,
-            next: tat.saturating_add(charge),
+            next: later_by(tat, now, charge, burst),
             charge,
-            full,
+            full: tat <= oldest,
         }
     }
 
