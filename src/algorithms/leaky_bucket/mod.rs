@@ -527,7 +527,9 @@ impl LeakyBucket {
                 ticks.until_tick(reading, tick)
             }
         };
-        let backlog = start - now_ticks;
+        // `start − now`, read off the state rather than after `start`: a grant's
+        // compare-and-swap waits for every value computed before it.
+        let backlog = state.tat.saturating_sub(now_ticks);
         let capacity = limit.saturating_mul(ticks.per_permit);
         let free = || whole_permits(capacity.saturating_sub(backlog), ticks.per_permit);
         let fits = cost
@@ -541,6 +543,7 @@ impl LeakyBucket {
         let level = backlog + charge;
         let wait = match self.mode {
             LeakyMode::Meter => 0,
+            LeakyMode::Queue if WHOLE => backlog,
             LeakyMode::Queue => until(start),
         };
         if level > capacity || wait > max_wait {
@@ -567,8 +570,10 @@ impl LeakyBucket {
         } else {
             whole_permits(capacity - level, ticks.per_permit)
         };
+        // For whole-nanosecond ticks, `end − now` is the level.
+        let reset = if WHOLE { level } else { until(end) };
         (
-            Decision::allowed_after(wait, limit, remaining, until(end)),
+            Decision::allowed_after(wait, limit, remaining, reset),
             Receipt::new(end as i64, charge),
         )
     }
