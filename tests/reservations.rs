@@ -54,6 +54,17 @@ fn cancel_after<A: CellAlgorithm>(
     reserve_waiting(limiter, permits, delay);
 }
 
+/// Cancels `r`, then asserts its one permit is the one left: a grant, then a refusal.
+#[track_caller]
+fn cancel_gives_back_the_one_permit<A: CellAlgorithm>(
+    limiter: &RateLimiter<A, ManualClock>,
+    r: Reservation<A, ManualClock>,
+) {
+    r.cancel();
+    assert!(limiter.try_acquire());
+    assert!(!limiter.try_acquire());
+}
+
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
@@ -106,9 +117,7 @@ fn cancel_an_immediate_reservation_at_once() {
     // Its time to act is now, which has not passed yet: Go restores it.
     let (limiter, _clock) = bursty(1.0);
     let r = reserve_waiting(&limiter, 1, Duration::ZERO);
-    r.cancel();
-    assert!(limiter.try_acquire());
-    assert!(!limiter.try_acquire());
+    cancel_gives_back_the_one_permit(&limiter, r);
 }
 
 #[test]
@@ -205,9 +214,7 @@ fn warming_up_cancel_too_late_restores_nothing() {
 fn warming_up_zero_warmup_cancel_at_once() {
     let (limiter, _clock) = warming_up(Duration::ZERO);
     let r = limiter.reserve(1).unwrap();
-    r.cancel();
-    assert!(limiter.try_acquire());
-    assert!(!limiter.try_acquire());
+    cancel_gives_back_the_one_permit(&limiter, r);
 }
 
 #[test]
