@@ -65,6 +65,20 @@ fn cancelled_a_nanosecond_late_is_used<A: CellAlgorithm>(algorithm: A) {
     assert!(!limiter.try_acquire());
 }
 
+/// Grants of `older` then `later` permits, and the older one cancelled at once:
+/// the limiter, to see what came back.
+fn older_cancelled_at_once<A: CellAlgorithm>(
+    algorithm: A,
+    older: u64,
+    later: u64,
+) -> RateLimiter<A, ManualClock> {
+    let (limiter, _clock) = limiter(algorithm);
+    let first = limiter.reserve(older).unwrap();
+    assert!(limiter.reserve(later).unwrap().is_ok());
+    first.cancel();
+    limiter
+}
+
 #[test]
 fn a_window_or_log_grant_cancelled_at_once_comes_back() {
     cancelled_at_once_comes_back(fixed(1));
@@ -92,11 +106,8 @@ fn a_set_of_a_window_and_a_log_cancelled_at_once_restores_both() {
 
 #[test]
 fn a_fixed_window_gives_back_an_older_grant_and_keeps_the_later_ones() {
-    let (limiter, _clock) = limiter(fixed(3));
-    let older = limiter.reserve(1).unwrap();
-    let later = limiter.reserve(2).unwrap();
-    assert!(later.is_ok());
-    older.cancel(); // its window still counts: 1 back, the later 2 stay
+    // Its window still counts: 1 back, the later 2 stay.
+    let limiter = older_cancelled_at_once(fixed(3), 1, 2);
     assert!(limiter.try_acquire());
     assert!(!limiter.try_acquire());
 }
@@ -230,11 +241,7 @@ fn a_sliding_window_counter_grant_cancelled_a_nanosecond_late_is_used() {
 
 #[test]
 fn a_sliding_window_counter_gives_back_an_older_grant_and_keeps_the_later_ones() {
-    let (limiter, _clock) = limiter(counter(3));
-    let older = limiter.reserve(2).unwrap();
-    let later = limiter.reserve(1).unwrap();
-    assert!(later.is_ok());
-    older.cancel();
+    let limiter = older_cancelled_at_once(counter(3), 2, 1);
     assert!(limiter.try_acquire_n(2).unwrap());
     assert!(!limiter.try_acquire());
 }

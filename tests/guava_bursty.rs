@@ -3,22 +3,29 @@
 
 mod virtual_time;
 
+use sluicegate::algorithms::SmoothBursty;
 use sluicegate::clock::{Clock, ManualClock};
 use sluicegate::RateLimiter;
 use std::time::Duration;
-use virtual_time::{assert_slept, bursty};
+use virtual_time::{assert_acquires_slept, assert_slept, bursty};
 
 fn millis(clock: &ManualClock, ms: u64) {
     clock.advance(Duration::from_millis(ms));
 }
 
+/// One blocking `acquire()` per entry of `waits`, each answering that it waited
+/// that long.
+#[track_caller]
+fn assert_acquires_waited(limiter: &RateLimiter<SmoothBursty, ManualClock>, waits: &[Duration]) {
+    for &wait in waits {
+        assert_eq!(limiter.acquire().unwrap(), wait);
+    }
+}
+
 #[test]
 fn simple_pacing() {
-    let (limiter, clock) = bursty(5.0);
-    for _ in 0..3 {
-        limiter.acquire().unwrap();
-    }
-    assert_slept(&clock, &[0.00, 0.20, 0.20]);
+    let (limiter, _clock) = bursty(5.0);
+    assert_acquires_slept(&limiter, &[0.00, 0.20, 0.20]);
 }
 
 #[test]
@@ -53,8 +60,7 @@ fn simple_acquire_return_values() {
     let (limiter, clock) = bursty(5.0);
     assert_eq!(limiter.acquire().unwrap(), Duration::ZERO);
     millis(&clock, 200);
-    assert_eq!(limiter.acquire().unwrap(), Duration::ZERO);
-    assert_eq!(limiter.acquire().unwrap(), Duration::from_millis(200));
+    assert_acquires_waited(&limiter, &[Duration::ZERO, Duration::from_millis(200)]);
 }
 
 #[test]
@@ -63,9 +69,10 @@ fn earliest_available_in_the_past() {
     let (limiter, clock) = bursty(5.0);
     assert_eq!(limiter.acquire().unwrap(), Duration::ZERO);
     millis(&clock, 400);
-    assert_eq!(limiter.acquire().unwrap(), Duration::ZERO);
-    assert_eq!(limiter.acquire().unwrap(), Duration::ZERO);
-    assert_eq!(limiter.acquire().unwrap(), Duration::from_millis(200));
+    assert_acquires_waited(
+        &limiter,
+        &[Duration::ZERO, Duration::ZERO, Duration::from_millis(200)],
+    );
 }
 
 #[test]

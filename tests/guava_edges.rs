@@ -7,7 +7,7 @@ use sluicegate::algorithms::{SmoothBursty, SmoothWarmingUp};
 use sluicegate::clock::{Clock, ManualClock};
 use sluicegate::{Error, RateLimiter};
 use std::time::Duration;
-use virtual_time::{assert_slept, bursty};
+use virtual_time::{assert_acquires_slept, assert_slept, bursty};
 
 fn warming(
     rate: f64,
@@ -36,18 +36,12 @@ fn infinity_bursty() {
     assert_slept(&clock, &[0.00, 0.00, 0.00]);
 
     limiter.set_rate(2.0).unwrap();
-    for _ in 0..5 {
-        limiter.acquire().unwrap();
-    }
     // A full 1 s burst (2 permits) is stored on leaving +inf, then the free one.
-    assert_slept(&clock, &[0.00, 0.00, 0.00, 0.50, 0.50]);
+    assert_acquires_slept(&limiter, &[0.00, 0.00, 0.00, 0.50, 0.50]);
 
     limiter.set_rate(f64::INFINITY).unwrap();
-    for _ in 0..3 {
-        limiter.acquire().unwrap();
-    }
     // The last request's debt (0.5 s) is repaid, then unlimited again.
-    assert_slept(&clock, &[0.50, 0.00, 0.00]);
+    assert_acquires_slept(&limiter, &[0.50, 0.00, 0.00]);
 }
 
 #[test]
@@ -56,10 +50,7 @@ fn infinity_bursty_time_elapsed() {
     let (limiter, clock) = bursty(f64::INFINITY);
     clock.advance(Duration::from_millis(1));
     limiter.set_rate(2.0).unwrap();
-    for _ in 0..5 {
-        limiter.acquire().unwrap();
-    }
-    assert_slept(&clock, &[0.00, 0.00, 0.00, 0.50, 0.50]);
+    assert_acquires_slept(&limiter, &[0.00, 0.00, 0.00, 0.50, 0.50]);
 }
 
 #[test]
@@ -72,16 +63,10 @@ fn infinity_warm_up() {
     assert_slept(&clock, &[0.00, 0.00, 0.00]);
 
     limiter.set_rate(1.0).unwrap(); // leaving +inf starts warm: no stored permits
-    for _ in 0..3 {
-        limiter.acquire().unwrap();
-    }
-    assert_slept(&clock, &[0.00, 1.00, 1.00]);
+    assert_acquires_slept(&limiter, &[0.00, 1.00, 1.00]);
 
     limiter.set_rate(f64::INFINITY).unwrap();
-    for _ in 0..3 {
-        limiter.acquire().unwrap();
-    }
-    assert_slept(&clock, &[1.00, 0.00, 0.00]);
+    assert_acquires_slept(&limiter, &[1.00, 0.00, 0.00]);
 }
 
 #[test]
@@ -90,10 +75,7 @@ fn infinity_warm_up_time_elapsed() {
     let (limiter, clock) = warming(f64::INFINITY, Duration::from_secs(10), 3.0);
     clock.advance(Duration::from_millis(1));
     limiter.set_rate(1.0).unwrap();
-    for _ in 0..5 {
-        limiter.acquire().unwrap();
-    }
-    assert_slept(&clock, &[0.00, 1.00, 1.00, 1.00, 1.00]);
+    assert_acquires_slept(&limiter, &[0.00, 1.00, 1.00, 1.00, 1.00]);
 }
 
 #[test]
@@ -134,10 +116,7 @@ fn entering_infinity_from_idle_and_leaving_again_leaks_no_nan() {
     clock.take_sleeps();
     clock.advance(Duration::from_secs(5));
     warm.set_rate(3.0).unwrap(); // starts warm
-    for _ in 0..3 {
-        warm.acquire().unwrap();
-    }
-    assert_slept(&clock, &[0.00, 0.33, 0.33]);
+    assert_acquires_slept(&warm, &[0.00, 0.33, 0.33]);
 }
 
 // ---- the smallest positive rates -----------------------------------------------
@@ -249,10 +228,7 @@ fn zero_warm_up_survives_rate_changes() {
     limiter.set_rate(f64::INFINITY).unwrap();
     limiter.set_rate(4.0).unwrap();
     clock.advance(Duration::from_secs(10));
-    for _ in 0..3 {
-        limiter.acquire().unwrap();
-    }
-    assert_slept(&clock, &[0.00, 0.25, 0.25]);
+    assert_acquires_slept(&limiter, &[0.00, 0.25, 0.25]);
 }
 
 #[test]
@@ -278,10 +254,7 @@ fn time_wrapping() {
     let clock = ManualClock::new();
     clock.advance_nanos(i64::MAX as u64 - 10_000_000_000);
     let limiter = RateLimiter::bursty_with_clock(1.0, clock.clone()).unwrap();
-    for _ in 0..4 {
-        limiter.acquire().unwrap();
-    }
-    assert_slept(&clock, &[0.00, 1.00, 1.00, 1.00]);
+    assert_acquires_slept(&limiter, &[0.00, 1.00, 1.00, 1.00]);
     let warm =
         RateLimiter::warming_up_with_clock(1.0, Duration::from_secs(2), clock.clone()).unwrap();
     for _ in 0..4 {

@@ -24,6 +24,23 @@ fn live_sum(history: &[(u64, u64)], now: u64, duration: u64) -> u64 {
         .sum()
 }
 
+/// The trace's calls at their times: each step is in ms after the call before.
+fn times(steps: &[(u64, u64)]) -> impl Iterator<Item = (u64, u64)> + '_ {
+    steps.iter().scan(0, |now, &(step, cost)| {
+        *now += step * MS;
+        Some((*now, cost))
+    })
+}
+
+/// Σ cost of `history` entries at `start` or up to `span` after it.
+fn held(history: &[(u64, u64)], start: u64, span: u64) -> u64 {
+    history
+        .iter()
+        .filter(|&&(t, _)| t >= start && t < start + span)
+        .map(|&(_, c)| c)
+        .sum()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
@@ -40,9 +57,7 @@ proptest! {
         let log = SlidingLog::new(limit, Duration::from_nanos(duration)).unwrap();
         let mut state = log.initial_state(0);
         let mut admitted: Vec<(u64, u64)> = vec![];
-        let mut now = 0;
-        for (step, cost) in steps {
-            now += step * MS;
+        for (now, cost) in times(&steps) {
             let fits = cost <= limit && live_sum(&admitted, now, duration) + cost <= limit;
             let peeked = log.peek(&state, now, cost);
             let d = log.reserve(&mut state, now, cost, 0);
@@ -63,12 +78,7 @@ proptest! {
         }
         // No window of length `duration` ever held more than the limit.
         for &(start, _) in &admitted {
-            let held: u64 = admitted
-                .iter()
-                .filter(|&&(t, _)| t >= start && t < start + duration)
-                .map(|&(_, c)| c)
-                .sum();
-            prop_assert!(held <= limit);
+            prop_assert!(held(&admitted, start, duration) <= limit);
         }
     }
 
@@ -87,9 +97,7 @@ proptest! {
             .with_min_spacing(Duration::from_nanos(spacing));
         let mut state = log.initial_state(0);
         let mut admitted: Vec<(u64, u64)> = vec![];
-        let mut now = 0;
-        for (step, cost) in steps {
-            now += step * MS;
+        for (now, cost) in times(&steps) {
             let spaced = admitted.last().is_none_or(|&(t, _)| now >= t + spacing);
             let fits = cost <= limit && live_sum(&admitted, now, duration) + cost <= limit;
             let d = log.reserve(&mut state, now, cost, 0);
@@ -121,9 +129,7 @@ proptest! {
             .with_rejected_recorded();
         let mut state = log.initial_state(0);
         let mut attempts: Vec<(u64, u64)> = vec![];
-        let mut now = 0;
-        for (step, cost) in steps {
-            now += step * MS;
+        for (now, cost) in times(&steps) {
             let fits = cost <= limit && live_sum(&attempts, now, duration) + cost <= limit;
             let d = log.reserve(&mut state, now, cost, 0);
             prop_assert_eq!(d.is_allowed(), fits);
@@ -168,7 +174,6 @@ proptest! {
         let b = d.div_ceil(p);
         let mut state = w.initial_state(0);
         let mut admitted: Vec<(u64, u64)> = vec![];
-        let mut now = 0;
         // The count, scaled by p, that the docs define.
         let scaled = |admitted: &[(u64, u64)], now: u64| -> u128 {
             let n = now / p;
@@ -189,8 +194,7 @@ proptest! {
                 })
                 .sum()
         };
-        for (step, cost) in steps {
-            now += step * MS;
+        for (now, cost) in times(&steps) {
             let fits = cost <= limit
                 && scaled(&admitted, now) + u128::from(cost * p) <= u128::from(limit * p);
             let peeked = w.peek(&state, now, cost);
@@ -218,23 +222,15 @@ proptest! {
         let k = if weighted { d / p } else { b };
         // The fullest span starts at some admitted call's bucket.
         {
-            for first in admitted.iter().map(|&(t, _)| t / p) {
-                let held: u64 = admitted
-                    .iter()
-                    .filter(|&&(t, _)| t / p >= first && t / p < first + k)
-                    .map(|&(_, c)| c)
-                    .sum();
-                prop_assert!(held <= limit, "buckets {}..{} hold {}", first, first + k, held);
+            let by_bucket: Vec<(u64, u64)> = admitted.iter().map(|&(t, c)| (t / p, c)).collect();
+            for &(first, _) in &by_bucket {
+                let sum = held(&by_bucket, first, k);
+                prop_assert!(sum <= limit, "buckets {}..{} hold {}", first, first + k, sum);
             }
         }
         if d.is_multiple_of(p) {
             for &(start, _) in &admitted {
-                let held: u64 = admitted
-                    .iter()
-                    .filter(|&&(t, _)| t >= start && t < start + d)
-                    .map(|&(_, c)| c)
-                    .sum();
-                prop_assert!(held <= 2 * limit);
+                prop_assert!(held(&admitted, start, d) <= 2 * limit);
             }
         }
     }

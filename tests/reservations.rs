@@ -3,19 +3,66 @@
 //! back as far as later reservations allow; after its time to act, nothing.
 
 mod virtual_time;
-use virtual_time::assert_slept;
+use virtual_time::{assert_acquires_slept, bursty};
 
 use sluicegate::algorithms::{SmoothBursty, SmoothWarmingUp};
+use sluicegate::cells::CellAlgorithm;
 use sluicegate::clock::{Clock, ManualClock};
-use sluicegate::RateLimiter;
+use sluicegate::{RateLimiter, Reservation};
 use std::time::Duration;
 
-fn bursty(rate: f64) -> (RateLimiter<SmoothBursty, ManualClock>, ManualClock) {
+/// The start of Go's cancel tests: 10 permits a second, the first 2 taken at once,
+/// so the next permit is free at 200 ms.
+fn two_taken() -> (RateLimiter<SmoothBursty, ManualClock>, ManualClock) {
+    let (limiter, clock) = bursty(10.0);
+    limiter.acquire_n(2).unwrap();
+    (limiter, clock)
+}
+
+/// A warming-up limiter of 2 permits a second on a manual clock.
+fn warming_up(warmup: Duration) -> (RateLimiter<SmoothWarmingUp, ManualClock>, ManualClock) {
     let clock = ManualClock::new();
-    (
-        RateLimiter::bursty_with_clock(rate, clock.clone()).unwrap(),
-        clock,
-    )
+    let limiter = RateLimiter::warming_up_with_clock(2.0, warmup, clock.clone()).unwrap();
+    (limiter, clock)
+}
+
+/// Reserves `permits`, asserting the reservation is told to wait `delay`.
+#[track_caller]
+fn reserve_waiting<A: CellAlgorithm>(
+    limiter: &RateLimiter<A, ManualClock>,
+    permits: u64,
+    delay: Duration,
+) -> Reservation<A, ManualClock> {
+    let r = limiter.reserve(permits).unwrap();
+    assert_eq!(r.delay(), delay);
+    r
+}
+
+/// The step of Go's cancel tests: once `after` has passed, `r` is cancelled, and a
+/// reservation of `permits` made then must wait `delay`, which shows what the cancel
+/// gave back.
+#[track_caller]
+fn cancel_after<A: CellAlgorithm>(
+    limiter: &RateLimiter<A, ManualClock>,
+    r: Reservation<A, ManualClock>,
+    after: Duration,
+    permits: u64,
+    delay: Duration,
+) {
+    limiter.clock().advance(after);
+    r.cancel();
+    reserve_waiting(limiter, permits, delay);
+}
+
+/// Cancels `r`, then asserts its one permit is the one left: a grant, then a refusal.
+#[track_caller]
+fn cancel_gives_back_the_one_permit<A: CellAlgorithm>(
+    limiter: &RateLimiter<A, ManualClock>,
+    r: Reservation<A, ManualClock>,
+) {
+    r.cancel();
+    assert!(limiter.try_acquire());
+    assert!(!limiter.try_acquire());
 }
 
 fn ms(n: u64) -> Duration {
@@ -36,7 +83,7 @@ fn reserve_reports_when_to_act_and_takes_the_permits() {
     assert_eq!(second.delay(), ms(150)); // relative to now
     assert_eq!(second.wait(), ms(150));
     assert_eq!(clock.now(), 200_000_000);
-    assert_eq!(limiter.reserve(1).unwrap().delay(), ms(100));
+    reserve_waiting(&limiter, 1, ms(100));
 }
 
 #[test]
@@ -59,48 +106,37 @@ fn dropping_a_reservation_keeps_the_permits_taken() {
 #[test]
 fn cancel_the_last_reservation_restores_it_all() {
     // Go's TestCancelLast, in pay-later form.
-    let (limiter, clock) = bursty(10.0);
-    limiter.acquire_n(2).unwrap();
-    let r = limiter.reserve(2).unwrap();
-    assert_eq!(r.delay(), ms(200));
-    clock.advance(ms(100));
-    r.cancel();
+    let (limiter, _clock) = two_taken();
+    let r = reserve_waiting(&limiter, 2, ms(200));
     // As if `r` never happened: the next caller waits for the first 2 permits only.
-    assert_eq!(limiter.reserve(2).unwrap().delay(), ms(100));
+    cancel_after(&limiter, r, ms(100), 2, ms(100));
 }
 
 #[test]
 fn cancel_an_immediate_reservation_at_once() {
     // Its time to act is now, which has not passed yet: Go restores it.
     let (limiter, _clock) = bursty(1.0);
-    let r = limiter.reserve(1).unwrap();
-    assert_eq!(r.delay(), Duration::ZERO);
-    r.cancel();
-    assert!(limiter.try_acquire());
-    assert!(!limiter.try_acquire());
+    let r = reserve_waiting(&limiter, 1, Duration::ZERO);
+    cancel_gives_back_the_one_permit(&limiter, r);
 }
 
 #[test]
 fn cancel_too_late_restores_nothing() {
     // Go's TestCancelTooLate.
-    let (limiter, clock) = bursty(10.0);
-    limiter.acquire_n(2).unwrap();
+    let (limiter, _clock) = two_taken();
     let r = limiter.reserve(2).unwrap();
-    clock.advance(ms(300)); // past its time to act (200 ms)
-    r.cancel();
-    assert_eq!(limiter.reserve(2).unwrap().delay(), ms(100));
+    // 300 ms is past its time to act (200 ms).
+    cancel_after(&limiter, r, ms(300), 2, ms(100));
 }
 
 #[test]
 fn cancel_behind_later_reservations_restores_nothing() {
     // Go's TestCancel0Tokens: what was reserved after it stays reserved.
-    let (limiter, clock) = bursty(10.0);
-    limiter.acquire_n(2).unwrap();
+    let (limiter, clock) = two_taken();
     let r = limiter.reserve(1).unwrap(); // acts at 200 ms, pays 100 ms on
-    let later = limiter.reserve(1).unwrap(); // acts at 300 ms
-    assert_eq!(later.delay(), ms(300));
+    let _later = reserve_waiting(&limiter, 1, ms(300)); // acts at 300 ms
     r.cancel();
-    assert_eq!(limiter.reserve(1).unwrap().delay(), ms(400));
+    reserve_waiting(&limiter, 1, ms(400));
     assert_eq!(clock.now(), 0);
 }
 
@@ -108,16 +144,13 @@ fn cancel_behind_later_reservations_restores_nothing() {
 fn cancel_restores_what_later_reservations_allow() {
     // Go's TestCancel1Token: reservations of 2 then 1; cancelling the 2 at exactly
     // its time to act gives back 2 - 1 = 1 permit.
-    let (limiter, clock) = bursty(10.0);
-    limiter.acquire_n(2).unwrap(); // next free at 200 ms
+    let (limiter, _clock) = two_taken(); // next free at 200 ms
     let r = limiter.reserve(2).unwrap(); // acts at 200 ms, next free at 400 ms
     let later = limiter.reserve(1).unwrap(); // acts at 400 ms, next free at 500 ms
     assert_eq!(r.delay(), ms(200));
     assert_eq!(later.delay(), ms(400));
-    clock.advance(ms(200));
-    r.cancel();
     // Next free moved back from 500 ms to 400 ms.
-    assert_eq!(limiter.reserve(2).unwrap().delay(), ms(200));
+    cancel_after(&limiter, r, ms(200), 2, ms(200));
 }
 
 #[test]
@@ -125,8 +158,7 @@ fn cancel_of_a_big_pay_later_grant_restores_the_state_before_it() {
     let (limiter, clock) = bursty(10.0);
     clock.advance(Duration::from_secs(5)); // a full 1 s burst is stored
     limiter.acquire_n(10).unwrap(); // spends the burst
-    let r = limiter.reserve(30).unwrap(); // pay-later: acts now, next free in 3 s
-    assert_eq!(r.delay(), Duration::ZERO);
+    let r = reserve_waiting(&limiter, 30, Duration::ZERO); // pay-later: acts now, next free in 3 s
     r.cancel();
     // Back to just after the burst was spent: one pay-later grant, then refused.
     let granted = (0..100).take_while(|_| limiter.try_acquire()).count();
@@ -147,17 +179,14 @@ fn cancelling_a_refused_reservation_does_nothing() {
 #[test]
 fn cancel_on_an_unlimited_limiter_is_harmless() {
     let (limiter, _clock) = bursty(f64::INFINITY);
-    let r = limiter.reserve(1_000).unwrap();
-    assert_eq!(r.delay(), Duration::ZERO);
+    let r = reserve_waiting(&limiter, 1_000, Duration::ZERO);
     r.cancel();
     assert!(limiter.try_acquire_n(u64::MAX).unwrap());
 }
 
 #[test]
 fn warming_up_cancel_of_the_last_reservation_restores_its_time() {
-    let clock = ManualClock::new();
-    let limiter =
-        RateLimiter::warming_up_with_clock(2.0, Duration::from_secs(4), clock.clone()).unwrap();
+    let (limiter, clock) = warming_up(Duration::from_secs(4));
     // Warm it fully: spend all 8 stored permits, wait out the debt.
     limiter.acquire_n(8).unwrap();
     limiter.acquire().unwrap();
@@ -166,36 +195,26 @@ fn warming_up_cancel_of_the_last_reservation_restores_its_time() {
     clock.take_sleeps();
 
     limiter.acquire().unwrap();
-    let r = limiter.reserve(1).unwrap();
-    assert_eq!(r.delay(), ms(500));
-    let later = limiter.reserve(1).unwrap();
-    assert_eq!(later.delay(), ms(1000));
+    let r = reserve_waiting(&limiter, 1, ms(500));
+    let later = reserve_waiting(&limiter, 1, ms(1000));
     later.cancel();
     r.cancel(); // now the last one: restored too
-    assert_eq!(limiter.reserve(1).unwrap().delay(), ms(500));
+    reserve_waiting(&limiter, 1, ms(500));
 }
 
 #[test]
 fn warming_up_cancel_too_late_restores_nothing() {
-    let clock = ManualClock::new();
-    let limiter = RateLimiter::warming_up_with_clock(2.0, Duration::ZERO, clock.clone()).unwrap();
+    let (limiter, _clock) = warming_up(Duration::ZERO);
     limiter.acquire().unwrap();
-    let r = limiter.reserve(1).unwrap();
-    assert_eq!(r.delay(), ms(500));
-    clock.advance(ms(600));
-    r.cancel();
-    assert_eq!(limiter.reserve(1).unwrap().delay(), ms(400));
+    let r = reserve_waiting(&limiter, 1, ms(500));
+    cancel_after(&limiter, r, ms(600), 1, ms(400));
 }
 
 #[test]
 fn warming_up_zero_warmup_cancel_at_once() {
-    let clock = ManualClock::new();
-    let limiter: RateLimiter<SmoothWarmingUp, ManualClock> =
-        RateLimiter::warming_up_with_clock(2.0, Duration::ZERO, clock.clone()).unwrap();
+    let (limiter, _clock) = warming_up(Duration::ZERO);
     let r = limiter.reserve(1).unwrap();
-    r.cancel();
-    assert!(limiter.try_acquire());
-    assert!(!limiter.try_acquire());
+    cancel_gives_back_the_one_permit(&limiter, r);
 }
 
 #[test]
@@ -203,14 +222,9 @@ fn warming_up_cancel_gives_back_the_cold_permits_it_spent() {
     // A cold 2/s limiter with a 4 s warm-up: the first stored permits cost 1.375 s,
     // 1.125 s, ... A reservation that spends one and is cancelled must leave the
     // limiter as cold as it found it, not one permit warmer.
-    let clock = ManualClock::new();
-    let limiter =
-        RateLimiter::warming_up_with_clock(2.0, Duration::from_secs(4), clock.clone()).unwrap();
+    let (limiter, _clock) = warming_up(Duration::from_secs(4));
     let untouched = limiter.peek(1).unwrap();
     limiter.reserve(1).unwrap().cancel();
     assert_eq!(limiter.peek(1).unwrap(), untouched);
-    for _ in 0..3 {
-        limiter.acquire().unwrap();
-    }
-    assert_slept(&clock, &[0.0, 1.38, 1.13]);
+    assert_acquires_slept(&limiter, &[0.0, 1.38, 1.13]);
 }

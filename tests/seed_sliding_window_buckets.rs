@@ -68,14 +68,19 @@ fn seed_001_refusal_carries_exact_retry_after() {
     assert!(w.reserve(&mut state, 120 * S, 1, 0).is_allowed());
 }
 
+/// Seed 000's 100 per minute in weighted 30 s buckets, on a manual clock.
+fn seed_000_limiter() -> (RateLimiter<SlidingWindowBuckets, ManualClock>, ManualClock) {
+    let clock = ManualClock::new();
+    let w = SlidingWindowBuckets::weighted(100, secs(60), secs(30)).unwrap();
+    (RateLimiter::with_clock(w, clock.clone()), clock)
+}
+
 /// Seed 000 with 30 s sub-intervals: 100 per minute, the oldest bucket weighted by
 /// the unelapsed fraction of the current one. 100 requests in the first 0.25 min;
 /// at 1.25 min, 50 are allowed.
 #[test]
 fn seed_000_thirty_second_buckets_allow_fifty_at_one_and_a_quarter_minutes() {
-    let clock = ManualClock::new();
-    let w = SlidingWindowBuckets::weighted(100, secs(60), secs(30)).unwrap();
-    let limiter = RateLimiter::with_clock(w, clock.clone());
+    let (limiter, clock) = seed_000_limiter();
     // 100 requests spread over the first 15 s.
     for i in 0..100u64 {
         let target = i * 150_000_000;
@@ -100,9 +105,7 @@ fn seed_000_thirty_second_buckets_allow_fifty_at_one_and_a_quarter_minutes() {
 /// counts whole at 1.25 min: everything is blocked.
 #[test]
 fn seed_000_thirty_second_buckets_block_all_when_the_burst_came_at_0_99_min() {
-    let clock = ManualClock::new();
-    let w = SlidingWindowBuckets::weighted(100, secs(60), secs(30)).unwrap();
-    let limiter = RateLimiter::with_clock(w, clock.clone());
+    let (limiter, clock) = seed_000_limiter();
     clock.advance_nanos(59_400_000_000);
     assert!(limiter.try_acquire_n(100).unwrap());
     clock.advance_nanos(75 * S - clock.now());

@@ -108,8 +108,7 @@ impl<A: CellAlgorithm, C: Clock> AsyncRateLimiter<A, C> {
         &self,
         permits: u64,
     ) -> impl Future<Output = Result<Duration, Error>> + Send + 'static {
-        let limiter = self.limiter.clone();
-        async move { acquire_within(limiter, permits, u64::MAX).await }
+        acquire_within(self.limiter.clone(), permits, u64::MAX)
     }
 
     /// Takes `permits` if they can be had within `timeout`, waiting asynchronously;
@@ -133,8 +132,8 @@ impl<A: CellAlgorithm, C: Clock> AsyncRateLimiter<A, C> {
         permits: u64,
         timeout: Duration,
     ) -> impl Future<Output = Result<bool, Error>> + Send + 'static {
-        let limiter = self.limiter.clone();
-        async move { granted_within(acquire_within(limiter, permits, duration_to_nanos(timeout)).await) }
+        let acquired = acquire_within(self.limiter.clone(), permits, duration_to_nanos(timeout));
+        async move { granted_within(acquired.await) }
     }
 
     /// Takes one permit if that needs no waiting (never waits; same as the blocking

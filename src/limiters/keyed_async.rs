@@ -166,9 +166,8 @@ where
         key: K,
         cost: u64,
     ) -> impl Future<Output = Result<Duration, Error>> + Send + 'static {
-        let limiter = self.limiter.clone();
         // One key travels in a one-element array: no allocation per call.
-        async move { acquire_within(limiter, [key], cost, u64::MAX).await }
+        acquire_within(self.limiter.clone(), [key], cost, u64::MAX)
     }
 
     /// Takes `cost` permits from every key in `keys` (all-or-nothing), waiting
@@ -192,8 +191,7 @@ where
         keys: Vec<K>,
         cost: u64,
     ) -> impl Future<Output = Result<Duration, Error>> + Send + 'static {
-        let limiter = self.limiter.clone();
-        async move { acquire_within(limiter, keys, cost, u64::MAX).await }
+        acquire_within(self.limiter.clone(), keys, cost, u64::MAX)
     }
 
     /// Takes `cost` permits for `key` if they can be had within `timeout`, waiting
@@ -219,10 +217,9 @@ where
         cost: u64,
         timeout: Duration,
     ) -> impl Future<Output = Result<bool, Error>> + Send + 'static {
-        let limiter = self.limiter.clone();
-        async move {
-            granted_within(acquire_within(limiter, [key], cost, duration_to_nanos(timeout)).await)
-        }
+        let budget = duration_to_nanos(timeout);
+        let acquired = acquire_within(self.limiter.clone(), [key], cost, budget);
+        async move { granted_within(acquired.await) }
     }
 }
 

@@ -4,6 +4,7 @@
 
 use futures::future::{Either, Pending, Ready};
 use sluicegate::algorithms::SmoothBursty;
+use sluicegate::cells::CellAlgorithm;
 use sluicegate::clock::{Clock, ManualClock, Nanos};
 use sluicegate::RateLimiter;
 use std::time::Duration;
@@ -48,4 +49,18 @@ impl Clock for StuckClock {
 #[track_caller]
 pub fn assert_slept(clock: &ManualClock, secs: &[f64]) {
     assert_eq!(clock.take_sleeps_secs(), secs);
+}
+
+/// Guava's acquire-then-read-the-log step: one blocking `acquire()` per entry of
+/// `secs`, then [`assert_slept`] on the limiter's own clock, so the count of
+/// acquires cannot drift from the sleeps expected of them.
+#[track_caller]
+pub fn assert_acquires_slept<A: CellAlgorithm>(
+    limiter: &RateLimiter<A, ManualClock>,
+    secs: &[f64],
+) {
+    for _ in secs {
+        limiter.acquire().unwrap();
+    }
+    assert_slept(limiter.clock(), secs);
 }
