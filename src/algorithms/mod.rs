@@ -293,11 +293,11 @@ pub(crate) fn standing_with(answer: Decision, peek_one: impl FnOnce() -> Decisio
     answer
 }
 
-/// Helpers shared by the algorithms for time arithmetic on `i64` nanoseconds.
-///
-/// `now` as an `i64`, saturating. By a branch rather than a conditional move:
-/// every step's arithmetic waits for this value, and a predicted branch delays
-/// none of it (a reading past `i64::MAX` is 292 years away).
+// Helpers shared by the algorithms for time arithmetic on `i64` nanoseconds.
+
+/// `now` as an `i64`, saturating at `i64::MAX`. By a branch rather than a
+/// conditional move: every step's arithmetic waits for this value, and a predicted
+/// branch delays none of it (a reading past `i64::MAX` is 292 years away).
 #[inline(always)]
 pub(crate) fn signed(now: Nanos) -> i64 {
     match i64::try_from(now) {
