@@ -17,6 +17,7 @@
 //! map, so the next call reads it afresh (after a failover, say).
 
 use super::keys::SLOTS;
+use super::socket_connection::tcp_kind;
 use parking_lot::RwLock;
 use redis::{ConnectionAddr, ConnectionInfo, ErrorKind, RedisError, RedisResult, Value};
 use std::sync::Arc;
@@ -67,16 +68,7 @@ impl ClusterRoutes {
     /// with verification and no certificates of the client's own (feature
     /// `redis-tls`).
     pub(super) fn new(seeds: &[ConnectionInfo]) -> Option<Self> {
-        let kind = |info: &ConnectionInfo| match info.addr() {
-            ConnectionAddr::Tcp(..) => Some(false),
-            #[cfg(feature = "redis-tls")]
-            ConnectionAddr::TcpTls {
-                insecure: false,
-                tls_params: None,
-                ..
-            } => Some(true),
-            _ => None,
-        };
+        let kind = |info: &ConnectionInfo| tcp_kind(info.addr());
         let template = seeds.first()?;
         let tls = kind(template)?;
         if seeds.iter().any(|seed| kind(seed) != Some(tls)) {
@@ -342,7 +334,7 @@ mod tests {
     }
 
     #[test]
-    fn only_plain_tcp_seeds_are_routed_here() {
+    fn seeds_of_one_kind_the_stores_sockets_serve_are_routed_here() {
         let plain = "redis://10.0.0.1:7000/".into_connection_info().unwrap();
         let tls = plain.clone().set_addr(ConnectionAddr::TcpTls {
             host: "10.0.0.2".to_owned(),

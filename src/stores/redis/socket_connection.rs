@@ -46,21 +46,19 @@ impl SocketConnection {
         response_timeout: Duration,
     ) -> RedisResult<Option<Self>> {
         let (socket, tls_host): (Socket, Option<&String>) = match info.addr() {
-            ConnectionAddr::Tcp(host, port) => {
-                (connect_tcp(host, *port, info, connect_timeout)?, None)
-            }
-            #[cfg(feature = "redis-tls")]
-            ConnectionAddr::TcpTls {
-                host,
-                port,
-                insecure: false,
-                tls_params: None,
-            } => (connect_tcp(host, *port, info, connect_timeout)?, Some(host)),
             #[cfg(unix)]
             ConnectionAddr::Unix(path) => {
                 let socket = Socket::new(Domain::UNIX, Type::STREAM, None)?;
                 socket.connect_timeout(&socket2::SockAddr::unix(path)?, connect_timeout)?;
                 (socket, None)
+            }
+            addr
+            @ (ConnectionAddr::Tcp(host, port) | ConnectionAddr::TcpTls { host, port, .. }) => {
+                let Some(tls) = tcp_kind(addr) else {
+                    return Ok(None);
+                };
+                let socket = connect_tcp(host, *port, info, connect_timeout)?;
+                (socket, tls.then_some(host))
             }
             _ => return Ok(None),
         };
@@ -128,6 +126,23 @@ impl SocketConnection {
             self.open = false;
         }
         result
+    }
+}
+
+/// How this type reaches a TCP address: `Some(false)` plain, `Some(true)` over
+/// TLS, `None` if it leaves the address to redis-rs. TLS is served with feature
+/// `redis-tls` only, and only with certificate verification and no certificates of
+/// the client's own (settings only redis-rs holds).
+pub(super) fn tcp_kind(addr: &ConnectionAddr) -> Option<bool> {
+    match addr {
+        ConnectionAddr::Tcp(..) => Some(false),
+        #[cfg(feature = "redis-tls")]
+        ConnectionAddr::TcpTls {
+            insecure: false,
+            tls_params: None,
+            ..
+        } => Some(true),
+        _ => None,
     }
 }
 
