@@ -37,6 +37,7 @@
 //! reserve the future, sleeping for `retry_after` and trying again).
 
 mod decision;
+mod divisor;
 pub mod fixed_window;
 pub mod leaky_bucket;
 pub mod multi;

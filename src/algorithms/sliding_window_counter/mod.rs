@@ -27,9 +27,10 @@
 //! The state is one 64-bit word (see [the state word](#the-state-word)): memory and
 //! time per call are constant, and a direct limiter keeps it in a lock-free
 //! [`WordCell`](crate::cells::WordCell). No call divides in the common case: the
-//! window holding `now` is found with a kept reciprocal of the window's length, and
-//! a non-blocking try compares the weighted count by cross-multiplying
-//! (`⌈p · rest / len⌉ ≤ room` is `p · rest ≤ room · len`).
+//! window holding `now` is found by multiplying by a kept reciprocal of the
+//! window's length (exact, not an estimate), and a non-blocking try compares the
+//! weighted count by cross-multiplying (`⌈p · rest / len⌉ ≤ room` is
+//! `p · rest ≤ room · len`).
 //!
 //! # Options
 //!
@@ -125,6 +126,7 @@
 //!   divides on every call (to find now's window index); the exact mode divides only
 //!   when a call moves to a later window.
 
+use super::divisor::Divisor;
 use super::validate::validate_positive_period;
 use super::words::{try_take_by_words, Settle};
 use super::{bits, Algorithm, Decision, OneWord, Receipt};
@@ -201,9 +203,9 @@ pub enum Counting {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlidingWindowCounter {
     len: u64,
-    /// `⌊(2⁶⁴ − 1) / len⌋`: finds the window holding an instant with a
-    /// multiplication instead of a division (see `window_of`).
-    reciprocal: u64,
+    /// The multiplier that divides by `len` (a `Divisor`'s): finds the window
+    /// holding an instant with a multiplication instead of a division.
+    len_multiplier: u64,
     limit: u64,
     rounding: Rounding,
     counting: Counting,
@@ -280,7 +282,7 @@ impl SlidingWindowCounter {
         }
         Ok(SlidingWindowCounter {
             len: len_nanos,
-            reciprocal: u64::MAX / len_nanos,
+            len_multiplier: Divisor::new(len_nanos).multiplier(),
             limit,
             rounding: Rounding::Exact,
             counting: Counting::Admitted,
@@ -478,7 +480,7 @@ impl SlidingWindowCounter {
         }
         let rest = self.len - elapsed;
         if let Some(weighted) = previous.checked_mul(rest) {
-            // ⌊weighted / len⌋ by the kept reciprocal (`window_of` divides any value
+            // ⌊weighted / len⌋ by the kept multiplier (`window_of` divides any value
             // by the window's length), rounded up if it was not exact.
             let floor = self.window_of(weighted);
             return match self.rounding {
@@ -568,7 +570,7 @@ impl Settle for SlidingWindowCounter {
     type Settled = CounterSettled;
 
     /// Decides and counts the call as the lean take does, by cross-multiplying:
-    /// the weighted count itself (a division by the kept reciprocal) is left to
+    /// the weighted count itself (a division by the kept multiplier) is left to
     /// `describe`, after the new state is published.
     #[inline(always)]
     fn settle(&self, state: &mut SlidingWindowState, now: Nanos, cost: u64) -> CounterSettled {

@@ -3,6 +3,7 @@
 //! words.
 
 use super::{Counting, Rounding, SlidingWindowCounter, SlidingWindowState, View, MAX_LIMIT};
+use crate::algorithms::divisor::Divisor;
 use crate::algorithms::words::{one_word_state, Plan, Settle, Words};
 use crate::algorithms::{Decision, WordEncoded};
 use crate::clock::Nanos;
@@ -84,6 +85,11 @@ impl SlidingWindowCounter {
         } else {
             let now_index = self.window_of(now);
             let distance = now_index.wrapping_sub(index) & index_mask;
+            if distance == 0 {
+                // Still the stored window: its index and counts as they are, so
+                // that the new state waits for nothing read off the clock.
+                return stored(now - now_index * self.len, 0);
+            }
             if distance > index_mask >> 1 {
                 // Backwards by 2ᵏ − distance windows (or an old state whose index
                 // wrapped: the same conservative reading).
@@ -110,29 +116,18 @@ impl SlidingWindowCounter {
         }
     }
 
-    /// The window holding `now`, `⌊now / len⌋`, without a division: with
-    /// `m = ⌊(2⁶⁴ − 1) / len⌋ > 2⁶⁴ / len − 1`, the estimate `⌊now · m / 2⁶⁴⌋`
-    /// falls short of the quotient by less than `now / 2⁶⁴ < 1`, so one
-    /// correction step makes it exact. (A cell's words hold this `m`, and
-    /// [`from_config_words`](WordEncoded::from_config_words) computes it afresh for
-    /// words from anywhere; one that overshoots is caught and divided for.)
+    /// The window holding `now`, `⌊now / len⌋`, by the kept multiplier (see
+    /// `Divisor`): a multiplication and a shift, exact for any `now`.
     #[inline(always)]
     pub(super) fn window_of(&self, now: Nanos) -> u64 {
-        let mut window = ((u128::from(now) * u128::from(self.reciprocal)) >> 64) as u64;
-        let Some(mut start) = window.checked_mul(self.len).filter(|&start| start <= now) else {
-            return now / self.len;
-        };
-        while now - start >= self.len {
-            window += 1;
-            start += self.len;
-        }
-        window
+        Divisor::from_parts(self.len, self.len_multiplier).divide(now)
     }
 }
 
 /// Configuration words: the window length in nanoseconds, then the limit (low 32
 /// bits) with the rounding (bit 32), counting (bit 33) and whole-index (bit 34)
-/// flags and the bits per count (bits 40 to 44), then the length's reciprocal.
+/// flags and the bits per count (bits 40 to 44), then the multiplier that divides
+/// by the length.
 impl WordEncoded for SlidingWindowCounter {
     type Config = [u64; 3];
     // Publishes the new state first, then describes the decision.
@@ -147,19 +142,19 @@ impl WordEncoded for SlidingWindowCounter {
         [
             self.len,
             self.limit | floor << 32 | attempts << 33 | layout,
-            self.reciprocal,
+            self.len_multiplier,
         ]
     }
 
     /// Words from anywhere: [`from_own_config_words`](Self::from_own_config_words)
     /// with the length and the limit clamped, so that even words this type did not
-    /// encode cannot panic later, and the reciprocal computed from the length, so
-    /// that `window_of` never steps more than once.
+    /// encode cannot panic later, and the multiplier worked out afresh from the
+    /// length, so that `window_of` is exact.
     fn from_config_words(words: [u64; 3]) -> Self {
         let mut counter = Self::from_own_config_words(words);
         counter.len = counter.len.max(1);
         counter.limit = counter.limit.clamp(1, MAX_LIMIT);
-        counter.reciprocal = u64::MAX / counter.len;
+        counter.len_multiplier = Divisor::new(counter.len).multiplier();
         counter
     }
 
@@ -169,7 +164,7 @@ impl WordEncoded for SlidingWindowCounter {
     fn from_own_config_words(words: [u64; 3]) -> Self {
         SlidingWindowCounter {
             len: words[0],
-            reciprocal: words[2],
+            len_multiplier: words[2],
             limit: words[1] & 0xFFFF_FFFF,
             rounding: if words[1] >> 32 & 1 == 1 {
                 Rounding::Floor
