@@ -62,7 +62,10 @@
 //! `⌊now · K · count / period⌋` ticks. A non-blocking try avoids it: a tick count
 //! `t` has been reached iff `t · period ≤ now · K · count`, one multiplication each
 //! side, so only a call that finds the bucket drained empty (and so starts at `now`)
-//! converts.
+//! converts. The decision's durations go the other way: each is the first
+//! nanosecond at which the clock reaches an instant of the state (`TAT`, or `TAT`
+//! plus the call), less `now`, so its division needs the state alone and runs
+//! while the clock is being read.
 //!
 //! # Edges
 //!
@@ -159,8 +162,10 @@ struct Ticks {
     den: u64,
 }
 
-/// A clock reading in ticks: `ticks = ⌊nanos × num / den⌋`, and the remainder
-/// `nanos × num mod den` that the rounding dropped (0 when a tick is a nanosecond).
+/// A clock reading in ticks, `ticks = ⌊nanos × num / den⌋`, and the remainder
+/// `nanos × num mod den` that the rounding dropped (0 when a tick is a
+/// nanosecond): what the tests' oracle measures waits from.
+#[cfg(test)]
 #[derive(Clone, Copy, Debug)]
 struct Reading {
     ticks: u64,
@@ -171,42 +176,42 @@ impl Ticks {
     /// The clock reading `nanos` in ticks, rounded down.
     #[inline]
     fn reading(self, nanos: Nanos) -> u64 {
-        self.read(nanos).ticks
-    }
-
-    #[inline]
-    fn read(self, nanos: Nanos) -> Reading {
         if self.num == self.den {
-            return Reading {
-                ticks: nanos,
-                dropped: 0,
-            };
+            return nanos;
         }
         // num = den + excess with excess < count, so ticks = nanos + ⌊nanos × excess /
-        // den⌋ and the dropped remainder is that of nanos × excess: one 64-bit
-        // division whenever nanos × excess fits (always, for small counts), instead of
-        // a 128-bit one.
+        // den⌋: one 64-bit division whenever nanos × excess fits (always, for small
+        // counts), instead of a 128-bit one.
         let excess = self.num - self.den;
         if let Some(scaled) = nanos.checked_mul(excess) {
-            return Reading {
-                ticks: nanos.saturating_add(scaled / self.den),
-                dropped: scaled % self.den,
-            };
+            return nanos.saturating_add(scaled / self.den);
         }
         let scaled = u128::from(nanos) * u128::from(self.num);
-        let den = u128::from(self.den);
+        u64::try_from(scaled / u128::from(self.den)).unwrap_or(u64::MAX)
+    }
+
+    /// The reading `nanos` with the remainder its rounding dropped (which is that
+    /// of `nanos × excess` whenever that fits).
+    #[cfg(test)]
+    fn read(self, nanos: Nanos) -> Reading {
+        let excess = self.num - self.den;
+        let dropped = match nanos.checked_mul(excess) {
+            Some(scaled) => scaled % self.den,
+            None => (u128::from(nanos) * u128::from(self.num) % u128::from(self.den)) as u64,
+        };
         Reading {
-            ticks: u64::try_from(scaled / den).unwrap_or(u64::MAX),
-            dropped: (scaled % den) as u64,
+            ticks: self.reading(nanos),
+            dropped,
         }
     }
 
     /// How long after the reading `now` the clock first reads at least `target`
     /// ticks: the smallest `t` with `dropped + t × num ≥ (target − now) × den`. Exact,
     /// so that rounding `now` down never makes a wait a nanosecond late, and in 64-bit
-    /// arithmetic whenever it fits (the common case). For any target; the step's
-    /// targets fit in u64 and use [`until_tick`](Ticks::until_tick), so this serves
-    /// the tests (and the step as it was, their oracle).
+    /// arithmetic whenever it fits (the common case). The step measures the same
+    /// wait as `first_reading(target) − now`, which does not wait for `now`'s
+    /// conversion; this, the wait from the reading, serves the tests (and the step
+    /// as it was, their oracle).
     #[cfg(test)]
     fn until(self, now: Reading, target: u128) -> Nanos {
         let Some(delta) = target.checked_sub(u128::from(now.ticks)).filter(|&d| d > 0) else {
@@ -218,19 +223,23 @@ impl Ticks {
         self.nanos_for(now, delta)
     }
 
-    /// How long after the reading `now` the clock first reads at least `target`
-    /// ticks (see `until`, its general form): with ticks that are nanoseconds, one
-    /// subtraction.
+    /// The first clock reading, in nanoseconds, that reads at least `target`
+    /// ticks: the least `n` with `n × num ≥ target × den`, that is
+    /// `target − ⌊target × excess / num⌋` (as `den = num − excess`), one 64-bit
+    /// division whenever `target × excess` fits. It depends on the target alone,
+    /// not on `now`, so for a target read off the state it runs beside the clock
+    /// read instead of after it.
     #[inline(always)]
-    fn until_tick(self, now: Reading, target: u64) -> Nanos {
-        if target <= now.ticks {
-            return 0;
-        }
-        let delta = target - now.ticks;
+    fn first_reading(self, target: u64) -> Nanos {
         if self.num == self.den {
-            return delta;
+            return target;
         }
-        self.nanos_for(now, u128::from(delta))
+        let excess = self.num - self.den;
+        if let Some(lag) = target.checked_mul(excess) {
+            return target - lag / self.num;
+        }
+        let need = u128::from(target) * u128::from(self.den);
+        u64::try_from(need.div_ceil(u128::from(self.num))).unwrap_or(u64::MAX)
     }
 
     /// The nanoseconds after the reading `now` that `delta > 0` more ticks take:
@@ -238,7 +247,7 @@ impl Ticks {
     /// `delta − ⌊(delta · excess + dropped) / num⌋`, which stays in 64 bits for a
     /// backlog far longer than `delta · den` does (excess < count), where the
     /// 128-bit quotient would cost a library call.
-    #[inline]
+    #[cfg(test)]
     fn nanos_for(self, now: Reading, delta: u128) -> Nanos {
         let excess = self.num - self.den;
         let short = u64::try_from(delta).ok().and_then(|delta| {
@@ -510,21 +519,13 @@ impl LeakyBucket {
     ) -> (Decision, Receipt) {
         let ticks = self.ticks();
         let limit = u64::from(self.capacity);
-        let reading = if WHOLE {
-            Reading {
-                ticks: now,
-                dropped: 0,
-            }
-        } else {
-            ticks.read(now)
-        };
-        let now_ticks = reading.ticks;
+        let now_ticks = if WHOLE { now } else { ticks.reading(now) };
         let start = state.tat.max(now_ticks);
         let until = |tick: u64| {
             if WHOLE {
                 tick.saturating_sub(now_ticks)
             } else {
-                ticks.until_tick(reading, tick)
+                ticks.first_reading(tick).saturating_sub(now)
             }
         };
         // `start − now`, read off the state rather than after `start`: a grant's
@@ -537,14 +538,28 @@ impl LeakyBucket {
             .filter(|&charge| charge <= capacity)
             .and_then(|charge| Some((charge, start.checked_add(charge)?)));
         let Some((charge, end)) = fits else {
-            return (Decision::never(limit, free(), until(start)), Receipt::NONE);
+            return (
+                Decision::never(limit, free(), until(state.tat)),
+                Receipt::NONE,
+            );
         };
         // The level after the call, `end − now` in ticks: at most `end`.
         let level = backlog + charge;
+        // How long until the clock reads `end − less`: with a backlog, `end` is
+        // `TAT + charge`, read off the state, so that converting it to nanoseconds
+        // need not wait for `now`'s conversion (`until(start)` is `until(TAT)`
+        // likewise, as `until(now)` is 0).
+        let until_end_less = |less: u64| {
+            if backlog > 0 {
+                until((state.tat + charge).saturating_sub(less))
+            } else {
+                until(end.saturating_sub(less))
+            }
+        };
         let wait = match self.mode {
             LeakyMode::Meter => 0,
             LeakyMode::Queue if WHOLE => backlog,
-            LeakyMode::Queue => until(start),
+            LeakyMode::Queue => until(state.tat),
         };
         if level > capacity || wait > max_wait {
             // When the bucket will have drained enough (level ≤ capacity once `now`
@@ -552,17 +567,18 @@ impl LeakyBucket {
             // if that is past the caller's deadline no retry before it can help:
             // the retry is then when a caller who does not wait fits, at `start`
             // (the rule of `Decision::retry_after`).
-            let drained = until(end.saturating_sub(capacity));
+            let drained = until_end_less(capacity);
             let retry = if wait > max_wait {
                 drained.max(wait)
             } else {
                 drained
             };
             return (
-                Decision::denied(limit, free(), retry, until(start)),
+                Decision::denied(limit, free(), retry, until(state.tat)),
                 Receipt::NONE,
             );
         }
+        let reset = if WHOLE { level } else { until_end_less(0) };
         state.tat = end;
         let remaining = if backlog == 0 {
             // An idle bucket: no division needed.
@@ -570,8 +586,6 @@ impl LeakyBucket {
         } else {
             whole_permits(capacity - level, ticks.per_permit)
         };
-        // For whole-nanosecond ticks, `end − now` is the level.
-        let reset = if WHOLE { level } else { until(end) };
         (
             Decision::allowed_after(wait, limit, remaining, reset),
             Receipt::new(end as i64, charge),

@@ -293,3 +293,21 @@ proptest::proptest! {
         proptest::prop_assert_eq!(whole_permits(ticks, per_permit), ticks / per_permit);
     }
 }
+
+proptest::proptest! {
+    /// The first reading at or past a target, less `now`, is the wait measured
+    /// from `now`'s reading, for any target and clock reading: at whole-nanosecond
+    /// and fractional intervals, and where `target × excess` overflows.
+    #[test]
+    fn the_first_reading_less_now_is_the_wait_from_the_reading(
+        count in 1u64..1_000,
+        period in proptest::prop_oneof![1u64..50, 1_000u64..1_000_000_007, (1u64 << 30)..(1u64 << 62)],
+        now in proptest::prop_oneof![0u64..1 << 40, 0u64..u64::MAX],
+        target in proptest::prop_oneof![0u64..1 << 40, 0u64..u64::MAX],
+    ) {
+        let bucket = LeakyBucket::meter(1, count.min(period), Duration::from_nanos(period)).unwrap();
+        let ticks = bucket.ticks();
+        let from_reading = ticks.until(ticks.read(now), u128::from(target));
+        proptest::prop_assert_eq!(ticks.first_reading(target).saturating_sub(now), from_reading);
+    }
+}
