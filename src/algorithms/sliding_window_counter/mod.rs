@@ -123,8 +123,8 @@
 //!   until the clock reaches the window they appear to belong to. Either way no
 //!   extra permit is granted. A state whose counts are both zero carries nothing to
 //!   be conservative about and is simply moved to now's window. Only this mode
-//!   divides on every call (to find now's window index); the exact mode divides only
-//!   when a call moves to a later window.
+//!   finds now's window index on every call (a multiplication by the kept
+//!   reciprocal); the exact mode does only when a call moves to a later window.
 
 use super::divisor::Divisor;
 use super::validate::validate_positive_period;
