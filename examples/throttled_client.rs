@@ -1,11 +1,12 @@
-//! A client that paces itself and adapts to the server: a local API allowing 4
-//! requests per 2-second window, and a reqwest client that would go at 20 per second
-//! but honours what the server says. First the server sends the `RateLimit` fields,
-//! and the client slows down before it is ever refused; then a server that sends only
-//! the legacy fields refuses it once, and the client waits out the `Retry-After` and
-//! recovers by itself. It prints each request's time, status and the server's fields,
-//! then a Stream adapter paces a batch of jobs. Everything runs on 127.0.0.1 and ends
-//! by itself in about 8 seconds.
+//! A client that paces itself and adapts to the server. First a local API allowing
+//! 4 requests per 2-second window sends the `RateLimit` fields, and a reqwest client
+//! that would go at 20 per second slows down before it is ever refused. Then eight
+//! tasks share one such client against a server allowing 5 per second that sends
+//! only the legacy fields: the first refusal holds every task back, including those
+//! already waiting for permits, and after the `Retry-After` the client resumes at its
+//! steady pace instead of firing the burst its limiter stored meanwhile. It prints
+//! each request's time, status and the server's fields, then a Stream adapter paces a
+//! batch of jobs. Everything runs on 127.0.0.1 and ends by itself in about 10 seconds.
 //!
 //! `cargo run --example throttled_client --features tower`
 
@@ -21,11 +22,13 @@ use sluicegate::RateLimiter;
 use std::time::{Duration, Instant};
 use tower::{Layer, ServiceExt};
 
-/// Serves a "hello" app behind a server layer allowing 4 requests per 2 s window,
-/// sending `headers`; answers its URL.
-async fn serve(headers: RateLimitHeaders) -> reqwest::Url {
-    let window = FixedWindow::new(4, Duration::from_secs(2)).unwrap();
-    let server = ServerLayer::new(RateLimiter::new(window)).headers(headers);
+/// Serves a "hello" app behind a server layer over `limiter`, sending `headers`;
+/// answers its URL.
+async fn serve<A>(limiter: RateLimiter<A>, headers: RateLimitHeaders) -> reqwest::Url
+where
+    A: sluicegate::cells::CellAlgorithm,
+{
+    let server = ServerLayer::new(limiter).headers(headers);
     let app = Router::new()
         .route("/", get(|| async { "hello" }))
         .layer(server);
@@ -35,11 +38,18 @@ async fn serve(headers: RateLimitHeaders) -> reqwest::Url {
     url
 }
 
-/// Sends `n` requests through a fresh client at 20 per second that honours the
-/// server, printing what each got.
-async fn run(url: &reqwest::Url, n: usize) {
-    // The client: 20 per second of its own, a little jitter for requests that had to
-    // wait, and a back-off that honours the server (capped at 10 s).
+/// A client at 20 per second of its own, with a little jitter for requests that
+/// had to wait, that honours the server (holds capped at 10 s); and its back-off.
+fn client() -> (
+    impl tower::Service<
+            reqwest::Request,
+            Response = reqwest::Response,
+            Error = impl std::fmt::Debug,
+            Future = impl Send,
+        > + Clone
+        + Send,
+    HoldBack<(), sluicegate::clock::DefaultClock>,
+) {
     let own_limit = RateLimiter::bursty(20.0).unwrap();
     let hold = HoldBack::new(own_limit.clock().clone()).with_cap(Duration::from_secs(10));
     let client = ClientLayer::new(own_limit)
@@ -48,6 +58,34 @@ async fn run(url: &reqwest::Url, n: usize) {
             (r.status(), r.headers())
         })
         .layer(reqwest::Client::new());
+    (client, hold)
+}
+
+/// One line for a response: when, which request, its status and the fields.
+fn line(label: &str, at: Duration, response: &reqwest::Response, held: Duration) -> String {
+    let field = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("-")
+            .to_owned()
+    };
+    format!(
+        "{label:>5}  t={:>5.2}s  {}  RateLimit: {:<22} X-RateLimit-Remaining: {:<2} Retry-After: {:<2} -> held back {:.1}s",
+        at.as_secs_f64(),
+        response.status().as_u16(),
+        field("ratelimit"),
+        field("x-ratelimit-remaining"),
+        field("retry-after"),
+        held.as_secs_f64(),
+    )
+}
+
+/// Sends `n` requests one after another through a fresh client, printing what each
+/// got.
+async fn run(url: &reqwest::Url, n: usize) {
+    let (client, hold) = client();
     let start = Instant::now();
     for i in 1..=n {
         let request = reqwest::Request::new(Method::GET, url.clone());
@@ -56,39 +94,72 @@ async fn run(url: &reqwest::Url, n: usize) {
             .oneshot(request)
             .await
             .expect("loopback request");
-        let field = |name: &str| {
-            response
-                .headers()
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("-")
-                .to_owned()
-        };
+        let label = i.to_string();
         println!(
-            "{i:>2}  t={:>5.2}s  {}  RateLimit: {:<22} X-RateLimit-Remaining: {:<2} Retry-After: {:<2} -> held back {:.1}s",
-            start.elapsed().as_secs_f64(),
-            response.status().as_u16(),
-            field("ratelimit"),
-            field("x-ratelimit-remaining"),
-            field("retry-after"),
-            hold.remaining(&()).as_secs_f64(),
+            "{}",
+            line(&label, start.elapsed(), &response, hold.remaining(&()))
         );
     }
 }
 
+/// Eight tasks share one fresh client, each sending `each` requests, printing what
+/// each got as it came; then how many were refused.
+async fn run_concurrently(url: &reqwest::Url, each: usize) {
+    let (client, hold) = client();
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..8)
+        .map(|task| {
+            let (client, hold, url) = (client.clone(), hold.clone(), url.clone());
+            tokio::spawn(async move {
+                let mut refused = 0;
+                for i in 1..=each {
+                    let request = reqwest::Request::new(Method::GET, url.clone());
+                    let response = client
+                        .clone()
+                        .oneshot(request)
+                        .await
+                        .expect("loopback request");
+                    refused += usize::from(response.status() == 429);
+                    let label = format!("{task}.{i}");
+                    println!(
+                        "{}",
+                        line(&label, start.elapsed(), &response, hold.remaining(&()))
+                    );
+                }
+                refused
+            })
+        })
+        .collect();
+    let mut refused = 0;
+    for task in tasks {
+        refused += task.await.expect("task");
+    }
+    println!(
+        "{} requests in {:.1}s, {refused} refused",
+        8 * each,
+        start.elapsed().as_secs_f64()
+    );
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    let ietf =
-        serve(RateLimitHeaders::new().policies([Policy::new("window", 4, Duration::from_secs(2))]))
-            .await;
+    let window = RateLimiter::new(FixedWindow::new(4, Duration::from_secs(2)).unwrap());
+    let policy = Policy::new("window", 4, Duration::from_secs(2));
+    let ietf = serve(window, RateLimitHeaders::new().policies([policy])).await;
     println!("A server that sends RateLimit (4 per 2 s): the client slows down before any 429");
     run(&ietf, 8).await;
 
-    let legacy = serve(RateLimitHeaders::new().legacy_only(Legacy::XRateLimit)).await;
+    let per_second = RateLimiter::bursty(5.0).unwrap();
+    let legacy = serve(
+        per_second,
+        RateLimitHeaders::new().legacy_only(Legacy::XRateLimit),
+    )
+    .await;
     println!(
-        "\nA server that sends only X-RateLimit-*: one 429, then the client waits out Retry-After"
+        "\nEight tasks share the client; the server allows 5 per second and sends only \
+         X-RateLimit-*: a 429 holds every task, then the client resumes at its pace"
     );
-    run(&legacy, 6).await;
+    run_concurrently(&legacy, 3).await;
 
     // The same pacing for any stream: 5 jobs at 10 per second.
     println!("\nA stream of jobs at 10 per second:");

@@ -3,8 +3,9 @@
 
 use super::fields;
 use super::http_date;
+use crate::algorithms::Pace;
 use crate::clock::{duration_to_nanos, nanos_to_duration, Clock, Nanos, NANOS_PER_SECOND};
-use http::header::{HeaderMap, DATE, RETRY_AFTER};
+use http::header::{HeaderMap, AGE, DATE, RETRY_AFTER};
 use http::StatusCode;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -30,6 +31,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// | `429` or `503` with `RateLimit` and no `Retry-After` | the longest `t` of the items with `r=0` (of all items if none has `r=0`) |
 /// | `429` with neither | the [`fallback`](HoldBack::with_fallback) (1 s unless set) |
 /// | any other status with `RateLimit` | the longest `t` of the items with `r=0`, if any |
+/// | a response with `Age` above 0 (served from a cache) | none: its fields are stale |
 /// | anything else | none |
 ///
 /// `Retry-After` takes precedence over `RateLimit`, as the draft requires. Every
@@ -39,8 +41,23 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// a key already held back longer keeps its longer hold, and a hold never lets a
 /// request skip the client's own limiter. Malformed fields are ignored.
 ///
-/// Clones share the holds. Keys are forgotten once their hold has passed. Time is
-/// the given clock's (virtual under a [`ManualClock`](crate::ManualClock)).
+/// **After a hold, the key resumes at its limiter's steady rate, not with a burst.**
+/// A server that says "wait" has said nothing about the credit the client's own
+/// limiter stored meanwhile (a bucket's saved burst, a window's unused quota), so
+/// the [`ClientLayer`](super::client::ClientLayer) does not spend it at once: from
+/// the end of the hold, the key's requests are given turns one
+/// [`Pace::interval`] apart per permit (the limiter's [`pace`](crate::algorithms::Algorithm::pace):
+/// `1/rate` for the token and leaky buckets, `window/limit` for the windows and the
+/// log, the slowest member's for a set), each then still taking its permits from the
+/// limiter. The pace ends once a whole [`Pace::refill`] passes with no request: by
+/// then the limiter would have stored its full burst again even had the hold
+/// emptied it. So the stored credit is spent by no request at all while the key
+/// keeps to the steady rate; a limiter whose algorithm has no pace (a user's own,
+/// by default) is not paced.
+///
+/// Clones share the holds. A key is forgotten once its hold and the pace after it
+/// are over; memory stays as large as the set of keys held or paced. Time is the
+/// given clock's (virtual under a [`ManualClock`](crate::ManualClock)).
 ///
 /// ```
 /// use http::{HeaderMap, StatusCode};
@@ -63,8 +80,35 @@ pub struct HoldBack<K, C: Clock> {
 }
 
 struct Shared<K> {
-    /// Per key: the clock time until which it is held back.
-    until: Mutex<HashMap<K, Nanos>>,
+    /// Per key: its hold, and the steady pace that follows it.
+    holds: Mutex<HashMap<K, Hold>>,
+}
+
+/// One key's hold and the pacing after it.
+#[derive(Clone, Copy, Debug)]
+struct Hold {
+    /// The clock time until which the key is held back.
+    until: Nanos,
+    /// After the hold: the earliest time the key's next permit may be asked for.
+    resume: Nanos,
+    /// When the entry may be forgotten: the limiter would have stored a full burst
+    /// again by then whatever the hold did.
+    forget: Nanos,
+}
+
+/// What the client layer does with a request of a key, as the key's hold says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Gate {
+    /// Ask the limiter now.
+    Open,
+    /// Held back by the server for this long: wait, then ask the gate again.
+    Held(Nanos),
+    /// Paced after a hold: this request's turn is this far away, and is booked;
+    /// wait, then ask the limiter (unless a new hold began meanwhile).
+    Paced(Nanos),
+    /// Its turn at the pace is this far away, more than the caller would wait:
+    /// nothing was booked.
+    TooLate(Nanos),
 }
 
 impl<K, C: Clock> Clone for HoldBack<K, C> {
@@ -83,7 +127,7 @@ impl<K, C: Clock> std::fmt::Debug for HoldBack<K, C> {
         f.debug_struct("HoldBack")
             .field("cap", &nanos_to_duration(self.cap))
             .field("fallback", &nanos_to_duration(self.fallback))
-            .field("held_keys", &self.shared.until.lock().len())
+            .field("held_keys", &self.shared.holds.lock().len())
             .finish()
     }
 }
@@ -105,7 +149,7 @@ impl<K: Hash + Eq, C: Clock> HoldBack<K, C> {
     pub fn new(clock: C) -> Self {
         HoldBack {
             shared: Arc::new(Shared {
-                until: Mutex::new(HashMap::new()),
+                holds: Mutex::new(HashMap::new()),
             }),
             clock,
             cap: 60 * NANOS_PER_SECOND,
@@ -209,19 +253,41 @@ impl<K: Hash + Eq, C: Clock> HoldBack<K, C> {
         headers: &HeaderMap,
         wall_now: SystemTime,
     ) -> Option<Duration> {
+        self.observe_paced(key, status, headers, wall_now, || None)
+    }
+
+    /// [`observe_at`](HoldBack::observe_at) for a client that paces the key after
+    /// the hold at `pace` (asked only when the response asks for a pause): the key
+    /// is then remembered until the pace is over, a whole refill after the hold.
+    pub(crate) fn observe_paced(
+        &self,
+        key: K,
+        status: StatusCode,
+        headers: &HeaderMap,
+        wall_now: SystemTime,
+        pace: impl FnOnce() -> Option<Pace>,
+    ) -> Option<Duration> {
         let pause = self.pause(status, headers, wall_now)?.min(self.cap);
         if pause == 0 {
             return None;
         }
+        let refill = pace().map_or(0, |pace| pace.refill_nanos());
         let now = self.clock.now();
         let until = now.saturating_add(pause);
-        let mut held = self.shared.until.lock();
-        if held.len() > PRUNE_ABOVE {
-            held.retain(|_, t| *t > now);
+        let mut holds = self.shared.holds.lock();
+        if holds.len() > PRUNE_ABOVE {
+            holds.retain(|_, hold| hold.forget > now);
         }
-        let entry = held.entry(key).or_insert(0);
-        // Only ever slower: a longer hold already in place stays.
-        *entry = (*entry).max(until);
+        let hold = holds.entry(key).or_insert(Hold {
+            until: 0,
+            resume: 0,
+            forget: 0,
+        });
+        // Only ever slower: a longer hold already in place stays, and the pace
+        // after it starts no earlier than its end.
+        hold.until = hold.until.max(until);
+        hold.resume = hold.resume.max(hold.until);
+        hold.forget = hold.forget.max(hold.resume.saturating_add(refill));
         Some(nanos_to_duration(pause))
     }
 
@@ -245,12 +311,58 @@ impl<K: Hash + Eq, C: Clock> HoldBack<K, C> {
     }
 
     pub(crate) fn remaining_nanos(&self, key: &K, now: Nanos) -> Nanos {
-        let held = self.shared.until.lock();
-        held.get(key).map_or(0, |until| until.saturating_sub(now))
+        let holds = self.shared.holds.lock();
+        holds
+            .get(key)
+            .map_or(0, |hold| hold.until.saturating_sub(now))
+    }
+
+    /// The gate a request of `cost` permits for `key` passes at `now`, before it
+    /// asks the limiter, willing to wait at most `left` more: held back, its turn at
+    /// `pace` after a hold (booked here, `cost` intervals long), or open. The pace
+    /// is asked for only after a hold; a key whose pace has run a whole refill with
+    /// no request is forgotten, as is one whose limiter has no pace.
+    pub(crate) fn gate(
+        &self,
+        key: &K,
+        now: Nanos,
+        cost: u64,
+        left: Nanos,
+        pace: impl FnOnce() -> Option<Pace>,
+    ) -> Gate {
+        let mut holds = self.shared.holds.lock();
+        let Some(hold) = holds.get_mut(key) else {
+            return Gate::Open;
+        };
+        if hold.until > now {
+            return Gate::Held(hold.until - now);
+        }
+        let pace = match pace() {
+            Some(pace) if now < hold.resume.saturating_add(pace.refill_nanos()) => pace,
+            // No pace, or a whole refill without a request: the limiter alone.
+            _ => {
+                holds.remove(key);
+                return Gate::Open;
+            }
+        };
+        let turn = hold.resume.max(now);
+        let wait = turn - now;
+        if wait > left {
+            return Gate::TooLate(wait);
+        }
+        hold.resume = turn.saturating_add(pace.interval_nanos().saturating_mul(cost));
+        hold.forget = hold.resume.saturating_add(pace.refill_nanos());
+        if wait == 0 {
+            Gate::Open
+        } else {
+            Gate::Paced(wait)
+        }
     }
 
     /// Waits, on the clock, until `key` is no longer held back; resolves to the time
     /// waited. For clients that are not tower services: call it before each request.
+    /// It waits out the hold only; the steady pace after it is the client layer's,
+    /// which knows the limiter.
     ///
     /// ```
     /// use http::{HeaderMap, StatusCode};
@@ -280,6 +392,9 @@ impl<K: Hash + Eq, C: Clock> HoldBack<K, C> {
         headers: &HeaderMap,
         wall_now: SystemTime,
     ) -> Option<Nanos> {
+        if from_cache(headers) {
+            return None;
+        }
         let throttled =
             status == StatusCode::TOO_MANY_REQUESTS || status == StatusCode::SERVICE_UNAVAILABLE;
         if throttled {
@@ -299,6 +414,17 @@ impl<K: Hash + Eq, C: Clock> HoldBack<K, C> {
             _ => None,
         }
     }
+}
+
+/// True if the response was served from a cache (`Age` above 0): its rate-limit
+/// fields describe the quota as it stood then, not now. `Age` is delta-seconds: a
+/// number too large for any integer type is still above 0; a malformed one
+/// counts as fresh.
+fn from_cache(headers: &HeaderMap) -> bool {
+    headers.get_all(AGE).iter().any(|age| {
+        let age = age.as_bytes().trim_ascii();
+        !age.is_empty() && age.iter().all(u8::is_ascii_digit) && age.iter().any(|&b| b != b'0')
+    })
 }
 
 /// A `Retry-After` value as a pause in nanoseconds: delay-seconds, or an HTTP-date

@@ -1,6 +1,6 @@
 //! The one thing every adapter needs from a limiter.
 
-use crate::algorithms::{Algorithm, Decision};
+use crate::algorithms::{Algorithm, Decision, Pace};
 use crate::cells::CellAlgorithm;
 use crate::clock::{duration_to_nanos, Clock};
 use crate::error::Error;
@@ -217,6 +217,21 @@ pub trait Permits: Clone + Send + Sync + 'static {
     /// # Errors
     /// As the limiter's `peek`.
     fn peek(&self, key: &Self::Key, cost: u64) -> Result<Decision, Error>;
+
+    /// The limiter's steady rate, [`Algorithm::pace`] of its algorithm (the same
+    /// for every key): what the client layer paces a key by after a server's hold.
+    /// The default is `None`: no pacing.
+    ///
+    /// ```
+    /// use sluicegate::adapters::Permits;
+    /// use sluicegate::RateLimiter;
+    /// use std::time::Duration;
+    /// let limiter = RateLimiter::bursty(4.0).unwrap();
+    /// assert_eq!(Permits::pace(&limiter).unwrap().interval(), Duration::from_millis(250));
+    /// ```
+    fn pace(&self) -> Option<Pace> {
+        None
+    }
 }
 
 fn budget(max_wait: Option<Duration>) -> u64 {
@@ -260,6 +275,11 @@ impl<A: CellAlgorithm, C: Clock> Permits for RateLimiter<A, C> {
 
     fn peek(&self, _key: &(), cost: u64) -> Result<Decision, Error> {
         RateLimiter::peek(self, cost)
+    }
+
+    fn pace(&self) -> Option<Pace> {
+        // The live configuration: a changed rate paces at the new rate.
+        self.algorithm().pace()
     }
 }
 
@@ -333,6 +353,10 @@ where
     fn peek(&self, key: &K, cost: u64) -> Result<Decision, Error> {
         KeyedRateLimiter::peek(self, key, cost)
     }
+
+    fn pace(&self) -> Option<Pace> {
+        self.algorithm().pace()
+    }
 }
 
 /// An async limiter is a handle on a blocking one sharing its state: every call
@@ -388,6 +412,10 @@ macro_rules! permits_of_the_blocking_limiter {
 
             fn peek(&self, key: &$key, cost: u64) -> Result<Decision, Error> {
                 Permits::peek(self.blocking(), key, cost)
+            }
+
+            fn pace(&self) -> Option<Pace> {
+                Permits::pace(self.blocking())
             }
         }
     };

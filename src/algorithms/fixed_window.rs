@@ -49,7 +49,7 @@
 
 use super::validate::validate_positive_period;
 use super::words::{one_word_state, try_take_by_words, Plan, Settle, Words};
-use super::{bits, Algorithm, Decision, OneWord, Receipt, WordEncoded};
+use super::{bits, Algorithm, Decision, OneWord, Pace, Receipt, WordEncoded};
 use crate::clock::Nanos;
 use crate::error::Error;
 use std::time::Duration;
@@ -302,6 +302,10 @@ impl Algorithm for FixedWindow {
     #[inline]
     fn try_take(&self, state: &mut FixedWindowState, now: Nanos, cost: u64) -> Option<Decision> {
         try_take_by_words::<_, 1>(self, state, now, cost)
+    }
+
+    fn pace(&self) -> Option<Pace> {
+        Pace::per(self.limit(), self.window())
     }
 
     fn is_replenished(&self, state: &FixedWindowState, now: Nanos) -> bool {

@@ -41,6 +41,7 @@ mod divisor;
 pub mod fixed_window;
 pub mod leaky_bucket;
 pub mod multi;
+mod pace;
 mod receipt;
 pub mod sliding_log;
 pub mod sliding_window_buckets;
@@ -54,6 +55,7 @@ pub use decision::{Decision, Verdict};
 pub use fixed_window::FixedWindow;
 pub use leaky_bucket::{LeakyBucket, LeakyMode};
 pub use multi::{AllOf, AllOfState, DynLimit, DynState, Limits, LimitsState};
+pub use pace::Pace;
 pub use receipt::Receipt;
 pub use sliding_log::SlidingLog;
 pub use sliding_window_buckets::SlidingWindowBuckets;
@@ -232,6 +234,24 @@ pub trait Algorithm: Send + Sync + 'static {
     /// [`Receipt::NONE`].
     fn cancel(&self, state: &mut Self::State, now: Nanos, receipt: &Receipt, acts_at: Nanos) {
         let _ = (state, now, receipt, acts_at);
+    }
+
+    /// The algorithm's steady rate (see [`Pace`]): how far apart it grants once
+    /// its stored credit is spent, and how long it takes to store a full burst
+    /// again. The client layer paces a key by it after a server's hold, so that the
+    /// credit stored during the hold is not fired at once. The default, `None`, says
+    /// no steady rate is known: after a hold the client then goes by the limiter
+    /// alone. An unlimited limit answers `None`.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, SmoothBursty};
+    /// use std::time::Duration;
+    /// let pace = SmoothBursty::new(5.0).unwrap().pace().unwrap();
+    /// assert_eq!((pace.interval(), pace.refill()), (Duration::from_millis(200), Duration::from_secs(1)));
+    /// assert!(SmoothBursty::new(f64::INFINITY).unwrap().pace().is_none());
+    /// ```
+    fn pace(&self) -> Option<Pace> {
+        None
     }
 
     /// True if `state` at `now` has fully replenished, so that dropping it and starting

@@ -49,7 +49,9 @@
 
 use super::validate::{validate_period, validate_rate};
 use super::words::{one_word_state, try_take_by_words, Plan, Settle, Words};
-use super::{signed, until, AdjustableRate, Algorithm, Decision, OneWord, Receipt, WordEncoded};
+use super::{
+    signed, until, AdjustableRate, Algorithm, Decision, OneWord, Pace, Receipt, WordEncoded,
+};
 use crate::clock::Nanos;
 use crate::error::Error;
 use std::time::Duration;
@@ -462,6 +464,12 @@ impl Algorithm for SmoothBursty {
     #[inline]
     fn try_take(&self, state: &mut BurstyState, now: Nanos, cost: u64) -> Option<Decision> {
         try_take_by_words::<_, 1>(self, state, now, cost)
+    }
+
+    fn pace(&self) -> Option<Pace> {
+        let interval = self.interval_nanos().ceil();
+        // `as` saturates; an unlimited limit (a zero interval) has no pace.
+        (interval > 0.0).then(|| Pace::from_nanos(interval as Nanos, self.burst_nanos() as Nanos))
     }
 
     fn is_replenished(&self, state: &BurstyState, now: Nanos) -> bool {

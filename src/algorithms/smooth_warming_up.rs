@@ -53,7 +53,9 @@
 use super::smooth_bursty::smooth_limit;
 use super::validate::{validate_period, validate_rate};
 use super::words::{try_take_by_words, Plan, Words, WordsMut};
-use super::{signed, until, AdjustableRate, Algorithm, Decision, Receipt, WordArray, WordEncoded};
+use super::{
+    signed, until, AdjustableRate, Algorithm, Decision, Pace, Receipt, WordArray, WordEncoded,
+};
 use crate::clock::Nanos;
 use crate::error::Error;
 use std::time::Duration;
@@ -499,6 +501,11 @@ impl Algorithm for SmoothWarmingUp {
     #[inline]
     fn try_take(&self, state: &mut WarmingUpState, now: Nanos, cost: u64) -> Option<Decision> {
         try_take_by_words::<_, 2>(self, state, now, cost)
+    }
+
+    fn pace(&self) -> Option<Pace> {
+        let interval = self.stable_nanos().ceil();
+        (interval > 0.0).then(|| Pace::from_nanos(interval as Nanos, self.warmup_nanos as Nanos))
     }
 
     fn is_replenished(&self, state: &WarmingUpState, now: Nanos) -> bool {

@@ -1,6 +1,7 @@
 //! The client's response future: held back, acquire, jitter, ready, call, observe.
 
 use super::service::ReadResponse;
+use crate::adapters::backoff::Gate;
 use crate::adapters::{Acquiring, HoldBack, Jitter, Permits};
 use crate::clock::{duration_to_nanos, nanos_to_duration, Clock, Nanos};
 use crate::error::Error;
@@ -10,7 +11,7 @@ use std::future::Future;
 use std::hash::Hash;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 use tower_service::Service;
 
 /// The error of a [`Client`](super::Client): the limiter refused the request
@@ -26,7 +27,7 @@ use tower_service::Service;
 #[derive(Debug)]
 pub enum ClientError<E> {
     /// Not sent: the wait would pass the maximum ([`Error::Timeout`]), the cost can
-    /// never be granted ([`Error::Never`]), a cost of 0, or a store's error.
+    /// never be granted ([`Error::Never`]), or a store's error.
     Throttled(Error),
     /// The inner service's error.
     Service(E),
@@ -55,6 +56,7 @@ pin_project! {
     enum State<F, Sleep> {
         Start,
         Held { #[pin] sleep: Sleep },
+        Paced { #[pin] sleep: Sleep },
         Acquiring { waiting: Acquiring },
         Jitter { #[pin] sleep: Sleep },
         Ready,
@@ -64,14 +66,20 @@ pin_project! {
 }
 
 pin_project! {
-    /// The future of [`Client::call`](super::Client): waits out a server's hold on
-    /// the key (and any longer hold another response set meanwhile), then for the
-    /// permits (at most the maximum wait, both together), then
-    /// the jitter if it had to wait at all; then readies and calls its clone of the
-    /// inner service, and lets the back-off read the response.
+    /// The future of [`Client::call`](super::Client): waits until the request may
+    /// go, then readies and calls its clone of the inner service, and lets the
+    /// back-off read the response.
     ///
-    /// Dropped while waiting for its permits, it gives them back. Jitter is not
-    /// counted against the maximum wait.
+    /// A request goes only when both its permits and every hold of its key allow
+    /// it: it waits out a server's hold on the key (and any longer hold another
+    /// response sets meanwhile), then its turn at the limiter's steady pace if the
+    /// key was held ([`HoldBack`]), then its permits; a hold that began while it
+    /// waited for them sends it back to wait the hold out and take fresh permits
+    /// after it. All of this counts against the maximum wait; the jitter (only after
+    /// a wait) does not. A cost of 0 is free: it honours the holds but takes no
+    /// permits and no turn.
+    ///
+    /// Dropped while waiting for its permits, it gives them back.
     #[must_use = "futures do nothing unless polled"]
     #[project = ResponseFutureProj]
     pub struct ResponseFuture<S, Req, P, R>
@@ -90,7 +98,7 @@ pin_project! {
         jitter: Option<Jitter>,
         hold: Option<HoldBack<P::Key, P::Clock>>,
         read: R,
-        // Time spent held back and waiting for permits so far.
+        // Time spent held back, paced and waiting for permits so far.
         waited: Nanos,
     }
 }
@@ -142,66 +150,81 @@ where
             let mut this = self.as_mut().project();
             match this.state.as_mut().project() {
                 StateProj::Start => {
-                    let held = match (this.hold.as_ref(), this.key.as_ref()) {
+                    let now = this.permits.clock().now();
+                    let gate = match (this.hold.as_ref(), this.key.as_ref()) {
+                        (Some(hold), Some(key)) if *this.cost == 0 => {
+                            match hold.remaining_nanos(key, now) {
+                                0 => Gate::Open,
+                                held => Gate::Held(held),
+                            }
+                        }
                         (Some(hold), Some(key)) => {
-                            hold.remaining_nanos(key, this.permits.clock().now())
+                            let left = budget_left(*this.max_wait, *this.waited);
+                            let permits = &*this.permits;
+                            hold.gate(key, now, *this.cost, left, || permits.pace())
                         }
-                        _ => 0,
+                        _ => Gate::Open,
                     };
-                    if held == 0 {
-                        // Allowed at once by a local limiter: no wait to set up.
-                        let now = match this.key.as_ref() {
-                            Some(key) => this.permits.try_now(key, *this.cost),
-                            None => None,
-                        };
-                        if now == Some(true) {
-                            this.state.set(State::Ready);
-                            continue;
+                    match gate {
+                        Gate::Open => {
+                            let next = ask_limiter(&mut this);
+                            this.state.set(next);
                         }
-                        let waiting = start_acquire(&mut this);
-                        this.state.set(State::Acquiring { waiting });
-                        continue;
+                        Gate::Held(held) => {
+                            let sleep = wait_for(&mut this, held)?;
+                            this.state.set(State::Held { sleep });
+                        }
+                        Gate::Paced(turn) => {
+                            let sleep = wait_for(&mut this, turn)?;
+                            this.state.set(State::Paced { sleep });
+                        }
+                        Gate::TooLate(turn) => {
+                            this.state.set(State::Done);
+                            return Poll::Ready(Err(timeout(*this.waited, turn)));
+                        }
                     }
-                    let total = this.waited.saturating_add(held);
-                    if this
-                        .max_wait
-                        .is_some_and(|max| duration_to_nanos(max) < total)
-                    {
-                        this.state.set(State::Done);
-                        let needed = nanos_to_duration(total);
-                        return Poll::Ready(Err(ClientError::Throttled(Error::Timeout { needed })));
-                    }
-                    *this.waited = total;
-                    let sleep = this.permits.clock().sleep_async(nanos_to_duration(held));
-                    this.state.set(State::Held { sleep });
                 }
                 StateProj::Held { sleep } => {
                     ready!(sleep.poll(cx));
                     // Look again: another response may have lengthened the hold.
                     this.state.set(State::Start);
                 }
+                StateProj::Paced { sleep } => {
+                    ready!(sleep.poll(cx));
+                    // The turn is booked: only a hold that began meanwhile stops it.
+                    match held_now(&this) {
+                        0 => {
+                            let next = ask_limiter(&mut this);
+                            this.state.set(next);
+                        }
+                        held => {
+                            let sleep = wait_for(&mut this, held)?;
+                            this.state.set(State::Held { sleep });
+                        }
+                    }
+                }
                 StateProj::Acquiring { waiting } => {
                     let granted = ready!(waiting.as_mut().poll(cx));
-                    match granted {
+                    let slept = match granted {
                         Err(error) => {
                             this.state.set(State::Done);
                             return Poll::Ready(Err(ClientError::Throttled(error)));
                         }
-                        Ok(waited) => {
-                            *this.waited = this.waited.saturating_add(duration_to_nanos(waited));
+                        Ok(slept) => duration_to_nanos(slept),
+                    };
+                    *this.waited = this.waited.saturating_add(slept);
+                    // A hold that began while this request waited for its permits
+                    // stops it too: it waits the hold out and takes fresh permits.
+                    if slept > 0 {
+                        let held = held_now(&this);
+                        if held > 0 {
+                            let sleep = wait_for(&mut this, held)?;
+                            this.state.set(State::Held { sleep });
+                            continue;
                         }
                     }
-                    // Only a caller that had to wait can have woken with others.
-                    let extra = match this.jitter.as_ref() {
-                        Some(jitter) if *this.waited > 0 => jitter.draw_nanos(),
-                        _ => 0,
-                    };
-                    if extra == 0 {
-                        this.state.set(State::Ready);
-                    } else {
-                        let sleep = this.permits.clock().sleep_async(nanos_to_duration(extra));
-                        this.state.set(State::Jitter { sleep });
-                    }
+                    let next = after_wait(&mut this);
+                    this.state.set(next);
                 }
                 StateProj::Jitter { sleep } => {
                     ready!(sleep.poll(cx));
@@ -225,7 +248,9 @@ where
                     let response = outcome.map_err(ClientError::Service)?;
                     if let (Some(hold), Some(key)) = (this.hold.as_ref(), this.key.take()) {
                         if let Some((status, headers)) = this.read.read(&response) {
-                            hold.observe(key, status, headers);
+                            let permits = &*this.permits;
+                            let now = SystemTime::now();
+                            hold.observe_paced(key, status, headers, now, || permits.pace());
                         }
                     }
                     return Poll::Ready(Ok(response));
@@ -236,6 +261,97 @@ where
                 }
             }
         }
+    }
+}
+
+/// What is left of the maximum wait after `waited` (all of time without one).
+fn budget_left(max_wait: Option<Duration>, waited: Nanos) -> Nanos {
+    max_wait.map_or(Nanos::MAX, |max| {
+        duration_to_nanos(max).saturating_sub(waited)
+    })
+}
+
+/// The refusal of a request that would have waited `waited` plus `more`.
+fn timeout<E>(waited: Nanos, more: Nanos) -> ClientError<E> {
+    let needed = nanos_to_duration(waited.saturating_add(more));
+    ClientError::Throttled(Error::Timeout { needed })
+}
+
+/// How long the request's key is held back now (0 if it is not, or nothing holds).
+fn held_now<S, Req, P, R>(this: &ResponseFutureProj<'_, S, Req, P, R>) -> Nanos
+where
+    S: Service<Req>,
+    P: Permits,
+    P::Key: Hash + Eq,
+{
+    match (this.hold.as_ref(), this.key.as_ref()) {
+        (Some(hold), Some(key)) => hold.remaining_nanos(key, this.permits.clock().now()),
+        _ => 0,
+    }
+}
+
+/// A sleep of `nanos` counted against the maximum wait, or the timeout (the future
+/// done) if it would pass it.
+fn wait_for<S, Req, P, R>(
+    this: &mut ResponseFutureProj<'_, S, Req, P, R>,
+    nanos: Nanos,
+) -> Result<<P::Clock as Clock>::Sleep, ClientError<S::Error>>
+where
+    S: Service<Req>,
+    P: Permits,
+{
+    if nanos > budget_left(*this.max_wait, *this.waited) {
+        let error = timeout(*this.waited, nanos);
+        this.state.set(State::Done);
+        return Err(error);
+    }
+    *this.waited = this.waited.saturating_add(nanos);
+    Ok(this.permits.clock().sleep_async(nanos_to_duration(nanos)))
+}
+
+/// The state that asks the limiter: ready at once when a local limiter grants
+/// without waiting (no allocation), free for a cost of 0, otherwise the wait.
+fn ask_limiter<S, Req, P, R>(
+    this: &mut ResponseFutureProj<'_, S, Req, P, R>,
+) -> State<S::Future, <P::Clock as Clock>::Sleep>
+where
+    S: Service<Req>,
+    P: Permits,
+    P::Key: Clone,
+{
+    if *this.cost == 0 {
+        return after_wait(this);
+    }
+    let now = match this.key.as_ref() {
+        Some(key) => this.permits.try_now(key, *this.cost),
+        None => None,
+    };
+    if now == Some(true) {
+        return after_wait(this);
+    }
+    State::Acquiring {
+        waiting: start_acquire(this),
+    }
+}
+
+/// The state after the waits: the jitter if the request waited at all (only a
+/// caller that waited can have woken with others), else ready.
+fn after_wait<S, Req, P, R>(
+    this: &mut ResponseFutureProj<'_, S, Req, P, R>,
+) -> State<S::Future, <P::Clock as Clock>::Sleep>
+where
+    S: Service<Req>,
+    P: Permits,
+{
+    let extra = match this.jitter.as_ref() {
+        Some(jitter) if *this.waited > 0 => jitter.draw_nanos(),
+        _ => 0,
+    };
+    if extra == 0 {
+        State::Ready
+    } else {
+        let sleep = this.permits.clock().sleep_async(nanos_to_duration(extra));
+        State::Jitter { sleep }
     }
 }
 
@@ -254,7 +370,7 @@ where
     };
     let left = this
         .max_wait
-        .map(|max| max.saturating_sub(nanos_to_duration(*this.waited)));
+        .map(|_| nanos_to_duration(budget_left(*this.max_wait, *this.waited)));
     match key {
         Some(key) => this.permits.acquire(key, *this.cost, left),
         // Unreachable: the key is taken only here or after the response.

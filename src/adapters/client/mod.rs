@@ -3,10 +3,25 @@
 //!
 //! ```text
 //!   call(request) ─► meter: (key, cost) ─► held back by the server? sleep it out
-//!                 ─► limiter.acquire(key, cost, max_wait) ─► jitter (if it waited)
+//!                 ─► just after a hold? wait for its turn at the limiter's steady pace
+//!                 ─► limiter.acquire(key, cost, max_wait) ─► held back meanwhile? back to the top
+//!                 ─► jitter (if it waited)
 //!                 ─► inner.poll_ready ─► inner.call ─► response ─► observe 429/503,
 //!                                                                   Retry-After, RateLimit
 //! ```
+//!
+//! **Under concurrency.** Many tasks share one client, and the server's answer to
+//! one of them holds back every request of that key: those that have not started
+//! waiting, and those already waiting for permits (they wait the hold out and take
+//! fresh permits after it). A request already sent cannot be recalled, so the
+//! refusals a hold can still meet are bounded by the requests in flight when it
+//! began. After the hold the key resumes at its limiter's steady rate, one turn per
+//! [`Pace::interval`](crate::algorithms::Pace::interval), not with the burst its
+//! limiter stored meanwhile ([`HoldBack`](super::HoldBack) says how each
+//! algorithm's credit is left unspent).
+//!
+//! **A cost of 0 is free**, as in every adapter: such a request takes no permits
+//! and no turn, and goes as soon as no hold stops its key.
 //!
 //! What it does that tower's own `RateLimit` does not (tower#408, #626): clones of
 //! the layer and of its services share one limit (the limiter is a shared handle);

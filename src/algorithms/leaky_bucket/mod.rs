@@ -80,7 +80,7 @@
 //!   below what it held at the latest time seen.
 
 use super::validate::validate_positive_period;
-use super::{Algorithm, Decision, OneWord, Receipt};
+use super::{Algorithm, Decision, OneWord, Pace, Receipt};
 use crate::clock::Nanos;
 use crate::error::Error;
 use std::time::Duration;
@@ -650,6 +650,14 @@ impl Algorithm for LeakyBucket {
             }
             None => Some(self.reserve(state, now, cost, 0)),
         }
+    }
+
+    fn pace(&self) -> Option<Pace> {
+        let interval = self.period.div_ceil(u64::from(self.count));
+        Some(Pace::from_nanos(
+            interval,
+            interval.saturating_mul(self.capacity()),
+        ))
     }
 
     fn is_replenished(&self, state: &LeakyState, now: Nanos) -> bool {

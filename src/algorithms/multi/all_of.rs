@@ -1,7 +1,7 @@
 //! [`AllOf`]: a statically typed set of two or three limits.
 
 use super::{first_refusal, LastGrant, Step, Tally};
-use crate::algorithms::{standing, Algorithm, Decision, Plain, Receipt};
+use crate::algorithms::{standing, Algorithm, Decision, Pace, Plain, Receipt};
 use crate::clock::Nanos;
 
 /// Two or three limits that must all admit a call: `AllOf<(A, B)>` or
@@ -217,6 +217,13 @@ macro_rules! all_of {
                     let ($($s,)+) = &mut state.members;
                     $( $m.cancel($s, now, &$g, acts_at); )+
                 }
+            }
+
+            fn pace(&self) -> Option<Pace> {
+                let ($($m,)+) = &self.members;
+                let mut pace = None;
+                $( pace = Pace::slowest(pace, $m.pace()); )+
+                pace
             }
 
             fn is_replenished(&self, state: &Self::State, now: Nanos) -> bool {

@@ -1,7 +1,7 @@
 //! [`Limits`]: a set of any number of limits chosen at run time.
 
 use super::{index_u32, plain, LastGrant, Step, Tally};
-use crate::algorithms::{standing_with, Algorithm, Decision, Plain, Receipt};
+use crate::algorithms::{standing_with, Algorithm, Decision, Pace, Plain, Receipt};
 use crate::clock::Nanos;
 use std::any::Any;
 use std::fmt;
@@ -139,6 +139,9 @@ pub trait DynLimit: Send + Sync + 'static {
     /// [`Algorithm::is_replenished`].
     fn is_replenished_dyn(&self, state: &DynState, now: Nanos) -> bool;
 
+    /// [`Algorithm::pace`].
+    fn pace_dyn(&self) -> Option<Pace>;
+
     /// A boxed copy of the configuration.
     fn clone_dyn(&self) -> Box<dyn DynLimit>;
 
@@ -248,6 +251,10 @@ impl<A: Algorithm + Clone> DynLimit for A {
         state
             .downcast_ref::<A::State>()
             .is_none_or(|state| self.is_replenished(state, now))
+    }
+
+    fn pace_dyn(&self) -> Option<Pace> {
+        self.pace()
     }
 
     fn clone_dyn(&self) -> Box<dyn DynLimit> {
@@ -598,6 +605,12 @@ impl Algorithm for Limits {
         {
             member.cancel_dyn(s, now, r, acts_at);
         }
+    }
+
+    fn pace(&self) -> Option<Pace> {
+        self.members
+            .iter()
+            .fold(None, |pace, member| Pace::slowest(pace, member.pace_dyn()))
     }
 
     fn is_replenished(&self, state: &LimitsState, now: Nanos) -> bool {

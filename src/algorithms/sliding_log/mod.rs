@@ -126,7 +126,7 @@
 
 use super::validate::validate_positive_period;
 use super::words::{WordEncoded, Words};
-use super::{Algorithm, Decision, Receipt, WordArray};
+use super::{Algorithm, Decision, Pace, Receipt, WordArray};
 use crate::clock::Nanos;
 use crate::error::Error;
 use ring::{at_word, wrap, BASE, HEAD, HEADER, LEN};
@@ -505,6 +505,12 @@ impl Algorithm for SlidingLog {
 
     fn peek(&self, state: &LogState, now: Nanos, cost: u64) -> Decision {
         self.peek_in(&state.words[..], state.ring_capacity(), now, cost)
+    }
+
+    fn pace(&self) -> Option<Pace> {
+        let window = Pace::per(self.limit(), self.duration())?;
+        let spacing = Pace::new(self.min_spacing(), self.duration());
+        Pace::slowest(Some(window), Some(spacing))
     }
 
     fn is_replenished(&self, state: &LogState, now: Nanos) -> bool {

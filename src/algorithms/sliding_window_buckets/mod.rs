@@ -116,7 +116,7 @@
 
 use super::validate::validate_positive_period;
 use super::words::WordEncoded;
-use super::{Algorithm, Decision, Receipt, WordArray};
+use super::{Algorithm, Decision, Pace, Receipt, WordArray};
 use crate::clock::Nanos;
 use crate::error::Error;
 use std::time::Duration;
@@ -433,6 +433,10 @@ impl Algorithm for SlidingWindowBuckets {
 
     fn peek(&self, state: &BucketsState, now: Nanos, cost: u64) -> Decision {
         self.peek_words(&state.words[..], now, cost)
+    }
+
+    fn pace(&self) -> Option<Pace> {
+        Pace::per(self.limit(), self.duration())
     }
 
     fn is_replenished(&self, state: &BucketsState, now: Nanos) -> bool {

@@ -129,7 +129,7 @@
 use super::divisor::Divisor;
 use super::validate::validate_positive_period;
 use super::words::{try_take_by_words, Settle};
-use super::{bits, Algorithm, Decision, OneWord, Receipt};
+use super::{bits, Algorithm, Decision, OneWord, Pace, Receipt};
 use crate::clock::Nanos;
 use crate::error::Error;
 use std::time::Duration;
@@ -644,6 +644,10 @@ impl Algorithm for SlidingWindowCounter {
     }
 
     #[inline]
+    fn pace(&self) -> Option<Pace> {
+        Pace::per(self.limit(), self.window())
+    }
+
     fn is_replenished(&self, state: &SlidingWindowState, now: Nanos) -> bool {
         let view = self.view(state, now);
         view.previous == 0 && view.current == 0
