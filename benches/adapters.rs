@@ -8,7 +8,8 @@
 //!   sluicegate's default IETF `RateLimit` / `RateLimit-Policy` fields;
 //! * the server layer refusing (429), both sides;
 //! * the client layer's overhead on an allowed request against a bare call of the
-//!   same inner service.
+//!   same inner service, alone and honouring the server (a hold looked up before
+//!   and the response read after every request).
 //!
 //! Each request is built outside the measured part (`iter_batched`); futures are
 //! polled once with a no-op waker (every one here is ready at once).
@@ -24,6 +25,7 @@ use futures::FutureExt;
 use http::{Request, Response};
 use sluicegate::adapters::client::ClientLayer;
 use sluicegate::adapters::server::{Legacy, RateLimitHeaders, ServerLayer};
+use sluicegate::adapters::HoldBack;
 use sluicegate::algorithms::LeakyBucket;
 use sluicegate::{KeyedRateLimiter, RateLimiter};
 use std::convert::Infallible;
@@ -132,17 +134,31 @@ fn bench_server(c: &mut Criterion, name: &str, allow: bool) {
 }
 
 fn bench_client(c: &mut Criterion) {
-    let inner = service_fn(|n: u64| async move { Ok::<_, Infallible>(n) });
+    let inner = service_fn(|_: u64| async { Ok::<_, Infallible>(Response::new(())) });
     let allowed =
-        RateLimiter::new(LeakyBucket::meter(1_000_000, 1, Duration::from_nanos(1)).unwrap());
+        || RateLimiter::new(LeakyBucket::meter(1_000_000, 1, Duration::from_nanos(1)).unwrap());
     let mut group = c.benchmark_group("client/allowed");
     let mut bare = inner;
     group.bench_function("bare", |b| {
         b.iter(|| bare.call(black_box(7)).now_or_never().unwrap().unwrap())
     });
-    let mut layered = ClientLayer::new(allowed).layer(inner);
+    let mut layered = ClientLayer::new(allowed()).layer(inner);
     group.bench_function("client-layer", |b| {
         b.iter(|| layered.call(black_box(7)).now_or_never().unwrap().unwrap())
+    });
+    // Honouring the server: its holds are looked up before every request and every
+    // response is read (a 200 without fields asks for nothing).
+    let limiter = allowed();
+    let hold = HoldBack::new(limiter.clock().clone());
+    let mut honouring = ClientLayer::new(limiter).honour_server(hold).layer(inner);
+    group.bench_function("client-layer/honouring", |b| {
+        b.iter(|| {
+            honouring
+                .call(black_box(7))
+                .now_or_never()
+                .unwrap()
+                .unwrap()
+        })
     });
     group.finish();
 }

@@ -150,15 +150,15 @@ where
             let mut this = self.as_mut().project();
             match this.state.as_mut().project() {
                 StateProj::Start => {
-                    let now = this.permits.clock().now();
                     let gate = match (this.hold.as_ref(), this.key.as_ref()) {
                         (Some(hold), Some(key)) if *this.cost == 0 => {
-                            match hold.remaining_nanos(key, now) {
+                            match hold.remaining_nanos(key, this.permits.clock().now()) {
                                 0 => Gate::Open,
                                 held => Gate::Held(held),
                             }
                         }
                         (Some(hold), Some(key)) => {
+                            let now = this.permits.clock().now();
                             let left = budget_left(*this.max_wait, *this.waited);
                             let permits = &*this.permits;
                             hold.gate(key, now, *this.cost, left, || permits.pace())
