@@ -1,8 +1,10 @@
 //! Async waiting on a [`RateLimiter`].
 
 use super::direct::nonzero;
+use super::ledger::Ticket;
 use super::waiting::{granted_within, wait_async, Held};
-use super::{RateLimiter, Reservation};
+use super::RateLimiter;
+use crate::algorithms::{Decision, Receipt};
 use crate::cells::{CellAlgorithm, StateCell};
 use crate::clock::{duration_to_nanos, Clock, DefaultClock, Nanos};
 use crate::error::Error;
@@ -150,24 +152,39 @@ impl<A: CellAlgorithm, C: Clock> AsyncRateLimiter<A, C> {
     }
 }
 
-/// Cancels a grant whose wait was abandoned (the future was dropped mid-sleep).
-struct CancelOnDrop<A: CellAlgorithm, C: Clock> {
-    reservation: Option<Reservation<A, C>>,
+/// A grant held while its caller sleeps. A grant that must wait is recorded in the
+/// limiter's ledger, through which it acts, or, dropped mid-sleep, is given back
+/// (see [`ledger`](super::ledger)); one that acts at once has nothing to give back.
+struct Waiting<'a, A: CellAlgorithm, C: Clock> {
+    limiter: &'a RateLimiter<A, C>,
+    receipt: Receipt,
+    ticket: Option<Ticket>,
 }
 
-impl<A: CellAlgorithm, C: Clock> Drop for CancelOnDrop<A, C> {
+impl<A: CellAlgorithm, C: Clock> Drop for Waiting<'_, A, C> {
     fn drop(&mut self) {
-        if let Some(reservation) = self.reservation.take() {
-            reservation.cancel();
+        if let Some(ticket) = self.ticket.take() {
+            let now = self.limiter.clock().now();
+            let cell = self.limiter.cell();
+            self.limiter
+                .waits()
+                .abandon(ticket, self.receipt, now, |receipt, acts_at| {
+                    cell.cancel(now, &receipt, acts_at);
+                });
         }
     }
 }
 
-impl<A: CellAlgorithm, C: Clock> Held for CancelOnDrop<A, C> {
+impl<A: CellAlgorithm, C: Clock> Held for Waiting<'_, A, C> {
     fn keep(mut self) {
-        self.reservation = None;
+        if let Some(ticket) = self.ticket.take() {
+            self.limiter.waits().act(ticket);
+        }
     }
 }
+
+/// The one group of a direct limiter's ledger.
+const ONE_LIMIT: u64 = 0;
 
 /// The async twin of the blocking core in `direct.rs`.
 pub(crate) async fn acquire_within<A: CellAlgorithm, C: Clock>(
@@ -177,9 +194,15 @@ pub(crate) async fn acquire_within<A: CellAlgorithm, C: Clock>(
 ) -> Result<Duration, Error> {
     let cost = nonzero(cost)?;
     let clock = limiter.clock().clone();
-    let reserve = |now, left| std::future::ready(Ok(limiter.cell().reserve(now, cost, left)));
-    let hold = |decision, receipt, now| CancelOnDrop {
-        reservation: Some(Reservation::new(limiter.clone(), decision, receipt, now)),
+    let reserve =
+        |_: &(), now, left| std::future::ready(Ok(limiter.cell().reserve(now, cost, left)));
+    let hold = |(), decision: Decision, receipt, now: Nanos| {
+        let wait = decision.wait_nanos();
+        Waiting {
+            limiter: &limiter,
+            receipt,
+            ticket: (wait > 0).then(|| limiter.waits().enter(ONE_LIMIT, now.saturating_add(wait))),
+        }
     };
-    wait_async(&clock, cost, budget, reserve, hold).await
+    wait_async(&clock, cost, budget, (), reserve, hold).await
 }
