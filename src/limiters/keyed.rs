@@ -260,7 +260,7 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
 
     /// Takes `cost` permits for `key` if that needs no waiting, and answers with the
     /// full [`Decision`]. Never blocks. A cost above what the limit can ever hold
-    /// answers [`Verdict::Never`].
+    /// answers [`Verdict::Never`](crate::Verdict::Never).
     ///
     /// # Errors
     /// [`Error::ZeroCost`] for a cost of 0; the store's errors (e.g.

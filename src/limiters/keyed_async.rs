@@ -24,12 +24,27 @@ use std::time::Duration;
 /// [`ManualClock`](crate::clock::ManualClock)).
 ///
 /// The futures are `Send + 'static` (they own their keys). **Dropping an acquire
-/// before its wait ends cancels its grant** on every key, as far as later grants
-/// allow (Go's `Reservation.Cancel` rule), so abandoned tasks do not consume
-/// capacity. The cancel goes through [`Store::cancel_detached`], which never blocks
-/// the dropping thread: the in-memory store applies it at once; a remote store sends
-/// it without waiting for the reply, so with a remote store the permits come back
-/// only if that request arrives (if it is lost, they stay taken, never the reverse).
+/// before its wait ends gives its grant back** on every key, so abandoned tasks do
+/// not consume capacity, by the rule of the direct limiter's
+/// [abandoned waits](crate::AsyncRateLimiter#abandoned-waits): waits dropped
+/// together are given back latest first, each once no wait after it is pending.
+/// The waits are recorded per key, and an `acquire_all` per key list (in the order
+/// of its keys), so a pending wait holds back only the waits on the same key or
+/// list. The guarantee is the direct limiter's, per key or key list: a group of
+/// waits abandoned together, with no pending wait of this process on the same key
+/// or list reserved after them, gives back all its permits, as far as grants made
+/// after them by others allow: a blocking acquire, another process on a shared
+/// store, or a wait of this process on a list that shares a key with them (a
+/// single key and a list holding it are recorded apart). Keys are told apart by the
+/// store ([`Store::key_id`]: the in-memory and Redis stores do); on a store that
+/// cannot, each dropped wait is cancelled alone, at once, by Go's rule.
+///
+/// The cancels go through [`Store::cancel_detached`], which never blocks the
+/// dropping thread and keeps their order: the in-memory store applies each at
+/// once; the Redis store sends them one after another, in the order given, without
+/// the dropping task waiting for the replies, so with a remote store the permits
+/// come back only if the requests arrive (if one is lost, they stay taken, never
+/// the reverse).
 ///
 /// ```
 /// use sluicegate::{algorithms::SmoothBursty, clock::ManualClock, KeyedRateLimiter};

@@ -15,6 +15,10 @@
 //! front ends, blocking and async, all decide with [`next_move`]; the blocking ones
 //! share the whole loop, [`wait_blocking`]. Each attempt reads the clock once; the
 //! first reading also fixes the deadline.
+//!
+//! An async caller holds its grant while it sleeps ([`Held`]): dropped mid-sleep,
+//! it gives the grant back through the limiter's [ledger](super::ledger), which
+//! orders the cancels of waits dropped together.
 
 use crate::algorithms::{Decision, Verdict};
 use crate::clock::{nanos_to_duration, Clock, Nanos};
