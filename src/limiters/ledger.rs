@@ -255,6 +255,19 @@ mod tests {
     }
 
     #[test]
+    fn groups_leave_once_their_waits_have_ended_and_a_large_table_goes_with_them() {
+        let ledger = Ledger::<&str>::default();
+        let tickets: Vec<Ticket> = (0..1000).map(|group| ledger.enter(group, 10)).collect();
+        assert!(ledger.books.lock().groups.capacity() >= 1000);
+        for ticket in tickets {
+            ledger.act(ticket);
+        }
+        let books = ledger.books.lock();
+        assert!(books.groups.is_empty());
+        assert_eq!(books.groups.capacity(), 0);
+    }
+
+    #[test]
     fn ties_keep_the_order_of_recording_and_groups_are_apart() {
         let ledger = Ledger::default();
         let a = ledger.enter(0, 10);
