@@ -37,7 +37,11 @@ use std::time::Duration;
 /// store, or a wait of this process on a list that shares a key with them (a
 /// single key and a list holding it are recorded apart). Keys are told apart by the
 /// store ([`Store::key_id`]: the in-memory and Redis stores do); on a store that
-/// cannot, each dropped wait is cancelled alone, at once, by Go's rule.
+/// cannot, each dropped wait is cancelled alone, at once, by Go's rule. A store
+/// that decides at its own time (Redis, by default) answers waits relative to it,
+/// so their times to act are placed on the caller's clock within a request's
+/// travel time: waits whose turns are closer together than the network's jitter
+/// may be given back out of order, and then give back less, never more.
 ///
 /// The cancels go through [`Store::cancel_detached`], which never blocks the
 /// dropping thread and keeps their order: the in-memory store applies each at
