@@ -32,8 +32,11 @@
 //! turns wins; [`Jitter`] spreads such waiters.)
 //!
 //! **A wait that is abandoned gives its permits back**: dropping an adapter, a
-//! stream, or a request future while it waits cancels its reservation (as far as
-//! later reservations allow, see [`Reservation`](crate::Reservation)).
+//! stream, or a request future while it waits cancels its reservation, and waits
+//! dropped together (requests timing out at once) give back all of theirs, in
+//! whatever order they are dropped: each is given back once no wait after it is
+//! pending, latest first, as far as grants made after them by others allow (see
+//! the limiter's [abandoned waits](crate::AsyncRateLimiter#abandoned-waits)).
 //!
 //! A maximum wait (`with_max_wait`) makes a call that would wait longer fail at once,
 //! consuming nothing, with [`Error::Timeout`] saying how long it would have needed; a

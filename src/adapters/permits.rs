@@ -58,7 +58,10 @@ pub trait Permits: Clone + Send + Sync + 'static {
     /// Takes `cost` permits for `key`, waiting as long as needed, or at most
     /// `max_wait`: a wait that would be longer fails at once with
     /// [`Error::Timeout`], consuming nothing. Dropping the future while it waits
-    /// gives the permits back.
+    /// gives the permits back, and futures dropped together give back all of
+    /// theirs, in whatever order they are dropped (the limiter's
+    /// [abandoned waits](crate::AsyncRateLimiter#abandoned-waits) rule, per key for
+    /// a keyed limiter).
     fn acquire(&self, key: Self::Key, cost: u64, max_wait: Option<Duration>) -> Acquiring;
 
     /// [`check_each`](Permits::check_each) without blocking the calling task, as

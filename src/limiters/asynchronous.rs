@@ -1,8 +1,10 @@
 //! Async waiting on a [`RateLimiter`].
 
 use super::direct::nonzero;
+use super::ledger::Ticket;
 use super::waiting::{granted_within, wait_async, Held};
-use super::{RateLimiter, Reservation};
+use super::RateLimiter;
+use crate::algorithms::{Decision, Receipt};
 use crate::cells::{CellAlgorithm, StateCell};
 use crate::clock::{duration_to_nanos, Clock, DefaultClock, Nanos};
 use crate::error::Error;
@@ -21,9 +23,7 @@ use std::time::Duration;
 /// [`ManualClock`](crate::clock::ManualClock) the wait advances virtual time at once.
 ///
 /// The futures are `Send + 'static` (they hold their own handle), so they can be
-/// spawned. **Dropping an acquire before its wait ends cancels its reservation**:
-/// the permits go back to the limiter as far as later reservations allow (see
-/// [`Reservation`]), so a timed-out or abandoned task does not consume capacity.
+/// spawned.
 ///
 /// ```
 /// use sluicegate::{clock::ManualClock, RateLimiter};
@@ -35,6 +35,62 @@ use std::time::Duration;
 ///     }
 /// });
 /// assert_eq!(clock.take_sleeps_secs(), vec![0.0, 0.2, 0.2]);
+/// ```
+///
+/// # Abandoned waits
+///
+/// **Dropping an acquire before its wait ends gives its permits back**, so a
+/// timed-out or abandoned task does not consume capacity. A grant is cancelled by
+/// Go's rule (see [`Reservation`](crate::Reservation)): its permits come back only as far as the grants
+/// made after it allow. Waits dropped together (equal timeouts) are dropped in
+/// whatever order their tasks happen to run, and cancelled in that order each one
+/// with a later grant behind it would give nothing back. So the limiter records
+/// the waits that reserved the future, in the order they act (ties in the order
+/// they were made), and a dropped wait is given back only once no wait after it is
+/// pending:
+///
+/// * a dropped wait with a pending wait after it is marked abandoned, and gives
+///   nothing back yet;
+/// * a dropped wait with no pending wait after it is cancelled at once, then every
+///   abandoned wait just before it, latest first, up to the first pending one;
+/// * a wait that acts leaves the record with the abandoned waits just before it:
+///   their time to act has come, and by the cancel rule nothing of theirs comes
+///   back, as nothing does for a wait dropped after its time to act.
+///
+/// The guarantee: **any group of waits abandoned together, with no pending wait of
+/// this process reserved after them, gives back all its permits**, as far as the
+/// grants made after them by other callers allow (a blocking acquire, a
+/// [`Reservation`](crate::Reservation), another process on a shared store), exactly as cancelling them
+/// one by one, latest first, does. The price of waiting for the waits after it: a
+/// wait abandoned ahead of one that then acts gives nothing back, where a cancel at
+/// once would have given back what it took beyond the grants after it. A set of
+/// limits ([`AllOf`](crate::algorithms::AllOf),
+/// [`Limits`](crate::algorithms::Limits)) keeps its members' receipts of its last
+/// grant only, so of a group on a set only the latest wait comes back. The window
+/// algorithms' waiters sleep on a refusal and hold no grant: nothing to give back.
+///
+/// Only a wait that sleeps is recorded, and leaves the record when it acts or is
+/// given back: a grant that acts at once, a try and a check take no lock for it and
+/// allocate nothing.
+///
+/// ```
+/// use futures::task::noop_waker_ref;
+/// use sluicegate::RateLimiter;
+/// use std::future::Future;
+/// use std::task::Context;
+/// use std::time::Duration;
+/// // One permit every 100 s: after a first request, the next turn is 100 s away.
+/// let limiter = RateLimiter::bursty(0.01).unwrap();
+/// limiter.acquire().unwrap();
+/// let handle = limiter.to_async();
+/// let mut waits: Vec<_> = (0..5).map(|_| Box::pin(handle.acquire())).collect();
+/// for wait in &mut waits {
+///     // Each reserves its turn (100, 200, … 500 s away) and sleeps.
+///     assert!(wait.as_mut().poll(&mut Context::from_waker(noop_waker_ref())).is_pending());
+/// }
+/// drop(waits); // all five abandoned together, first to last
+/// // Every turn is back: the next request waits for the first one only.
+/// assert!(limiter.reserve(1).unwrap().delay() <= Duration::from_secs(100));
 /// ```
 pub struct AsyncRateLimiter<A: CellAlgorithm, C: Clock = DefaultClock> {
     limiter: RateLimiter<A, C>,
@@ -150,24 +206,39 @@ impl<A: CellAlgorithm, C: Clock> AsyncRateLimiter<A, C> {
     }
 }
 
-/// Cancels a grant whose wait was abandoned (the future was dropped mid-sleep).
-struct CancelOnDrop<A: CellAlgorithm, C: Clock> {
-    reservation: Option<Reservation<A, C>>,
+/// A grant held while its caller sleeps. A grant that must wait is recorded in the
+/// limiter's ledger, through which it acts, or, dropped mid-sleep, is given back
+/// (see [`ledger`](super::ledger)); one that acts at once has nothing to give back.
+struct Waiting<'a, A: CellAlgorithm, C: Clock> {
+    limiter: &'a RateLimiter<A, C>,
+    receipt: Receipt,
+    ticket: Option<Ticket>,
 }
 
-impl<A: CellAlgorithm, C: Clock> Drop for CancelOnDrop<A, C> {
+impl<A: CellAlgorithm, C: Clock> Drop for Waiting<'_, A, C> {
     fn drop(&mut self) {
-        if let Some(reservation) = self.reservation.take() {
-            reservation.cancel();
+        if let Some(ticket) = self.ticket.take() {
+            let now = self.limiter.clock().now();
+            let cell = self.limiter.cell();
+            self.limiter
+                .waits()
+                .abandon(ticket, self.receipt, now, |receipt, acts_at| {
+                    cell.cancel(now, &receipt, acts_at);
+                });
         }
     }
 }
 
-impl<A: CellAlgorithm, C: Clock> Held for CancelOnDrop<A, C> {
+impl<A: CellAlgorithm, C: Clock> Held for Waiting<'_, A, C> {
     fn keep(mut self) {
-        self.reservation = None;
+        if let Some(ticket) = self.ticket.take() {
+            self.limiter.waits().act(ticket);
+        }
     }
 }
+
+/// The one group of a direct limiter's ledger.
+const ONE_LIMIT: u64 = 0;
 
 /// The async twin of the blocking core in `direct.rs`.
 pub(crate) async fn acquire_within<A: CellAlgorithm, C: Clock>(
@@ -177,9 +248,15 @@ pub(crate) async fn acquire_within<A: CellAlgorithm, C: Clock>(
 ) -> Result<Duration, Error> {
     let cost = nonzero(cost)?;
     let clock = limiter.clock().clone();
-    let reserve = |now, left| std::future::ready(Ok(limiter.cell().reserve(now, cost, left)));
-    let hold = |decision, receipt, now| CancelOnDrop {
-        reservation: Some(Reservation::new(limiter.clone(), decision, receipt, now)),
+    let reserve =
+        |_: &(), now, left| std::future::ready(Ok(limiter.cell().reserve(now, cost, left)));
+    let hold = |(), decision: Decision, receipt, now: Nanos| {
+        let wait = decision.wait_nanos();
+        Waiting {
+            limiter: &limiter,
+            receipt,
+            ticket: (wait > 0).then(|| limiter.waits().enter(ONE_LIMIT, now.saturating_add(wait))),
+        }
     };
-    wait_async(&clock, cost, budget, reserve, hold).await
+    wait_async(&clock, cost, budget, (), reserve, hold).await
 }

@@ -1,8 +1,9 @@
 //! The direct limiter: one limit, shared by every caller.
 
+use super::ledger::Ledger;
 use super::waiting::{granted_within, wait_blocking};
 use super::{AsyncRateLimiter, Reservation};
-use crate::algorithms::{AdjustableRate, Decision, SmoothBursty, SmoothWarmingUp};
+use crate::algorithms::{AdjustableRate, Decision, Receipt, SmoothBursty, SmoothWarmingUp};
 use crate::cells::{set_rate, CellAlgorithm, StateCell};
 use crate::clock::{duration_to_nanos, Clock, DefaultClock, Nanos};
 use crate::error::Error;
@@ -57,6 +58,8 @@ pub struct RateLimiter<A: CellAlgorithm, C: Clock = DefaultClock> {
 struct Shared<A: CellAlgorithm, C: Clock> {
     cell: A::Cell,
     clock: C,
+    /// The async waits that reserved the future (see [`Ledger`]).
+    waits: Ledger<Receipt>,
 }
 
 impl<A: CellAlgorithm, C: Clock> Clone for RateLimiter<A, C> {
@@ -179,7 +182,11 @@ impl<A: CellAlgorithm, C: Clock> RateLimiter<A, C> {
     pub fn with_clock(algorithm: A, clock: C) -> Self {
         let cell = A::Cell::new(algorithm, clock.now());
         RateLimiter {
-            shared: Arc::new(Shared { cell, clock }),
+            shared: Arc::new(Shared {
+                cell,
+                clock,
+                waits: Ledger::default(),
+            }),
         }
     }
 
@@ -466,6 +473,10 @@ impl<A: CellAlgorithm, C: Clock> RateLimiter<A, C> {
 
     pub(crate) fn cell(&self) -> &A::Cell {
         &self.shared.cell
+    }
+
+    pub(crate) fn waits(&self) -> &Ledger<Receipt> {
+        &self.shared.waits
     }
 }
 

@@ -22,7 +22,7 @@
 //! The store is the in-memory [`MemoryStore`] unless another is given; see it for
 //! the cost per key and how idle keys are forgotten.
 
-use crate::algorithms::{Algorithm, Decision, Receipt, SmoothBursty, Verdict};
+use crate::algorithms::{Algorithm, Decision, SmoothBursty};
 use crate::clock::{duration_to_nanos, Clock, DefaultClock, Nanos};
 use crate::error::Error;
 use crate::stores::store::blank;
@@ -33,7 +33,10 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::combine::combine;
 use super::direct::nonzero;
+use super::keyed_async::Deferred;
+use super::ledger::Ledger;
 use super::waiting::{granted_within, wait_blocking};
 use super::AsyncKeyedRateLimiter;
 
@@ -82,6 +85,8 @@ struct Shared<A, S, C> {
     algorithm: A,
     store: S,
     clock: C,
+    /// The async waits that reserved the future (see [`Ledger`]).
+    waits: Ledger<Deferred<A, S>>,
 }
 
 impl<K, A: Algorithm, S, C: Clock> Clone for KeyedRateLimiter<K, A, S, C> {
@@ -182,6 +187,7 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
                 algorithm,
                 store,
                 clock,
+                waits: Ledger::default(),
             }),
             _key: PhantomData,
         }
@@ -254,7 +260,7 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
 
     /// Takes `cost` permits for `key` if that needs no waiting, and answers with the
     /// full [`Decision`]. Never blocks. A cost above what the limit can ever hold
-    /// answers [`Verdict::Never`].
+    /// answers [`Verdict::Never`](crate::Verdict::Never).
     ///
     /// # Errors
     /// [`Error::ZeroCost`] for a cost of 0; the store's errors (e.g.
@@ -553,6 +559,10 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
             &self.shared.clock,
         )
     }
+
+    pub(crate) fn waits(&self) -> &Ledger<Deferred<A, S>> {
+        &self.shared.waits
+    }
 }
 
 /// How many keys one call can decide with decisions kept on the stack.
@@ -564,40 +574,4 @@ pub(crate) fn no_keys() -> Error {
         value: 0,
         requirement: "at least 1",
     }
-}
-
-/// The one decision of a multi-key call: any never wins; else the denial with the
-/// longest `retry_after`; else (all allowed) the key with the fewest permits left,
-/// with the longest wait and reset of all keys.
-pub(crate) fn combine(answers: &[(Decision, Receipt)]) -> Decision {
-    let decisions = answers.iter().map(|(decision, _)| decision);
-    if let [(one, _)] = answers {
-        return *one;
-    }
-    if let Some(never) = decisions.clone().find(|d| d.is_never()) {
-        return *never;
-    }
-    let mut denied: Option<&Decision> = None;
-    for d in decisions.clone().filter(|d| d.verdict() == Verdict::Denied) {
-        if denied.is_none_or(|best| d.retry_after_nanos() > best.retry_after_nanos()) {
-            denied = Some(d);
-        }
-    }
-    if let Some(denied) = denied {
-        return *denied;
-    }
-    let Some(tightest) = decisions.clone().min_by_key(|d| d.remaining()) else {
-        return blank().0;
-    };
-    let wait = decisions
-        .clone()
-        .map(Decision::wait_nanos)
-        .max()
-        .unwrap_or(0);
-    let reset = decisions
-        .map(Decision::reset_after_nanos)
-        .max()
-        .unwrap_or(0);
-    Decision::allowed_after(wait, tightest.limit(), tightest.remaining(), reset)
-        .with_limit_index(tightest.limit_index())
 }

@@ -1,7 +1,9 @@
 //! Async waiting on a [`KeyedRateLimiter`].
 
+use super::combine::combine;
 use super::direct::nonzero;
-use super::keyed::{combine, no_keys};
+use super::keyed::no_keys;
+use super::ledger::Ticket;
 use super::waiting::{granted_within, wait_async, Held};
 use super::KeyedRateLimiter;
 use crate::algorithms::{Algorithm, Decision, Receipt};
@@ -22,12 +24,31 @@ use std::time::Duration;
 /// [`ManualClock`](crate::clock::ManualClock)).
 ///
 /// The futures are `Send + 'static` (they own their keys). **Dropping an acquire
-/// before its wait ends cancels its grant** on every key, as far as later grants
-/// allow (Go's `Reservation.Cancel` rule), so abandoned tasks do not consume
-/// capacity. The cancel goes through [`Store::cancel_detached`], which never blocks
-/// the dropping thread: the in-memory store applies it at once; a remote store sends
-/// it without waiting for the reply, so with a remote store the permits come back
-/// only if that request arrives (if it is lost, they stay taken, never the reverse).
+/// before its wait ends gives its grant back** on every key, so abandoned tasks do
+/// not consume capacity, by the rule of the direct limiter's
+/// [abandoned waits](crate::AsyncRateLimiter#abandoned-waits): waits dropped
+/// together are given back latest first, each once no wait after it is pending.
+/// The waits are recorded per key, and an `acquire_all` per key list (in the order
+/// of its keys), so a pending wait holds back only the waits on the same key or
+/// list. The guarantee is the direct limiter's, per key or key list: a group of
+/// waits abandoned together, with no pending wait of this process on the same key
+/// or list reserved after them, gives back all its permits, as far as grants made
+/// after them by others allow: a blocking acquire, another process on a shared
+/// store, or a wait of this process on a list that shares a key with them (a
+/// single key and a list holding it are recorded apart). Keys are told apart by the
+/// store ([`Store::key_id`]: the in-memory and Redis stores do); on a store that
+/// cannot, each dropped wait is cancelled alone, at once, by Go's rule. A store
+/// that decides at its own time (Redis, by default) answers waits relative to it,
+/// so their times to act are placed on the caller's clock within a request's
+/// travel time: waits whose turns are closer together than the network's jitter
+/// may be given back out of order, and then give back less, never more.
+///
+/// The cancels go through [`Store::cancel_detached`], which never blocks the
+/// dropping thread and keeps their order: the in-memory store applies each at
+/// once; the Redis store sends them one after another, in the order given, without
+/// the dropping task waiting for the replies, so with a remote store the permits
+/// come back only if the requests arrive (if one is lost, they stay taken, never
+/// the reverse).
 ///
 /// ```
 /// use sluicegate::{algorithms::SmoothBursty, clock::ManualClock, KeyedRateLimiter};
@@ -243,31 +264,88 @@ where
     Ok(combine(&answers))
 }
 
-/// Gives back the grants of an acquire whose wait was abandoned.
-struct CancelOnDrop<'a, K, A: Algorithm, S: Store<K, A>, C: Clock> {
+/// A keyed grant given back after its wait was abandoned: a cancel of its keys
+/// and receipts, given the limiter's algorithm and store, the time now and when
+/// the grant was to act. Boxed so that the ledger's type names no key type.
+pub(crate) type Deferred<A, S> = Box<dyn FnOnce(&A, &S, Nanos, Nanos) + Send>;
+
+/// A keyed grant held while its caller sleeps, with the keys it was granted on. A
+/// grant that must wait is recorded in the limiter's ledger (grouped by its keys,
+/// when the store can name them), through which it acts, or, dropped mid-sleep, is
+/// given back; one that acts at once has nothing to give back.
+struct Waiting<'a, K, A, S, C, Keys>
+where
+    A: Algorithm,
+    S: Store<K, A>,
+    C: Clock,
+    Keys: AsRef<[K]> + Send + 'static,
+{
     limiter: &'a KeyedRateLimiter<K, A, S, C>,
-    keys: &'a [K],
-    receipts: Option<Vec<Receipt>>,
+    /// The keys and receipts, while there is something to give back.
+    grant: Option<(Keys, Vec<Receipt>)>,
     acts_at: Nanos,
+    /// Where the wait is recorded; `None` when the store cannot name its keys, and
+    /// a dropped wait is cancelled alone, at once.
+    ticket: Option<Ticket>,
 }
 
-impl<K, A: Algorithm, S: Store<K, A>, C: Clock> Drop for CancelOnDrop<'_, K, A, S, C> {
+impl<K, A, S, C, Keys> Drop for Waiting<'_, K, A, S, C, Keys>
+where
+    A: Algorithm,
+    S: Store<K, A>,
+    C: Clock,
+    Keys: AsRef<[K]> + Send + 'static,
+{
     fn drop(&mut self) {
-        if let Some(receipts) = self.receipts.take() {
-            let (algorithm, store, clock) = self.limiter.shared_parts();
-            store.cancel_detached(algorithm, self.keys, clock.now(), &receipts, self.acts_at);
+        let Some((keys, receipts)) = self.grant.take() else {
+            return;
+        };
+        let (algorithm, store, clock) = self.limiter.shared_parts();
+        let now = clock.now();
+        let Some(ticket) = self.ticket.take() else {
+            store.cancel_detached(algorithm, keys.as_ref(), now, &receipts, self.acts_at);
+            return;
+        };
+        let grant: Deferred<A, S> = Box::new(move |algorithm, store, now, acts_at| {
+            store.cancel_detached(algorithm, keys.as_ref(), now, &receipts, acts_at);
+        });
+        self.limiter
+            .waits()
+            .abandon(ticket, grant, now, |grant, acts_at| {
+                grant(algorithm, store, now, acts_at);
+            });
+    }
+}
+
+impl<K, A, S, C, Keys> Held for Waiting<'_, K, A, S, C, Keys>
+where
+    A: Algorithm,
+    S: Store<K, A>,
+    C: Clock,
+    Keys: AsRef<[K]> + Send + 'static,
+{
+    fn keep(mut self) {
+        self.grant = None;
+        if let Some(ticket) = self.ticket.take() {
+            self.limiter.waits().act(ticket);
         }
     }
 }
 
-impl<K, A: Algorithm, S: Store<K, A>, C: Clock> Held for CancelOnDrop<'_, K, A, S, C> {
-    fn keep(mut self) {
-        self.receipts = None;
-    }
+/// The ledger group of a call's keys: one key's own number, a key list's the
+/// numbers of its keys in order, mixed; `None` if the store cannot name a key.
+fn group_of<K, A: Algorithm, S: Store<K, A>>(store: &S, keys: &[K]) -> Option<u64> {
+    let mut ids = keys.iter().map(|key| store.key_id(key));
+    let first = ids.next()??;
+    ids.try_fold(first, |group, id| {
+        // Order matters (a multiplier), and equal numbers do not cancel out.
+        Some(group.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29) ^ id?)
+    })
 }
 
 /// The async twin of the blocking core in `keyed.rs`. `keys` is owned by the future
-/// (a `Vec`, or a one-element array for a single key).
+/// (a `Vec`, or a one-element array for a single key), and by a wait it abandons
+/// until its grant is given back.
 pub(crate) async fn acquire_within<K, A, S, C, Keys>(
     limiter: KeyedRateLimiter<K, A, S, C>,
     keys: Keys,
@@ -278,34 +356,39 @@ where
     A: Algorithm,
     S: Store<K, A>,
     C: Clock,
-    Keys: AsRef<[K]>,
+    Keys: AsRef<[K]> + Send + 'static,
 {
-    let keys = keys.as_ref();
     let cost = nonzero(cost)?;
-    if keys.is_empty() {
+    if keys.as_ref().is_empty() {
         return Err(no_keys());
     }
     let (algorithm, store, clock) = limiter.shared_parts();
-    let reserve = |now, left| {
+    let reserve = |keys: &Keys, now, left| {
         let step = Step::Reserve {
             cost,
             max_wait: left,
         };
-        let pending = store.apply_async(algorithm, keys, now, step);
+        let pending = store.apply_async(algorithm, keys.as_ref(), now, step);
         async move {
             let answers = pending.await?;
             Ok((combine(&answers), answers))
         }
     };
-    let hold = |decision: Decision, answers: Vec<(Decision, Receipt)>, now: Nanos| {
+    let hold = |keys: Keys, decision: Decision, answers: Vec<(Decision, Receipt)>, now: Nanos| {
         let wait = decision.wait_nanos();
-        CancelOnDrop {
+        let acts_at = now.saturating_add(wait);
+        // A grant that acts at once is acted on at once: nothing to give back.
+        let ticket = if wait > 0 {
+            group_of(store, keys.as_ref()).map(|group| limiter.waits().enter(group, acts_at))
+        } else {
+            None
+        };
+        Waiting {
             limiter: &limiter,
-            keys,
-            // A grant that acts at once is acted on at once: nothing to give back.
-            receipts: (wait > 0).then(|| answers.iter().map(|(_, r)| *r).collect()),
-            acts_at: now.saturating_add(wait),
+            grant: (wait > 0).then(|| (keys, answers.iter().map(|(_, r)| *r).collect())),
+            acts_at,
+            ticket,
         }
     };
-    wait_async(clock, cost, budget, reserve, hold).await
+    wait_async(clock, cost, budget, keys, reserve, hold).await
 }

@@ -14,9 +14,11 @@
 //! `max_wait` and sleep on the limiter's [`Clock`](crate::clock::Clock).
 
 pub(crate) mod asynchronous;
+mod combine;
 mod direct;
 mod keyed;
 pub(crate) mod keyed_async;
+mod ledger;
 mod reservation;
 mod waiting;
 
@@ -26,5 +28,5 @@ pub use keyed::KeyedRateLimiter;
 pub use keyed_async::AsyncKeyedRateLimiter;
 pub use reservation::Reservation;
 
+pub(crate) use combine::combine;
 pub(crate) use direct::nonzero;
-pub(crate) use keyed::combine;

@@ -17,6 +17,16 @@ use std::time::Duration;
 /// after it, nothing does. Dropping a reservation without cancelling keeps the
 /// permits taken.
 ///
+/// [`cancel`](Reservation::cancel) applies this rule at once, to this reservation
+/// alone: cancelling an earlier reservation while a later one stands gives back
+/// only what the later one leaves. An explicit reservation stays on this rule
+/// because its holder chooses when to cancel: cancelling a group latest first gives
+/// it all back. The async acquires, whose futures are dropped in whatever order
+/// their tasks run, defer their cancels instead, so that waits abandoned together
+/// give everything back (see the
+/// [abandoned waits](crate::AsyncRateLimiter#abandoned-waits)); to those, a
+/// reservation is a grant by another caller.
+///
 /// A reservation that is not [`ok`](Reservation::is_ok) took nothing; its
 /// [`decision`](Reservation::decision) says why (`retry_after`, or never).
 ///
@@ -142,9 +152,10 @@ impl<A: CellAlgorithm, C: Clock> Reservation<A, C> {
         delay
     }
 
-    /// Gives the reserved permits back, as far as later reservations allow (see the
-    /// type's docs). Does nothing once the time to act has passed, or for a
-    /// reservation that is not ok.
+    /// Gives the reserved permits back now, as far as the grants made after it allow
+    /// (Go's rule, see the type's docs): cancel a group latest first to give all of
+    /// it back. Does nothing once the time to act has passed, or for a reservation
+    /// that is not ok.
     ///
     /// ```
     /// use sluicegate::{clock::ManualClock, RateLimiter};

@@ -15,6 +15,10 @@
 //! front ends, blocking and async, all decide with [`next_move`]; the blocking ones
 //! share the whole loop, [`wait_blocking`]. Each attempt reads the clock once; the
 //! first reading also fixes the deadline.
+//!
+//! An async caller holds its grant while it sleeps ([`Held`]): dropped mid-sleep,
+//! it gives the grant back through the limiter's [ledger](super::ledger), which
+//! orders the cancels of waits dropped together.
 
 use crate::algorithms::{Decision, Verdict};
 use crate::clock::{nanos_to_duration, Clock, Nanos};
@@ -94,15 +98,19 @@ pub(crate) trait Held {
     fn keep(self);
 }
 
-/// The async loop, as [`wait_blocking`]: `reserve(now, left)` answers a decision and
-/// what it takes to give the grant back, and `hold(decision, that, now)` holds the
-/// grant for the sleep before acting.
-pub(crate) async fn wait_async<C, T, F, H>(
+/// The async loop, as [`wait_blocking`]: `reserve(&keys, now, left)` answers a
+/// decision and what it takes to give the grant back, and `hold(keys, decision,
+/// that, now)` holds the grant for the sleep before acting. The loop owns what the
+/// grant was asked for (`keys`: a keyed call's keys, `()` for a direct limiter),
+/// lends it to every attempt and hands it to the held grant, which may have to
+/// give the grant back after the future is gone.
+pub(crate) async fn wait_async<C, K, T, F, H>(
     clock: &C,
     cost: u64,
     budget: Nanos,
-    mut reserve: impl FnMut(Nanos, Nanos) -> F,
-    mut hold: impl FnMut(Decision, T, Nanos) -> H,
+    keys: K,
+    mut reserve: impl FnMut(&K, Nanos, Nanos) -> F,
+    hold: impl FnOnce(K, Decision, T, Nanos) -> H,
 ) -> Result<Duration, Error>
 where
     C: Clock,
@@ -115,10 +123,10 @@ where
     let mut waited: Nanos = 0;
     loop {
         let left = deadline.saturating_sub(now);
-        let (decision, grant) = reserve(now, left).await?;
+        let (decision, grant) = reserve(&keys, now, left).await?;
         match next_move(&decision, cost, left, waited)? {
             Move::Act(wait) => {
-                let held = hold(decision, grant, now);
+                let held = hold(keys, decision, grant, now);
                 clock.sleep_async(nanos_to_duration(wait)).await;
                 held.keep();
                 return Ok(nanos_to_duration(waited.saturating_add(wait)));

@@ -319,7 +319,12 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
     /// `Drop`, on an executor thread. A store that never waits (in memory) applies
     /// it at once. A remote store starts the request and returns; its outcome is
     /// not reported, and should it fail, the permits simply stay taken (the safe
-    /// direction: a lost cancel never grants more than the limit).
+    /// direction: a lost cancel never grants more than the limit). Cancels reach
+    /// the states in the order they were given: by the cancel rule a grant gives
+    /// back only what later grants leave, so the async keyed limiter gives back the
+    /// latest of several abandoned grants first (see
+    /// [`AsyncKeyedRateLimiter`](crate::AsyncKeyedRateLimiter)), and a store that
+    /// reordered them would keep permits taken.
     fn cancel_detached(
         &self,
         algorithm: &A,
@@ -328,6 +333,30 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
         receipts: &[Receipt],
         acts_at: Nanos,
     );
+
+    /// A number naming `key`'s state in this store, by which the async keyed
+    /// limiter tells apart the waits of different keys when it gives back waits
+    /// abandoned together (see [`AsyncKeyedRateLimiter`](crate::AsyncKeyedRateLimiter)).
+    /// The same key must always answer the same number; different keys should
+    /// answer different numbers (a 64-bit hash of the key will do). Keys that share
+    /// a number share one record of waits: an abandoned wait on one may then wait
+    /// for a wait on the other, and give back less, never more. `None`, the
+    /// default, says the store cannot tell: each abandoned wait is then cancelled
+    /// alone, at once, by Go's rule. The in-memory and Redis stores answer.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::SmoothBursty;
+    /// use sluicegate::stores::{MemoryStore, Store};
+    /// let store: MemoryStore<&str, SmoothBursty> = MemoryStore::new();
+    /// let id = |key| Store::<&str, SmoothBursty>::key_id(&store, &key);
+    /// assert_eq!(id("alice"), id("alice"));
+    /// assert_ne!(id("alice"), id("bob"));
+    /// assert!(id("alice").is_some());
+    /// ```
+    fn key_id(&self, key: &K) -> Option<u64> {
+        let _ = key;
+        None
+    }
 }
 
 /// Renders a key as text, for stores that address states by string (Redis).

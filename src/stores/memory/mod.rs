@@ -778,6 +778,11 @@ where
             &mut out,
         );
     }
+
+    /// The key's hash, the store's own (secretly keyed, 64 bits).
+    fn key_id(&self, key: &K) -> Option<u64> {
+        Some(self.hash(key))
+    }
 }
 
 impl<K, A: Algorithm, H> fmt::Debug for MemoryStore<K, A, H> {

@@ -191,6 +191,7 @@
 
 mod algorithm;
 mod all_of;
+mod cancels;
 mod cluster_routes;
 mod connection;
 mod fixed_window;
@@ -211,6 +212,7 @@ pub use algorithm::RedisAlgorithm;
 pub use options::{RedisOptions, TimeSource};
 
 use self::algorithm::{decode, widen, EXACT, REPLY_WIDTH};
+use self::cancels::Cancels;
 use self::cluster_routes::ClusterRoutes;
 use self::connection::{cluster_client, failure, Backend, Connections};
 use super::store::{RenderKey, Reporting, Step, Store};
@@ -219,7 +221,9 @@ use crate::clock::Nanos;
 use crate::error::{Applied, Error};
 use futures::future::BoxFuture;
 use futures::FutureExt;
+use std::collections::hash_map::RandomState;
 use std::fmt;
+use std::hash::BuildHasher;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -237,6 +241,10 @@ use std::sync::Arc;
 /// ```
 pub struct RedisStore<K, A> {
     connections: Arc<Connections>,
+    /// Detached cancels, sent in order.
+    cancels: Arc<Cancels>,
+    /// Keys' numbers for [`Store::key_id`]: a hash of their text.
+    ids: RandomState,
     options: RedisOptions,
     cluster: bool,
     _types: PhantomData<fn(&K, &A)>,
@@ -246,6 +254,8 @@ impl<K, A> Clone for RedisStore<K, A> {
     fn clone(&self) -> Self {
         RedisStore {
             connections: Arc::clone(&self.connections),
+            cancels: Arc::clone(&self.cancels),
+            ids: self.ids.clone(),
             options: self.options.clone(),
             cluster: self.cluster,
             _types: PhantomData,
@@ -342,6 +352,8 @@ impl<K, A> RedisStore<K, A> {
     fn build(backend: Backend, options: RedisOptions, cluster: bool) -> Self {
         RedisStore {
             connections: Arc::new(Connections::new(backend, options.clone())),
+            cancels: Arc::default(),
+            ids: RandomState::new(),
             options,
             cluster,
             _types: PhantomData,
@@ -686,11 +698,13 @@ where
         .boxed()
     }
 
-    /// Sends the cancel on the multiplexed connection from a task of the current
-    /// tokio runtime and returns at once; its reply, or its failure, is not
-    /// awaited (a lost cancel leaves the permits taken). Outside a tokio runtime
-    /// there is no executor to hand the request to, so it is sent on a blocking
-    /// connection instead, which waits at most the response timeout.
+    /// Sends the cancel after every cancel given to this store (or a clone) before
+    /// it, in order, each once the one before has been answered, and returns at
+    /// once: inside a tokio runtime one task sends the queued cancels on the
+    /// multiplexed connection; outside one the calling thread sends them on a
+    /// blocking connection, each waiting at most the response timeout, unless a
+    /// sender is already at work. Replies and failures are not awaited by the
+    /// caller (a lost cancel leaves the permits taken).
     fn cancel_detached(
         &self,
         algorithm: &A,
@@ -700,18 +714,16 @@ where
         acts_at: Nanos,
     ) {
         let step = Step::Cancel { receipts, acts_at };
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => {
-                let pending = self.apply_async(algorithm, keys, now, step);
-                runtime.spawn(async move {
-                    let _ = pending.await;
-                });
-            }
-            Err(_) => {
-                let mut out = vec![super::store::blank(); keys.len()];
-                let _ = self.apply(algorithm, keys, now, step, &mut out);
-            }
+        if let Ok(Some(request)) = self.request(algorithm, keys, now, step, false) {
+            self.cancels.send(&self.connections, request);
         }
+    }
+
+    /// A hash of the key's text, keyed at random per store (clones share it).
+    fn key_id(&self, key: &K) -> Option<u64> {
+        let mut text = String::new();
+        key.render_key(&mut text);
+        Some(self.ids.hash_one(text))
     }
 }
 

@@ -1,0 +1,146 @@
+//! Async keyed waits abandoned together give all their permits back over the Redis
+//! store: the ledger gives back the latest first, and the store sends detached
+//! cancels one after another, in that order. On virtual time (the caller's clock),
+//! dropped outside a runtime (sent on the dropping thread) and on one (sent by a
+//! task); then on the real clock, tasks dropped by equal timeouts.
+#![cfg(feature = "redis")]
+
+mod redis_support;
+mod timed_clock;
+
+use redis_support::trace::caller_time_options;
+use redis_support::{unique_prefix, RedisServer};
+use sluicegate::algorithms::SmoothBursty;
+use sluicegate::stores::redis::{RedisOptions, RedisStore};
+use sluicegate::{DefaultClock, Error, KeyedRateLimiter};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
+use std::time::{Duration, Instant};
+use timed_clock::Timed;
+
+type Waiter = Pin<Box<dyn Future<Output = Result<Duration, Error>> + Send>>;
+
+/// How long `limiter` would make a request of 1 on `k` wait now.
+fn next_turn<C: sluicegate::Clock>(
+    limiter: &KeyedRateLimiter<
+        &'static str,
+        SmoothBursty,
+        RedisStore<&'static str, SmoothBursty>,
+        C,
+    >,
+) -> Duration {
+    limiter.peek(&"k", 1).unwrap().retry_after()
+}
+
+#[test]
+fn five_waiters_dropped_at_once_give_all_their_permits_back_over_redis() {
+    // 1 permit a second: two requests (the second waits 1 s), then five waiters,
+    // whose turns are at 2, 3, 4, 5 and 6 s, dropped at once. The next request
+    // goes at 2 s, one second after now, as if they had never asked.
+    let server = RedisServer::start();
+    for dropped_on_a_runtime in [false, true] {
+        let clock = Timed::default();
+        let prefix = unique_prefix("abandoned");
+        let store = RedisStore::open_with(server.url(), caller_time_options(&prefix)).unwrap();
+        let limiter =
+            KeyedRateLimiter::with_store(SmoothBursty::new(1.0).unwrap(), store, clock.clone());
+        limiter.acquire(&"k").unwrap();
+        limiter.acquire(&"k").unwrap();
+        let handle = limiter.to_async();
+        // The store's async connection runs on the runtime it was opened on.
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let mut waiters: Vec<Waiter> = (0..5)
+            .map(|_| Box::pin(handle.acquire("k")) as Waiter)
+            .collect();
+        // Each waiter's reserve is one round trip; then it sleeps on virtual time.
+        runtime.block_on(futures::future::poll_fn(|cx| {
+            for waiter in &mut waiters {
+                assert!(waiter.as_mut().poll(cx).is_pending());
+            }
+            if clock.sleeps_begun() == 5 {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        }));
+        assert_eq!(next_turn(&limiter), Duration::from_secs(6));
+        if dropped_on_a_runtime {
+            // Dropped by a task on a worker thread, where the tasks it spawns may
+            // run in any order. The cancels go out from a task: wait (at most 5 s)
+            // until they have.
+            runtime.block_on(async {
+                tokio::spawn(async move { drop(waiters) }).await.unwrap();
+                let deadline = Instant::now() + Duration::from_secs(5);
+                while next_turn(&limiter) != Duration::from_secs(1) && Instant::now() < deadline {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            });
+        } else {
+            // Outside a runtime they go out on this thread before the drop returns.
+            drop(waiters);
+        }
+        assert_eq!(
+            limiter.acquire(&"k").unwrap(),
+            Duration::from_secs(1),
+            "dropped on a runtime: {dropped_on_a_runtime}"
+        );
+        assert_eq!(clock.clock.take_sleeps_secs(), [0.0, 1.0, 1.0]);
+    }
+}
+
+#[test]
+fn keyed_waits_timed_out_together_give_their_turns_back_over_redis() {
+    // 1 permit a second, no saved burst, on the server's time: after a first
+    // request, ten tasks wait for turns 1, 2, … 10 s away, all with a 200 ms
+    // timeout, so they are dropped at about the same time, on four worker threads,
+    // in no particular order. Once the cancels have arrived, the next acquire waits
+    // for the first turn (about 0.8 s), not one turn per abandoned wait.
+    let server = RedisServer::start();
+    let options = RedisOptions::default()
+        .prefix(unique_prefix("abandoned-real"))
+        .unwrap();
+    let store = RedisStore::open_with(server.url(), options).unwrap();
+    let unbursting = SmoothBursty::new(1.0)
+        .unwrap()
+        .with_max_burst(Duration::ZERO)
+        .unwrap();
+    let limiter = KeyedRateLimiter::with_store(unbursting, store, DefaultClock::new());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .unwrap();
+    let handle = limiter.to_async();
+    let waited = runtime.block_on(async {
+        assert_eq!(handle.acquire("k").await.unwrap(), Duration::ZERO);
+        let timeout = Duration::from_millis(200);
+        let tasks: Vec<_> = (0..10)
+            .map(|_| tokio::spawn(tokio::time::timeout(timeout, handle.acquire("k"))))
+            .collect();
+        for task in tasks {
+            assert!(task.await.unwrap().is_err(), "every wait times out");
+        }
+        // The cancels are detached: wait (at most 2 s) until the first turn is free.
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            let peeking = limiter.clone();
+            let turn = tokio::task::spawn_blocking(move || next_turn(&peeking))
+                .await
+                .unwrap();
+            if turn <= Duration::from_secs(1) || Instant::now() > deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::timeout(Duration::from_secs(3), handle.acquire("k"))
+            .await
+            .expect("the next acquire waits one turn, not one per abandoned wait")
+            .unwrap()
+    });
+    assert!(waited <= Duration::from_millis(1500), "{waited:?}");
+}

@@ -1,0 +1,67 @@
+//! Virtual time whose async sleeps end once the clock has reached their end, for
+//! tests that keep async waits mid-wait and then let them act.
+#![allow(dead_code)]
+
+use sluicegate::clock::{duration_to_nanos, Clock, ManualClock, Nanos};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+/// A [`ManualClock`] whose async sleeps last until the clock has been moved past
+/// their end (a waiter stays mid-wait until the test moves time past its turn),
+/// counting the sleeps it has begun. Blocking sleeps advance it at once and are
+/// recorded, as a [`ManualClock`]'s.
+#[derive(Clone, Debug, Default)]
+pub struct Timed {
+    pub clock: ManualClock,
+    begun: Arc<AtomicUsize>,
+}
+
+impl Timed {
+    /// How many async sleeps longer than zero have begun.
+    pub fn sleeps_begun(&self) -> usize {
+        self.begun.load(Ordering::Acquire)
+    }
+}
+
+/// The sleep of a [`Timed`] clock.
+pub struct TimedSleep {
+    clock: ManualClock,
+    until: Nanos,
+}
+
+impl Future for TimedSleep {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
+        if self.clock.now() >= self.until {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+impl Clock for Timed {
+    type Sleep = TimedSleep;
+
+    fn now(&self) -> Nanos {
+        self.clock.now()
+    }
+
+    fn sleep(&self, duration: Duration) {
+        self.clock.sleep(duration);
+    }
+
+    fn sleep_async(&self, duration: Duration) -> TimedSleep {
+        if !duration.is_zero() {
+            self.begun.fetch_add(1, Ordering::AcqRel);
+        }
+        TimedSleep {
+            clock: self.clock.clone(),
+            until: self.clock.now().saturating_add(duration_to_nanos(duration)),
+        }
+    }
+}
