@@ -15,7 +15,7 @@ fn main() {
     let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1/".to_owned());
     if let Err(e) = run(&url) {
         eprintln!("error: {e}");
-        if let Error::Store(store) = &e {
+        if let Some(Error::Store(store)) = e.downcast_ref::<Error>() {
             if store.applied() == Applied::No {
                 eprintln!(
                     "No Redis answered at {url}. Start one (`redis-server`) or point REDIS_URL at one, e.g. \
@@ -27,7 +27,7 @@ fn main() {
     }
 }
 
-fn run(url: &str) -> Result<(), Error> {
+fn run(url: &str) -> Result<(), Box<dyn std::error::Error>> {
     let options = RedisOptions::default().prefix("sluicegate-example:")?;
     // Per client: 10 per second and 120 per minute, all-or-nothing.
     let per_client = AllOf::new((

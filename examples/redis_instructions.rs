@@ -143,7 +143,7 @@ fn floor(url: &str, calls: u64) {
 
 fn run<A: RedisAlgorithm>(
     url: &str,
-    algorithm: Result<A, sluicegate::Error>,
+    algorithm: Result<A, sluicegate::ConfigError>,
     limit: u64,
     phase: &str,
     calls: u64,

@@ -1,40 +1,35 @@
-//! The crate's one error type.
+//! The crate's errors: [`ConfigError`] for a limit that cannot be built, [`Error`]
+//! for a call that cannot be answered.
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Everything that can go wrong, each variant saying what was wrong with which value.
+/// What can go wrong with a call: a cost that is impossible, a wait that cannot end
+/// or would pass its deadline, a store that failed or cannot take the call.
 ///
-/// Bad input never panics in this crate: constructors return `Err` for impossible
-/// parameters, and calls return `Err` for an impossible cost. A call that is merely
-/// refused by a limit is not an error (see [`Decision`](crate::Decision)), except a
-/// blocking or async acquire whose cost can *never* be granted, which fails at once
-/// with [`Error::Never`] instead of waiting forever.
+/// Bad input never panics in this crate: a call returns `Err` for an impossible cost.
+/// A call that is merely refused by a limit is not an error (see
+/// [`Decision`](crate::Decision)), except a blocking or async acquire whose cost can
+/// *never* be granted, which fails at once with [`Error::Never`] instead of waiting
+/// forever. Building a limit with impossible parameters is a [`ConfigError`], a type
+/// of its own, so that a constructor promises only what it can fail with.
 ///
 /// ```
 /// use sluicegate::{Error, RateLimiter};
-/// let err = RateLimiter::bursty(-1.0).unwrap_err();
-/// assert!(matches!(err, Error::InvalidRate { .. }));
-/// assert_eq!(err.to_string(), "rate must be a positive number of permits per second (+inf allowed), got -1");
+/// let limiter = RateLimiter::bursty(1.0).unwrap();
+/// let err = limiter.acquire_n(0).unwrap_err();
+/// assert_eq!(err, Error::ZeroCost);
+/// assert_eq!(err.to_string(), "requested permits must be positive, got 0");
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum Error {
-    /// A rate was zero, negative, NaN or -inf. `+inf` is a valid rate (no limit).
-    InvalidRate {
-        /// The rejected rate, in permits per second.
-        rate: f64,
-    },
     /// A cost (number of permits) of zero was requested.
     ZeroCost,
-    /// A warm-up cold factor was below 1 or NaN.
-    InvalidColdFactor {
-        /// The rejected factor.
-        cold_factor: f64,
-    },
-    /// A duration parameter was out of range (e.g. a zero window, or a period too
-    /// long to represent).
+    /// A store cannot run the limit's configuration: one of its durations is out of
+    /// the range the store keeps (e.g. a period a remote store cannot express in
+    /// its time unit). Nothing was applied.
     InvalidDuration {
         /// Which parameter.
         what: &'static str,
@@ -43,7 +38,9 @@ pub enum Error {
         /// What it must be.
         requirement: &'static str,
     },
-    /// A count parameter (a limit, a capacity, a number of buckets) was out of range.
+    /// A count of the call was out of range (no keys, an output buffer of the wrong
+    /// length), or a store cannot run the limit's configuration (a count too large
+    /// for what it keeps). Nothing was applied.
     InvalidCount {
         /// Which parameter.
         what: &'static str,
@@ -209,14 +206,7 @@ impl std::error::Error for StoreError {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::InvalidRate { rate } => write!(
-                f,
-                "rate must be a positive number of permits per second (+inf allowed), got {rate}"
-            ),
             Error::ZeroCost => write!(f, "requested permits must be positive, got 0"),
-            Error::InvalidColdFactor { cold_factor } => {
-                write!(f, "cold factor must be at least 1.0, got {cold_factor}")
-            }
             Error::InvalidDuration {
                 what,
                 value,
@@ -253,3 +243,74 @@ impl std::error::Error for Error {
         }
     }
 }
+
+/// What can be wrong with the parameters of a limit or a store: a rate, a cold
+/// factor, a duration or a count out of range. Returned by constructors and by
+/// `set_rate`, never by a call; each variant names the parameter and what it must be.
+///
+/// ```
+/// use sluicegate::{ConfigError, RateLimiter};
+/// let err = RateLimiter::bursty(-1.0).unwrap_err();
+/// assert!(matches!(err, ConfigError::InvalidRate { .. }));
+/// assert_eq!(err.to_string(), "rate must be a positive number of permits per second (+inf allowed), got -1");
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A rate was zero, negative, NaN or -inf. `+inf` is a valid rate (no limit).
+    InvalidRate {
+        /// The rejected rate, in permits per second.
+        rate: f64,
+    },
+    /// A warm-up cold factor was below 1, NaN or infinite.
+    InvalidColdFactor {
+        /// The rejected factor.
+        cold_factor: f64,
+    },
+    /// A duration parameter was out of range (e.g. a zero window, or a period too
+    /// long to represent).
+    InvalidDuration {
+        /// Which parameter.
+        what: &'static str,
+        /// The rejected value.
+        value: Duration,
+        /// What it must be.
+        requirement: &'static str,
+    },
+    /// A count parameter (a limit, a capacity, a number of buckets or shards) was
+    /// out of range.
+    InvalidCount {
+        /// Which parameter.
+        what: &'static str,
+        /// The rejected value.
+        value: u64,
+        /// What it must be.
+        requirement: &'static str,
+    },
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::InvalidRate { rate } => write!(
+                f,
+                "rate must be a positive number of permits per second (+inf allowed), got {rate}"
+            ),
+            ConfigError::InvalidColdFactor { cold_factor } => {
+                write!(f, "cold factor must be at least 1.0, got {cold_factor}")
+            }
+            ConfigError::InvalidDuration {
+                what,
+                value,
+                requirement,
+            } => write!(f, "{what} must be {requirement}, got {value:?}"),
+            ConfigError::InvalidCount {
+                what,
+                value,
+                requirement,
+            } => write!(f, "{what} must be {requirement}, got {value}"),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}

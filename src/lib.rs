@@ -48,7 +48,7 @@ pub mod stores;
 
 pub use algorithms::{Decision, Verdict};
 pub use clock::{Clock, DefaultClock, ManualClock};
-pub use error::{Applied, Error, StoreError};
+pub use error::{Applied, ConfigError, Error, StoreError};
 pub use limiters::{AsyncKeyedRateLimiter, KeyedRateLimiter};
 pub use limiters::{AsyncRateLimiter, RateLimiter, Reservation};
 

@@ -17,9 +17,9 @@ const BAD_RATES: [f64; 6] = [
 ];
 const GOOD_RATES: [f64; 5] = [f64::INFINITY, f64::MIN_POSITIVE, 5e-324, 1e-9, 1e12];
 
-fn is_invalid_rate(err: Error, rate: f64) -> bool {
+fn is_invalid_rate(err: sluicegate::ConfigError, rate: f64) -> bool {
     match err {
-        Error::InvalidRate { rate: got } => got.to_bits() == rate.to_bits(),
+        sluicegate::ConfigError::InvalidRate { rate: got } => got.to_bits() == rate.to_bits(),
         _ => false,
     }
 }
@@ -167,7 +167,7 @@ fn periods_too_long_for_the_clock_are_refused() {
     ];
     for period in too_long {
         match SmoothWarmingUp::new(1.0, period) {
-            Err(Error::InvalidDuration { what, value, .. }) => {
+            Err(sluicegate::ConfigError::InvalidDuration { what, value, .. }) => {
                 assert_eq!(what, "warmup period");
                 assert_eq!(value, period);
             }
@@ -175,10 +175,10 @@ fn periods_too_long_for_the_clock_are_refused() {
         }
         assert!(matches!(
             RateLimiter::warming_up(1.0, period),
-            Err(Error::InvalidDuration { .. })
+            Err(sluicegate::ConfigError::InvalidDuration { .. })
         ));
         match SmoothBursty::new(1.0).unwrap().with_max_burst(period) {
-            Err(Error::InvalidDuration { what, value, .. }) => {
+            Err(sluicegate::ConfigError::InvalidDuration { what, value, .. }) => {
                 assert_eq!(what, "max_burst");
                 assert_eq!(value, period);
             }
@@ -198,11 +198,11 @@ fn periods_too_long_for_the_clock_are_refused() {
 fn warm_up_is_checked_before_the_rate_as_guava_does() {
     assert!(matches!(
         SmoothWarmingUp::new(0.0, Duration::MAX),
-        Err(Error::InvalidDuration { .. })
+        Err(sluicegate::ConfigError::InvalidDuration { .. })
     ));
     assert!(matches!(
         SmoothWarmingUp::new(0.0, Duration::from_secs(1)),
-        Err(Error::InvalidRate { .. })
+        Err(sluicegate::ConfigError::InvalidRate { .. })
     ));
 }
 
@@ -219,7 +219,7 @@ fn bad_cold_factors_are_refused() {
         f64::NEG_INFINITY,
     ] {
         match base.with_cold_factor(cf) {
-            Err(Error::InvalidColdFactor { cold_factor }) => {
+            Err(sluicegate::ConfigError::InvalidColdFactor { cold_factor }) => {
                 assert_eq!(cold_factor.to_bits(), cf.to_bits())
             }
             other => panic!("cold factor {cf}: {other:?}"),

@@ -21,7 +21,7 @@ use sluicegate::algorithms::{
 use sluicegate::cells::CellAlgorithm;
 use sluicegate::clock::{Clock, ManualClock, Nanos};
 use sluicegate::stores::MemoryStore;
-use sluicegate::{Error, KeyedRateLimiter, RateLimiter};
+use sluicegate::{KeyedRateLimiter, RateLimiter};
 use std::time::Duration;
 
 const SEC: Nanos = 1_000_000_000;
@@ -409,7 +409,7 @@ fn a_leaky_bucket_whose_capacity_the_state_cannot_hold_is_a_typed_error() {
             assert!(
                 matches!(
                     bucket,
-                    Err(Error::InvalidCount {
+                    Err(sluicegate::ConfigError::InvalidCount {
                         what: "capacity",
                         ..
                     })

@@ -249,23 +249,23 @@ fn time_going_backwards_grants_nothing_extra() {
 fn bad_parameters_are_typed_errors() {
     assert!(matches!(
         SlidingLog::new(0, secs(1)),
-        Err(Error::InvalidCount { what: "limit", .. })
+        Err(sluicegate::ConfigError::InvalidCount { what: "limit", .. })
     ));
     assert!(matches!(
         SlidingLog::new((1 << 20) + 1, secs(1)),
-        Err(Error::InvalidCount { what: "limit", .. })
+        Err(sluicegate::ConfigError::InvalidCount { what: "limit", .. })
     ));
     assert!(SlidingLog::new(1 << 20, secs(1)).is_ok());
     assert!(matches!(
         SlidingLog::new(1, Duration::ZERO),
-        Err(Error::InvalidDuration {
+        Err(sluicegate::ConfigError::InvalidDuration {
             what: "duration",
             ..
         })
     ));
     assert!(matches!(
         SlidingLog::new(1, Duration::MAX),
-        Err(Error::InvalidDuration { .. })
+        Err(sluicegate::ConfigError::InvalidDuration { .. })
     ));
 }
 

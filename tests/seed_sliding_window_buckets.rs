@@ -204,37 +204,37 @@ fn bad_parameters_are_typed_errors() {
     let m = secs(60);
     assert!(matches!(
         SlidingWindowBuckets::dropping(0, m, secs(1)),
-        Err(Error::InvalidCount { what: "limit", .. })
+        Err(sluicegate::ConfigError::InvalidCount { what: "limit", .. })
     ));
     assert!(matches!(
         SlidingWindowBuckets::dropping(1, Duration::ZERO, Duration::ZERO),
-        Err(Error::InvalidDuration {
+        Err(sluicegate::ConfigError::InvalidDuration {
             what: "duration",
             ..
         })
     ));
     assert!(matches!(
         SlidingWindowBuckets::weighted(1, m, Duration::ZERO),
-        Err(Error::InvalidDuration {
+        Err(sluicegate::ConfigError::InvalidDuration {
             what: "precision",
             ..
         })
     ));
     assert!(matches!(
         SlidingWindowBuckets::weighted(1, m, secs(61)),
-        Err(Error::InvalidDuration {
+        Err(sluicegate::ConfigError::InvalidDuration {
             what: "precision",
             ..
         })
     ));
     assert!(matches!(
         SlidingWindowBuckets::dropping(1, m, Duration::from_millis(14)),
-        Err(Error::InvalidCount { value: 4286, .. })
+        Err(sluicegate::ConfigError::InvalidCount { value: 4286, .. })
     ));
     assert!(SlidingWindowBuckets::dropping(1, m, Duration::from_micros(14_649)).is_ok()); // 4096 buckets
     assert!(matches!(
         SlidingWindowBuckets::dropping(1, Duration::MAX, secs(1)),
-        Err(Error::InvalidDuration { .. })
+        Err(sluicegate::ConfigError::InvalidDuration { .. })
     ));
 }
 

@@ -9,7 +9,7 @@ use sluicegate::algorithms::words::{WordEncoded, Words};
 use sluicegate::algorithms::{Algorithm, SlidingLog};
 use sluicegate::cells::{StateCell, WordsCell};
 use sluicegate::clock::ManualClock;
-use sluicegate::{Decision, Error, RateLimiter};
+use sluicegate::{Decision, RateLimiter};
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -493,7 +493,10 @@ fn reconfiguring_a_log_cell_keeps_its_size() {
         log.reserve(state, 0, 1, 0);
         Ok(())
     });
-    assert!(matches!(refused, Err(Error::InvalidCount { .. })));
+    assert!(matches!(
+        refused,
+        Err(sluicegate::ConfigError::InvalidCount { .. })
+    ));
     assert_eq!(cell.algorithm(), plain);
     assert_eq!(cell.peek(0, 1), before);
     // A minute later every entry has gone: the 4 permits of the unchanged limit.

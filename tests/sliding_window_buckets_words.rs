@@ -7,7 +7,6 @@ use sluicegate::algorithms::sliding_window_buckets::OldestBucket;
 use sluicegate::algorithms::words::WordEncoded;
 use sluicegate::algorithms::SlidingWindowBuckets;
 use sluicegate::cells::{StateCell, WordsCell};
-use sluicegate::Error;
 use std::time::Duration;
 
 /// A window of `limit` per `precision · k + extra` (so that durations that are not a
@@ -109,7 +108,7 @@ fn the_cell_reconfigures_only_to_a_state_of_the_same_size() {
         });
         for refused in [with_state, alone] {
             assert!(
-                matches!(refused, Err(Error::InvalidCount { .. })),
+                matches!(refused, Err(sluicegate::ConfigError::InvalidCount { .. })),
                 "{refused:?}"
             );
         }

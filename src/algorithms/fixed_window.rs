@@ -51,7 +51,7 @@ use super::validate::validate_positive_period;
 use super::words::{one_word_state, try_take_by_words, Plan, Settle, Words};
 use super::{bits, Algorithm, Decision, OneWord, Pace, Receipt, WordEncoded};
 use crate::clock::Nanos;
-use crate::error::Error;
+use crate::error::ConfigError;
 use std::time::Duration;
 
 /// At most `limit` permits per window of `len`, windows aligned to the clock's
@@ -98,8 +98,8 @@ impl FixedWindow {
     /// At most `limit` permits per window of `len`.
     ///
     /// # Errors
-    /// [`Error::InvalidDuration`] for a zero window or one above about 292 years;
-    /// [`Error::InvalidCount`] for a zero limit, or one too large to pack beside the
+    /// [`ConfigError::InvalidDuration`] for a zero window or one above about 292 years;
+    /// [`ConfigError::InvalidCount`] for a zero limit, or one too large to pack beside the
     /// window index in 64 bits (about half the window length in nanoseconds).
     ///
     /// ```
@@ -109,10 +109,10 @@ impl FixedWindow {
     /// assert!(FixedWindow::new(0, Duration::from_secs(60)).is_err());
     /// assert!(FixedWindow::new(100, Duration::ZERO).is_err());
     /// ```
-    pub fn new(limit: u64, len: Duration) -> Result<Self, Error> {
+    pub fn new(limit: u64, len: Duration) -> Result<Self, ConfigError> {
         let len_nanos = validate_positive_period("window", len)?;
         if limit == 0 || bits(u64::MAX / len_nanos) + bits(limit) > u64::BITS {
-            return Err(Error::InvalidCount {
+            return Err(ConfigError::InvalidCount {
                 what: "limit",
                 value: limit,
                 requirement: "positive and small enough to pack beside the window index in 64 bits (about half the window length in nanoseconds at most)",
@@ -424,23 +424,23 @@ mod tests {
         let minute = Duration::from_secs(60);
         assert!(matches!(
             FixedWindow::new(0, minute),
-            Err(Error::InvalidCount { .. })
+            Err(ConfigError::InvalidCount { .. })
         ));
         // u64::MAX / 10 needs 61 bits, which leaves 3 for the count.
         assert!(matches!(
             FixedWindow::new(8, Duration::from_nanos(10)),
-            Err(Error::InvalidCount { .. })
+            Err(ConfigError::InvalidCount { .. })
         ));
         assert!(FixedWindow::new(7, Duration::from_nanos(10)).is_ok());
         assert!(FixedWindow::new((1 << 28) - 1, Duration::from_secs(1)).is_ok());
         assert!(FixedWindow::new(1 << 35, Duration::from_secs(3600)).is_ok());
         assert!(matches!(
             FixedWindow::new(1, Duration::ZERO),
-            Err(Error::InvalidDuration { .. })
+            Err(ConfigError::InvalidDuration { .. })
         ));
         assert!(matches!(
             FixedWindow::new(1, Duration::MAX),
-            Err(Error::InvalidDuration { .. })
+            Err(ConfigError::InvalidDuration { .. })
         ));
     }
 

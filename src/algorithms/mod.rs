@@ -280,13 +280,13 @@ pub trait AdjustableRate: Algorithm {
     /// Switches to `rate` permits per second at `now`.
     ///
     /// # Errors
-    /// [`Error::InvalidRate`](crate::Error::InvalidRate) unless `rate > 0`.
+    /// [`ConfigError::InvalidRate`](crate::ConfigError::InvalidRate) unless `rate > 0`.
     fn set_rate(
         &mut self,
         state: &mut Self::State,
         now: Nanos,
         rate: f64,
-    ) -> Result<(), crate::Error>;
+    ) -> Result<(), crate::ConfigError>;
 }
 
 /// What one limit reports after a step (see [`Algorithm::reserve_each`]): its

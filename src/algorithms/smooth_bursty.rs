@@ -53,7 +53,7 @@ use super::{
     signed, until, AdjustableRate, Algorithm, Decision, OneWord, Pace, Receipt, WordEncoded,
 };
 use crate::clock::Nanos;
-use crate::error::Error;
+use crate::error::ConfigError;
 use std::time::Duration;
 
 /// Guava's bursty token bucket: `rate` permits per second, up to `max_burst` of
@@ -124,18 +124,18 @@ impl SmoothBursty {
     /// A bursty limit of `rate` permits per second with a 1-second burst.
     ///
     /// # Errors
-    /// [`Error::InvalidRate`] unless `rate > 0` (so 0, negative, NaN and -inf are
+    /// [`ConfigError::InvalidRate`] unless `rate > 0` (so 0, negative, NaN and -inf are
     /// refused; +inf means unlimited).
     ///
     /// ```
-    /// use sluicegate::{algorithms::SmoothBursty, Error};
+    /// use sluicegate::{algorithms::SmoothBursty, ConfigError};
     /// assert!(SmoothBursty::new(5.0).is_ok());
     /// assert!(SmoothBursty::new(f64::INFINITY).is_ok()); // unlimited
     /// for bad in [0.0, -1.0, f64::NAN, f64::NEG_INFINITY] {
-    ///     assert!(matches!(SmoothBursty::new(bad), Err(Error::InvalidRate { .. })));
+    ///     assert!(matches!(SmoothBursty::new(bad), Err(ConfigError::InvalidRate { .. })));
     /// }
     /// ```
-    pub fn new(rate: f64) -> Result<Self, Error> {
+    pub fn new(rate: f64) -> Result<Self, ConfigError> {
         let rate = validate_rate(rate)?;
         Ok(SmoothBursty::with_parts(1e6 / rate, 1.0))
     }
@@ -168,7 +168,7 @@ impl SmoothBursty {
     /// A zero burst saves nothing: every request pays the full interval.
     ///
     /// # Errors
-    /// [`Error::InvalidDuration`] if `max_burst` exceeds about 292 years.
+    /// [`ConfigError::InvalidDuration`] if `max_burst` exceeds about 292 years.
     ///
     /// ```
     /// use sluicegate::algorithms::{Algorithm, SmoothBursty};
@@ -180,7 +180,7 @@ impl SmoothBursty {
     /// assert_eq!(strict.reserve(&mut state, 10_000_000_000, 1, u64::MAX).wait_nanos(), 500_000_000);
     /// assert!(SmoothBursty::new(2.0).unwrap().with_max_burst(Duration::MAX).is_err());
     /// ```
-    pub fn with_max_burst(self, max_burst: Duration) -> Result<Self, Error> {
+    pub fn with_max_burst(self, max_burst: Duration) -> Result<Self, ConfigError> {
         validate_period("max_burst", max_burst)?;
         Ok(SmoothBursty::with_parts(
             self.stable_micros,
@@ -482,7 +482,12 @@ impl AdjustableRate for SmoothBursty {
         SmoothBursty::rate(self)
     }
 
-    fn set_rate(&mut self, state: &mut BurstyState, now: Nanos, rate: f64) -> Result<(), Error> {
+    fn set_rate(
+        &mut self,
+        state: &mut BurstyState,
+        now: Nanos,
+        rate: f64,
+    ) -> Result<(), ConfigError> {
         let rate = validate_rate(rate)?;
         let now = signed(now);
         // Resync under the old parameters first, as Guava does.

@@ -57,7 +57,7 @@ use super::{
     signed, until, AdjustableRate, Algorithm, Decision, Pace, Receipt, WordArray, WordEncoded,
 };
 use crate::clock::Nanos;
-use crate::error::Error;
+use crate::error::ConfigError;
 use std::time::Duration;
 
 /// Guava's warming-up token bucket. See the [module docs](self) for the model.
@@ -123,19 +123,19 @@ impl SmoothWarmingUp {
     /// cold to its full rate, with Guava's default cold factor of 3.
     ///
     /// # Errors
-    /// [`Error::InvalidRate`] unless `rate > 0`; [`Error::InvalidDuration`] if `warmup`
+    /// [`ConfigError::InvalidRate`] unless `rate > 0`; [`ConfigError::InvalidDuration`] if `warmup`
     /// exceeds about 292 years. A zero warm-up is valid (see the module docs).
     ///
     /// ```
-    /// use sluicegate::{algorithms::SmoothWarmingUp, Error};
+    /// use sluicegate::{algorithms::SmoothWarmingUp, ConfigError};
     /// use std::time::Duration;
     /// let w = SmoothWarmingUp::new(2.0, Duration::from_secs(4)).unwrap();
     /// assert_eq!(w.cold_factor(), 3.0);
     /// let flat = SmoothWarmingUp::new(2.0, Duration::ZERO).unwrap(); // nothing to store
     /// assert_eq!(flat.max_permits(), 0.0);
-    /// assert!(matches!(SmoothWarmingUp::new(0.0, Duration::from_secs(4)), Err(Error::InvalidRate { .. })));
+    /// assert!(matches!(SmoothWarmingUp::new(0.0, Duration::from_secs(4)), Err(ConfigError::InvalidRate { .. })));
     /// ```
-    pub fn new(rate: f64, warmup: Duration) -> Result<Self, Error> {
+    pub fn new(rate: f64, warmup: Duration) -> Result<Self, ConfigError> {
         let warmup_nanos = validate_period("warmup period", warmup)? as f64;
         let rate = validate_rate(rate)?;
         let mut config = SmoothWarmingUp {
@@ -155,20 +155,20 @@ impl SmoothWarmingUp {
     /// stable interval.
     ///
     /// # Errors
-    /// [`Error::InvalidColdFactor`] if `cold_factor` is below 1, NaN or infinite.
+    /// [`ConfigError::InvalidColdFactor`] if `cold_factor` is below 1, NaN or infinite.
     ///
     /// ```
-    /// use sluicegate::{algorithms::SmoothWarmingUp, Error};
+    /// use sluicegate::{algorithms::SmoothWarmingUp, ConfigError};
     /// use std::time::Duration;
     /// let w = SmoothWarmingUp::new(2.0, Duration::from_secs(4)).unwrap();
     /// assert_eq!(w.with_cold_factor(1.0).unwrap().max_permits(), 12.0);
     /// for bad in [0.5, f64::NAN, f64::INFINITY] {
-    ///     assert!(matches!(w.with_cold_factor(bad), Err(Error::InvalidColdFactor { .. })));
+    ///     assert!(matches!(w.with_cold_factor(bad), Err(ConfigError::InvalidColdFactor { .. })));
     /// }
     /// ```
-    pub fn with_cold_factor(mut self, cold_factor: f64) -> Result<Self, Error> {
+    pub fn with_cold_factor(mut self, cold_factor: f64) -> Result<Self, ConfigError> {
         if !(cold_factor >= 1.0 && cold_factor.is_finite()) {
-            return Err(Error::InvalidColdFactor { cold_factor });
+            return Err(ConfigError::InvalidColdFactor { cold_factor });
         }
         self.cold_factor = cold_factor;
         self.configure(self.rate());
@@ -595,7 +595,12 @@ impl AdjustableRate for SmoothWarmingUp {
         SmoothWarmingUp::rate(self)
     }
 
-    fn set_rate(&mut self, state: &mut WarmingUpState, now: Nanos, rate: f64) -> Result<(), Error> {
+    fn set_rate(
+        &mut self,
+        state: &mut WarmingUpState,
+        now: Nanos,
+        rate: f64,
+    ) -> Result<(), ConfigError> {
         let rate = validate_rate(rate)?;
         let mut synced = self.resync(state, signed(now));
         let old_max = self.max_permits;

@@ -2,25 +2,25 @@
 //! in the unit the algorithm computes with, or a typed error naming the parameter.
 
 use crate::clock::{duration_to_nanos, Nanos};
-use crate::error::Error;
+use crate::error::ConfigError;
 use std::time::Duration;
 
 /// A rate in permits per second: positive, with `+inf` meaning unlimited. Zero,
 /// negative values, NaN and `-inf` are refused.
-pub(crate) fn validate_rate(rate: f64) -> Result<f64, Error> {
+pub(crate) fn validate_rate(rate: f64) -> Result<f64, ConfigError> {
     if rate > 0.0 {
         Ok(rate)
     } else {
-        Err(Error::InvalidRate { rate })
+        Err(ConfigError::InvalidRate { rate })
     }
 }
 
 /// A period that fits the signed nanosecond arithmetic (under 292 years); zero is
 /// allowed (a zero burst or warm-up means "none").
-pub(crate) fn validate_period(what: &'static str, period: Duration) -> Result<Nanos, Error> {
+pub(crate) fn validate_period(what: &'static str, period: Duration) -> Result<Nanos, ConfigError> {
     let nanos = duration_to_nanos(period);
     if nanos > i64::MAX as u64 {
-        return Err(Error::InvalidDuration {
+        return Err(ConfigError::InvalidDuration {
             what,
             value: period,
             requirement: "at most i64::MAX nanoseconds (about 292 years)",
@@ -33,10 +33,10 @@ pub(crate) fn validate_period(what: &'static str, period: Duration) -> Result<Na
 pub(crate) fn validate_positive_period(
     what: &'static str,
     period: Duration,
-) -> Result<Nanos, Error> {
+) -> Result<Nanos, ConfigError> {
     let nanos = validate_period(what, period)?;
     if nanos == 0 {
-        return Err(Error::InvalidDuration {
+        return Err(ConfigError::InvalidDuration {
             what,
             value: period,
             requirement: "positive",

@@ -3,7 +3,7 @@
 use super::{Reconfiguration, StateCell};
 use crate::algorithms::{Algorithm, Decision, Receipt};
 use crate::clock::Nanos;
-use crate::error::Error;
+use crate::error::ConfigError;
 use parking_lot::Mutex;
 
 /// A cell behind a mutex: for a [`Plain`](crate::algorithms::Plain) algorithm (sets
@@ -68,7 +68,7 @@ impl<A: Algorithm + Clone> StateCell<A> for LockedCell<A> {
         self.inner.lock().0.clone()
     }
 
-    fn reconfigure(&self, change: &Reconfiguration<'_, A>) -> Result<(), Error> {
+    fn reconfigure(&self, change: &Reconfiguration<'_, A>) -> Result<(), ConfigError> {
         let mut guard = self.inner.lock();
         let (mut algorithm, mut state) = (guard.0.clone(), guard.1.clone());
         change(&mut algorithm, &mut state)?;

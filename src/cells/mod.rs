@@ -31,7 +31,7 @@ use crate::algorithms::{
     WordEncoded,
 };
 use crate::clock::Nanos;
-use crate::error::Error;
+use crate::error::ConfigError;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 mod locked;
@@ -50,9 +50,9 @@ pub use words::WordsCell;
 /// ```
 /// use sluicegate::algorithms::SmoothBursty;
 /// use sluicegate::cells::{StateCell, WordCell};
-/// use sluicegate::Error;
+/// use sluicegate::ConfigError;
 /// let cell = WordCell::new(SmoothBursty::new(1.0).unwrap(), 0);
-/// assert!(cell.reconfigure(&|_, _| Err(Error::ZeroCost)).is_err());
+/// assert!(cell.reconfigure(&|_, _| Err(ConfigError::InvalidRate { rate: 0.0 })).is_err());
 /// assert_eq!(cell.algorithm().rate(), 1.0); // a refused change changes nothing
 /// cell.reconfigure(&|algorithm, _| {
 ///     *algorithm = SmoothBursty::new(2.0)?;
@@ -62,7 +62,7 @@ pub use words::WordsCell;
 /// assert_eq!(cell.algorithm().rate(), 2.0);
 /// ```
 pub type Reconfiguration<'a, A> =
-    dyn Fn(&mut A, &mut <A as Algorithm>::State) -> Result<(), Error> + 'a;
+    dyn Fn(&mut A, &mut <A as Algorithm>::State) -> Result<(), ConfigError> + 'a;
 
 /// One limit's configuration and state, with atomic steps.
 ///
@@ -161,7 +161,7 @@ pub trait StateCell<A: Algorithm + Clone>: Send + Sync + 'static {
     /// Changes configuration and state together, atomically with respect to every
     /// other step. `change` may be called more than once (it must be a pure
     /// function of its inputs); if it fails, nothing changes.
-    fn reconfigure(&self, change: &Reconfiguration<'_, A>) -> Result<(), Error>;
+    fn reconfigure(&self, change: &Reconfiguration<'_, A>) -> Result<(), ConfigError>;
 }
 
 /// Which cell holds a state of this shape: implemented by the shape markers
@@ -214,7 +214,7 @@ where
 }
 
 /// Sets the rate of the algorithm in a cell (Guava's `setRate`), at `now`.
-pub(crate) fn set_rate<A, S>(cell: &S, now: Nanos, rate: f64) -> Result<(), Error>
+pub(crate) fn set_rate<A, S>(cell: &S, now: Nanos, rate: f64) -> Result<(), ConfigError>
 where
     A: AdjustableRate + Clone,
     S: StateCell<A>,

@@ -5,7 +5,7 @@ use crate::algorithms::words::Words;
 use crate::algorithms::words::MAX_CONFIG_WORDS;
 use crate::algorithms::{Decision, Receipt, WordEncoded};
 use crate::clock::Nanos;
-use crate::error::Error;
+use crate::error::ConfigError;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A lock-free cell for a [`OneWord`](crate::algorithms::OneWord) algorithm: the
@@ -162,7 +162,7 @@ impl<A: WordEncoded> StateCell<A> for WordCell<A> {
         self.snapshot().0
     }
 
-    fn reconfigure(&self, change: &Reconfiguration<'_, A>) -> Result<(), Error> {
+    fn reconfigure(&self, change: &Reconfiguration<'_, A>) -> Result<(), ConfigError> {
         let mut claim = self.lock.lock();
         let current = A::from_own_config_words(load_config::<A>(&self.config));
         // Validate on a copy first: a rejected change touches nothing (and the claim

@@ -4,7 +4,7 @@ use super::{config_atomics, load_config, store_config, Reconfiguration, Sequence
 use crate::algorithms::words::{Words, WordsMut, MAX_CONFIG_WORDS};
 use crate::algorithms::{Decision, Receipt, WordEncoded};
 use crate::clock::Nanos;
-use crate::error::Error;
+use crate::error::ConfigError;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A lock-free cell for a [`WordArray`](crate::algorithms::WordArray) algorithm
@@ -39,7 +39,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// `parking_lot` mutex would park them instead.
 ///
 /// The number of words is fixed when the cell is made: a reconfiguration whose new
-/// state has another size fails with [`Error::InvalidCount`] and changes nothing.
+/// state has another size fails with [`ConfigError::InvalidCount`](crate::ConfigError::InvalidCount) and changes nothing.
 ///
 /// ```
 /// use sluicegate::algorithms::SlidingLog;
@@ -205,7 +205,7 @@ impl<A: WordEncoded> StateCell<A> for WordsCell<A> {
         self.configuration()
     }
 
-    fn reconfigure(&self, change: &Reconfiguration<'_, A>) -> Result<(), Error> {
+    fn reconfigure(&self, change: &Reconfiguration<'_, A>) -> Result<(), ConfigError> {
         let mut claim = self.lock.lock();
         let mut algorithm = self.configuration();
         let mut state = algorithm.read_state(&Shared(&self.words));
@@ -214,7 +214,7 @@ impl<A: WordEncoded> StateCell<A> for WordsCell<A> {
         // The new configuration's size must match the cell's: the steps index by it.
         let size = algorithm.state_words();
         if size != self.words.len() {
-            return Err(Error::InvalidCount {
+            return Err(ConfigError::InvalidCount {
                 what: "words of state after a reconfiguration",
                 value: size as u64,
                 requirement: "the cell's size, fixed when it was made",

@@ -6,7 +6,7 @@ use super::{AsyncRateLimiter, Reservation};
 use crate::algorithms::{AdjustableRate, Decision, Receipt, SmoothBursty, SmoothWarmingUp};
 use crate::cells::{set_rate, CellAlgorithm, StateCell};
 use crate::clock::{duration_to_nanos, Clock, DefaultClock, Nanos};
-use crate::error::Error;
+use crate::error::{ConfigError, Error};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -89,7 +89,7 @@ impl RateLimiter<SmoothBursty> {
     /// let limiter = sluicegate::RateLimiter::bursty(100.0).unwrap();
     /// assert!(limiter.try_acquire());
     /// ```
-    pub fn bursty(rate: f64) -> Result<Self, Error> {
+    pub fn bursty(rate: f64) -> Result<Self, ConfigError> {
         Ok(RateLimiter::new(SmoothBursty::new(rate)?))
     }
 }
@@ -106,7 +106,7 @@ impl<C: Clock> RateLimiter<SmoothBursty, C> {
     /// let limiter = RateLimiter::bursty_with_clock(2.0, ManualClock::new()).unwrap();
     /// assert_eq!(limiter.rate(), 2.0);
     /// ```
-    pub fn bursty_with_clock(rate: f64, clock: C) -> Result<Self, Error> {
+    pub fn bursty_with_clock(rate: f64, clock: C) -> Result<Self, ConfigError> {
         Ok(RateLimiter::with_clock(SmoothBursty::new(rate)?, clock))
     }
 }
@@ -125,7 +125,7 @@ impl RateLimiter<SmoothWarmingUp> {
     /// let limiter = sluicegate::RateLimiter::warming_up(10.0, Duration::from_secs(3)).unwrap();
     /// assert!(limiter.try_acquire());
     /// ```
-    pub fn warming_up(rate: f64, warmup: Duration) -> Result<Self, Error> {
+    pub fn warming_up(rate: f64, warmup: Duration) -> Result<Self, ConfigError> {
         Ok(RateLimiter::new(SmoothWarmingUp::new(rate, warmup)?))
     }
 }
@@ -146,7 +146,11 @@ impl<C: Clock> RateLimiter<SmoothWarmingUp, C> {
     /// }
     /// assert_eq!(clock.take_sleeps_secs(), vec![0.0, 1.38, 1.13, 0.88, 0.63, 0.5]);
     /// ```
-    pub fn warming_up_with_clock(rate: f64, warmup: Duration, clock: C) -> Result<Self, Error> {
+    pub fn warming_up_with_clock(
+        rate: f64,
+        warmup: Duration,
+        clock: C,
+    ) -> Result<Self, ConfigError> {
         Ok(RateLimiter::with_clock(
             SmoothWarmingUp::new(rate, warmup)?,
             clock,
@@ -499,7 +503,7 @@ impl<A: CellAlgorithm + AdjustableRate, C: Clock> RateLimiter<A, C> {
     /// assert_eq!(clock.take_sleeps_secs(), vec![0.0, 1.0, 0.5]);
     /// assert!(limiter.set_rate(0.0).is_err());
     /// ```
-    pub fn set_rate(&self, rate: f64) -> Result<(), Error> {
+    pub fn set_rate(&self, rate: f64) -> Result<(), ConfigError> {
         set_rate(&self.shared.cell, self.shared.clock.now(), rate)
     }
 

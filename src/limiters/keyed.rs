@@ -24,7 +24,7 @@
 
 use crate::algorithms::{Algorithm, Decision, SmoothBursty};
 use crate::clock::{duration_to_nanos, Clock, DefaultClock, Nanos};
-use crate::error::Error;
+use crate::error::{ConfigError, Error};
 use crate::stores::store::blank;
 use crate::stores::{MemoryStore, Step, Store};
 use std::fmt;
@@ -120,7 +120,7 @@ impl<K: Hash + Eq> KeyedRateLimiter<K, SmoothBursty> {
     /// let limiter = sluicegate::KeyedRateLimiter::bursty(100.0).unwrap();
     /// assert!(limiter.try_acquire(&"10.0.0.1"));
     /// ```
-    pub fn bursty(rate: f64) -> Result<Self, Error> {
+    pub fn bursty(rate: f64) -> Result<Self, ConfigError> {
         Ok(KeyedRateLimiter::new(SmoothBursty::new(rate)?))
     }
 }

@@ -82,7 +82,7 @@
 use super::validate::validate_positive_period;
 use super::{Algorithm, Decision, OneWord, Pace, Receipt};
 use crate::clock::Nanos;
-use crate::error::Error;
+use crate::error::ConfigError;
 use std::time::Duration;
 
 mod word;
@@ -284,11 +284,11 @@ impl LeakyBucket {
     /// permits every `period`; an allowed call acts at once.
     ///
     /// # Errors
-    /// [`Error::InvalidCount`] for a zero `capacity` or `count`, a capacity above
+    /// [`ConfigError::InvalidCount`] for a zero `capacity` or `count`, a capacity above
     /// `u32::MAX`, more than one permit per nanosecond, a reduced count above
     /// `u32::MAX`, or a capacity whose full bucket would take more than about 292
     /// years (`i64::MAX` ns, counted in whole ticks) to drain, which the state could
-    /// not hold; [`Error::InvalidDuration`] for a zero period or one above about 292
+    /// not hold; [`ConfigError::InvalidDuration`] for a zero period or one above about 292
     /// years.
     ///
     /// ```
@@ -299,7 +299,7 @@ impl LeakyBucket {
     /// assert!(LeakyBucket::meter(0, 3, Duration::from_secs(1)).is_err());
     /// assert!(LeakyBucket::meter(10, 3, Duration::ZERO).is_err());
     /// ```
-    pub fn meter(capacity: u64, count: u64, period: Duration) -> Result<Self, Error> {
+    pub fn meter(capacity: u64, count: u64, period: Duration) -> Result<Self, ConfigError> {
         Self::build(LeakyMode::Meter, capacity, count, period)
     }
 
@@ -321,23 +321,28 @@ impl LeakyBucket {
     /// assert_eq!(waits, [0, 1_000_000_000, 2_000_000_000]);
     /// assert!(!queue.reserve(&mut state, 0, 1, u64::MAX).is_allowed()); // full
     /// ```
-    pub fn queue(capacity: u64, count: u64, period: Duration) -> Result<Self, Error> {
+    pub fn queue(capacity: u64, count: u64, period: Duration) -> Result<Self, ConfigError> {
         Self::build(LeakyMode::Queue, capacity, count, period)
     }
 
-    fn build(mode: LeakyMode, capacity: u64, count: u64, period: Duration) -> Result<Self, Error> {
+    fn build(
+        mode: LeakyMode,
+        capacity: u64,
+        count: u64,
+        period: Duration,
+    ) -> Result<Self, ConfigError> {
         let period_nanos = validate_positive_period("period", period)?;
         let capacity =
             u32::try_from(capacity)
                 .ok()
                 .filter(|&c| c > 0)
-                .ok_or(Error::InvalidCount {
+                .ok_or(ConfigError::InvalidCount {
                     what: "capacity",
                     value: capacity,
                     requirement: "between 1 and u32::MAX",
                 })?;
         if count == 0 || count > period_nanos {
-            return Err(Error::InvalidCount {
+            return Err(ConfigError::InvalidCount {
                 what: "count",
                 value: count,
                 requirement:
@@ -345,7 +350,7 @@ impl LeakyBucket {
             });
         }
         let common = gcd(count, period_nanos);
-        let reduced = u32::try_from(count / common).map_err(|_| Error::InvalidCount {
+        let reduced = u32::try_from(count / common).map_err(|_| ConfigError::InvalidCount {
             what: "count",
             value: count,
             requirement: "at most u32::MAX once the fraction count/period is reduced",
@@ -356,7 +361,7 @@ impl LeakyBucket {
         // of them leaves room in the u64 state for every reading of the first 2⁶³
         // ticks (at least 146 years), so a fresh bucket can always grant its capacity.
         if u128::from(capacity) * u128::from(per_permit) > i64::MAX as u128 {
-            return Err(Error::InvalidCount {
+            return Err(ConfigError::InvalidCount {
                 what: "capacity",
                 value: u64::from(capacity),
                 requirement: "small enough that a full bucket drains within i64::MAX nanoseconds (about 292 years)",

@@ -84,33 +84,33 @@ fn bad_parameters_are_typed_errors() {
     let one = Duration::from_secs(1);
     assert!(matches!(
         LeakyBucket::meter(0, 1, one),
-        Err(Error::InvalidCount {
+        Err(ConfigError::InvalidCount {
             what: "capacity",
             ..
         })
     ));
     assert!(matches!(
         LeakyBucket::meter(1 << 32, 1, one),
-        Err(Error::InvalidCount {
+        Err(ConfigError::InvalidCount {
             what: "capacity",
             ..
         })
     ));
     assert!(matches!(
         LeakyBucket::meter(1, 0, one),
-        Err(Error::InvalidCount { what: "count", .. })
+        Err(ConfigError::InvalidCount { what: "count", .. })
     ));
     assert!(matches!(
         LeakyBucket::meter(1, 2, Duration::from_nanos(1)),
-        Err(Error::InvalidCount { what: "count", .. })
+        Err(ConfigError::InvalidCount { what: "count", .. })
     ));
     assert!(matches!(
         LeakyBucket::meter(1, 1, Duration::ZERO),
-        Err(Error::InvalidDuration { .. })
+        Err(ConfigError::InvalidDuration { .. })
     ));
     assert!(matches!(
         LeakyBucket::queue(1, 1, Duration::MAX),
-        Err(Error::InvalidDuration { .. })
+        Err(ConfigError::InvalidDuration { .. })
     ));
     // 2³² + 1 is odd, so a period of 2⁶² ns does not reduce it below u32::MAX.
     assert!(LeakyBucket::meter(1, (1 << 32) + 1, Duration::from_nanos(1 << 62)).is_err());

@@ -128,7 +128,7 @@ use super::validate::validate_positive_period;
 use super::words::{WordEncoded, Words};
 use super::{Algorithm, Decision, Pace, Receipt, WordArray};
 use crate::clock::Nanos;
-use crate::error::Error;
+use crate::error::ConfigError;
 use ring::{at_word, wrap, BASE, HEAD, HEADER, LEN};
 use std::time::Duration;
 
@@ -312,19 +312,19 @@ impl SlidingLog {
     /// calls not recorded.
     ///
     /// # Errors
-    /// [`Error::InvalidCount`] for a zero `limit` or one above [`MAX_ENTRIES`];
-    /// [`Error::InvalidDuration`] for a zero `duration` or one beyond about 292 years.
+    /// [`ConfigError::InvalidCount`] for a zero `limit` or one above [`MAX_ENTRIES`];
+    /// [`ConfigError::InvalidDuration`] for a zero `duration` or one beyond about 292 years.
     ///
     /// ```
-    /// use sluicegate::{algorithms::SlidingLog, Error};
+    /// use sluicegate::{algorithms::SlidingLog, ConfigError};
     /// use std::time::Duration;
     /// assert!(SlidingLog::new(100, Duration::from_secs(60)).is_ok());
-    /// assert!(matches!(SlidingLog::new(0, Duration::from_secs(60)), Err(Error::InvalidCount { .. })));
-    /// assert!(matches!(SlidingLog::new(1, Duration::ZERO), Err(Error::InvalidDuration { .. })));
+    /// assert!(matches!(SlidingLog::new(0, Duration::from_secs(60)), Err(ConfigError::InvalidCount { .. })));
+    /// assert!(matches!(SlidingLog::new(1, Duration::ZERO), Err(ConfigError::InvalidDuration { .. })));
     /// ```
-    pub fn new(limit: u64, duration: Duration) -> Result<Self, Error> {
+    pub fn new(limit: u64, duration: Duration) -> Result<Self, ConfigError> {
         if limit == 0 || limit > MAX_ENTRIES {
-            return Err(Error::InvalidCount {
+            return Err(ConfigError::InvalidCount {
                 what: "limit",
                 value: limit,
                 requirement: "between 1 and 2^20 (one log entry per permit)",

@@ -118,7 +118,7 @@ use super::validate::validate_positive_period;
 use super::words::WordEncoded;
 use super::{Algorithm, Decision, Pace, Receipt, WordArray};
 use crate::clock::Nanos;
-use crate::error::Error;
+use crate::error::ConfigError;
 use std::time::Duration;
 
 mod ring;
@@ -223,21 +223,25 @@ impl SlidingWindowBuckets {
     /// oldest bucket ([`OldestBucket::Drop`]).
     ///
     /// # Errors
-    /// [`Error::InvalidCount`] for a zero `limit` or more than [`MAX_BUCKETS`]
-    /// buckets; [`Error::InvalidDuration`] for a zero `duration` or `precision`, a
+    /// [`ConfigError::InvalidCount`] for a zero `limit` or more than [`MAX_BUCKETS`]
+    /// buckets; [`ConfigError::InvalidDuration`] for a zero `duration` or `precision`, a
     /// `precision` longer than `duration`, or a period beyond about 292 years.
     ///
     /// ```
-    /// use sluicegate::{algorithms::SlidingWindowBuckets, Error};
+    /// use sluicegate::{algorithms::SlidingWindowBuckets, ConfigError};
     /// use std::time::Duration;
     /// let hour = Duration::from_secs(3600);
     /// assert!(SlidingWindowBuckets::dropping(100, hour, Duration::from_secs(60)).is_ok());
     /// assert!(matches!(
     ///     SlidingWindowBuckets::dropping(100, hour, Duration::from_millis(1)),
-    ///     Err(Error::InvalidCount { .. }) // 3.6 million buckets
+    ///     Err(ConfigError::InvalidCount { .. }) // 3.6 million buckets
     /// ));
     /// ```
-    pub fn dropping(limit: u64, duration: Duration, precision: Duration) -> Result<Self, Error> {
+    pub fn dropping(
+        limit: u64,
+        duration: Duration,
+        precision: Duration,
+    ) -> Result<Self, ConfigError> {
         Self::new(limit, duration, precision, OldestBucket::Drop)
     }
 
@@ -254,7 +258,11 @@ impl SlidingWindowBuckets {
     /// assert_eq!(w.oldest_bucket(), OldestBucket::Weighted);
     /// assert_eq!(w.buckets(), 2);
     /// ```
-    pub fn weighted(limit: u64, duration: Duration, precision: Duration) -> Result<Self, Error> {
+    pub fn weighted(
+        limit: u64,
+        duration: Duration,
+        precision: Duration,
+    ) -> Result<Self, ConfigError> {
         Self::new(limit, duration, precision, OldestBucket::Weighted)
     }
 
@@ -265,19 +273,19 @@ impl SlidingWindowBuckets {
     /// As [`dropping`](Self::dropping).
     ///
     /// ```
-    /// use sluicegate::{algorithms::sliding_window_buckets::{OldestBucket, SlidingWindowBuckets}, Error};
+    /// use sluicegate::{algorithms::sliding_window_buckets::{OldestBucket, SlidingWindowBuckets}, ConfigError};
     /// use std::time::Duration;
     /// let err = SlidingWindowBuckets::new(10, Duration::from_secs(1), Duration::from_secs(2), OldestBucket::Drop);
-    /// assert!(matches!(err, Err(Error::InvalidDuration { what: "precision", .. })));
+    /// assert!(matches!(err, Err(ConfigError::InvalidDuration { what: "precision", .. })));
     /// ```
     pub fn new(
         limit: u64,
         duration: Duration,
         precision: Duration,
         oldest: OldestBucket,
-    ) -> Result<Self, Error> {
+    ) -> Result<Self, ConfigError> {
         if limit == 0 {
-            return Err(Error::InvalidCount {
+            return Err(ConfigError::InvalidCount {
                 what: "limit",
                 value: 0,
                 requirement: "at least 1",
@@ -286,7 +294,7 @@ impl SlidingWindowBuckets {
         let duration_nanos = validate_positive_period("duration", duration)?;
         let precision_nanos = validate_positive_period("precision", precision)?;
         if precision_nanos > duration_nanos {
-            return Err(Error::InvalidDuration {
+            return Err(ConfigError::InvalidDuration {
                 what: "precision",
                 value: precision,
                 requirement: "at most the window's duration",
@@ -294,7 +302,7 @@ impl SlidingWindowBuckets {
         }
         let buckets = duration_nanos.div_ceil(precision_nanos);
         if buckets > MAX_BUCKETS {
-            return Err(Error::InvalidCount {
+            return Err(ConfigError::InvalidCount {
                 what: "buckets per window (duration / precision, rounded up)",
                 value: buckets,
                 requirement: "at most 4096",

@@ -81,7 +81,7 @@
 //! * Time that appears to go backwards is read as the start of the latest window seen:
 //!   the previous window then weighs fully, so it grants nothing extra.
 //! * The limit is at most 2²⁴ − 1 (16 777 215) per window, so that the state fits one
-//!   word; a larger one is [`Error::InvalidCount`]. (For more per window, use a
+//!   word; a larger one is [`ConfigError::InvalidCount`]. (For more per window, use a
 //!   shorter window with a proportionally smaller limit.)
 //!
 //! # The state word
@@ -131,7 +131,7 @@ use super::validate::validate_positive_period;
 use super::words::{try_take_by_words, Settle};
 use super::{bits, Algorithm, Decision, OneWord, Pace, Receipt};
 use crate::clock::Nanos;
-use crate::error::Error;
+use crate::error::ConfigError;
 use std::time::Duration;
 
 mod word;
@@ -258,8 +258,8 @@ impl SlidingWindowCounter {
     /// and [`Counting::Admitted`].
     ///
     /// # Errors
-    /// [`Error::InvalidCount`] for a zero limit or one above 2²⁴ − 1 (16 777 215),
-    /// the most that packs into the one-word state; [`Error::InvalidDuration`] for a
+    /// [`ConfigError::InvalidCount`] for a zero limit or one above 2²⁴ − 1 (16 777 215),
+    /// the most that packs into the one-word state; [`ConfigError::InvalidDuration`] for a
     /// zero window or one above about 292 years.
     ///
     /// ```
@@ -271,10 +271,10 @@ impl SlidingWindowCounter {
     /// assert!(SlidingWindowCounter::new(0, Duration::from_secs(60)).is_err());
     /// assert!(SlidingWindowCounter::new(100, Duration::ZERO).is_err());
     /// ```
-    pub fn new(limit: u64, len: Duration) -> Result<Self, Error> {
+    pub fn new(limit: u64, len: Duration) -> Result<Self, ConfigError> {
         let len_nanos = validate_positive_period("window", len)?;
         if limit == 0 || limit > MAX_LIMIT {
-            return Err(Error::InvalidCount {
+            return Err(ConfigError::InvalidCount {
                 what: "limit",
                 value: limit,
                 requirement: "between 1 and 2^24 - 1 (16777215), so that the state packs into one 64-bit word",

@@ -75,7 +75,7 @@ fn the_limit_must_pack_into_one_word() {
     for limit in [0, MAX_LIMIT + 1, u64::MAX] {
         assert!(matches!(
             SlidingWindowCounter::new(limit, Duration::from_secs(1)),
-            Err(Error::InvalidCount { .. })
+            Err(ConfigError::InvalidCount { .. })
         ));
     }
 }

@@ -68,7 +68,7 @@ use self::table::{Probe, Table};
 use super::store::{Reporting, Step, Store};
 use crate::algorithms::{Algorithm, Decision, Receipt};
 use crate::clock::Nanos;
-use crate::error::Error;
+use crate::error::{ConfigError, Error};
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::hash_map::RandomState;
 use std::fmt;
@@ -184,7 +184,7 @@ impl<K, A: Algorithm, H> MemoryStore<K, A, H> {
     /// mean less contention between threads and a few hundred bytes each.
     ///
     /// # Errors
-    /// [`Error::InvalidCount`] if `shards` is not a power of two in range.
+    /// [`ConfigError::InvalidCount`] if `shards` is not a power of two in range.
     ///
     /// ```
     /// use sluicegate::algorithms::SmoothBursty;
@@ -193,9 +193,9 @@ impl<K, A: Algorithm, H> MemoryStore<K, A, H> {
     /// assert_eq!(store.shards(), 4);
     /// assert!(MemoryStore::<u64, SmoothBursty>::new().with_shards(3).is_err());
     /// ```
-    pub fn with_shards(mut self, shards: usize) -> Result<Self, Error> {
+    pub fn with_shards(mut self, shards: usize) -> Result<Self, ConfigError> {
         if !shards.is_power_of_two() || shards > 65536 {
-            return Err(Error::InvalidCount {
+            return Err(ConfigError::InvalidCount {
                 what: "shards",
                 value: shards as u64,
                 requirement: "a power of two from 1 to 65536",
@@ -210,10 +210,10 @@ impl<K, A: Algorithm, H> MemoryStore<K, A, H> {
     /// for what happens when it is full.
     ///
     /// # Errors
-    /// [`Error::InvalidCount`] for 0.
-    pub fn with_max_keys(mut self, max_keys: usize) -> Result<Self, Error> {
+    /// [`ConfigError::InvalidCount`] for 0.
+    pub fn with_max_keys(mut self, max_keys: usize) -> Result<Self, ConfigError> {
         if max_keys == 0 {
-            return Err(Error::InvalidCount {
+            return Err(ConfigError::InvalidCount {
                 what: "max_keys",
                 value: 0,
                 requirement: "at least 1",
