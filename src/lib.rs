@@ -29,7 +29,7 @@
 //!    contract and its sharded in-memory default.
 //! 4. [`limiters`]: the public front ends: the direct [`RateLimiter`] (over a cell),
 //!    its [`AsyncRateLimiter`] handle, [`Reservation`]s, and the
-//!    [`KeyedRateLimiter`] (over a store).
+//!    [`KeyedRateLimiter`] (over a store) with its [`KeyedReservation`]s.
 //! 5. [`adapters`]: what plugs a limiter into other code: Stream and Sink adapters,
 //!    and (feature `tower`) tower layers for outbound clients that wait and honour a
 //!    server's `Retry-After`, and for HTTP servers that answer `429` with `RateLimit`
@@ -49,7 +49,7 @@ pub mod stores;
 pub use algorithms::{Decision, Verdict};
 pub use clock::{Clock, DefaultClock, ManualClock};
 pub use error::{Applied, ConfigError, Error, StoreError};
-pub use limiters::{AsyncKeyedRateLimiter, KeyedRateLimiter};
+pub use limiters::{AsyncKeyedRateLimiter, KeyedRateLimiter, KeyedReservation};
 pub use limiters::{AsyncRateLimiter, RateLimiter, Reservation};
 
 /// The README's examples, compiled and run as doctests so they cannot rot. Some use

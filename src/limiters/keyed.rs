@@ -53,6 +53,7 @@ use super::AsyncKeyedRateLimiter;
 /// | [`peek`](Self::peek), [`peek_all`](Self::peek_all) | never, consumes nothing | the [`Decision`] a check would give |
 /// | [`acquire`](Self::acquire), [`acquire_n`](Self::acquire_n), [`acquire_all`](Self::acquire_all) | as long as needed | the time waited |
 /// | [`try_acquire_n_timeout`](Self::try_acquire_n_timeout) | only if the wait fits | granted or not |
+/// | [`reserve`](Self::reserve), [`reserve_all`](Self::reserve_all) | no: you wait, or cancel | a [`KeyedReservation`](crate::KeyedReservation) |
 /// | [`to_async`](Self::to_async)`().acquire(key).await` | asynchronously | the time waited |
 ///
 /// The `_all` calls take several keys (e.g. the client's IP *and* its user id)

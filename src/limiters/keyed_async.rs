@@ -3,9 +3,10 @@
 use super::combine::combine;
 use super::direct::nonzero;
 use super::keyed::no_keys;
+use super::keyed_reservation::reserve_async;
 use super::ledger::Ticket;
 use super::waiting::{granted_within, wait_async, Held};
-use super::KeyedRateLimiter;
+use super::{KeyedRateLimiter, KeyedReservation};
 use crate::algorithms::{Algorithm, Decision, Receipt};
 use crate::clock::{duration_to_nanos, Clock, DefaultClock, Nanos};
 use crate::error::Error;
@@ -49,6 +50,12 @@ use std::time::Duration;
 /// the dropping task waiting for the replies, so with a remote store the permits
 /// come back only if the requests arrive (if one is lost, they stay taken, never
 /// the reverse).
+///
+/// [`reserve`](Self::reserve) and [`reserve_all`](Self::reserve_all) answer a
+/// [`KeyedReservation`] through [`Store::apply_async`] too. Its permits are the
+/// caller's to act on or give back ([`KeyedReservation::cancel_async`], awaited,
+/// in the order the caller chooses), by Go's rule at once; it is not recorded with
+/// the waits, to which it is a grant by another caller.
 ///
 /// ```
 /// use sluicegate::{algorithms::SmoothBursty, clock::ManualClock, KeyedRateLimiter};
@@ -241,6 +248,73 @@ where
         let budget = duration_to_nanos(timeout);
         let acquired = acquire_within(self.limiter.clone(), [key], cost, budget);
         async move { granted_within(acquired.await) }
+    }
+
+    /// Reserves `cost` permits for `key`, as [`KeyedRateLimiter::reserve`] does,
+    /// without blocking the executor on the store: the step goes through
+    /// [`Store::apply_async`], and the future resolves with the
+    /// [`KeyedReservation`]. It never sleeps; act after
+    /// [`wait_async`](KeyedReservation::wait_async), or give the permits back with
+    /// [`cancel_async`](KeyedReservation::cancel_async). The time of the reserve
+    /// is read when the future is first polled. A future dropped before it resolves
+    /// may have reserved on a remote store (the request was sent): those permits
+    /// stay taken, as a dropped reservation's do.
+    ///
+    /// # Errors
+    /// [`Error::ZeroCost`] for 0; the store's errors.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{FixedWindow, SmoothBursty};
+    /// use sluicegate::{clock::ManualClock, Error, KeyedRateLimiter};
+    /// use std::time::Duration;
+    /// let handle = KeyedRateLimiter::with_clock(SmoothBursty::new(2.0).unwrap(), ManualClock::new()).to_async();
+    /// let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
+    /// let windowed = KeyedRateLimiter::with_clock(window, ManualClock::new()).to_async();
+    /// futures::executor::block_on(async {
+    ///     assert_eq!(handle.reserve("k", 1).await.unwrap().delay(), Duration::ZERO);
+    ///     let second = handle.reserve("k", 1).await.unwrap();
+    ///     assert_eq!(second.delay(), Duration::from_millis(500));
+    ///     assert!(matches!(handle.reserve("k", 0).await, Err(Error::ZeroCost)));
+    ///     assert!(windowed.reserve("k", 2).await.unwrap().decision().is_never());
+    ///     windowed.reserve("k", 1).await.unwrap();
+    ///     let refused = windowed.reserve("k", 1).await.unwrap(); // a window cannot reserve the future
+    ///     assert_eq!(refused.delay(), Duration::from_secs(1));
+    /// });
+    /// ```
+    pub fn reserve(
+        &self,
+        key: K,
+        cost: u64,
+    ) -> impl Future<Output = Result<KeyedReservation<K, A, S, C>, Error>> + Send + 'static {
+        reserve_async(self.limiter.clone(), vec![key], cost)
+    }
+
+    /// Reserves `cost` permits on every key in `keys`, or on none, as
+    /// [`KeyedRateLimiter::reserve_all`] does, without blocking the executor on
+    /// the store (see [`reserve`](Self::reserve)).
+    ///
+    /// # Errors
+    /// As [`reserve`](Self::reserve), plus [`Error::InvalidCount`] for no keys.
+    ///
+    /// ```
+    /// use sluicegate::{algorithms::SmoothBursty, clock::ManualClock, KeyedRateLimiter};
+    /// use std::time::Duration;
+    /// let handle = KeyedRateLimiter::with_clock(SmoothBursty::new(2.0).unwrap(), ManualClock::new()).to_async();
+    /// futures::executor::block_on(async {
+    ///     handle.acquire("user").await.unwrap();
+    ///     let both = handle.reserve_all(vec!["ip", "user"], 1).await.unwrap();
+    ///     assert_eq!(both.delay(), Duration::from_millis(500)); // the user's turn
+    ///     both.cancel_async().await.unwrap(); // given back on both keys
+    ///     assert!(handle.try_acquire(&"ip"));
+    ///     assert!(handle.reserve_all(vec![], 1).await.is_err());
+    /// });
+    /// ```
+    pub fn reserve_all(
+        &self,
+        keys: Vec<K>,
+        cost: u64,
+    ) -> impl Future<Output = Result<KeyedReservation<K, A, S, C>, Error>> + Send + 'static {
+        reserve_async(self.limiter.clone(), keys, cost)
     }
 }
 

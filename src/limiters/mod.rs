@@ -7,7 +7,8 @@
 //!   with the [`RateLimiter`] it came from.
 //! * [`KeyedRateLimiter`]: one limit kept separately per key (IP, user id, …) in a
 //!   [`Store`](crate::stores::Store), with all-or-nothing calls over several keys;
-//!   [`AsyncKeyedRateLimiter`] is its async handle.
+//!   [`AsyncKeyedRateLimiter`] is its async handle. Its reservations are
+//!   [`KeyedReservation`]s, cancelled by the direct ones' rule.
 //!
 //! All of them wrap one core step, "reserve `n` permits for a caller willing to wait
 //! up to `max_wait`" (Go's `reserveN`); the rest are thin wrappers that choose
@@ -18,6 +19,7 @@ mod combine;
 mod direct;
 mod keyed;
 pub(crate) mod keyed_async;
+mod keyed_reservation;
 mod ledger;
 mod reservation;
 mod waiting;
@@ -26,6 +28,7 @@ pub use asynchronous::AsyncRateLimiter;
 pub use direct::RateLimiter;
 pub use keyed::KeyedRateLimiter;
 pub use keyed_async::AsyncKeyedRateLimiter;
+pub use keyed_reservation::KeyedReservation;
 pub use reservation::Reservation;
 
 pub(crate) use combine::combine;

@@ -30,6 +30,9 @@ use std::time::Duration;
 /// A reservation that is not [`ok`](Reservation::is_ok) took nothing; its
 /// [`decision`](Reservation::decision) says why (`retry_after`, or never).
 ///
+/// A keyed limiter's reservations are
+/// [`KeyedReservation`](crate::KeyedReservation)s, by the same rule on every key.
+///
 /// ```
 /// use sluicegate::{clock::{Clock, ManualClock}, RateLimiter};
 /// use std::time::Duration;
@@ -78,17 +81,24 @@ impl<A: CellAlgorithm, C: Clock> Reservation<A, C> {
         self.decision.is_allowed()
     }
 
-    /// The decision behind this reservation.
+    /// The decision behind this reservation, by value, as
+    /// [`check`](RateLimiter::check) answers one. Not ok: denied with a
+    /// `retry_after` (a window, which cannot reserve the future), or never (a cost
+    /// above what the limit can ever hold).
     ///
     /// ```
-    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// use sluicegate::{algorithms::FixedWindow, clock::ManualClock, RateLimiter};
+    /// use std::time::Duration;
     /// let limiter = RateLimiter::bursty_with_clock(2.0, ManualClock::new()).unwrap();
     /// limiter.acquire().unwrap();
     /// let r = limiter.reserve(1).unwrap();
     /// assert_eq!(r.decision().wait_nanos(), 500_000_000);
+    /// let window = FixedWindow::new(2, Duration::from_secs(1)).unwrap();
+    /// let windowed = RateLimiter::with_clock(window, ManualClock::new());
+    /// assert!(windowed.reserve(3).unwrap().decision().is_never()); // above capacity
     /// ```
-    pub fn decision(&self) -> &Decision {
-        &self.decision
+    pub fn decision(&self) -> Decision {
+        self.decision
     }
 
     /// When the caller may act, on the limiter's clock (nanoseconds).
@@ -156,6 +166,10 @@ impl<A: CellAlgorithm, C: Clock> Reservation<A, C> {
     /// (Go's rule, see the type's docs): cancel a group latest first to give all of
     /// it back. Does nothing once the time to act has passed, or for a reservation
     /// that is not ok.
+    ///
+    /// It cannot fail, and so answers nothing: the state is in this process. A
+    /// [`KeyedReservation::cancel`](crate::KeyedReservation::cancel), whose store
+    /// may be remote, answers the store's error.
     ///
     /// ```
     /// use sluicegate::{clock::ManualClock, RateLimiter};
