@@ -39,8 +39,11 @@ use std::time::Duration;
 /// The async acquires' [abandoned waits](crate::AsyncKeyedRateLimiter) are recorded
 /// apart; to them, and to other processes on a shared store, a reservation is a
 /// grant by another caller. A set of limits ([`AllOf`](crate::algorithms::AllOf),
-/// [`Limits`](crate::algorithms::Limits)) keeps the receipts of its last grant
-/// only, so only a key's latest reservation on a set comes back.
+/// [`Limits`](crate::algorithms::Limits)) knows its last grant only, by its
+/// receipt and its time to act, so only a key's latest reservation on a set comes
+/// back; and since one [`Step::Cancel`] carries one time to act for every key, a
+/// key of a set's [`reserve_all`](KeyedRateLimiter::reserve_all) whose own turn
+/// came before the reservation's is not recognized, and keeps its permits.
 ///
 /// **Dropping** a reservation without cancelling keeps the permits taken.
 ///
