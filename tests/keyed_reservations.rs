@@ -371,6 +371,9 @@ fn an_async_reserve_owns_what_it_needs_and_sleeps_on_nothing() {
     fn send_static<T: Send + 'static>(value: T) -> T {
         value
     }
+    fn sync<T: Sync>(value: &T) -> &T {
+        value
+    }
     // Virtual time whose sleeps never end: reserving must not sleep.
     let limiter = KeyedRateLimiter::with_clock(bursty(1.0), StuckClock::default());
     let handle = limiter.to_async();
@@ -381,7 +384,8 @@ fn an_async_reserve_owns_what_it_needs_and_sleeps_on_nothing() {
         (first, second)
     });
     let second: KeyedReservation<String, SmoothBursty, _, StuckClock> = send_static(second);
-    assert_eq!(second.delay(), Duration::from_secs(1));
+    assert_eq!(sync(&second).delay(), Duration::from_secs(1));
+    assert!(format!("{second:?}").starts_with(r#"KeyedReservation { keys: ["k"]"#));
     futures::executor::block_on(send_static(second.cancel_async())).unwrap();
     futures::executor::block_on(first.cancel_async()).unwrap();
     assert!(
