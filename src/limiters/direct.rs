@@ -83,7 +83,7 @@ impl RateLimiter<SmoothBursty> {
     /// per second with a 1-second burst, on the real clock.
     ///
     /// # Errors
-    /// [`Error::InvalidRate`] unless `rate > 0` (`+inf` is unlimited).
+    /// [`ConfigError::InvalidRate`] unless `rate > 0` (`+inf` is unlimited).
     ///
     /// ```
     /// let limiter = sluicegate::RateLimiter::bursty(100.0).unwrap();
@@ -99,7 +99,7 @@ impl<C: Clock> RateLimiter<SmoothBursty, C> {
     /// [`ManualClock`](crate::clock::ManualClock) in tests).
     ///
     /// # Errors
-    /// [`Error::InvalidRate`] unless `rate > 0`.
+    /// [`ConfigError::InvalidRate`] unless `rate > 0`.
     ///
     /// ```
     /// use sluicegate::{clock::ManualClock, RateLimiter};
@@ -117,7 +117,7 @@ impl RateLimiter<SmoothWarmingUp> {
     /// factor 3, on the real clock.
     ///
     /// # Errors
-    /// [`Error::InvalidRate`] unless `rate > 0`; [`Error::InvalidDuration`] for a
+    /// [`ConfigError::InvalidRate`] unless `rate > 0`; [`ConfigError::InvalidDuration`] for a
     /// warm-up beyond about 292 years. A zero warm-up is valid.
     ///
     /// ```
@@ -490,7 +490,7 @@ impl<A: CellAlgorithm + AdjustableRate, C: Clock> RateLimiter<A, C> {
     /// request, and the new rate applies from the request after it.
     ///
     /// # Errors
-    /// [`Error::InvalidRate`] unless `rate > 0`; the limiter is then unchanged.
+    /// [`ConfigError::InvalidRate`] unless `rate > 0`; the limiter is then unchanged.
     ///
     /// ```
     /// use sluicegate::{clock::ManualClock, RateLimiter};

@@ -115,7 +115,7 @@ impl<K: Hash + Eq> KeyedRateLimiter<K, SmoothBursty> {
     /// burst, in memory, on the real clock.
     ///
     /// # Errors
-    /// [`Error::InvalidRate`] unless `rate > 0`.
+    /// [`ConfigError::InvalidRate`] unless `rate > 0`.
     ///
     /// ```
     /// let limiter = sluicegate::KeyedRateLimiter::bursty(100.0).unwrap();
