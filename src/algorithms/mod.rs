@@ -331,7 +331,8 @@ pub(crate) fn standing_with(answer: Decision, peek: &mut dyn FnMut(u64) -> Decis
 }
 
 /// The standing of a grant `answer` whose next permit beyond its `remaining` is
-/// `retry` nanoseconds away.
+/// `retry` nanoseconds away: a refusal with the grant's `limit`, `remaining`,
+/// `reset_after` and `limit_index`.
 #[inline]
 pub(crate) fn short_of_whole(answer: Decision, retry: Nanos) -> Decision {
     Decision::denied(
@@ -340,6 +341,7 @@ pub(crate) fn short_of_whole(answer: Decision, retry: Nanos) -> Decision {
         retry,
         answer.reset_after_nanos(),
     )
+    .with_limit_index(answer.limit_index())
 }
 
 // Helpers shared by the algorithms for time arithmetic on `i64` nanoseconds.

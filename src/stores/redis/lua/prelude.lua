@@ -55,11 +55,11 @@ local function decision_ns(verdict, limit, remaining, retry, reset)
 end
 
 -- The standing of a grant d whose permit beyond its remaining is retry_us us and
--- retry_ns ns away (Rust's `short_of_whole`): a refusal with d's limit, remaining
--- and reset_after.
+-- retry_ns ns away (Rust's `short_of_whole`): a refusal with d's limit, remaining,
+-- reset_after and limit index.
 local function short_of_whole(d, retry_us, retry_ns)
   local out = decision(1, d[9], d[8], 0, retry_us, 0)
-  out[5], out[6], out[7] = retry_ns, d[6], d[7]
+  out[5], out[6], out[7], out[10] = retry_ns, d[6], d[7], d[10]
   return out
 end
 
