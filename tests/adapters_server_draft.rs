@@ -151,7 +151,10 @@ fn partition_keys_are_a_keyed_hash_of_the_key_never_the_key() {
     assert_eq!(pk(&send(&server, from("ann"))), pk(&ann));
     assert_ne!(pk(&send(&server, from("bo"))), pk(&ann));
     // Refusals carry it too; the policy never does.
-    let refused = (0..11).map(|_| send(&server, from("cy"))).last().unwrap();
+    for _ in 0..10 {
+        send(&server, from("cy"));
+    }
+    let refused = send(&server, from("cy"));
     assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(pk(&refused), pk(&send(&server, from("cy"))));
     assert!(!refused.headers()["ratelimit-policy"]
