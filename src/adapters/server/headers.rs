@@ -249,7 +249,8 @@ impl RateLimitHeaders {
     /// assert_eq!(out["ratelimit"], r#""second";r=0;t=1"#);
     /// assert_eq!(out["retry-after"], "1");
     /// // One limit, the one that refused: not the hour's 2500 s.
-    /// assert_eq!((&out["x-ratelimit-limit"], &out["x-ratelimit-remaining"], &out["x-ratelimit-reset"]), ("10", "0", "1"));
+    /// let legacy = ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"].map(|name| &out[name]);
+    /// assert_eq!(legacy, ["10", "0", "1"]);
     /// ```
     pub fn write_each(&self, decision: &Decision, each: &[Decision], headers: &mut HeaderMap) {
         self.write_with(decision, each, None, headers);
