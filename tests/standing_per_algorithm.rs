@@ -174,3 +174,49 @@ fn warming_up_more_comes_when_the_next_call_may_go() {
     let reported = grant(&warming, &mut state, 0, 1);
     assert_standing(&warming, &state, 0, reported, (0, 1_375 * MS));
 }
+
+/// The default rule of `Algorithm::standing`, by its peek: what the leaky bucket's
+/// own (peek-free) rule must answer too, the Redis store running this one.
+fn by_peek<A: Algorithm>(limit: &A, state: &A::State, now: Nanos, answer: Decision) -> Decision {
+    if !answer.is_allowed() || answer.remaining() >= answer.limit() {
+        return answer;
+    }
+    let next = limit.peek(state, now, answer.remaining() + 1);
+    if next.verdict() != sluicegate::Verdict::Denied {
+        return answer;
+    }
+    Decision::denied(
+        answer.limit(),
+        answer.remaining(),
+        next.retry_after_nanos(),
+        answer.reset_after_nanos(),
+    )
+}
+
+proptest::proptest! {
+    /// The leaky bucket reports its standing without a peek; it is the peek's.
+    #[test]
+    fn the_leaky_buckets_own_rule_is_the_peeks(
+        capacity in 1u64..20,
+        count in 1u64..4,
+        period_ms in 1u64..3_000,
+        queue in proptest::bool::ANY,
+        calls in proptest::collection::vec((0u64..2_000, 1u64..6), 1..40),
+    ) {
+        let period = Duration::from_millis(period_ms);
+        let bucket = if queue {
+            LeakyBucket::queue(capacity, count, period)
+        } else {
+            LeakyBucket::meter(capacity, count, period)
+        }
+        .unwrap();
+        let mut state = bucket.initial_state(0);
+        let mut now = 0;
+        for (advance, cost) in calls {
+            now += advance * MS;
+            let (answer, _) = bucket.reserve_with_receipt(&mut state, now, cost, 0);
+            let own = bucket.standing(answer, &mut |n| bucket.peek(&state, now, n));
+            proptest::prop_assert_eq!(own, by_peek(&bucket, &state, now, answer));
+        }
+    }
+}

@@ -1,7 +1,7 @@
 //! The server's response future: a remote check awaited, a request held back for
 //! its permits, the inner call with the fields added, or the answer.
 
-use super::service::{outcome, status, Config, Described, Each, Fields, Outcome};
+use super::service::{outcome, status, Config, Described, Each, Outcome};
 use crate::adapters::{Acquiring, Checking, CheckingEach};
 use crate::algorithms::Decision;
 use crate::error::Error;
@@ -131,17 +131,17 @@ pub(super) enum Pending {
 }
 
 impl Pending {
-    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<(Result<Decision, Error>, Each)> {
+    /// The check's decision once the reply came, every limit's report pushed into
+    /// `each`.
+    fn poll(&mut self, cx: &mut Context<'_>, each: &mut Each) -> Poll<Result<Decision, Error>> {
         Poll::Ready(match self {
-            Pending::Plain(checking) => (ready!(checking.as_mut().poll(cx)), Each::new()),
-            Pending::Each(checking) => match ready!(checking.as_mut().poll(cx)) {
-                Ok((decision, reported)) => {
-                    let mut each = Each::new();
+            Pending::Plain(checking) => ready!(checking.as_mut().poll(cx)),
+            Pending::Each(checking) => {
+                ready!(checking.as_mut().poll(cx)).map(|(decision, reported)| {
                     reported.into_iter().for_each(|d| each.push(d));
-                    (Ok(decision), each)
-                }
-                Err(e) => (Err(e), Each::new()),
-            },
+                    decision
+                })
+            }
         })
     }
 }
@@ -168,7 +168,8 @@ impl<S, B> Awaiting<S, B> {
         S: Service<Request<B>, Response = Response<RB>>,
         RB: Default,
     {
-        let (checked, each) = ready!(self.checking.poll(cx));
+        let mut each = Each::new();
+        let checked = ready!(self.checking.poll(cx, &mut each));
         let Some((mut inner, request)) = self.called.take() else {
             // Polled again after completing: nothing left to give.
             return Poll::Pending;
@@ -177,21 +178,21 @@ impl<S, B> Awaiting<S, B> {
         // second one for the next permit.
         let config = &self.config;
         Poll::Ready(
-            match outcome(config, checked, each, self.partition, |lone| lone) {
+            match outcome(config, checked, &mut each, self.partition, |lone| lone) {
                 Outcome::Call(described) => State::Called {
                     future: inner.call(request),
                     described,
                 },
                 Outcome::Answer(response) => answer(response),
-                Outcome::Refused(fields) => match self.hold.take() {
-                    Some(hold) if config.holds(&fields) => State::Holding {
+                Outcome::Refused(held) => match self.hold.take() {
+                    Some(hold) if config.holds(&held.fields) => State::Holding {
                         holding: Box::new(Holding {
                             acquiring: hold(),
-                            called: Some((inner, request, fields)),
+                            called: Some((inner, request, held)),
                             config: config.clone(),
                         }),
                     },
-                    _ => answer(config.refusal(&fields)),
+                    _ => answer(config.refuse(&held.fields)),
                 },
             },
         )
@@ -211,7 +212,7 @@ where
 /// send if the wait would exceed the maximum.
 pub(super) struct Holding<S, B> {
     pub(super) acquiring: Acquiring,
-    pub(super) called: Option<(S, Request<B>, Box<Fields>)>,
+    pub(super) called: Option<(S, Request<B>, Box<Described>)>,
     pub(super) config: Arc<Config>,
 }
 
@@ -225,7 +226,7 @@ impl<S, B> Holding<S, B> {
         RB: Default,
     {
         let waited = ready!(self.acquiring.as_mut().poll(cx));
-        let Some((mut inner, request, fields)) = self.called.take() else {
+        let Some((mut inner, request, mut held)) = self.called.take() else {
             // Polled again after completing: nothing left to give.
             return Poll::Pending;
         };
@@ -236,14 +237,11 @@ impl<S, B> Holding<S, B> {
         };
         Poll::Ready(match waited {
             Ok(_) => call(config.headers.describes_grants().then(|| {
-                Box::new(Described {
-                    config: config.clone(),
-                    fields: *fields,
-                    held: true,
-                })
+                held.held = true;
+                held
             })),
             // Past the maximum wait (or never, should the limit have changed).
-            Err(Error::Timeout { .. } | Error::Never { .. }) => answer(config.refusal(&fields)),
+            Err(Error::Timeout { .. } | Error::Never { .. }) => answer(config.refuse(&held.fields)),
             Err(_) if config.fail_open => call(None),
             Err(_) => answer(status(StatusCode::SERVICE_UNAVAILABLE)),
         })

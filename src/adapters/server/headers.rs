@@ -32,7 +32,8 @@ use std::fmt::Write;
 ///   permits, `t` the whole seconds, rounded up, until more than `r` are there (the
 ///   draft's "time until additional quota is made available": a fixed window's end,
 ///   the moment a sliding window's oldest counted permits leave it, a bucket's next
-///   permit); a limit that is whole again has `t=0`. A refused call lists only the
+///   permit); a limit left whole (or one that would grant more at once, as a
+///   pay-later limiter may) has its `reset_after` as `t`. A refused call lists only the
 ///   limits that refused it, each with `r=0` (nothing is left for this request) and
 ///   `t` its `retry_after`. A single limit, or a limiter that reports only the
 ///   combined decision (a store that keeps
@@ -253,27 +254,30 @@ impl RateLimitHeaders {
     /// assert_eq!(legacy, ["10", "0", "1"]);
     /// ```
     pub fn write_each(&self, decision: &Decision, each: &[Decision], headers: &mut HeaderMap) {
-        self.write_with(decision, each, None, headers);
+        self.write_with(decision, each, None, false, headers);
     }
 
     /// [`write_each`](RateLimitHeaders::write_each), each `RateLimit` item also
-    /// carrying the partition key `pk` when one is given.
+    /// carrying the partition key `pk` when one is given. `fresh`: `headers` are a
+    /// response of the caller's own, with no field yet, so nothing there needs to
+    /// be kept (the server's refusals).
     pub(super) fn write_with(
         &self,
         decision: &Decision,
         each: &[Decision],
         partition: Option<&[u8; 8]>,
+        fresh: bool,
         headers: &mut HeaderMap,
     ) {
         if decision.verdict() == Verdict::Denied {
-            write_retry_after(decision, headers);
+            write_retry_after(decision, fresh, headers);
         }
         if self.ietf {
             self.write_items(decision, each, partition, headers);
             self.write_policy(decision, each, headers);
         }
         if let Some(legacy) = self.legacy {
-            write_legacy(legacy, decision, each, headers);
+            write_legacy(legacy, decision, each, fresh, headers);
         }
     }
 
@@ -374,8 +378,12 @@ impl RateLimitHeaders {
 
 /// Writes a denial's `Retry-After`, unless one already there is at least as long
 /// (or is an HTTP-date, which this cannot compare without a clock).
-fn write_retry_after(decision: &Decision, headers: &mut HeaderMap) {
+fn write_retry_after(decision: &Decision, fresh: bool, headers: &mut HeaderMap) {
     let retry = ceil_seconds(decision.retry_after_nanos());
+    if fresh {
+        headers.insert(RETRY_AFTER, HeaderValue::from(retry));
+        return;
+    }
     let kept = headers.get(RETRY_AFTER).map(|v| {
         v.to_str()
             .ok()
@@ -392,7 +400,13 @@ fn write_retry_after(decision: &Decision, headers: &mut HeaderMap) {
 
 /// Writes the legacy trio for one limit (see the type docs), unless a trio
 /// already there has no more remaining.
-fn write_legacy(legacy: Legacy, decision: &Decision, each: &[Decision], headers: &mut HeaderMap) {
+fn write_legacy(
+    legacy: Legacy,
+    decision: &Decision,
+    each: &[Decision],
+    fresh: bool,
+    headers: &mut HeaderMap,
+) {
     let source = match each {
         [_, _, ..] => each
             .get(decision.limit_index() as usize)
@@ -407,11 +421,13 @@ fn write_legacy(legacy: Legacy, decision: &Decision, each: &[Decision], headers:
         (source.remaining(), source.reset_after_nanos())
     };
     let [limit_name, remaining_name, reset_name] = legacy.names();
-    let existing = headers
-        .get(&remaining_name)
-        .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
-    if existing.is_some_and(|existing| existing <= remaining) {
-        return;
+    if !fresh {
+        let existing = headers
+            .get(&remaining_name)
+            .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
+        if existing.is_some_and(|existing| existing <= remaining) {
+            return;
+        }
     }
     headers.insert(limit_name, HeaderValue::from(source.limit()));
     headers.insert(remaining_name, HeaderValue::from(remaining));

@@ -67,10 +67,12 @@ pub(super) struct Fields {
 }
 
 impl Fields {
-    /// Writes every configured field into `response`'s headers.
+    /// Writes every configured field into `response`'s headers, keeping what is
+    /// there (the inner service's response).
     pub(super) fn write(&self, headers: &RateLimitHeaders, response: &mut http::HeaderMap) {
         let items = self.each.items(&self.decision);
-        headers.write_with(&self.decision, items, self.partition.as_ref(), response);
+        let partition = self.partition.as_ref();
+        headers.write_with(&self.decision, items, partition, false, response);
     }
 
     /// Writes only `RateLimit-Policy`: what a request that was held back carries.
@@ -92,15 +94,28 @@ pub(super) struct Config {
 
 impl Config {
     /// The response to a refusal or a never answer: its status and fields.
-    pub(super) fn refusal<RB: Default>(&self, fields: &Fields) -> Response<RB> {
-        let code = if fields.decision.is_never() {
+    pub(super) fn refusal<RB: Default>(
+        &self,
+        decision: &Decision,
+        each: &Each,
+        partition: Option<&[u8; 8]>,
+    ) -> Response<RB> {
+        let code = if decision.is_never() {
             self.never_status
         } else {
             StatusCode::TOO_MANY_REQUESTS
         };
         let mut response = status(code);
-        fields.write(&self.headers, response.headers_mut());
+        let items = each.items(decision);
+        let out = response.headers_mut();
+        self.headers
+            .write_with(decision, items, partition, true, out);
         response
+    }
+
+    /// [`refusal`](Config::refusal) of `fields`.
+    pub(super) fn refuse<RB: Default>(&self, fields: &Fields) -> Response<RB> {
+        self.refusal(&fields.decision, &fields.each, fields.partition.as_ref())
     }
 
     /// Whether a request refused with `fields` is held back for its permits: only
@@ -108,11 +123,6 @@ impl Config {
     pub(super) fn holds(&self, fields: &Fields) -> bool {
         let within = |max: Duration| fields.decision.retry_after_nanos() <= duration_to_nanos(max);
         fields.decision.verdict() == Verdict::Denied && self.delay.is_some_and(within)
-    }
-
-    /// How long a held request may wait, in the form the limiter takes.
-    pub(super) fn max_wait(&self) -> Option<Duration> {
-        self.delay
     }
 }
 
@@ -186,16 +196,16 @@ where
         match decided {
             Outcome::Call(described) => ResponseFuture::called(self.inner.call(request), described),
             Outcome::Answer(response) => ResponseFuture::answered(response),
-            Outcome::Refused(fields) if self.config.holds(&fields) => {
-                let acquiring = self.permits.acquire(key, cost, self.config.max_wait());
+            Outcome::Refused(held) if self.config.holds(&held.fields) => {
+                let acquiring = self.permits.acquire(key, cost, self.config.delay);
                 let inner = self.take_inner();
                 ResponseFuture::holding(Box::new(Holding {
                     acquiring,
-                    called: Some((inner, request, fields)),
+                    called: Some((inner, request, held)),
                     config: self.config.clone(),
                 }))
             }
-            Outcome::Refused(fields) => ResponseFuture::answered(self.config.refusal(&fields)),
+            Outcome::Refused(held) => ResponseFuture::answered(self.config.refuse(&held.fields)),
         }
     }
 }
@@ -262,7 +272,7 @@ impl<S, P: Permits, M> Server<S, P, M> {
         let standing = |lone: Decision| {
             standing_with(lone, &mut |more| permits.peek(key, more).unwrap_or(lone))
         };
-        outcome(config, checked, each, self.partition(key), standing)
+        outcome(config, checked, &mut each, self.partition(key), standing)
     }
 }
 
@@ -270,19 +280,40 @@ impl<S, P: Permits, M> Server<S, P, M> {
 pub(super) enum Outcome<RB> {
     /// Call the inner service; describe the grant if boxed here.
     Call(Option<Box<Described>>),
-    /// Answer with this (a cost above capacity, or a failed store).
+    /// Answer with this (a refusal, a cost above capacity, or a failed store).
     Answer(Response<RB>),
-    /// Refused for now: answer `429`, or hold the request back.
-    Refused(Box<Fields>),
+    /// Refused for now, by a layer that may hold requests back: answer `429`, or
+    /// hold this one back. (Without a delay a refusal is answered in `outcome`.)
+    Refused(Box<Described>),
 }
 
-/// What an allowed response is to carry.
+/// What an allowed response is to carry, or a held request's refusal.
 #[derive(Debug)]
 pub(super) struct Described {
     pub(super) config: Arc<Config>,
     pub(super) fields: Fields,
     /// Held back and then let through: only the policy is sent.
     pub(super) held: bool,
+}
+
+impl Described {
+    /// The description of `decision` and the limits' reports `each`, in its box.
+    fn boxed(
+        config: &Arc<Config>,
+        decision: Decision,
+        each: &Each,
+        partition: Option<[u8; 8]>,
+    ) -> Box<Described> {
+        Box::new(Described {
+            config: config.clone(),
+            fields: Fields {
+                decision,
+                each: each.clone(),
+                partition,
+            },
+            held: false,
+        })
+    }
 }
 
 /// The outcome of a lean check that refused. Out of line, as the rarer path.
@@ -292,7 +323,9 @@ fn refusal<RB: Default>(
     refused: Decision,
     partition: Option<[u8; 8]>,
 ) -> Outcome<RB> {
-    outcome(config, Ok(refused), Each::new(), partition, |lone| lone)
+    outcome(config, Ok(refused), &mut Each::new(), partition, |lone| {
+        lone
+    })
 }
 
 /// The outcome of a check that failed: through when failing open, else `503`.
@@ -311,18 +344,13 @@ fn failed<RB: Default>(config: &Config, _error: Error) -> Outcome<RB> {
 pub(super) fn outcome<RB: Default>(
     config: &Arc<Config>,
     checked: Result<Decision, Error>,
-    mut each: Each,
+    each: &mut Each,
     partition: Option<[u8; 8]>,
     standing: impl FnOnce(Decision) -> Decision,
 ) -> Outcome<RB> {
     let decision = match checked {
         Ok(decision) => decision,
         Err(error) => return failed(config, error),
-    };
-    let fields = |each| Fields {
-        decision,
-        each,
-        partition,
     };
     match decision.verdict() {
         Verdict::Allowed if !config.headers.describes_grants() => Outcome::Call(None),
@@ -331,17 +359,17 @@ pub(super) fn outcome<RB: Default>(
                 let lone = each.items(&decision)[0];
                 let stands = standing(lone);
                 if stands != lone {
-                    each = Each::new();
+                    *each = Each::new();
                     each.push(stands);
                 }
             }
-            Outcome::Call(Some(Box::new(Described {
-                config: config.clone(),
-                fields: fields(each),
-                held: false,
-            })))
+            Outcome::Call(Some(Described::boxed(config, decision, each, partition)))
         }
-        Verdict::Denied => Outcome::Refused(Box::new(fields(each))),
-        Verdict::Never => Outcome::Answer(config.refusal(&fields(each))),
+        Verdict::Denied if config.delay.is_some() => {
+            Outcome::Refused(Described::boxed(config, decision, each, partition))
+        }
+        Verdict::Denied | Verdict::Never => {
+            Outcome::Answer(config.refusal(&decision, each, partition.as_ref()))
+        }
     }
 }
