@@ -234,7 +234,9 @@ impl<P: Permits, M> ServerLayer<P, M> {
     ///   nothing back.
     ///
     /// Dropping the response future while it waits (the client went away) gives
-    /// the permits back. Limits that cannot book the future (the window counters)
+    /// the permits back. The readied inner service waits with the request (tower's
+    /// pattern for a call made later), so a concurrency limit inside this layer
+    /// counts held requests. Limits that cannot book the future (the window counters)
     /// make their waiters sleep and ask again, so a newcomer may pass first (see
     /// the [adapters docs](crate::adapters)).
     ///

@@ -14,7 +14,8 @@
 //! The check never waits for permits unless told to
 //! ([`delay_up_to`](ServerLayer::delay_up_to)): a server answers at once. With a
 //! limiter whose state is in this process (a direct limiter, the in-memory store)
-//! it runs in `call`, allocation-free but for the fields' values; with a remote
+//! it runs in `call` (allocating nothing without fields; a described grant boxes
+//! its description for the response future); with a remote
 //! store (Redis) the response future awaits the store's reply
 //! ([`Store::apply_async`](crate::stores::Store::apply_async)), so no thread
 //! blocks on the round trip. The inner service is `Clone` for that: the future
