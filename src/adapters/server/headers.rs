@@ -55,7 +55,9 @@ use std::fmt::Write;
 /// wrote them) are kept, so that stacked layers each add what they know: the
 /// `RateLimit` and `RateLimit-Policy` items go on their own field lines
 /// ([`HeaderMap::append`]; the draft lets a list span lines), so a client sees every
-/// limit that applies and which one refused (`r=0`); a `Retry-After` already there
+/// limit that applies and which one refused (`r=0`; an outer layer's grant item may
+/// then have a `t` beyond `Retry-After`, as its limit did not refuse, and the draft
+/// has clients follow `Retry-After` over `t`); a `Retry-After` already there
 /// is never shortened (a longer one replaces it; an HTTP-date is left as it is);
 /// the legacy trio, which can describe only one limit, is replaced only by one with
 /// fewer remaining, so the refusing limit (0 remaining) is kept over a grant's.
