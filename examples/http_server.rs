@@ -1,9 +1,18 @@
-//! The server layer on an axum app: each client IP is limited by a set of two limits
-//! (a burst of 3 draining at 2 per second, and 5 per minute), writes cost 2, and
-//! every response carries `RateLimit` / `RateLimit-Policy` (and the legacy
-//! `X-RateLimit-*`); refusals are `429` with `Retry-After`, and a request heavier
-//! than the whole quota is `413`. A plain client on the same machine fires requests
-//! at it and prints what comes back. Runs on 127.0.0.1 and ends by itself.
+//! The server layer on an axum app, keyed per client IP.
+//!
+//! 1. Directly: the key is the TCP peer, from axum's `ConnectInfo<SocketAddr>`
+//!    (serve with `into_make_service_with_connect_info`). A set of two limits (a
+//!    burst of 3 draining at 2 per second, and 5 per minute); writes cost 2; every
+//!    response carries `RateLimit` / `RateLimit-Policy` and the legacy
+//!    `X-RateLimit-*`; refusals are `429` with `Retry-After`, and a request heavier
+//!    than the whole quota is `400`.
+//! 2. Behind a proxy you control: the peer is the proxy, so the key is the client
+//!    the proxy saw, the right-most `X-Forwarded-For` address that is not the
+//!    proxy's (`client_ip`). What a client writes to the left of it is not
+//!    believed, so it cannot escape its limit by changing it.
+//!
+//! A plain client on the same machine fires requests at both and prints what comes
+//! back. Runs on 127.0.0.1 and ends by itself.
 //!
 //! `cargo run --example http_server --features tower`
 
@@ -12,19 +21,26 @@ use axum::extract::ConnectInfo;
 use axum::routing::get;
 use axum::Router;
 use http::{Method, Request};
-use sluicegate::adapters::server::{Legacy, Policy, RateLimitHeaders, ServerLayer};
+use sluicegate::adapters::server::{
+    client_ip, Forwarding, Legacy, Policy, RateLimitHeaders, ServerLayer,
+};
 use sluicegate::algorithms::{AllOf, FixedWindow, LeakyBucket};
 use sluicegate::KeyedRateLimiter;
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
+
+/// The TCP peer's IP (`ConnectInfo` is there when the app is served with
+/// `into_make_service_with_connect_info`).
+fn peer(request: &Request<Body>) -> IpAddr {
+    request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |info| info.0.ip())
+}
 
 /// Whom and how much a request is charged: the peer's IP; POST costs 2, a request
 /// marked `x-weight` costs what it says.
-fn meter(request: &Request<Body>) -> (Option<IpAddr>, u64) {
-    let ip = request
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|info| info.0.ip());
+fn meter(request: &Request<Body>) -> (IpAddr, u64) {
     let weight = request
         .headers()
         .get("x-weight")
@@ -34,7 +50,44 @@ fn meter(request: &Request<Body>) -> (Option<IpAddr>, u64) {
     } else {
         1
     });
-    (ip, cost)
+    (peer(request), cost)
+}
+
+/// The client behind our proxy (here the proxy is whoever connects from
+/// 127.0.0.1): the right-most forwarded address that is not the proxy's.
+fn behind_proxy(request: &Request<Body>) -> IpAddr {
+    let ours = |ip: IpAddr| ip == IpAddr::V4(Ipv4Addr::LOCALHOST);
+    client_ip(
+        peer(request),
+        request.headers(),
+        Forwarding::XForwardedFor,
+        ours,
+    )
+}
+
+/// Serves `app` on a free loopback port; answers its base URL.
+async fn serve(app: Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/", listener.local_addr().unwrap());
+    let service = app.into_make_service_with_connect_info::<SocketAddr>();
+    tokio::spawn(async move { axum::serve(listener, service).await });
+    base
+}
+
+fn print(label: &str, response: &reqwest::Response) {
+    println!("{label}\n  -> {}", response.status());
+    for name in [
+        "retry-after",
+        "ratelimit",
+        "ratelimit-policy",
+        "x-ratelimit-limit",
+        "x-ratelimit-remaining",
+        "x-ratelimit-reset",
+    ] {
+        for value in response.headers().get_all(name) {
+            println!("     {name}: {}", value.to_str().unwrap_or("?"));
+        }
+    }
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -46,16 +99,11 @@ async fn main() {
     let headers = RateLimitHeaders::new()
         .policies(Policy::describe(&set, ["burst", "minute"]))
         .legacy(Legacy::XRateLimit);
-    let limiter = KeyedRateLimiter::new(set);
-    let app = Router::new()
+    let direct = Router::new()
         .route("/", get(|| async { "read" }).post(|| async { "written" }))
-        .layer(ServerLayer::with_meter(limiter, meter).headers(headers));
-
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}/", listener.local_addr().unwrap());
-    let service = app.into_make_service_with_connect_info::<SocketAddr>();
-    tokio::spawn(async move { axum::serve(listener, service).await });
-    println!("serving on {base}\n");
+        .layer(ServerLayer::with_meter(KeyedRateLimiter::new(set), meter).headers(headers));
+    let base = serve(direct).await;
+    println!("1. keyed by the peer address, serving on {base}\n");
 
     let http = reqwest::Client::new();
     let plan = [
@@ -72,25 +120,32 @@ async fn main() {
             request = request.header("x-weight", weight);
         }
         let response = request.send().await.expect("loopback request");
-        println!(
-            "{method:<4} {}",
-            weight.map_or(String::new(), |w| format!("(weight {w})"))
-        );
-        println!("  -> {}", response.status());
-        for name in [
-            "retry-after",
-            "ratelimit",
-            "ratelimit-policy",
-            "x-ratelimit-limit",
-            "x-ratelimit-remaining",
-            "x-ratelimit-reset",
-        ] {
-            if let Some(value) = response.headers().get(name) {
-                println!("     {name}: {}", value.to_str().unwrap_or("?"));
-            }
-        }
+        let label = weight.map_or(String::new(), |w| format!(" (weight {w})"));
+        print(&format!("{method}{label}"), &response);
     }
     tokio::time::sleep(Duration::from_millis(600)).await;
     let after = http.get(&base).send().await.expect("loopback request");
-    println!("GET after 0.6 s\n  -> {}", after.status());
+    print("GET after 0.6 s", &after);
+
+    // 2 a minute per client, the client read from X-Forwarded-For behind our proxy.
+    let per_client = KeyedRateLimiter::new(FixedWindow::new(2, Duration::from_secs(60)).unwrap());
+    let proxied = Router::new()
+        .route("/", get(|| async { "read" }))
+        .layer(ServerLayer::keyed(per_client, behind_proxy));
+    let base = serve(proxied).await;
+    println!("\n2. behind a proxy (127.0.0.1), keyed by X-Forwarded-For, serving on {base}\n");
+    for chain in [
+        "203.0.113.9",
+        "1.1.1.1, 203.0.113.9", // the client's own claim on the left is ignored
+        "2.2.2.2, 203.0.113.9",
+        "198.51.100.4", // another client behind the proxy
+    ] {
+        let response = http
+            .get(&base)
+            .header("x-forwarded-for", chain)
+            .send()
+            .await
+            .expect("loopback request");
+        print(&format!("GET x-forwarded-for: {chain}"), &response);
+    }
 }

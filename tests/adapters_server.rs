@@ -116,12 +116,14 @@ fn allowed_and_refused_responses_carry_exact_fields() {
             ("ratelimit-policy", r#""ten-seconds";q=3;w=10"#),
         ],
     );
+    // One permit is left, but not the two this request asks: nothing for it until
+    // the window ends.
     assert_answer(
         &send(&server, request("ann", 2)),
         (StatusCode::TOO_MANY_REQUESTS, ""),
         &[
             ("retry-after", "8"),
-            ("ratelimit", r#""ten-seconds";r=1;t=8"#),
+            ("ratelimit", r#""ten-seconds";r=0;t=8"#),
             ("ratelimit-policy", r#""ten-seconds";q=3;w=10"#),
         ],
     );
@@ -417,7 +419,7 @@ fn legacy_fields_in_both_spellings() {
 }
 
 #[test]
-fn a_cost_that_can_never_be_granted_is_413_without_retry_after() {
+fn a_cost_that_can_never_be_granted_is_400_without_retry_after() {
     let clock = ManualClock::new();
     let limiter =
         KeyedRateLimiter::with_clock(FixedWindow::new(5, Duration::from_secs(1)).unwrap(), clock);
@@ -425,7 +427,7 @@ fn a_cost_that_can_never_be_granted_is_413_without_retry_after() {
     let layer = ServerLayer::with_meter(limiter, client_and_cost);
     let server = layer.clone().layer(app.clone());
     let huge = send(&server, request("ann", 6));
-    assert_eq!(huge.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(huge.status(), StatusCode::BAD_REQUEST);
     assert_eq!(
         fields(&huge),
         pairs(&[
@@ -433,10 +435,10 @@ fn a_cost_that_can_never_be_granted_is_413_without_retry_after() {
             ("ratelimit-policy", r#""default";q=5"#),
         ])
     );
-    let as_400 = layer.never_status(StatusCode::BAD_REQUEST).layer(app);
+    let as_413 = layer.never_status(StatusCode::PAYLOAD_TOO_LARGE).layer(app);
     assert_eq!(
-        send(&as_400, request("ann", 6)).status(),
-        StatusCode::BAD_REQUEST
+        send(&as_413, request("ann", 6)).status(),
+        StatusCode::PAYLOAD_TOO_LARGE
     );
     assert_eq!(calls.load(Ordering::Relaxed), 0);
     // The refusals took nothing: the whole quota is still there.
@@ -528,7 +530,7 @@ fn without_fields_the_lean_check_decides_as_the_full_one() {
     for status in [
         StatusCode::OK,
         StatusCode::TOO_MANY_REQUESTS,
-        StatusCode::PAYLOAD_TOO_LARGE,
+        StatusCode::BAD_REQUEST,
     ] {
         assert!(seen.contains(&status), "no {status} in the trace");
     }
@@ -598,8 +600,9 @@ mod fields_read_back {
 
     proptest! {
         /// Any printable-ASCII policy names (quotes and backslashes included), quotas
-        /// and windows come back intact, and a refusal's `Retry-After` equals its `t`
-        /// and is never earlier than the decision's `retry_after`.
+        /// and windows come back intact, a refusal's item says nothing is left
+        /// (`r=0`), and its `Retry-After` equals its `t` and is never earlier than
+        /// the decision's `retry_after`.
         #[test]
         fn policies_and_refusals_parse_back(
             names in proptest::collection::vec("[ -~]{0,12}", 1..4),
@@ -630,7 +633,7 @@ mod fields_read_back {
             prop_assert_eq!(&limit[0].0, names.last().unwrap());
             let t = limit[0].1.iter().find(|(k, _)| k == "t").unwrap().1;
             let r = limit[0].1.iter().find(|(k, _)| k == "r").unwrap().1;
-            prop_assert_eq!(r as u64, remaining.min(999_999_999_999_999));
+            prop_assert_eq!(r, 0);
             let retry_after: u64 = out["retry-after"].to_str().unwrap().parse().unwrap();
             prop_assert_eq!(retry_after, t as u64);
             prop_assert!(u128::from(retry_after) * 1_000_000_000 >= u128::from(retry));

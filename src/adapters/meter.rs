@@ -9,8 +9,8 @@
 /// * any closure `FnMut(&T) -> (K, u64)`: a key and a cost per item (a keyed limiter,
 ///   e.g. per target host).
 ///
-/// A cost of 0 is refused by the limiter ([`Error::ZeroCost`](crate::Error::ZeroCost))
-/// and comes back as that item's error, never a panic.
+/// A cost of 0 is free: every adapter lets that item (or request) through at once,
+/// uncounted (see [`adapters`](crate::adapters)).
 ///
 /// ```
 /// use sluicegate::adapters::{Each, Meter, Weighed};

@@ -11,7 +11,7 @@
 //! | [`Throttled`] stream | each item, before it is yielded | [`stream`] |
 //! | [`ThrottledSink`] | each item, before it is sent on | [`sink`] |
 //! | `ClientLayer` (feature `tower`) | each request, before it is sent | `client` |
-//! | `ServerLayer` (feature `tower`) | nothing: refuses with `429` | `server` |
+//! | `ServerLayer` (feature `tower`) | nothing: refuses with `429` (or, with `delay_up_to`, each request up to a maximum) | `server` |
 //!
 //! Beside them: [`Meter`] (what an item or request is charged: [`Each`],
 //! [`Weighed`], or a closure giving a key and a cost), [`Jitter`] (seeded, repeatable
@@ -42,6 +42,12 @@
 //! consuming nothing, with [`Error::Timeout`] saying how long it would have needed; a
 //! cost that can never be granted fails at once with [`Error::Never`], whatever the
 //! maximum wait.
+//!
+//! **A cost of 0 is free**, in every adapter alike: the item or request passes at
+//! once, uncounted, without asking the limiter (whose own calls refuse 0 with
+//! [`Error::ZeroCost`](crate::Error::ZeroCost)), and a server sends no rate-limit
+//! fields for it. A meter can so exempt what should not count (a health check, a
+//! cached answer) without a second path around the adapter.
 //!
 //! # Feature gates
 //!

@@ -14,8 +14,8 @@ use std::time::Duration;
 /// ```
 /// use sluicegate::adapters::{sink::SinkError, Rejected};
 /// use sluicegate::Error;
-/// let e: SinkError<&str, std::io::Error> = SinkError::Refused(Rejected { item: "m", error: Error::ZeroCost });
-/// assert_eq!(e.to_string(), "item refused by the rate limiter: requested permits must be positive, got 0");
+/// let e: SinkError<&str, std::io::Error> = SinkError::Refused(Rejected { item: "m", error: Error::Never { cost: 9 } });
+/// assert!(e.to_string().starts_with("item refused by the rate limiter: a cost of 9"));
 /// ```
 #[derive(Debug)]
 pub enum SinkError<T, E> {
@@ -52,7 +52,8 @@ pin_project! {
     /// `poll_close` charges it, waits, and sends it on when it is granted. So `send(item).await` (which flushes) returns once the item has been
     /// paced and passed on, and `send_all` / `feed` pace a whole stream. A refused
     /// item (past the maximum wait, a cost above capacity) is returned in
-    /// [`SinkError::Refused`] and the sink stays usable.
+    /// [`SinkError::Refused`] and the sink stays usable. An item that costs 0 is
+    /// free: sent on at once, uncounted.
     ///
     /// The adapter owns a [`Permits`] handle. Dropping it while an item waits gives
     /// that item's permits back (the item is dropped, never sent).
@@ -212,8 +213,8 @@ where
         let mut this = self.project();
         if let Some((key, cost)) = this.charge.take() {
             // Charged when it is about to go: at once if the limiter lets it through
-            // without a wait, else through a (boxed) wait.
-            if this.permits.try_now(&key, cost) != Some(true) {
+            // without a wait, else through a (boxed) wait; a free item not at all.
+            if cost != 0 && this.permits.try_now(&key, cost) != Some(true) {
                 *this.waiting = Some(this.permits.acquire(key, cost, *this.max_wait));
             }
         }

@@ -10,8 +10,8 @@ use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
 /// An item the limiter would not let through, with why: [`Error::Timeout`] past the
-/// maximum wait, [`Error::Never`] for a cost above capacity, [`Error::ZeroCost`], or a
-/// store's error. The item comes back so that nothing is lost.
+/// maximum wait, [`Error::Never`] for a cost above capacity, or a store's error. The
+/// item comes back so that nothing is lost.
 ///
 /// ```
 /// use sluicegate::adapters::Rejected;
@@ -50,6 +50,7 @@ pin_project! {
     /// share one limit. Waiting is the limiter's async acquire on its clock (virtual
     /// under a [`ManualClock`](crate::ManualClock)). One item waits at a time: the
     /// next is pulled from the inner stream only after the previous one was yielded.
+    /// An item that costs 0 is free: yielded at once, uncounted.
     ///
     /// Dropping the adapter while an item waits gives that item's permits back (the
     /// item is dropped with it). An item that must wait costs one small allocation
@@ -108,6 +109,12 @@ impl<St: Stream, P: Permits, M: Meter<St::Item, P::Key>> Throttled<St, P, M> {
     /// ([`Weighed`](super::Weighed)) or a key and a cost (a closure
     /// `|item| (key, cost)`, for a keyed limiter).
     ///
+    /// Items keep their order and wait one at a time, whatever their keys: an item
+    /// whose own key has permits to spare still waits behind the one before it
+    /// (head-of-line blocking), as `b.test/1` does below. For keys that should not
+    /// wait for one another, throttle each key's items in a stream of their own
+    /// and merge the streams (e.g. `futures::stream::select_all`).
+    ///
     /// ```
     /// use futures::{stream, StreamExt};
     /// use sluicegate::adapters::Throttled;
@@ -123,7 +130,8 @@ impl<St: Stream, P: Permits, M: Meter<St::Item, P::Key>> Throttled<St, P, M> {
     ///         log.push((url.unwrap(), clock.now() / 1_000_000_000));
     ///     }
     /// });
-    /// // Each host has its own 1 per second; b.test does not wait behind a.test.
+    /// // Each host has its own 1 per second, so b.test/1 could go at 0 s; it waits
+    /// // behind a.test/2 all the same, which waits for a.test's next permit.
     /// assert_eq!(log, [("a.test/1", 0), ("a.test/2", 1), ("b.test/1", 1)]);
     /// ```
     pub fn with_meter(stream: St, permits: P, meter: M) -> Self {
@@ -214,7 +222,8 @@ where
                 None => return Poll::Ready(None),
                 Some(item) => {
                     let (key, cost) = this.meter.meter(&item);
-                    if this.permits.try_now(&key, cost) == Some(true) {
+                    // A free item, or one the limiter lets through without a wait.
+                    if cost == 0 || this.permits.try_now(&key, cost) == Some(true) {
                         return Poll::Ready(Some(Ok(item)));
                     }
                     *this.waiting = Some(this.permits.acquire(key, cost, *this.max_wait));

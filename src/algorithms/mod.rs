@@ -139,16 +139,18 @@ pub trait Algorithm: Send + Sync + 'static {
     /// member's. A set nested inside a set is one member of it: it reports its one
     /// combined answer there.
     ///
-    /// * A grant reports each limit's grant; a limit left with no permit
-    ///   (`remaining` 0) that would refuse one more now reports that refusal
-    ///   instead, whose `retry_after` says when its next permit comes.
+    /// * A grant reports each limit's [`standing`](Algorithm::standing): a limit
+    ///   left with fewer permits than it holds when whole reports, with its
+    ///   `remaining`, `limit` and `reset_after`, a refusal whose `retry_after` is
+    ///   when more than `remaining` permits are there (what an HTTP server sends as
+    ///   the `RateLimit` item's `t`); a whole limit reports its grant.
     /// * A refusal reports each limit's answer to the refused call: the refusing
     ///   limits their refusal, the others the grant they would have made (nothing
     ///   was taken from them, so their `remaining` is after a grant that did not
     ///   happen).
     ///
     /// The step is the same as `reserve_with_receipt`'s; reporting costs one more
-    /// [`peek`](Algorithm::peek) per limit left with no permit.
+    /// [`peek`](Algorithm::peek) per limit that is not whole after a grant.
     ///
     /// ```
     /// use sluicegate::algorithms::{Algorithm, AllOf, FixedWindow, SmoothBursty};
@@ -161,9 +163,10 @@ pub trait Algorithm: Send + Sync + 'static {
     /// let mut each = Vec::new();
     /// let (grant, _) = set.reserve_each(&mut state, 0, 2, 0, &mut |d| each.push(d));
     /// assert_eq!(grant.remaining(), 0); // the tightest member's
-    /// assert!(!each[0].is_allowed()); // the second's window is spent: its next permit is 1 s away
-    /// assert_eq!(each[0].retry_after(), Duration::from_secs(1));
-    /// assert_eq!((each[1].remaining(), each[1].reset_after()), (8, Duration::from_secs(60)));
+    /// // The second's window is spent: its next permit is 1 s away.
+    /// assert_eq!((each[0].remaining(), each[0].retry_after()), (0, Duration::from_secs(1)));
+    /// // The minute has 8 left; a 9th comes when its window ends.
+    /// assert_eq!((each[1].remaining(), each[1].retry_after()), (8, Duration::from_secs(60)));
     /// ```
     fn reserve_each(
         &self,
@@ -176,6 +179,39 @@ pub trait Algorithm: Send + Sync + 'static {
         let answer = self.reserve_with_receipt(state, now, cost, max_wait);
         each(standing(self, state, now, answer.0));
         answer
+    }
+
+    /// How this limit stands after a step that answered `answer`, as
+    /// [`reserve_each`](Algorithm::reserve_each) reports it: `peek(cost)` is the
+    /// zero-wait decision for `cost` on the state the step left.
+    ///
+    /// A grant that left fewer permits than the limit holds when whole
+    /// (`remaining < limit`) becomes a refusal with the grant's `limit`,
+    /// `remaining` and `reset_after`, whose `retry_after` is the time until more
+    /// than `remaining` permits are there: for a fixed window the window's end, for
+    /// a sliding window or log when enough of the oldest counted permits have left
+    /// it, for a leaky bucket or Guava's limiters when the next permit comes. A
+    /// whole limit's grant, a refusal and a never answer are reported as they
+    /// are.
+    ///
+    /// The default asks `peek` for `remaining + 1` permits: its refusal's
+    /// `retry_after` is that time. A peek that would grant them (a pay-later
+    /// limiter with no debt lets any cost through at once) leaves `answer`
+    /// as it is; [`SmoothBursty`] therefore says when its stored permits next
+    /// grow instead.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, FixedWindow};
+    /// use std::time::Duration;
+    /// let window = FixedWindow::new(5, Duration::from_secs(10)).unwrap();
+    /// let mut state = window.initial_state(0);
+    /// let grant = window.reserve(&mut state, 4_000_000_000, 2, 0);
+    /// let standing = window.standing(grant, &mut |cost| window.peek(&state, 4_000_000_000, cost));
+    /// // 3 left; a 4th comes when the window ends, 6 s later.
+    /// assert_eq!((standing.remaining(), standing.retry_after()), (3, Duration::from_secs(6)));
+    /// ```
+    fn standing(&self, answer: Decision, peek: &mut dyn FnMut(u64) -> Decision) -> Decision {
+        standing_with(answer, peek)
     }
 
     /// The lean zero-wait step, for a caller that reads a grant no further than
@@ -289,8 +325,7 @@ pub trait AdjustableRate: Algorithm {
     ) -> Result<(), crate::ConfigError>;
 }
 
-/// What one limit reports after a step (see [`Algorithm::reserve_each`]): its
-/// `answer`, or for a grant that left no permit, the refusal one more would get.
+/// What one limit reports after a step on `state` (see [`Algorithm::standing`]).
 #[inline]
 pub(crate) fn standing<A: Algorithm + ?Sized>(
     algorithm: &A,
@@ -298,20 +333,35 @@ pub(crate) fn standing<A: Algorithm + ?Sized>(
     now: Nanos,
     answer: Decision,
 ) -> Decision {
-    standing_with(answer, || algorithm.peek(state, now, 1))
+    algorithm.standing(answer, &mut |cost| algorithm.peek(state, now, cost))
 }
 
-/// [`standing`], with the look at one more permit given as `peek_one` (how a set
-/// of boxed limits asks its members).
+/// The rule of [`Algorithm::standing`]'s default: a grant that left the limit
+/// short of whole becomes the refusal `peek(remaining + 1)` answers, with the
+/// grant's `limit`, `remaining` and `reset_after`; anything else stays as it is.
 #[inline]
-pub(crate) fn standing_with(answer: Decision, peek_one: impl FnOnce() -> Decision) -> Decision {
-    if answer.is_allowed() && answer.remaining() == 0 {
-        let next = peek_one();
+pub(crate) fn standing_with(answer: Decision, peek: &mut dyn FnMut(u64) -> Decision) -> Decision {
+    if answer.is_allowed() && answer.remaining() < answer.limit() {
+        let next = peek(answer.remaining() + 1);
         if next.verdict() == Verdict::Denied {
-            return next;
+            return short_of_whole(answer, next.retry_after_nanos());
         }
     }
     answer
+}
+
+/// The standing of a grant `answer` whose next permit beyond its `remaining` is
+/// `retry` nanoseconds away: a refusal with the grant's `limit`, `remaining`,
+/// `reset_after` and `limit_index`.
+#[inline]
+pub(crate) fn short_of_whole(answer: Decision, retry: Nanos) -> Decision {
+    Decision::denied(
+        answer.limit(),
+        answer.remaining(),
+        retry,
+        answer.reset_after_nanos(),
+    )
+    .with_limit_index(answer.limit_index())
 }
 
 // Helpers shared by the algorithms for time arithmetic on `i64` nanoseconds.

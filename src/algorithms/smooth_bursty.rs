@@ -443,6 +443,28 @@ impl Algorithm for SmoothBursty {
         self.reserve(&mut scratch, now, cost, 0)
     }
 
+    /// With debt to pay (`reset_after` beyond a burst), the default rule: the next
+    /// call goes when the debt is paid. Otherwise pay later would let any cost
+    /// through at once, so the next permit is when the stored permits first read
+    /// `remaining + 1`: `(remaining + 1) × interval` after `T`, to the nanosecond at
+    /// which the step's own division reads it, as `T = now − (burst − reset_after)`.
+    fn standing(&self, answer: Decision, peek: &mut dyn FnMut(u64) -> Decision) -> Decision {
+        let (remaining, reset) = (answer.remaining(), answer.reset_after_nanos());
+        let burst = self.burst_nanos() as u64;
+        if !answer.is_allowed() || remaining >= self.limit() || reset > burst {
+            return super::standing_with(answer, peek);
+        }
+        let more = remaining + 1;
+        let mut saved = (more as f64 * self.interval_nanos()).ceil() as u64;
+        // The quotient of a rounded product may read a hair below `more`.
+        for _ in 0..2 {
+            if self.stored_permits(saved) < more {
+                saved += 1;
+            }
+        }
+        super::short_of_whole(answer, saved.saturating_sub(burst - reset))
+    }
+
     /// Go's rule: if the grant has not acted yet, give back its charge minus
     /// whatever later grants reserved after it; never more than a full burst.
     fn cancel(&self, state: &mut BurstyState, now: Nanos, receipt: &Receipt, acts_at: Nanos) {

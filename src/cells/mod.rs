@@ -27,8 +27,7 @@
 
 use crate::algorithms::words::MAX_CONFIG_WORDS;
 use crate::algorithms::{
-    standing_with, AdjustableRate, Algorithm, Decision, OneWord, Plain, Receipt, WordArray,
-    WordEncoded,
+    AdjustableRate, Algorithm, Decision, OneWord, Plain, Receipt, WordArray, WordEncoded,
 };
 use crate::clock::Nanos;
 use crate::error::ConfigError;
@@ -120,10 +119,11 @@ pub trait StateCell<A: Algorithm + Clone>: Send + Sync + 'static {
 
     /// [`check`](StateCell::check), also telling `each` how every limit stands
     /// after it, as [`Algorithm::reserve_each`] does. The default, right for a cell
-    /// of one limit, reports the check's decision, or, for a grant of the last
-    /// permit, the refusal one more permit would get (a [`peek`](StateCell::peek)
-    /// after the step, taken only then); [`LockedCell`], which holds the sets,
-    /// reports every member in the same locked step.
+    /// of one limit, reports the check's decision as the algorithm's
+    /// [`standing`](Algorithm::standing) reads it, peeking after the step
+    /// ([`peek`](StateCell::peek)) only for a grant that left the limit short of
+    /// whole; [`LockedCell`], which holds the sets, reports every member in the
+    /// same locked step.
     ///
     /// ```
     /// use sluicegate::algorithms::{AllOf, FixedWindow};
@@ -145,7 +145,10 @@ pub trait StateCell<A: Algorithm + Clone>: Send + Sync + 'static {
     /// ```
     fn check_each(&self, now: Nanos, cost: u64, each: &mut dyn FnMut(Decision)) -> Decision {
         let decision = self.check(now, cost);
-        each(standing_with(decision, || self.peek(now, 1)));
+        each(
+            self.algorithm()
+                .standing(decision, &mut |cost| self.peek(now, cost)),
+        );
         decision
     }
 

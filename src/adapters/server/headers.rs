@@ -2,136 +2,13 @@
 //! `RateLimit-Policy` (draft-ietf-httpapi-ratelimit-headers-10), and the legacy
 //! `X-RateLimit-*` trio.
 
+use super::partition::push_binary;
+use super::policy::{Legacy, Policy};
 use crate::adapters::fields::push_string;
 use crate::algorithms::{Decision, Verdict};
-use crate::clock::{duration_to_nanos, Nanos, NANOS_PER_SECOND};
+use crate::clock::{Nanos, NANOS_PER_SECOND};
 use http::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 use std::fmt::Write;
-use std::time::Duration;
-
-/// One limit as a client should know it: the `RateLimit-Policy` item
-/// `"name";q=quota;w=window`, and the name its `RateLimit` item carries.
-///
-/// The quota is in permits (the draft's "quota units"; requests when every request
-/// costs 1). The window is in whole seconds (the draft allows no finer), rounded up;
-/// a policy without a window sends no `w`.
-///
-/// ```
-/// use sluicegate::adapters::server::Policy;
-/// use std::time::Duration;
-/// let p = Policy::new("burst", 100, Duration::from_secs(60));
-/// assert_eq!(p.to_string(), r#""burst";q=100;w=60"#);
-/// assert_eq!(Policy::without_window("daily", 5).to_string(), r#""daily";q=5"#);
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Policy {
-    name: String,
-    quota: u64,
-    window: Option<u64>,
-}
-
-impl Policy {
-    /// A policy of `quota` permits per `window` (rounded up to whole seconds, at
-    /// least 1, as `w` must be positive).
-    ///
-    /// ```
-    /// use sluicegate::adapters::server::Policy;
-    /// use std::time::Duration;
-    /// assert_eq!(Policy::new("p", 10, Duration::from_millis(1500)).to_string(), r#""p";q=10;w=2"#);
-    /// assert_eq!(Policy::new("p", 10, Duration::ZERO).to_string(), r#""p";q=10;w=1"#);
-    /// ```
-    pub fn new(name: impl Into<String>, quota: u64, window: Duration) -> Self {
-        Policy {
-            name: name.into(),
-            quota,
-            window: Some(ceil_seconds(duration_to_nanos(window)).max(1)),
-        }
-    }
-
-    /// A policy of `quota` permits with no window stated.
-    ///
-    /// ```
-    /// use sluicegate::adapters::server::Policy;
-    /// assert_eq!(Policy::without_window("p", 3).quota(), 3);
-    /// ```
-    pub fn without_window(name: impl Into<String>, quota: u64) -> Self {
-        Policy {
-            name: name.into(),
-            quota,
-            window: None,
-        }
-    }
-
-    /// The policy's name.
-    ///
-    /// ```
-    /// use sluicegate::adapters::server::Policy;
-    /// assert_eq!(Policy::without_window("p", 3).name(), "p");
-    /// ```
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// The quota, in permits.
-    ///
-    /// ```
-    /// use sluicegate::adapters::server::Policy;
-    /// assert_eq!(Policy::without_window("p", 3).quota(), 3);
-    /// ```
-    pub fn quota(&self) -> u64 {
-        self.quota
-    }
-
-    fn write(&self, out: &mut String) {
-        push_string(out, &self.name);
-        let _ = write!(out, ";q={}", self.quota);
-        if let Some(w) = self.window {
-            let _ = write!(out, ";w={w}");
-        }
-    }
-}
-
-impl std::fmt::Display for Policy {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut out = String::new();
-        self.write(&mut out);
-        f.write_str(&out)
-    }
-}
-
-/// Which legacy header names to send (what most APIs sent before the draft).
-///
-/// ```
-/// use sluicegate::adapters::server::Legacy;
-/// assert_ne!(Legacy::XRateLimit, Legacy::XRateDashLimit);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Legacy {
-    /// `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset` (the common
-    /// spelling: GitHub, Twitter, most gateways).
-    XRateLimit,
-    /// `X-Rate-Limit-Limit`, `X-Rate-Limit-Remaining`, `X-Rate-Limit-Reset` (a spelling
-    /// some APIs use).
-    XRateDashLimit,
-}
-
-impl Legacy {
-    fn names(self) -> [HeaderName; 3] {
-        let names = match self {
-            Legacy::XRateLimit => [
-                "x-ratelimit-limit",
-                "x-ratelimit-remaining",
-                "x-ratelimit-reset",
-            ],
-            Legacy::XRateDashLimit => [
-                "x-rate-limit-limit",
-                "x-rate-limit-remaining",
-                "x-rate-limit-reset",
-            ],
-        };
-        names.map(HeaderName::from_static)
-    }
-}
 
 /// Which rate-limit fields a response carries, and how they are spelled.
 ///
@@ -139,7 +16,7 @@ impl Legacy {
 ///
 /// ```text
 /// RateLimit-Policy: "burst";q=10;w=1, "hourly";q=100;w=3600     one item per limit of a set
-/// RateLimit: "burst";r=7;t=1, "hourly";r=0;t=1800               one item per limit (allowed)
+/// RateLimit: "burst";r=7;t=1, "hourly";r=60;t=35                one item per limit (allowed)
 /// RateLimit: "hourly";r=0;t=1800                                the limits that refused (429)
 /// Retry-After: 1800                                             refused (429) only
 /// ```
@@ -150,26 +27,43 @@ impl Legacy {
 /// * `RateLimit` has one item per limit when the limiter reports every limit (a
 ///   direct limiter, or a keyed one whose store reports each member, see
 ///   [`KeyedRateLimiter::check_each`](crate::KeyedRateLimiter::check_each)), in the
-///   set's order: `r` its remaining permits; `t` whole seconds, rounded up, until
-///   more of its quota is there: for a limit that refuses one more permit now (it
-///   refused the call, or the call spent its last permit), when its next permit
-///   comes; otherwise its `reset_after` (when it is whole again). A refused call
-///   lists only the limits that refused it. A single limit, or a limiter that
-///   reports only the combined decision (a store that keeps
+///   set's order. On a grant each item is that limit's
+///   [`standing`](crate::algorithms::Algorithm::standing): `r` its remaining
+///   permits, `t` the whole seconds, rounded up, until more than `r` are there (the
+///   draft's "time until additional quota is made available": a fixed window's end,
+///   the moment a sliding window's oldest counted permits leave it, a bucket's next
+///   permit); a limit left whole (or one that would grant more at once, as a
+///   pay-later limiter may) has its `reset_after` as `t`. A refused call lists only the
+///   limits that refused it, each with `r=0` (nothing is left for this request) and
+///   `t` its `retry_after`. A single limit, or a limiter that reports only the
+///   combined decision (a store that keeps
 ///   [`Store::apply_key_each`](crate::stores::Store::apply_key_each)'s default),
 ///   gets one item, for the limit that decided (the decision's `limit_index`: the
-///   set's tightest member when allowed, its refusing member when refused; for a
-///   grant of the last permit, the limit that holds the next one back, which the
-///   server peeks for).
-///   A cost that can never be granted has no `t`.
+///   set's tightest member when allowed, its refusing member when refused). A cost
+///   that can never be granted has no `t`, and `r` what is left.
 /// * `Retry-After` on a refusal: `retry_after` in whole seconds, rounded up, so a
-///   client that honours it is never early; it equals the `RateLimit` item's `t`.
-/// * With [`legacy`](RateLimitHeaders::legacy): `X-RateLimit-Limit` (the deciding
-///   limit's capacity), `-Remaining`, `-Reset` (seconds until whole again, rounded
-///   up), instead of or as well as the IETF fields.
+///   client that honours it is never early; it equals the `t` of the refusing
+///   item whose retry is longest.
+/// * With [`legacy`](RateLimitHeaders::legacy): `X-RateLimit-Limit`,
+///   `-Remaining` and `-Reset` (seconds until that limit is whole again, rounded
+///   up), instead of or as well as the IETF fields. All three describe **one
+///   limit**: on a refusal the one that refused (so `-Remaining` is 0 and `-Reset`
+///   is never earlier than `Retry-After`), on a grant the one that decided, the
+///   tightest (fewest remaining).
+///
+/// **Fields already on the response** (a layer inside this one, or the application,
+/// wrote them) are kept, so that stacked layers each add what they know: the
+/// `RateLimit` and `RateLimit-Policy` items go on their own field lines
+/// ([`HeaderMap::append`]; the draft lets a list span lines), so a client sees every
+/// limit that applies and which one refused (`r=0`; an outer layer's grant item may
+/// then have a `t` beyond `Retry-After`, as its limit did not refuse, and the draft
+/// has clients follow `Retry-After` over `t`); a `Retry-After` already there
+/// is never shortened (a longer one replaces it; an HTTP-date is left as it is);
+/// the legacy trio, which can describe only one limit, is replaced only by one with
+/// fewer remaining, so the refusing limit (0 remaining) is kept over a grant's.
 ///
 /// ```
-/// use sluicegate::adapters::server::{Legacy, Policy, RateLimitHeaders};
+/// use sluicegate::adapters::server::{Policy, RateLimitHeaders};
 /// use sluicegate::Decision;
 /// use std::time::Duration;
 /// let headers = RateLimitHeaders::new().policies([Policy::new("minute", 60, Duration::from_secs(60))]);
@@ -304,9 +198,10 @@ impl RateLimitHeaders {
         self
     }
 
-    /// Writes the fields for `decision` into `headers` (replacing any of the same
-    /// name): `Retry-After` on a denial, and the configured rate-limit fields, with
-    /// one `RateLimit` item, for the limit that decided.
+    /// Writes the fields for `decision` into `headers`: `Retry-After` on a denial,
+    /// and the configured rate-limit fields, with one `RateLimit` item, for the
+    /// limit that decided. Fields already in `headers` are kept as the type docs
+    /// say.
     ///
     /// ```
     /// use sluicegate::adapters::server::RateLimitHeaders;
@@ -325,44 +220,66 @@ impl RateLimitHeaders {
     /// [`KeyedRateLimiter::check_each`](crate::KeyedRateLimiter::check_each)
     /// reports). Item `i` is named by policy `i` (`"limit<i>"` without policies,
     /// whose `RateLimit-Policy` then lists `"limit<i>";q=<its limit>`); its `r` is
-    /// that limit's `remaining`, its `t` its `retry_after` if it refuses (its next
-    /// permit), else its `reset_after`. A single entry in `each` is the limit that
+    /// that limit's `remaining` (0 on a denial), its `t` its `retry_after` if it
+    /// refuses, else its `reset_after`. A single entry in `each` is the limit that
     /// decided, named as [`write`](RateLimitHeaders::write) names it.
     ///
     /// A refused call lists only the limits that refused it: the others took
     /// nothing, and what they report is their standing after a grant that did not
     /// happen (see [`Algorithm::reserve_each`](crate::algorithms::Algorithm::reserve_each)).
-    /// `Retry-After` and the legacy fields come from `decision`, the combined one.
+    /// `Retry-After` comes from `decision`, the combined one; the legacy fields from
+    /// the entry of `each` at the decision's `limit_index` (the refusing or the
+    /// tightest limit), or from `decision` when `each` has one entry.
     ///
     /// ```
-    /// use sluicegate::adapters::server::{Policy, RateLimitHeaders};
+    /// use sluicegate::adapters::server::{Legacy, Policy, RateLimitHeaders};
     /// use sluicegate::Decision;
     /// use std::time::Duration;
-    /// let headers = RateLimitHeaders::new().policies([
-    ///     Policy::new("second", 10, Duration::from_secs(1)),
-    ///     Policy::new("hour", 100, Duration::from_secs(3600)),
-    /// ]);
-    /// let each = [Decision::allowed(10, 9, 100_000_000), Decision::allowed(100, 42, 2_500_000_000)];
+    /// let headers = RateLimitHeaders::new()
+    ///     .policies([
+    ///         Policy::new("second", 10, Duration::from_secs(1)),
+    ///         Policy::new("hour", 100, Duration::from_secs(3600)),
+    ///     ])
+    ///     .legacy(Legacy::XRateLimit);
+    /// // The second refused (retry in 1 s); the hour would have granted.
+    /// let each = [
+    ///     Decision::denied(10, 0, 400_000_000, 1_000_000_000),
+    ///     Decision::allowed(100, 42, 2_500_000_000_000),
+    /// ];
+    /// let refusal = Decision::denied(10, 0, 400_000_000, 2_500_000_000_000);
     /// let mut out = http::HeaderMap::new();
-    /// headers.write_each(&each[0], &each, &mut out);
-    /// assert_eq!(out["ratelimit"], r#""second";r=9;t=1, "hour";r=42;t=3"#);
+    /// headers.write_each(&refusal, &each, &mut out);
+    /// assert_eq!(out["ratelimit"], r#""second";r=0;t=1"#);
+    /// assert_eq!(out["retry-after"], "1");
+    /// // One limit, the one that refused: not the hour's 2500 s.
+    /// let legacy = ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"].map(|name| &out[name]);
+    /// assert_eq!(legacy, ["10", "0", "1"]);
     /// ```
     pub fn write_each(&self, decision: &Decision, each: &[Decision], headers: &mut HeaderMap) {
+        self.write_with(decision, each, None, false, headers);
+    }
+
+    /// [`write_each`](RateLimitHeaders::write_each), each `RateLimit` item also
+    /// carrying the partition key `pk` when one is given. `fresh`: `headers` are a
+    /// response of the caller's own, with no field yet, so nothing there needs to
+    /// be kept (the server's refusals).
+    pub(super) fn write_with(
+        &self,
+        decision: &Decision,
+        each: &[Decision],
+        partition: Option<&[u8; 8]>,
+        fresh: bool,
+        headers: &mut HeaderMap,
+    ) {
         if decision.verdict() == Verdict::Denied {
-            let retry = ceil_seconds(decision.retry_after_nanos());
-            headers.insert(RETRY_AFTER, HeaderValue::from(retry));
+            write_retry_after(decision, fresh, headers);
         }
         if self.ietf {
-            self.write_ietf(decision, each, headers);
+            self.write_items(decision, each, partition, headers);
+            self.write_policy(decision, each, headers);
         }
         if let Some(legacy) = self.legacy {
-            let [limit, remaining, reset] = legacy.names();
-            headers.insert(limit, HeaderValue::from(decision.limit()));
-            headers.insert(remaining, HeaderValue::from(decision.remaining()));
-            headers.insert(
-                reset,
-                HeaderValue::from(ceil_seconds(decision.reset_after_nanos())),
-            );
+            write_legacy(legacy, decision, each, fresh, headers);
         }
     }
 
@@ -372,14 +289,17 @@ impl RateLimitHeaders {
         self.ietf || self.legacy.is_some()
     }
 
-    /// True if the `RateLimit` field is sent, whose items describe each limit.
-    pub(crate) fn lists_limits(&self) -> bool {
-        self.ietf
-    }
-
-    fn write_ietf(&self, decision: &Decision, each: &[Decision], headers: &mut HeaderMap) {
+    /// Appends the `RateLimit` field: one item per limit, as the type docs say.
+    fn write_items(
+        &self,
+        decision: &Decision,
+        each: &[Decision],
+        partition: Option<&[u8; 8]>,
+        headers: &mut HeaderMap,
+    ) {
         let single = each.len() <= 1;
         let refused = !decision.is_allowed();
+        let denied = decision.verdict() == Verdict::Denied;
         let mut items = String::with_capacity(48 * each.len().max(1));
         for (position, limit) in each.iter().enumerate() {
             if refused && !single && limit.is_allowed() {
@@ -400,7 +320,9 @@ impl RateLimitHeaders {
                     let _ = write!(items, "\"limit{index}\"");
                 }
             }
-            let _ = write!(items, ";r={}", limit.remaining().min(MAX_SF_INTEGER));
+            // A 429's items: nothing is left for this request until `t`.
+            let remaining = if denied { 0 } else { limit.remaining() };
+            let _ = write!(items, ";r={}", remaining.min(MAX_SF_INTEGER));
             let t = match limit.verdict() {
                 Verdict::Denied => Some(limit.retry_after_nanos()),
                 Verdict::Allowed => Some(limit.reset_after_nanos()),
@@ -409,13 +331,32 @@ impl RateLimitHeaders {
             if let Some(t) = t {
                 let _ = write!(items, ";t={}", ceil_seconds(t));
             }
+            if let Some(key) = partition {
+                items.push_str(";pk=");
+                push_binary(&mut items, key);
+            }
         }
         if let Ok(value) = HeaderValue::from_str(&items) {
-            headers.insert(RATELIMIT.clone(), value);
+            headers.append(RATELIMIT.clone(), value);
+        }
+    }
+
+    /// Appends the `RateLimit-Policy` field (the IETF fields only): the configured
+    /// policies, or the ones read off `decision` and `each`. What a response that
+    /// was held back and then let through carries (see
+    /// [`ServerLayer::delay_up_to`](super::ServerLayer::delay_up_to)).
+    pub(super) fn write_policy(
+        &self,
+        decision: &Decision,
+        each: &[Decision],
+        headers: &mut HeaderMap,
+    ) {
+        if !self.ietf {
+            return;
         }
         let policy = match &self.policy_value {
             Some(value) => Some(value.clone()),
-            None if single => {
+            None if each.len() <= 1 => {
                 let quota = decision.limit().min(MAX_SF_INTEGER);
                 HeaderValue::from_str(&format!("\"default\";q={quota}")).ok()
             }
@@ -432,9 +373,67 @@ impl RateLimitHeaders {
             }
         };
         if let Some(policy) = policy {
-            headers.insert(RATELIMIT_POLICY.clone(), policy);
+            headers.append(RATELIMIT_POLICY.clone(), policy);
         }
     }
+}
+
+/// Writes a denial's `Retry-After`, unless one already there is at least as long
+/// (or is an HTTP-date, which this cannot compare without a clock).
+fn write_retry_after(decision: &Decision, fresh: bool, headers: &mut HeaderMap) {
+    let retry = ceil_seconds(decision.retry_after_nanos());
+    if fresh {
+        headers.insert(RETRY_AFTER, HeaderValue::from(retry));
+        return;
+    }
+    let kept = headers.get(RETRY_AFTER).map(|v| {
+        v.to_str()
+            .ok()
+            .and_then(|text| text.trim().parse::<u64>().ok())
+    });
+    match kept {
+        Some(Some(existing)) if existing >= retry => {}
+        Some(None) => {}
+        _ => {
+            headers.insert(RETRY_AFTER, HeaderValue::from(retry));
+        }
+    }
+}
+
+/// Writes the legacy trio for one limit (see the type docs), unless a trio
+/// already there has no more remaining.
+fn write_legacy(
+    legacy: Legacy,
+    decision: &Decision,
+    each: &[Decision],
+    fresh: bool,
+    headers: &mut HeaderMap,
+) {
+    let source = match each {
+        [_, _, ..] => each
+            .get(decision.limit_index() as usize)
+            .unwrap_or(decision),
+        _ => decision,
+    };
+    let denied = decision.verdict() == Verdict::Denied;
+    let (remaining, reset) = if denied {
+        let reset = source.reset_after_nanos().max(decision.retry_after_nanos());
+        (0, reset)
+    } else {
+        (source.remaining(), source.reset_after_nanos())
+    };
+    let [limit_name, remaining_name, reset_name] = legacy.names();
+    if !fresh {
+        let existing = headers
+            .get(&remaining_name)
+            .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
+        if existing.is_some_and(|existing| existing <= remaining) {
+            return;
+        }
+    }
+    headers.insert(limit_name, HeaderValue::from(source.limit()));
+    headers.insert(remaining_name, HeaderValue::from(remaining));
+    headers.insert(reset_name, HeaderValue::from(ceil_seconds(reset)));
 }
 
 /// The largest Integer a structured field can carry (15 digits); larger counts

@@ -1,10 +1,13 @@
 //! The server layer: configuration, and `Layer` to wrap a service.
 
 use super::headers::RateLimitHeaders;
+use super::partition::Partition;
 use super::service::{Config, Server};
-use crate::adapters::{Each, Permits};
+use crate::adapters::{Each, Meter, Permits};
 use http::StatusCode;
+use std::hash::Hash;
 use std::sync::Arc;
+use std::time::Duration;
 use tower_layer::Layer;
 
 /// A tower [`Layer`] that rate-limits an HTTP service: each request is charged to
@@ -27,8 +30,8 @@ use tower_layer::Layer;
 /// // 2 requests per minute per client, the client named by a header here.
 /// let limiter = KeyedRateLimiter::with_clock(FixedWindow::new(2, Duration::from_secs(60)).unwrap(), ManualClock::new());
 /// let app = service_fn(|_: Request<()>| async { Ok::<_, std::convert::Infallible>(Response::new(())) });
-/// let server = ServerLayer::with_meter(limiter, |r: &Request<()>| {
-///     (r.headers().get("x-client").and_then(|v| v.to_str().ok()).unwrap_or("anon").to_owned(), 1)
+/// let server = ServerLayer::keyed(limiter, |r: &Request<()>| {
+///     r.headers().get("x-client").and_then(|v| v.to_str().ok()).unwrap_or("anon").to_owned()
 /// })
 /// .layer(app);
 /// let ask = || Request::builder().header("x-client", "ann").body(()).unwrap();
@@ -40,16 +43,53 @@ use tower_layer::Layer;
 ///     assert_eq!(refused.headers()["retry-after"], "60");
 /// });
 /// ```
+///
+/// # Per client IP
+///
+/// With axum, serve the app with
+/// `into_make_service_with_connect_info::<SocketAddr>()` and key each request by
+/// the peer address in its `ConnectInfo<SocketAddr>` extension. Behind proxies you
+/// control (a load balancer, a CDN) the peer is the proxy: read the client from the
+/// field the proxy writes with [`client_ip`](super::client_ip), which trusts only
+/// the entries your proxies appended (the right-most address that is not one of
+/// them). Never key by the left-most `X-Forwarded-For` entry, nor by any field
+/// without such a proxy in front: the client writes those, and a key it chooses
+/// escapes its limit. (`examples/http_server.rs` runs both.)
+///
+/// ```
+/// use axum::extract::ConnectInfo;
+/// use http::Request;
+/// use sluicegate::adapters::server::{client_ip, Forwarding, ServerLayer};
+/// use sluicegate::algorithms::SmoothBursty;
+/// use sluicegate::KeyedRateLimiter;
+/// use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+///
+/// // Behind our load balancer at 10.0.0.2; direct requests are keyed by their peer.
+/// fn client<B>(request: &Request<B>) -> IpAddr {
+///     let peer = request
+///         .extensions()
+///         .get::<ConnectInfo<SocketAddr>>()
+///         .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |info| info.0.ip());
+///     let ours = |ip: IpAddr| ip == IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
+///     client_ip(peer, request.headers(), Forwarding::XForwardedFor, ours)
+/// }
+/// let per_ip = KeyedRateLimiter::<IpAddr, _>::new(SmoothBursty::new(5.0).unwrap());
+/// let layer = ServerLayer::keyed(per_ip, client::<axum::body::Body>);
+/// // axum::Router::new().route(...).layer(layer)
+/// //     .into_make_service_with_connect_info::<SocketAddr>()
+/// ```
 #[derive(Clone, Debug)]
-pub struct ServerLayer<P, M = Each> {
+pub struct ServerLayer<P: Permits, M = Each> {
     permits: P,
     meter: M,
     config: Arc<Config>,
+    partition: Option<Partition<P::Key>>,
 }
 
 impl<P: Permits<Key = ()>> ServerLayer<P, Each> {
     /// One permit of the direct limiter `permits` per request: one limit for the
-    /// whole service.
+    /// whole service. A keyed limiter takes [`keyed`](ServerLayer::keyed) (a key
+    /// per request) or [`with_meter`](ServerLayer::with_meter) (a key and a cost).
     ///
     /// ```
     /// use sluicegate::adapters::server::ServerLayer;
@@ -61,10 +101,46 @@ impl<P: Permits<Key = ()>> ServerLayer<P, Each> {
     }
 }
 
+/// The meter of [`ServerLayer::keyed`]: the key from a closure, every request
+/// costing one permit.
+///
+/// ```
+/// use sluicegate::adapters::server::KeyOnly;
+/// use sluicegate::adapters::Meter;
+/// let mut by_path = KeyOnly(|r: &http::Request<()>| r.uri().path().to_owned());
+/// let request = http::Request::get("/a").body(()).unwrap();
+/// assert_eq!(by_path.meter(&request), ("/a".to_owned(), 1));
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct KeyOnly<F>(pub F);
+
+impl<T, K, F: FnMut(&T) -> K> Meter<T, K> for KeyOnly<F> {
+    #[inline]
+    fn meter(&mut self, item: &T) -> (K, u64) {
+        ((self.0)(item), 1)
+    }
+}
+
+impl<P: Permits, F> ServerLayer<P, KeyOnly<F>> {
+    /// One permit of the keyed limiter `permits` per request, charged to the key
+    /// `key` gives it (the client's IP, a token, the path...).
+    ///
+    /// ```
+    /// use sluicegate::adapters::server::ServerLayer;
+    /// use sluicegate::{algorithms::SmoothBursty, KeyedRateLimiter};
+    /// let per_path = KeyedRateLimiter::<String, SmoothBursty>::bursty(10.0).unwrap();
+    /// let layer = ServerLayer::keyed(per_path, |r: &http::Request<()>| r.uri().path().to_owned());
+    /// ```
+    pub fn keyed(permits: P, key: F) -> Self {
+        ServerLayer::with_meter(permits, KeyOnly(key))
+    }
+}
+
 impl<P: Permits, M> ServerLayer<P, M> {
     /// Charges each request what `meter` says: a closure `|request| (key, cost)` for
     /// a keyed limiter (the key from the peer address, a token, the path...), or a
-    /// [`Weighed`](crate::adapters::Weighed) cost for a direct one.
+    /// [`Weighed`](crate::adapters::Weighed) cost for a direct one. A cost of 0 is
+    /// free: the request passes at once, uncounted and without fields.
     ///
     /// ```
     /// use sluicegate::adapters::server::ServerLayer;
@@ -81,9 +157,11 @@ impl<P: Permits, M> ServerLayer<P, M> {
             meter,
             config: Arc::new(Config {
                 headers: RateLimitHeaders::new(),
-                never_status: StatusCode::PAYLOAD_TOO_LARGE,
+                never_status: StatusCode::BAD_REQUEST,
                 fail_open: false,
+                delay: None,
             }),
+            partition: None,
         }
     }
 
@@ -107,13 +185,15 @@ impl<P: Permits, M> ServerLayer<P, M> {
     }
 
     /// The status for a request whose cost can never be granted (default
-    /// `413 Content Too Large`; see the [module docs](super)).
+    /// `400 Bad Request`; see the [module docs](super) for why). A meter that
+    /// charges content bytes (a policy with `qu="content-bytes"`) may prefer
+    /// `413 Content Too Large`, which is about exactly that.
     ///
     /// ```
     /// use http::StatusCode;
     /// use sluicegate::adapters::server::ServerLayer;
     /// use sluicegate::RateLimiter;
-    /// let layer = ServerLayer::new(RateLimiter::bursty(10.0).unwrap()).never_status(StatusCode::BAD_REQUEST);
+    /// let layer = ServerLayer::new(RateLimiter::bursty(10.0).unwrap()).never_status(StatusCode::PAYLOAD_TOO_LARGE);
     /// ```
     pub fn never_status(mut self, status: StatusCode) -> Self {
         Arc::make_mut(&mut self.config).never_status = status;
@@ -132,6 +212,96 @@ impl<P: Permits, M> ServerLayer<P, M> {
         Arc::make_mut(&mut self.config).fail_open = open;
         self
     }
+
+    /// Holds a refused request back for its permits, for at most `max`, instead of
+    /// refusing it: nginx's `limit_req` with a `burst` and without `nodelay`. The
+    /// request waits in its response future (the limiter's async acquire,
+    /// [`Permits::acquire`], on the limiter's clock; no thread blocks) and then
+    /// reaches the inner service, so the limit shapes traffic instead of cutting
+    /// it: over a [`LeakyBucket::queue`](crate::algorithms::LeakyBucket::queue)
+    /// requests leave one interval apart, in the order they came.
+    ///
+    /// * A request the limiter lets through at once is answered as without a delay,
+    ///   fields and all.
+    /// * One that has to wait and can within `max` is let through once its permits
+    ///   are granted; its response carries `RateLimit-Policy` but no `RateLimit`
+    ///   item (what stood when it arrived is stale once it is sent) and no legacy
+    ///   fields.
+    /// * One whose wait would exceed `max` is refused at once, consuming nothing,
+    ///   with `429` and the fields of a refusal (its `Retry-After` says when a
+    ///   request would pass without waiting).
+    /// * A cost above capacity is answered as without a delay; a zero `max` holds
+    ///   nothing back.
+    ///
+    /// Dropping the response future while it waits (the client went away) gives
+    /// the permits back. The readied inner service waits with the request (tower's
+    /// pattern for a call made later), so a concurrency limit inside this layer
+    /// counts held requests. Limits that cannot book the future (the window counters)
+    /// make their waiters sleep and ask again, so a newcomer may pass first (see
+    /// the [adapters docs](crate::adapters)).
+    ///
+    /// ```
+    /// use http::{Request, Response, StatusCode};
+    /// use sluicegate::adapters::server::ServerLayer;
+    /// use sluicegate::algorithms::LeakyBucket;
+    /// use sluicegate::clock::{Clock, ManualClock};
+    /// use sluicegate::RateLimiter;
+    /// use std::time::Duration;
+    /// use tower::{service_fn, Layer, ServiceExt};
+    ///
+    /// // 2 per second, at most 4 queued: requests leave 500 ms apart.
+    /// let clock = ManualClock::new();
+    /// let queue = RateLimiter::with_clock(LeakyBucket::queue(4, 2, Duration::from_secs(1)).unwrap(), clock.clone());
+    /// let app = service_fn(|_: Request<()>| async { Ok::<_, std::convert::Infallible>(Response::new(())) });
+    /// let server = ServerLayer::new(queue).delay_up_to(Duration::from_secs(1)).layer(app);
+    /// let mut sent = Vec::new();
+    /// futures::executor::block_on(async {
+    ///     for _ in 0..4 {
+    ///         let response = server.clone().oneshot(Request::new(())).await.unwrap();
+    ///         sent.push((response.status().as_u16(), clock.now() / 1_000_000));
+    ///     }
+    /// });
+    /// // None refused: each waited its turn, 500 ms after the one before (under a
+    /// // manual clock a wait moves virtual time at once).
+    /// assert_eq!(sent, [(200, 0), (200, 500), (200, 1000), (200, 1500)]);
+    /// ```
+    pub fn delay_up_to(mut self, max: Duration) -> Self {
+        Arc::make_mut(&mut self.config).delay = (!max.is_zero()).then_some(max);
+        self
+    }
+
+    /// Sends the partition key `pk` on every `RateLimit` item: 8 bytes (an
+    /// sf-binary, `pk=:…:`) that are the SipHash-2-4 of the request's limiter key
+    /// under the 128-bit `secret`, never the key itself. A client can tell by it
+    /// which of its requests share a quota, without learning what the key is (an
+    /// IP, a user id, a token). The same secret gives the same value for a key in
+    /// every process and release, so keep it fixed (and secret) across a
+    /// service's replicas; the key is hashed as its `Hash` implementation writes it,
+    /// integers in little-endian on every platform. `RateLimit-Policy` carries no
+    /// `pk`: the draft asks that it stay the same from response to response.
+    ///
+    /// ```
+    /// use http::{Request, Response};
+    /// use sluicegate::adapters::server::ServerLayer;
+    /// use sluicegate::{algorithms::FixedWindow, KeyedRateLimiter};
+    /// use std::time::Duration;
+    /// use tower::{service_fn, Layer, ServiceExt};
+    /// let limiter = KeyedRateLimiter::new(FixedWindow::new(10, Duration::from_secs(60)).unwrap());
+    /// let app = service_fn(|_: Request<()>| async { Ok::<_, std::convert::Infallible>(Response::new(())) });
+    /// let server = ServerLayer::keyed(limiter, |_: &Request<()>| "user-42".to_owned())
+    ///     .partition_keys(*b"a secret of 16 b")
+    ///     .layer(app);
+    /// let response = futures::executor::block_on(server.oneshot(Request::new(()))).unwrap();
+    /// let item = response.headers()["ratelimit"].to_str().unwrap().to_owned();
+    /// assert!(item.contains(";pk=:") && !item.contains("user-42"));
+    /// ```
+    pub fn partition_keys(mut self, secret: [u8; 16]) -> Self
+    where
+        P::Key: Hash,
+    {
+        self.partition = Some(Partition::new(secret));
+        self
+    }
 }
 
 impl<S, P: Permits, M: Clone> Layer<S> for ServerLayer<P, M> {
@@ -143,6 +313,7 @@ impl<S, P: Permits, M: Clone> Layer<S> for ServerLayer<P, M> {
             permits: self.permits.clone(),
             meter: self.meter.clone(),
             config: self.config.clone(),
+            partition: self.partition.clone(),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! What each limit of an algorithm or a set allows, as a `RateLimit-Policy` states
 //! it: a quota of permits per window.
 
-use super::headers::Policy;
+use super::policy::Policy;
 use crate::algorithms::{
     Algorithm, AllOf, FixedWindow, LeakyBucket, SlidingLog, SlidingWindowBuckets,
     SlidingWindowCounter, SmoothBursty, SmoothWarmingUp,

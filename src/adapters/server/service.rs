@@ -1,24 +1,18 @@
-//! The server service: decide, then answer or call the inner service.
+//! The server service: decide, then answer, hold the request back, or call the
+//! inner service.
 
+use super::future::{Awaiting, Hold, Holding, Pending, ResponseFuture};
 use super::headers::RateLimitHeaders;
-use crate::adapters::{Checking, CheckingEach, Meter, Permits};
-use crate::algorithms::{Decision, Verdict};
+use super::partition::Partition;
+use crate::adapters::{Meter, Permits};
+use crate::algorithms::{standing_with, Decision, Verdict};
+use crate::clock::duration_to_nanos;
 use crate::error::Error;
 use http::{Request, Response, StatusCode};
-use pin_project_lite::pin_project;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll};
+use std::time::Duration;
 use tower_service::Service;
-
-/// What an allowed response is to carry.
-#[derive(Debug)]
-struct Described {
-    config: Arc<Config>,
-    decision: Decision,
-    each: Each,
-}
 
 /// How many limits' decisions are kept inline (an `AllOf` has at most three
 /// members); a set with more spills into a vector.
@@ -26,14 +20,14 @@ const INLINE_ITEMS: usize = 4;
 
 /// How every limit stands after a check, as it reported them.
 #[derive(Clone, Debug)]
-struct Each {
+pub(super) struct Each {
     inline: [Decision; INLINE_ITEMS],
     len: usize,
     spilled: Vec<Decision>,
 }
 
 impl Each {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         Each {
             inline: [Decision::never(0, 0, 0); INLINE_ITEMS],
             len: 0,
@@ -41,7 +35,7 @@ impl Each {
         }
     }
 
-    fn push(&mut self, decision: Decision) {
+    pub(super) fn push(&mut self, decision: Decision) {
         if self.len < INLINE_ITEMS {
             self.inline[self.len] = decision;
         } else {
@@ -63,12 +57,79 @@ impl Each {
     }
 }
 
+/// A check's result as the fields describe it: the combined decision, how each
+/// limit reported it stands, and the request's partition key.
+#[derive(Debug)]
+pub(super) struct Fields {
+    pub(super) decision: Decision,
+    pub(super) each: Each,
+    pub(super) partition: Option<[u8; 8]>,
+}
+
+impl Fields {
+    /// Writes every configured field into `response`'s headers, keeping what is
+    /// there (the inner service's response).
+    pub(super) fn write(&self, headers: &RateLimitHeaders, response: &mut http::HeaderMap) {
+        let items = self.each.items(&self.decision);
+        let partition = self.partition.as_ref();
+        headers.write_with(&self.decision, items, partition, false, response);
+    }
+
+    /// Writes only `RateLimit-Policy`: what a request that was held back carries.
+    pub(super) fn write_policy(&self, headers: &RateLimitHeaders, response: &mut http::HeaderMap) {
+        let items = self.each.items(&self.decision);
+        headers.write_policy(&self.decision, items, response);
+    }
+}
+
 /// What every service of one layer shares.
 #[derive(Clone, Debug)]
 pub(super) struct Config {
     pub(super) headers: RateLimitHeaders,
     pub(super) never_status: StatusCode,
     pub(super) fail_open: bool,
+    /// The longest a request is held back for its permits, if it may be.
+    pub(super) delay: Option<Duration>,
+}
+
+impl Config {
+    /// The response to a refusal or a never answer: its status and fields.
+    pub(super) fn refusal<RB: Default>(
+        &self,
+        decision: &Decision,
+        each: &Each,
+        partition: Option<&[u8; 8]>,
+    ) -> Response<RB> {
+        let code = if decision.is_never() {
+            self.never_status
+        } else {
+            StatusCode::TOO_MANY_REQUESTS
+        };
+        let mut response = status(code);
+        let items = each.items(decision);
+        let out = response.headers_mut();
+        self.headers
+            .write_with(decision, items, partition, true, out);
+        response
+    }
+
+    /// [`refusal`](Config::refusal) of `fields`.
+    pub(super) fn refuse<RB: Default>(&self, fields: &Fields) -> Response<RB> {
+        self.refusal(&fields.decision, &fields.each, fields.partition.as_ref())
+    }
+
+    /// Whether a request refused with `fields` is held back for its permits: only
+    /// a denial (never a cost above capacity) whose retry is within the delay.
+    pub(super) fn holds(&self, fields: &Fields) -> bool {
+        let within = |max: Duration| fields.decision.retry_after_nanos() <= duration_to_nanos(max);
+        fields.decision.verdict() == Verdict::Denied && self.delay.is_some_and(within)
+    }
+}
+
+pub(super) fn status<RB: Default>(status: StatusCode) -> Response<RB> {
+    let mut response = Response::new(RB::default());
+    *response.status_mut() = status;
+    response
 }
 
 /// The service of a [`ServerLayer`](super::ServerLayer). See the
@@ -79,16 +140,19 @@ pub(super) struct Config {
 /// limiter, the in-memory store) it runs in `call`; otherwise (a remote store) the
 /// response future awaits it, carrying the readied inner service and the request
 /// (tower's pattern: `call` leaves a fresh clone in its place), so no thread blocks
-/// on a round trip.
+/// on a round trip. A request held back
+/// ([`delay_up_to`](super::ServerLayer::delay_up_to)) waits in the response future
+/// the same way.
 #[derive(Clone, Debug)]
-pub struct Server<S, P, M> {
+pub struct Server<S, P: Permits, M> {
     pub(super) inner: S,
     pub(super) permits: P,
     pub(super) meter: M,
     pub(super) config: Arc<Config>,
+    pub(super) partition: Option<Partition<P::Key>>,
 }
 
-impl<S, P, M> Server<S, P, M> {
+impl<S, P: Permits, M> Server<S, P, M> {
     /// The inner service.
     pub fn get_ref(&self) -> &S {
         &self.inner
@@ -112,25 +176,12 @@ where
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let (key, cost) = self.meter.meter(&request);
+        if cost == 0 {
+            // A free request is not counted and carries no fields.
+            return ResponseFuture::called(self.inner.call(request), None);
+        }
         if !self.permits.checks_at_once() {
-            // Only the `RateLimit` field lists every limit; without it the plain check.
-            let checking = if self.config.headers.lists_limits() {
-                Pending::Each(self.permits.check_each_async(&key, cost))
-            } else {
-                Pending::Plain(self.permits.check_async(&key, cost))
-            };
-            // The readied service goes with its request; a fresh clone stays.
-            let fresh = self.inner.clone();
-            let inner = std::mem::replace(&mut self.inner, fresh);
-            // Boxed, as the check is: the future stays small for the paths without.
-            let awaiting = Box::new(Awaiting {
-                checking,
-                called: Some((inner, request)),
-                config: self.config.clone(),
-            });
-            return ResponseFuture {
-                state: State::Checking { awaiting },
-            };
+            return self.check_remotely(key, cost, request);
         }
         // Without fields on grants, the lean check: a grant is all it needs to know.
         let decided = if self.config.headers.describes_grants() {
@@ -138,256 +189,187 @@ where
         } else {
             match self.permits.try_take(&key, cost) {
                 Ok(None) => Outcome::Call(None),
-                Ok(Some(refused)) => refusal(&self.config, Ok(refused)),
-                Err(error) => refusal(&self.config, Err(error)),
+                Ok(Some(refused)) => refusal(&self.config, refused, self.partition(&key)),
+                Err(error) => failed(&self.config, error),
             }
         };
         match decided {
             Outcome::Call(described) => ResponseFuture::called(self.inner.call(request), described),
             Outcome::Answer(response) => ResponseFuture::answered(response),
+            Outcome::Refused(held) if self.config.holds(&held.fields) => {
+                let acquiring = self.permits.acquire(key, cost, self.config.delay);
+                let inner = self.take_inner();
+                ResponseFuture::holding(Box::new(Holding {
+                    acquiring,
+                    called: Some((inner, request, held)),
+                    config: self.config.clone(),
+                }))
+            }
+            Outcome::Refused(held) => ResponseFuture::answered(self.config.refuse(&held.fields)),
         }
+    }
+}
+
+impl<S: Clone, P: Permits, M> Server<S, P, M> {
+    /// The readied inner service, to go with its request into the response future;
+    /// a fresh clone stays.
+    fn take_inner(&mut self) -> S {
+        let fresh = self.inner.clone();
+        std::mem::replace(&mut self.inner, fresh)
+    }
+
+    /// The check over a limiter that does not answer at once (a remote store): the
+    /// response future awaits it.
+    #[inline(never)]
+    fn check_remotely<B, RB>(
+        &mut self,
+        key: P::Key,
+        cost: u64,
+        request: Request<B>,
+    ) -> ResponseFuture<S, B, RB>
+    where
+        S: Service<Request<B>>,
+    {
+        // Only the fields need every limit's report; without them the plain check.
+        let checking = if self.config.headers.describes_grants() {
+            Pending::Each(self.permits.check_each_async(&key, cost))
+        } else {
+            Pending::Plain(self.permits.check_async(&key, cost))
+        };
+        let partition = self.partition(&key);
+        let hold: Option<Hold> = self.config.delay.map(|max| {
+            let permits = self.permits.clone();
+            Box::new(move || permits.acquire(key, cost, Some(max))) as Hold
+        });
+        let inner = self.take_inner();
+        // Boxed, as the check is: the future stays small for the paths without.
+        ResponseFuture::checking(Box::new(Awaiting {
+            checking,
+            called: Some((inner, request)),
+            config: self.config.clone(),
+            partition,
+            hold,
+        }))
     }
 }
 
 impl<S, P: Permits, M> Server<S, P, M> {
-    /// The full check, for a layer that describes grants. Out of line: the lean
-    /// path stays small enough for the compiler to inline what it calls.
+    /// The partition key of `key`, if the layer sends them.
+    fn partition(&self, key: &P::Key) -> Option<[u8; 8]> {
+        self.partition.as_ref().map(|partition| partition.of(key))
+    }
+
+    /// The full check, for a layer that describes grants: every limit reports how
+    /// it stands. Out of line: the lean path stays small enough for the compiler
+    /// to inline what it calls.
     #[inline(never)]
     fn decide<RB: Default>(&self, key: &P::Key, cost: u64) -> Outcome<RB> {
         let (config, permits) = (&self.config, &self.permits);
-        // Only the `RateLimit` field lists every limit; without it the plain check.
-        let (checked, each) = if config.headers.lists_limits() {
-            let mut each = Each::new();
-            let checked = permits.check_each(key, cost, &mut |decision| each.push(decision));
-            (checked, Some(each))
-        } else {
-            (permits.check(key, cost), None)
+        let mut each = Each::new();
+        let checked = permits.check_each(key, cost, &mut |decision| each.push(decision));
+        // A limiter that reported only the combined grant (a store keeping the
+        // default report) gets its standing by a look at the next permits.
+        let standing = |lone: Decision| {
+            standing_with(lone, &mut |more| permits.peek(key, more).unwrap_or(lone))
         };
-        // A limiter that reported the deciding limit alone, granting its last
-        // permit: say when the next one comes (one more look). Limits that report
-        // each member say so themselves.
-        outcome(config, checked, each, || permits.peek(key, 1).ok())
+        outcome(config, checked, &mut each, self.partition(key), standing)
     }
-}
-
-/// The outcome of a lean check that did not grant: a refusal or an error. Out of
-/// line, as the rarer path.
-#[inline(never)]
-fn refusal<RB: Default>(config: &Arc<Config>, checked: Result<Decision, Error>) -> Outcome<RB> {
-    outcome(config, checked, None, || None)
 }
 
 /// What the check decided for a request.
-enum Outcome<RB> {
+pub(super) enum Outcome<RB> {
     /// Call the inner service; describe the grant if boxed here.
     Call(Option<Box<Described>>),
-    /// Answer with this (a refusal, or a failed store).
+    /// Answer with this (a refusal, a cost above capacity, or a failed store).
     Answer(Response<RB>),
+    /// Refused for now, by a layer that may hold requests back: answer `429`, or
+    /// hold this one back. (Without a delay a refusal is answered in `outcome`.)
+    Refused(Box<Described>),
 }
 
-/// The one place a check's result becomes a response: `each` is how the limits
-/// reported they stand, `next` peeks for the next permit when a lone deciding
-/// limit granted its last one.
+/// What an allowed response is to carry, or a held request's refusal.
+#[derive(Debug)]
+pub(super) struct Described {
+    pub(super) config: Arc<Config>,
+    pub(super) fields: Fields,
+    /// Held back and then let through: only the policy is sent.
+    pub(super) held: bool,
+}
+
+impl Described {
+    /// The description of `decision` and the limits' reports `each`, in its box.
+    fn boxed(
+        config: &Arc<Config>,
+        decision: Decision,
+        each: &Each,
+        partition: Option<[u8; 8]>,
+    ) -> Box<Described> {
+        Box::new(Described {
+            config: config.clone(),
+            fields: Fields {
+                decision,
+                each: each.clone(),
+                partition,
+            },
+            held: false,
+        })
+    }
+}
+
+/// The outcome of a lean check that refused. Out of line, as the rarer path.
+#[inline(never)]
+fn refusal<RB: Default>(
+    config: &Arc<Config>,
+    refused: Decision,
+    partition: Option<[u8; 8]>,
+) -> Outcome<RB> {
+    outcome(config, Ok(refused), &mut Each::new(), partition, |lone| {
+        lone
+    })
+}
+
+/// The outcome of a check that failed: through when failing open, else `503`.
+#[inline(never)]
+fn failed<RB: Default>(config: &Config, _error: Error) -> Outcome<RB> {
+    if config.fail_open {
+        Outcome::Call(None)
+    } else {
+        Outcome::Answer(status(StatusCode::SERVICE_UNAVAILABLE))
+    }
+}
+
+/// The one place a check's result becomes an outcome: `each` is how the limits
+/// reported they stand, `standing` how a lone reported grant stands.
 #[inline]
-fn outcome<RB: Default>(
+pub(super) fn outcome<RB: Default>(
     config: &Arc<Config>,
     checked: Result<Decision, Error>,
-    each: Option<Each>,
-    next: impl FnOnce() -> Option<Decision>,
+    each: &mut Each,
+    partition: Option<[u8; 8]>,
+    standing: impl FnOnce(Decision) -> Decision,
 ) -> Outcome<RB> {
     let decision = match checked {
         Ok(decision) => decision,
-        // A free request is not counted and carries no fields.
-        Err(Error::ZeroCost) => return Outcome::Call(None),
-        Err(_) if config.fail_open => return Outcome::Call(None),
-        Err(_) => return Outcome::Answer(status(StatusCode::SERVICE_UNAVAILABLE)),
+        Err(error) => return failed(config, error),
     };
-    let headers = &config.headers;
     match decision.verdict() {
-        Verdict::Allowed if !headers.describes_grants() => Outcome::Call(None),
+        Verdict::Allowed if !config.headers.describes_grants() => Outcome::Call(None),
         Verdict::Allowed => {
-            let mut each = each.unwrap_or_else(Each::new);
-            let lone = each.len <= 1;
-            if headers.lists_limits() && lone && decision.remaining() == 0 {
-                let last = each.items(&decision)[0];
-                if last.is_allowed() {
-                    if let Some(next) = next().filter(|n| n.verdict() == Verdict::Denied) {
-                        each = Each::new();
-                        each.push(next);
-                    }
+            if each.len <= 1 {
+                let lone = each.items(&decision)[0];
+                let stands = standing(lone);
+                if stands != lone {
+                    *each = Each::new();
+                    each.push(stands);
                 }
             }
-            // Boxed: a grant with fields allocates its values anyway, and the
-            // future stays small for the paths without.
-            Outcome::Call(Some(Box::new(Described {
-                config: config.clone(),
-                decision,
-                each,
-            })))
+            Outcome::Call(Some(Described::boxed(config, decision, each, partition)))
+        }
+        Verdict::Denied if config.delay.is_some() => {
+            Outcome::Refused(Described::boxed(config, decision, each, partition))
         }
         Verdict::Denied | Verdict::Never => {
-            let code = if decision.is_never() {
-                config.never_status
-            } else {
-                StatusCode::TOO_MANY_REQUESTS
-            };
-            let mut response = status(code);
-            let each = each.unwrap_or_else(Each::new);
-            let items = each.items(&decision);
-            headers.write_each(&decision, items, response.headers_mut());
-            Outcome::Answer(response)
+            Outcome::Answer(config.refusal(&decision, each, partition.as_ref()))
         }
-    }
-}
-
-fn status<RB: Default>(status: StatusCode) -> Response<RB> {
-    let mut response = Response::new(RB::default());
-    *response.status_mut() = status;
-    response
-}
-
-pin_project! {
-    /// The future of [`Server::call`]: the inner service's response with the
-    /// rate-limit fields added, or the refusal; first, with a limiter that does not
-    /// check at once, the check itself.
-    pub struct ResponseFuture<S, B, RB>
-    where
-        S: Service<Request<B>>,
-    {
-        #[pin]
-        state: State<S, B, RB>,
-    }
-}
-
-pin_project! {
-    #[project = StateProj]
-    enum State<S, B, RB>
-    where
-        S: Service<Request<B>>,
-    {
-        // Awaiting the store's answer; then the readied inner service and the
-        // request, to call if allowed.
-        Checking { awaiting: Box<Awaiting<S, B>> },
-        // Allowed: the inner call, and the decision to describe.
-        Called {
-            #[pin]
-            future: S::Future,
-            described: Option<Box<Described>>,
-        },
-        // Refused (or failed closed): the answer, boxed so that the future stays
-        // small for the allowed path, which moves it.
-        Answered { response: Option<Box<Response<RB>>> },
-    }
-}
-
-impl<S, B, RB> ResponseFuture<S, B, RB>
-where
-    S: Service<Request<B>>,
-{
-    fn called(future: S::Future, described: Option<Box<Described>>) -> Self {
-        ResponseFuture {
-            state: State::Called { future, described },
-        }
-    }
-
-    fn answered(response: Response<RB>) -> Self {
-        ResponseFuture {
-            state: State::Answered {
-                response: Some(Box::new(response)),
-            },
-        }
-    }
-}
-
-impl<S, B, RB> Future for ResponseFuture<S, B, RB>
-where
-    S: Service<Request<B>, Response = Response<RB>>,
-    RB: Default,
-{
-    type Output = Result<Response<RB>, S::Error>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut state = self.project().state;
-        if let StateProj::Checking { awaiting } = state.as_mut().project() {
-            let next = ready!(awaiting.poll_checked(cx));
-            state.set(next);
-        }
-        match state.project() {
-            // Nothing to add: the inner poll as it is, moving nothing.
-            StateProj::Called { future, described } if described.is_none() => future.poll(cx),
-            StateProj::Called { future, described } => {
-                let mut response = ready!(future.poll(cx))?;
-                if let Some(d) = described.take() {
-                    let items = d.each.items(&d.decision);
-                    let headers = response.headers_mut();
-                    d.config.headers.write_each(&d.decision, items, headers);
-                }
-                Poll::Ready(Ok(response))
-            }
-            // Polled again after answering: there is nothing left to give.
-            StateProj::Answered { response } => match response.take() {
-                Some(response) => Poll::Ready(Ok(*response)),
-                None => Poll::Pending,
-            },
-            // Polled again after the check's outcome was taken.
-            StateProj::Checking { .. } => Poll::Pending,
-        }
-    }
-}
-
-/// A remote check: the plain one, or one that reports every limit.
-enum Pending {
-    Plain(Checking),
-    Each(CheckingEach),
-}
-
-impl Pending {
-    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<(Result<Decision, Error>, Option<Each>)> {
-        Poll::Ready(match self {
-            Pending::Plain(checking) => (ready!(checking.as_mut().poll(cx)), None),
-            Pending::Each(checking) => match ready!(checking.as_mut().poll(cx)) {
-                Ok((decision, reported)) => {
-                    let mut each = Each::new();
-                    reported.into_iter().for_each(|d| each.push(d));
-                    (Ok(decision), Some(each))
-                }
-                Err(e) => (Err(e), None),
-            },
-        })
-    }
-}
-
-/// A check awaiting a remote store's reply, and what to call once it allows.
-struct Awaiting<S, B> {
-    checking: Pending,
-    called: Option<(S, Request<B>)>,
-    config: Arc<Config>,
-}
-
-impl<S, B> Awaiting<S, B> {
-    /// The state to go on in once the reply came: the inner call, or the answer.
-    /// Out of line: the memory store's path never comes here.
-    #[inline(never)]
-    fn poll_checked<RB>(&mut self, cx: &mut Context<'_>) -> Poll<State<S, B, RB>>
-    where
-        S: Service<Request<B>, Response = Response<RB>>,
-        RB: Default,
-    {
-        let (checked, each) = ready!(self.checking.poll(cx));
-        let Some((mut inner, request)) = self.called.take() else {
-            // Polled again after completing: nothing left to give.
-            return Poll::Pending;
-        };
-        // A remote store reports each limit's standing in the same round trip; no
-        // second one for the next permit.
-        Poll::Ready(match outcome(&self.config, checked, each, || None) {
-            Outcome::Call(described) => State::Called {
-                future: inner.call(request),
-                described,
-            },
-            Outcome::Answer(response) => State::Answered {
-                response: Some(Box::new(response)),
-            },
-        })
     }
 }

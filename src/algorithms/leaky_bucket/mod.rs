@@ -646,6 +646,28 @@ impl Algorithm for LeakyBucket {
         state.tat = state.tat.saturating_sub(restore).max(now_ticks);
     }
 
+    /// The default rule, without its peek when ticks are nanoseconds: after a grant
+    /// the bucket holds `reset_after` of backlog, and `remaining + 1` more permits
+    /// fit once it has drained to the capacity less their charge (`reset_after +
+    /// (remaining + 1) × interval − capacity × interval` away); a queue's caller who
+    /// does not wait fits only once it is idle, `reset_after` away, if that is later.
+    fn standing(&self, answer: Decision, peek: &mut dyn FnMut(u64) -> Decision) -> Decision {
+        let remaining = answer.remaining();
+        if !answer.is_allowed() || remaining >= answer.limit() || self.count != 1 {
+            return super::standing_with(answer, peek);
+        }
+        let interval = self.ticks().per_permit;
+        let capacity = u64::from(self.capacity) * interval;
+        let reset = answer.reset_after_nanos();
+        // Both terms are at most the capacity, which fits an i64.
+        let drained = reset + (remaining + 1) * interval - capacity;
+        let retry = match self.mode {
+            LeakyMode::Meter => drained,
+            LeakyMode::Queue => drained.max(reset),
+        };
+        super::short_of_whole(answer, retry)
+    }
+
     #[inline]
     fn try_take(&self, state: &mut LeakyState, now: Nanos, cost: u64) -> Option<Decision> {
         match self.take(*state, now, cost) {

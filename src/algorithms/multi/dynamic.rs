@@ -1,7 +1,7 @@
 //! [`Limits`]: a set of any number of limits chosen at run time.
 
 use super::{index_u32, plain, LastGrant, Step, Tally};
-use crate::algorithms::{standing_with, Algorithm, Decision, Pace, Plain, Receipt};
+use crate::algorithms::{standing, standing_with, Algorithm, Decision, Pace, Plain, Receipt};
 use crate::clock::Nanos;
 use std::any::Any;
 use std::fmt;
@@ -108,6 +108,23 @@ pub trait DynLimit: Send + Sync + 'static {
     /// [`Algorithm::peek`].
     fn peek_dyn(&self, state: &DynState, now: Nanos, cost: u64) -> Decision;
 
+    /// [`Algorithm::standing`] after a step on `state` at `now` that answered
+    /// `answer`. The default applies the default rule through
+    /// [`peek_dyn`](DynLimit::peek_dyn); every `Algorithm` answers its own.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{DynLimit, FixedWindow};
+    /// use std::time::Duration;
+    /// let limit: Box<dyn DynLimit> = Box::new(FixedWindow::new(3, Duration::from_secs(1)).unwrap());
+    /// let mut state = limit.initial_dyn_state(0);
+    /// let (grant, _) = limit.reserve_dyn(&mut state, 0, 1, 0);
+    /// let standing = limit.standing_dyn(&state, 0, grant);
+    /// assert_eq!((standing.remaining(), standing.retry_after()), (2, Duration::from_secs(1)));
+    /// ```
+    fn standing_dyn(&self, state: &DynState, now: Nanos, answer: Decision) -> Decision {
+        standing_with(answer, &mut |cost| self.peek_dyn(state, now, cost))
+    }
+
     /// What [`reserve_dyn`](DynLimit::reserve_dyn) would answer, without changing
     /// `state`: a peek when `max_wait` is 0 or the peek admits; otherwise a reserve on
     /// a copy of the (unboxed) state.
@@ -185,6 +202,13 @@ impl<A: Algorithm + Clone> DynLimit for A {
         match state.downcast_ref::<A::State>() {
             Some(state) => self.peek(state, now, cost),
             None => foreign(),
+        }
+    }
+
+    fn standing_dyn(&self, state: &DynState, now: Nanos, answer: Decision) -> Decision {
+        match state.downcast_ref::<A::State>() {
+            Some(state) => standing(self, state, now, answer),
+            None => answer,
         }
     }
 
@@ -430,7 +454,7 @@ impl Limits {
                 for (index, member) in self.members.iter().enumerate() {
                     let answer = state.pending[index].0;
                     each(if look {
-                        standing_with(answer, || member.peek_dyn(&state.members[index], now, 1))
+                        member.standing_dyn(&state.members[index], now, answer)
                     } else {
                         answer
                     });

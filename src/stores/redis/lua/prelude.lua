@@ -54,16 +54,33 @@ local function decision_ns(verdict, limit, remaining, retry, reset)
           0, 0, 0, 0, 0, 0}
 end
 
--- How a limit stands after its answer d (Rust's `standing`): a grant that left no
--- permit reports the refusal one more permit would get now, if it is refused (a
--- peek: no wait accepted, nothing recorded); any other answer reports itself.
+-- The standing of a grant d whose permit beyond its remaining is retry_us us and
+-- retry_ns ns away (Rust's `short_of_whole`): a refusal with d's limit, remaining,
+-- reset_after and limit index.
+local function short_of_whole(d, retry_us, retry_ns)
+  local out = decision(1, d[9], d[8], 0, retry_us, 0)
+  out[5], out[6], out[7], out[10] = retry_ns, d[6], d[7], d[10]
+  return out
+end
+
+-- How a limit stands after its answer d (Rust's `Algorithm::standing`): a grant
+-- that left fewer permits than the limit holds (remaining < limit, -1 being
+-- u64::MAX) reports the refusal remaining + 1 permits would get now, if they are
+-- refused (a peek: no wait accepted, nothing recorded), with d's remaining and
+-- reset_after; an algorithm with its own rule (`alg.standing`, nil to fall back on
+-- this one) answers it; any other answer reports itself.
 local function standing(alg, state, now, d)
-  if d[1] ~= 0 or d[8] ~= 0 then return d end
+  if d[1] ~= 0 or d[8] < 0 or (d[9] >= 0 and d[8] >= d[9]) then return d end
+  if alg.standing then
+    local own = alg.standing(d)
+    if own then return own end
+  end
+  local more = d[8] + 1
   local max_wait, pure, cost, text = MAX_WAIT, PURE_PEEK, COST, COST_TEXT
-  MAX_WAIT, PURE_PEEK, COST, COST_TEXT = 0, true, 1, '1'
-  local next = alg.reserve(state, now, 1)
+  MAX_WAIT, PURE_PEEK, COST, COST_TEXT = 0, true, more, int(more)
+  local next = alg.reserve(state, now, more)
   MAX_WAIT, PURE_PEEK, COST, COST_TEXT = max_wait, pure, cost, text
-  if next[1] == 1 then return next end
+  if next[1] == 1 then return short_of_whole(d, next[4], next[5]) end
   return d
 end
 

@@ -131,7 +131,28 @@ local function make_smooth_bursty(C)
     return {halves(maxbn(restored, sub(add(now_ns, OFFSET), BURST_BN)))}
   end
 
+  -- The Rust `standing`: with debt to pay (reset beyond a burst), nil (the peek
+  -- rule); otherwise the next permit is when the stored permits first read
+  -- remaining + 1, (remaining + 1) x interval rounded up (then up to two ns more,
+  -- as the quotient reads it), after T = now - (burst - reset).
+  local function standing(d)
+    if d[6] < 0 then return nil end
+    local reset = d[6] * 1000 + d[7]
+    if reset > BURST then return nil end
+    local more = d[8] + 1
+    local saved = ceil(more * INTERVAL)
+    for _ = 1, 2 do
+      if min(floor(saved / INTERVAL), MAX_PERMITS) < more then saved = saved + 1 end
+    end
+    local t = saved - (BURST - reset)
+    if t < 1 then t = 1 end
+    local tn = t % 1000
+    return short_of_whole(d, (t - tn) / 1000, tn)
+  end
+
   local reserve = reserve_exact
   if NEAR then reserve = near_first(reserve_near, reserve_exact) end
-  return single(load, save, reserve, cancel)
+  local alg = single(load, save, reserve, cancel)
+  alg.standing = standing
+  return alg
 end
