@@ -268,7 +268,8 @@ impl<K: Hash + Eq, C: Clock> HoldBack<K, C> {
         pace: impl FnOnce() -> Option<Pace>,
     ) -> Option<Duration> {
         let pause = self.pause(status, headers, wall_now)?.min(self.cap);
-        if pause == 0 {
+        // Looked at only when the fields ask for a pause: most responses ask none.
+        if pause == 0 || from_cache(headers) {
             return None;
         }
         let refill = pace().map_or(0, |pace| pace.refill_nanos());
@@ -392,9 +393,6 @@ impl<K: Hash + Eq, C: Clock> HoldBack<K, C> {
         headers: &HeaderMap,
         wall_now: SystemTime,
     ) -> Option<Nanos> {
-        if from_cache(headers) {
-            return None;
-        }
         let throttled =
             status == StatusCode::TOO_MANY_REQUESTS || status == StatusCode::SERVICE_UNAVAILABLE;
         if throttled {

@@ -311,6 +311,8 @@ where
 
 /// The state that asks the limiter: ready at once when a local limiter grants
 /// without waiting (no allocation), free for a cost of 0, otherwise the wait.
+/// Inlined, so that the state is built where it is stored, not moved there.
+#[inline(always)]
 fn ask_limiter<S, Req, P, R>(
     this: &mut ResponseFutureProj<'_, S, Req, P, R>,
 ) -> State<S::Future, <P::Clock as Clock>::Sleep>
@@ -335,7 +337,9 @@ where
 }
 
 /// The state after the waits: the jitter if the request waited at all (only a
-/// caller that waited can have woken with others), else ready.
+/// caller that waited can have woken with others), else ready. Inlined, as
+/// [`ask_limiter`] is.
+#[inline(always)]
 fn after_wait<S, Req, P, R>(
     this: &mut ResponseFutureProj<'_, S, Req, P, R>,
 ) -> State<S::Future, <P::Clock as Clock>::Sleep>
