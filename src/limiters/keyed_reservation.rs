@@ -4,9 +4,9 @@
 use super::combine::combine;
 use super::direct::nonzero;
 use super::keyed::no_keys;
-use super::KeyedRateLimiter;
+use super::{reservation, KeyedRateLimiter};
 use crate::algorithms::{Algorithm, Decision, Receipt};
-use crate::clock::{nanos_to_duration, Clock, DefaultClock, Nanos};
+use crate::clock::{Clock, DefaultClock, Nanos};
 use crate::error::Error;
 use crate::stores::store::blank;
 use crate::stores::{MemoryStore, Step, Store};
@@ -187,11 +187,7 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedReservation<K, A, S, C> {
     /// assert_eq!(refused.delay(), Duration::from_secs(1)); // as of when it was made
     /// ```
     pub fn delay(&self) -> Duration {
-        if !self.is_ok() {
-            return self.decision.retry_after();
-        }
-        let now = self.limiter.clock().now();
-        nanos_to_duration(self.acts_at.saturating_sub(now))
+        reservation::delay(&self.decision, self.acts_at, self.limiter.clock())
     }
 
     /// Blocks the thread until the caller may act, sleeping on the limiter's clock,
@@ -208,12 +204,7 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedReservation<K, A, S, C> {
     /// assert_eq!(clock.take_sleeps_secs(), vec![0.0, 0.25]);
     /// ```
     pub fn wait(self) -> Duration {
-        if !self.is_ok() {
-            return Duration::ZERO;
-        }
-        let delay = self.delay();
-        self.limiter.clock().sleep(delay);
-        delay
+        reservation::wait(&self.decision, self.acts_at, self.limiter.clock())
     }
 
     /// [`wait`](Self::wait) without blocking the thread: a future that completes

@@ -132,11 +132,7 @@ impl<A: CellAlgorithm, C: Clock> Reservation<A, C> {
     /// assert_eq!(r.delay(), Duration::ZERO); // never negative
     /// ```
     pub fn delay(&self) -> Duration {
-        if !self.is_ok() {
-            return self.decision.retry_after();
-        }
-        let now = self.limiter.clock().now();
-        nanos_to_duration(self.acts_at.saturating_sub(now))
+        delay(&self.decision, self.acts_at, self.limiter.clock())
     }
 
     /// Blocks until the caller may act, and returns how long that was. Returns at
@@ -154,12 +150,7 @@ impl<A: CellAlgorithm, C: Clock> Reservation<A, C> {
     /// assert_eq!(clock.take_sleeps().len(), 1); // only the acquire's
     /// ```
     pub fn wait(self) -> Duration {
-        if !self.is_ok() {
-            return Duration::ZERO;
-        }
-        let delay = self.delay();
-        self.limiter.clock().sleep(delay);
-        delay
+        wait(&self.decision, self.acts_at, self.limiter.clock())
     }
 
     /// Gives the reserved permits back now, as far as the grants made after it allow
@@ -192,4 +183,24 @@ impl<A: CellAlgorithm, C: Clock> Reservation<A, C> {
             self.limiter.cell().cancel(now, &self.receipt, self.acts_at);
         }
     }
+}
+
+/// A reservation's delay, direct or keyed: from `clock`'s now until `acts_at` (never
+/// negative) if `decision` granted, else the refusal's `retry_after`.
+pub(super) fn delay<C: Clock>(decision: &Decision, acts_at: Nanos, clock: &C) -> Duration {
+    if !decision.is_allowed() {
+        return decision.retry_after();
+    }
+    nanos_to_duration(acts_at.saturating_sub(clock.now()))
+}
+
+/// Sleeps on `clock` until a granted reservation may act (not at all for a
+/// refusal); answers how long.
+pub(super) fn wait<C: Clock>(decision: &Decision, acts_at: Nanos, clock: &C) -> Duration {
+    if !decision.is_allowed() {
+        return Duration::ZERO;
+    }
+    let delay = delay(decision, acts_at, clock);
+    clock.sleep(delay);
+    delay
 }
