@@ -6,7 +6,7 @@
 
 mod adapters_common;
 
-use adapters_common::{poll_once, secs, HeldClock};
+use adapters_common::{poll_once, secs, unbursting, HeldClock};
 use http::{HeaderMap, Request, Response, StatusCode};
 use sluicegate::adapters::client::{ClientError, ClientLayer};
 use sluicegate::adapters::HoldBack;
@@ -106,13 +106,7 @@ impl Calls {
 fn a_hold_stops_requests_already_waiting_for_their_permits() {
     let clock = HeldClock::default();
     // 10 per second with no stored burst: each request waits its own 0.1 s.
-    let limiter = RateLimiter::with_clock(
-        SmoothBursty::new(10.0)
-            .unwrap()
-            .with_max_burst(Duration::ZERO)
-            .unwrap(),
-        clock.clone(),
-    );
+    let limiter = RateLimiter::with_clock(unbursting(10.0), clock.clone());
     let hold = HoldBack::new(clock.clone());
     let (inner, sent) = recording(clock.clone());
     let client = ClientLayer::new(limiter)
@@ -134,13 +128,7 @@ fn a_hold_stops_requests_already_waiting_for_their_permits() {
 #[test]
 fn a_hold_that_outlasts_the_maximum_wait_fails_a_waiting_request_unsent() {
     let clock = HeldClock::default();
-    let limiter = RateLimiter::with_clock(
-        SmoothBursty::new(10.0)
-            .unwrap()
-            .with_max_burst(Duration::ZERO)
-            .unwrap(),
-        clock.clone(),
-    );
+    let limiter = RateLimiter::with_clock(unbursting(10.0), clock.clone());
     let hold = HoldBack::new(clock.clone());
     let (inner, sent) = recording(clock.clone());
     let client = ClientLayer::new(limiter)
