@@ -398,3 +398,26 @@ fn an_async_reserve_owns_what_it_needs_and_sleeps_on_nothing() {
     assert_eq!(r.delay(), Duration::from_secs(1));
     assert!(r.is_ok());
 }
+
+#[test]
+fn a_sets_reserve_all_gives_back_a_key_whose_own_turn_came_first() {
+    // "early" has a stored burst and would act at once; "late" spent its burst and
+    // must wait: the reservation acts at the later of the two turns.
+    let set = || AllOf::new((bursty(2.0), window(10)));
+    let limiter = keyed(set());
+    let untouched = keyed(set());
+    for l in [&limiter, &untouched] {
+        l.clock().advance(Duration::from_secs(5));
+        assert!(l.check(&"late", 3).unwrap().is_allowed());
+    }
+    let r = limiter.reserve_all(&["early", "late"], 1).unwrap();
+    assert!(r.is_ok() && r.delay() > Duration::ZERO);
+    r.cancel().unwrap();
+    for key in ["early", "late"] {
+        assert_eq!(
+            limiter.peek(&key, 1).unwrap(),
+            untouched.peek(&key, 1).unwrap(),
+            "{key} given back"
+        );
+    }
+}

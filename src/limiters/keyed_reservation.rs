@@ -40,10 +40,9 @@ use std::time::Duration;
 /// apart; to them, and to other processes on a shared store, a reservation is a
 /// grant by another caller. A set of limits ([`AllOf`](crate::algorithms::AllOf),
 /// [`Limits`](crate::algorithms::Limits)) knows its last grant only, by its
-/// receipt and its time to act, so only a key's latest reservation on a set comes
-/// back; and since one [`Step::Cancel`] carries one time to act for every key, a
-/// key of a set's [`reserve_all`](KeyedRateLimiter::reserve_all) whose own turn
-/// came before the reservation's is not recognized, and keeps its permits.
+/// receipt, so only a key's latest reservation on a set comes back (each key's by
+/// its own time to act, also for a key of a
+/// [`reserve_all`](KeyedRateLimiter::reserve_all) whose own turn came first).
 ///
 /// **Dropping** a reservation without cancelling keeps the permits taken.
 ///

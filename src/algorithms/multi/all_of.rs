@@ -104,10 +104,9 @@ impl<S, const N: usize> AllOfState<S, N> {
         now: Nanos,
         receipt: &Receipt,
         acts_at: Nanos,
-    ) -> Option<[Receipt; N]> {
-        self.last
-            .take_for_cancel(now, receipt, acts_at)
-            .then_some(self.receipts)
+    ) -> Option<([Receipt; N], Nanos)> {
+        let recorded = self.last.take_for_cancel(now, receipt, acts_at)?;
+        Some((self.receipts, recorded))
     }
 }
 
@@ -212,7 +211,7 @@ macro_rules! all_of {
             }
 
             fn cancel(&self, state: &mut Self::State, now: Nanos, receipt: &Receipt, acts_at: Nanos) {
-                if let Some([$($g),+]) = state.cancellable(now, receipt, acts_at) {
+                if let Some(([$($g),+], acts_at)) = state.cancellable(now, receipt, acts_at) {
                     let ($($m,)+) = &self.members;
                     let ($($s,)+) = &mut state.members;
                     $( $m.cancel($s, now, &$g, acts_at); )+

@@ -618,9 +618,12 @@ impl Algorithm for Limits {
     }
 
     fn cancel(&self, state: &mut LimitsState, now: Nanos, receipt: &Receipt, acts_at: Nanos) {
-        if !self.fits(state) || !state.last.take_for_cancel(now, receipt, acts_at) {
+        if !self.fits(state) {
             return;
         }
+        let Some(acts_at) = state.last.take_for_cancel(now, receipt, acts_at) else {
+            return;
+        };
         for ((member, s), r) in self
             .members
             .iter()

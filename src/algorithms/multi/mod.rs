@@ -355,18 +355,19 @@ impl LastGrant {
         (answer, Receipt::new(self.serial as i64, step.cost))
     }
 
-    /// True (and consumes the record) if `receipt`, acting at `acts_at`, is this
-    /// set's last grant and may still be cancelled at `now` (Go's rule, as
-    /// [`Algorithm::cancel`] states it: until it acts, that instant included).
-    fn take_for_cancel(&mut self, now: Nanos, receipt: &Receipt, acts_at: Nanos) -> bool {
-        let ours = self.live
-            && !receipt.is_none()
-            && receipt.mark() == self.serial as i64
-            && acts_at == self.acts_at;
-        if !ours || acts_at < now {
-            return false;
+    /// The time to act recorded for this set's last grant (and consumes the
+    /// record) if `receipt` is that grant and it may still be cancelled at `now`
+    /// (Go's rule, as [`Algorithm::cancel`] states it: until it acts, that instant
+    /// included). The serial identifies the grant; the caller's `acts_at` (for a
+    /// call over several keys, the latest of their times to act) must not have
+    /// passed either, so a receipt from before the state was forgotten, whose time
+    /// has passed, never matches a new grant with the same serial.
+    fn take_for_cancel(&mut self, now: Nanos, receipt: &Receipt, acts_at: Nanos) -> Option<Nanos> {
+        let ours = self.live && !receipt.is_none() && receipt.mark() == self.serial as i64;
+        if !ours || acts_at < now || self.acts_at < now {
+            return None;
         }
         self.live = false;
-        true
+        Some(self.acts_at)
     }
 }

@@ -150,17 +150,17 @@ local function make_set(C)
     return d, new
   end
 
-  -- The Rust set's cancel: only its last grant, identified by its mark (the serial)
-  -- and its time to act, and only once, gives back what each member's rule allows.
-  -- At the server's time the caller's time to act, carried over relative to now,
-  -- cannot reproduce the recorded one to the nanosecond: the serial alone (unique
-  -- per grant) identifies the grant there.
+  -- The Rust set's cancel: only its last grant, identified by its mark (the serial),
+  -- and only once, gives back what each member's rule allows, by the grant's
+  -- recorded time to act. Neither that time nor the caller's (for a call over
+  -- several keys, the latest of theirs) may have passed, so a receipt from before
+  -- the state was forgotten never matches a new grant with the same serial.
   local function cancel(st, now, grant, acts_at)
     local hi, lo = split32(st.serial)
     local ours = st.live and grant.allowed
-      and grant.mark_halves[1] == hi and grant.mark_halves[2] == lo
-      and acts_at ~= nil and (SERVER_TIME or cmp(acts_at, st.acts_at) == 0)
-    if not ours or cmp(acts_at, ns(now)) < 0 then return nil end
+      and grant.mark_halves[1] == hi and grant.mark_halves[2] == lo and acts_at ~= nil
+    if not ours or cmp(acts_at, ns(now)) < 0 or cmp(st.acts_at, ns(now)) < 0 then return nil end
+    acts_at = st.acts_at
     local new = {serial = st.serial, live = false, acts_at = st.acts_at, grants = st.grants,
                  members = {}, changed = {}}
     for m, member in ipairs(members) do
