@@ -231,4 +231,49 @@ mod tests {
         assert!(text.starts_with(&format!("#!lua name={name}\n")));
         assert!(text.ends_with(&format!("redis.register_function('{name}', call)\n")));
     }
+
+    /// The `src/...` paths a Lua file's header (its first comment block) names.
+    fn header_paths(source: &str) -> Vec<String> {
+        source
+            .lines()
+            .take_while(|line| line.starts_with("--"))
+            .flat_map(|line| {
+                line.split(|c: char| !(c.is_ascii_alphanumeric() || "_/.".contains(c)))
+                    .filter(|word| word.starts_with("src/"))
+                    .map(|word| word.trim_end_matches('.').to_owned())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_lua_header_names_rust_files_that_exist() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = 0;
+        for entry in std::fs::read_dir(root.join("src/stores/redis/lua")).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().and_then(|e| e.to_str()) != Some("lua") {
+                continue;
+            }
+            files += 1;
+            let source = std::fs::read_to_string(&path).unwrap();
+            let paths = header_paths(&source);
+            // A file holding an algorithm's step names the Rust it transcribes.
+            if source.contains("local function make_") {
+                assert!(
+                    !paths.is_empty(),
+                    "{} names its Rust source",
+                    path.display()
+                );
+            }
+            for named in paths {
+                assert!(
+                    named.ends_with(".rs") && root.join(&named).is_file(),
+                    "{} names {named}, which is not a file of the crate",
+                    path.display()
+                );
+            }
+        }
+        assert_eq!(files, 11, "every Lua file of the library is checked");
+    }
 }

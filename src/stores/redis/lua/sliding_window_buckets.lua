@@ -1,4 +1,4 @@
--- The bucketed sliding window (src/algorithms/sliding_window_buckets.rs), its ring kept
+-- The bucketed sliding window (src/algorithms/sliding_window_buckets/ring.rs), its ring kept
 -- in a hash of packed big-endian doubles (exact: integers below 2^53). Field 'H', the
 -- header: the newest bucket's number n, the ring's total, o (a bucket before which
 -- every bucket is empty, set by a grant into an empty ring), and copies of the counts
