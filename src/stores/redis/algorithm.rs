@@ -43,6 +43,27 @@ pub(super) const EXACT: u64 = 1 << 53;
 ///     ["rl:{kk}:set", "rl:{kk}:set.0.fw", "rl:{kk}:set.1.log"]
 /// );
 /// ```
+///
+/// An algorithm of another crate cannot implement it (the library has no step for
+/// it):
+///
+/// ```compile_fail,E0277
+/// use sluicegate::algorithms::{Algorithm, Decision, Plain};
+/// use sluicegate::stores::redis::RedisAlgorithm;
+/// struct Always;
+/// impl Algorithm for Always {
+///     type State = ();
+///     type Shape = Plain;
+///     fn initial_state(&self, _now: u64) {}
+///     fn reserve(&self, _: &mut (), _now: u64, _cost: u64, _max_wait: u64) -> Decision {
+///         Decision::allowed(u64::MAX, u64::MAX, 0)
+///     }
+///     fn is_replenished(&self, _: &(), _now: u64) -> bool {
+///         true
+///     }
+/// }
+/// impl RedisAlgorithm for Always {} // the trait bound `Always: ServerStep` is not satisfied
+/// ```
 pub trait RedisAlgorithm: Algorithm + ServerStep {}
 
 /// How an algorithm runs in the step library: the sealed half of
