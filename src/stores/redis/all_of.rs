@@ -13,7 +13,7 @@
 //! (or a `Limits` of them), recognized by its type ([`DynLimit::as_any`]); any
 //! other member makes the call a typed error before anything is sent.
 
-use super::algorithm::RedisAlgorithm;
+use super::algorithm::{RedisAlgorithm, ServerStep};
 use super::connection::failure;
 use crate::algorithms::{
     AllOf, DynLimit, FixedWindow, LeakyBucket, Limits, SlidingLog, SlidingWindowBuckets,
@@ -27,11 +27,11 @@ trait Member {
     fn push_config(&self, args: &mut Vec<String>) -> Result<(), Error>;
     /// Appends the member's key suffixes, under the set's own, as member `index`.
     fn push_suffixes(&self, index: usize, out: &mut Vec<String>);
-    /// [`RedisAlgorithm::cancel_route`].
+    /// [`ServerStep::cancel_route`].
     fn route(&self) -> Result<bool, Error>;
 }
 
-impl<M: RedisAlgorithm> Member for M {
+impl<M: ServerStep> Member for M {
     fn push_config(&self, args: &mut Vec<String>) -> Result<(), Error> {
         let mut words = Vec::new();
         self.config_args(&mut words)?;
@@ -82,9 +82,11 @@ fn set_suffixes<'a>(members: impl IntoIterator<Item = &'a dyn Member>, out: &mut
     }
 }
 
-impl<A: RedisAlgorithm, B: RedisAlgorithm> RedisAlgorithm for AllOf<(A, B)> {
+impl<A: RedisAlgorithm, B: RedisAlgorithm> RedisAlgorithm for AllOf<(A, B)> {}
+
+impl<A: RedisAlgorithm, B: RedisAlgorithm> ServerStep for AllOf<(A, B)> {
     const NAME: &'static str = "set";
-    const KIND: u8 = 8;
+    const FACTORY: &'static str = "make_set";
     const CANCEL_RESTORES: bool = A::CANCEL_RESTORES || B::CANCEL_RESTORES;
     // Every member must give back on the server, or the set's cancel would restore
     // less than memory does: it is refused instead.
@@ -101,9 +103,11 @@ impl<A: RedisAlgorithm, B: RedisAlgorithm> RedisAlgorithm for AllOf<(A, B)> {
     }
 }
 
-impl<A: RedisAlgorithm, B: RedisAlgorithm, C: RedisAlgorithm> RedisAlgorithm for AllOf<(A, B, C)> {
+impl<A: RedisAlgorithm, B: RedisAlgorithm, C: RedisAlgorithm> RedisAlgorithm for AllOf<(A, B, C)> {}
+
+impl<A: RedisAlgorithm, B: RedisAlgorithm, C: RedisAlgorithm> ServerStep for AllOf<(A, B, C)> {
     const NAME: &'static str = "set";
-    const KIND: u8 = 8;
+    const FACTORY: &'static str = "make_set";
     const CANCEL_RESTORES: bool = A::CANCEL_RESTORES || B::CANCEL_RESTORES || C::CANCEL_RESTORES;
     const CANCEL_ON_SERVER: bool =
         A::CANCEL_ON_SERVER && B::CANCEL_ON_SERVER && C::CANCEL_ON_SERVER;
@@ -170,13 +174,16 @@ impl Limits {
     }
 }
 
-/// A set whose members are chosen at run time. Its consts describe the set's own
-/// step; whether a cancel goes to the server is asked of its members
-/// ([`cancel_route`](RedisAlgorithm::cancel_route)). The empty set answers as in
+/// A set whose members are chosen at run time (a member that is not one of the
+/// crate's algorithms makes its call a typed error). The empty set answers as in
 /// memory (its step admits everything).
-impl RedisAlgorithm for Limits {
+impl RedisAlgorithm for Limits {}
+
+/// Its consts describe the set's own step; whether a cancel goes to the server is
+/// asked of its members ([`cancel_route`](ServerStep::cancel_route)).
+impl ServerStep for Limits {
     const NAME: &'static str = "set";
-    const KIND: u8 = 8;
+    const FACTORY: &'static str = "make_set";
     const CANCEL_ON_SERVER: bool = true;
 
     fn config_args(&self, args: &mut Vec<String>) -> Result<(), Error> {
@@ -184,7 +191,7 @@ impl RedisAlgorithm for Limits {
     }
 
     /// A member the server cannot run has no keys; the call is refused by
-    /// [`config_args`](RedisAlgorithm::config_args) before anything is sent.
+    /// [`config_args`](ServerStep::config_args) before anything is sent.
     fn key_suffixes(&self, out: &mut Vec<String>) {
         set_suffixes(self.members().iter().filter_map(|m| known(&**m)), out);
     }

@@ -5,13 +5,15 @@
 //! every duration are integers below 2⁵³ and the step's doubles compute them
 //! exactly.
 
-use super::algorithm::{exact_count, whole_micros, RedisAlgorithm};
+use super::algorithm::{exact_count, whole_micros, RedisAlgorithm, ServerStep};
 use crate::algorithms::FixedWindow;
 use crate::error::Error;
 
-impl RedisAlgorithm for FixedWindow {
+impl RedisAlgorithm for FixedWindow {}
+
+impl ServerStep for FixedWindow {
     const NAME: &'static str = "fw";
-    const KIND: u8 = 1;
+    const FACTORY: &'static str = "make_fixed_window";
     const CANCEL_ON_SERVER: bool = true;
 
     fn config_args(&self, args: &mut Vec<String>) -> Result<(), Error> {

@@ -11,7 +11,7 @@
 //! transcribes each step of the Rust code (`read`, `until`, the reserve) on the exact
 //! limb arrays of `lua/exact.lua`. Both give the Rust step's integers.
 
-use super::algorithm::{exact_count, RedisAlgorithm, EXACT};
+use super::algorithm::{exact_count, RedisAlgorithm, ServerStep, EXACT};
 use crate::algorithms::{LeakyBucket, LeakyMode};
 use crate::error::Error;
 
@@ -22,9 +22,11 @@ fn limbs(value: u64, args: &mut Vec<String>) {
     }
 }
 
-impl RedisAlgorithm for LeakyBucket {
+impl RedisAlgorithm for LeakyBucket {}
+
+impl ServerStep for LeakyBucket {
     const NAME: &'static str = "lb";
-    const KIND: u8 = 2;
+    const FACTORY: &'static str = "make_leaky_bucket";
     const CANCEL_RESTORES: bool = true;
     const CANCEL_ON_SERVER: bool = true;
 

@@ -20,13 +20,15 @@
 //! 2⁵³. A key in an older layout (decimal text, or the packed header without the
 //! copies) is refused with a typed error, not read as an empty log.
 
-use super::algorithm::{whole_micros, RedisAlgorithm};
+use super::algorithm::{whole_micros, RedisAlgorithm, ServerStep};
 use crate::algorithms::SlidingLog;
 use crate::error::Error;
 
-impl RedisAlgorithm for SlidingLog {
+impl RedisAlgorithm for SlidingLog {}
+
+impl ServerStep for SlidingLog {
     const NAME: &'static str = "log";
-    const KIND: u8 = 6;
+    const FACTORY: &'static str = "make_sliding_log";
     const CANCEL_ON_SERVER: bool = true;
 
     fn config_args(&self, args: &mut Vec<String>) -> Result<(), Error> {

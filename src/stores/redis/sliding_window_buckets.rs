@@ -26,14 +26,16 @@
 //! memory. A key in the older layout (decimal fields `n`, `t`, `o` and counts) is
 //! refused with a typed error, not read as an empty window.
 
-use super::algorithm::{exact_count, whole_micros, RedisAlgorithm};
+use super::algorithm::{exact_count, whole_micros, RedisAlgorithm, ServerStep};
 use crate::algorithms::sliding_window_buckets::OldestBucket;
 use crate::algorithms::SlidingWindowBuckets;
 use crate::error::Error;
 
-impl RedisAlgorithm for SlidingWindowBuckets {
+impl RedisAlgorithm for SlidingWindowBuckets {}
+
+impl ServerStep for SlidingWindowBuckets {
     const NAME: &'static str = "swb";
-    const KIND: u8 = 5;
+    const FACTORY: &'static str = "make_sliding_window_buckets";
     const CANCEL_ON_SERVER: bool = true;
 
     fn config_args(&self, args: &mut Vec<String>) -> Result<(), Error> {

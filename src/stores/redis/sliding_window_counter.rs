@@ -9,7 +9,7 @@
 //! the Rust state word, so that even an idle state whose index wrapped decides the
 //! same as in memory.
 
-use super::algorithm::{whole_micros, RedisAlgorithm};
+use super::algorithm::{whole_micros, RedisAlgorithm, ServerStep};
 use crate::algorithms::{SlidingWindowCounter, WordEncoded};
 use crate::error::Error;
 
@@ -18,9 +18,11 @@ fn bits(value: u64) -> u32 {
     u64::BITS - value.leading_zeros()
 }
 
-impl RedisAlgorithm for SlidingWindowCounter {
+impl RedisAlgorithm for SlidingWindowCounter {}
+
+impl ServerStep for SlidingWindowCounter {
     const NAME: &'static str = "swc";
-    const KIND: u8 = 3;
+    const FACTORY: &'static str = "make_sliding_window_counter";
     const CANCEL_ON_SERVER: bool = true;
 
     fn config_args(&self, args: &mut Vec<String>) -> Result<(), Error> {

@@ -8,15 +8,17 @@
 //! here and sent in shortest round-trip decimal), so IEEE arithmetic gives the same
 //! bits on both sides.
 
-use super::algorithm::{RedisAlgorithm, EXACT};
+use super::algorithm::{RedisAlgorithm, ServerStep, EXACT};
 use crate::algorithms::smooth_bursty::smooth_limit;
 use crate::algorithms::{SmoothBursty, WordEncoded};
 use crate::error::Error;
 use std::time::Duration;
 
-impl RedisAlgorithm for SmoothBursty {
+impl RedisAlgorithm for SmoothBursty {}
+
+impl ServerStep for SmoothBursty {
     const NAME: &'static str = "sb";
-    const KIND: u8 = 4;
+    const FACTORY: &'static str = "make_smooth_bursty";
     const CANCEL_RESTORES: bool = true;
     const CANCEL_ON_SERVER: bool = true;
 

@@ -7,14 +7,16 @@
 //! of the Rust step (resync, the trapezoid integral, the charge) is transcribed
 //! operation for operation, so the server computes the same bits.
 
-use super::algorithm::{RedisAlgorithm, EXACT};
+use super::algorithm::{RedisAlgorithm, ServerStep, EXACT};
 use crate::algorithms::smooth_bursty::smooth_limit;
 use crate::algorithms::{SmoothWarmingUp, WordEncoded};
 use crate::error::Error;
 
-impl RedisAlgorithm for SmoothWarmingUp {
+impl RedisAlgorithm for SmoothWarmingUp {}
+
+impl ServerStep for SmoothWarmingUp {
     const NAME: &'static str = "wu";
-    const KIND: u8 = 7;
+    const FACTORY: &'static str = "make_smooth_warming_up";
     const CANCEL_RESTORES: bool = true;
     const CANCEL_ON_SERVER: bool = true;
 

@@ -1,4 +1,4 @@
--- The driftless leaky bucket (src/algorithms/leaky_bucket.rs), transcribed with exact
+-- The driftless leaky bucket (src/algorithms/leaky_bucket/mod.rs), transcribed with exact
 -- integers. C: 1 K = ticks per permit, 2 capacity in permits, 3 excess = num - den,
 -- 4-6 num and 7-9 den as base-2^24 limbs (num/den ticks per ns; both 1 when a tick
 -- is a ns), 10 queue (1) or meter (0). K x capacity < 2^53, so the bucket's span in

@@ -1,12 +1,15 @@
--- A set of limits (src/algorithms/multi: AllOf), all-or-nothing in one script. C: 1
--- the number of members, then for each: its kind (the FACTORIES index), the number
--- of its configuration words, the words. An identity's keys: the set's serial key
--- (its grant counter, the mark of its grants), then each member's keys in order.
--- Every member steps on the same state, time, cost and wait; any refusal leaves
--- every member as it was and answers the tally's refusal (never beats denied;
--- among denials the longest retry_after, the first on a tie); otherwise every
--- member keeps its new state, the serial moves on, and the answer is the tightest
--- member's (fewest remaining), with the longest wait and reset_after of all.
+-- A set of limits (src/algorithms/multi/mod.rs, for AllOf and Limits), all-or-nothing
+-- in one script. C: 1 the number of members, then for each: its kind (the FACTORIES
+-- index), the number of its configuration words, the words. An identity's keys: the
+-- set's serial key (its grant counter, the mark of its grants), then each member's
+-- keys in order. Every member steps on the same state, time, cost and wait; any
+-- refusal leaves every member as it was and answers the tally's refusal (never
+-- beats denied; among denials the longest retry_after, the first on a tie);
+-- otherwise every member keeps its new state, the serial moves on, and the answer
+-- is the tightest member's (fewest remaining), with the longest wait and
+-- reset_after of all.
+-- FACTORIES, every algorithm's factory by kind: filled after this file, by a line
+-- that library.rs writes from its list FACTORIES (the kinds' one source).
 local FACTORIES = {}
 
 -- a > b for durations sent as {us, ns} (us -1: for ever).
@@ -199,6 +202,3 @@ local function make_set(C)
   return {nkeys = nkeys, load = load, save = save, drop = drop, reserve = reserve, cancel = cancel,
           report = report}
 end
-
-FACTORIES = {make_fixed_window, make_leaky_bucket, make_sliding_window_counter, make_smooth_bursty,
-             make_sliding_window_buckets, make_sliding_log, make_smooth_warming_up, make_set}

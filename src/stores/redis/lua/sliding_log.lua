@@ -1,4 +1,4 @@
--- The exact sliding log (src/algorithms/sliding_log.rs), in whole microseconds, its
+-- The exact sliding log (src/algorithms/sliding_log/ring.rs), in whole microseconds, its
 -- ring in a hash of packed big-endian doubles (exact: every value is an integer below
 -- 2^53). Field 'H', the header: the ring index of the oldest entry, the number of
 -- entries, the running count before the oldest, the ring size, and copies of the

@@ -1,4 +1,4 @@
--- The bucketed sliding window (src/algorithms/sliding_window_buckets.rs), its ring kept
+-- The bucketed sliding window (src/algorithms/sliding_window_buckets/ring.rs), its ring kept
 -- in a hash of packed big-endian doubles (exact: integers below 2^53). Field 'H', the
 -- header: the newest bucket's number n, the ring's total, o (a bucket before which
 -- every bucket is empty, set by a grant into an empty ring), and copies of the counts
@@ -8,19 +8,18 @@
 -- Why the copies: a call needs, besides the total, only a few counts (the newest for
 -- reset_after, the one leaving a dropping window or the partial one of a weighted
 -- window, the oldest non-empty one where a refusal's walk starts), and whoever writes
--- the header knows them; so on a hammered key (a dropping window, `reserve_fast`) a
--- refusal reads one field and a grant in the newest bucket writes the header and one
--- slot (one HSET), whatever the limit; a grant that moves the ring a few buckets reads
--- the counts the header lacks in one HMGET (`grant_moved`). Any other slot is an HGET,
--- cached for the call (the buckets leaving the ring when it moves, in one HMGET). A refusal's exact
--- retry_after otherwise walks the non-empty buckets from the oldest: slot by slot from
--- 'o'; past 8 slots (a sparse ring), from one HGETALL of what the ring holds, never its
+-- the header knows them; so on a hammered key a refusal reads one field and a grant
+-- in the newest bucket writes the header and one slot (one HSET), whatever the limit;
+-- a step that moves the ring a few buckets reads the counts the header lacks in one
+-- HMGET. Any other slot is an HGET, cached for the call. A refusal's exact
+-- retry_after walks the non-empty buckets from the oldest: slot by slot from 'o';
+-- past 8 slots (a sparse ring), from one HGETALL of what the ring holds, never its
 -- empty buckets. A key without 'H' but holding something is in an older layout
 -- (decimal fields 'n', 't', 'o'): refused, never read as empty. Times are whole
--- microseconds. The weighted counts ("scaled", count x ns) and the durations returned
--- are plain doubles while every one the step can form stays below 2^52 (the usual
--- case: a limit and a window that are not astronomical), exact limb arrays in ns
--- otherwise.
+-- microseconds. Two steps take the same decisions: `reserve_near` on plain doubles
+-- while every weighted count ("scaled", count x ns) and duration it can form stays
+-- below 2^52 (the usual case: a limit and a window that are not astronomical), and
+-- `reserve_exact` on exact limb arrays in ns otherwise.
 -- C: 1 limit, 2 duration (us), 3 precision (us), 4 buckets B, 5 weighted (1) or
 -- dropping (0), 6 ring slots (B + 1 rounded up to a power of two).
 local function make_sliding_window_buckets(C)
@@ -92,15 +91,26 @@ local function make_sliding_window_buckets(C)
   local function slot(bucket) return bucket % RING end
 
   -- The count of `bucket` (one the ring holds: n - B or later) in st's ring: the
-  -- header's copies first, and none before o.
+  -- header's copies first, none before o, then what the state wrote or the call
+  -- read before (`read` written out: a step asks for a few counts more than once).
   local function held(st, bucket)
     local n = st.n
     if bucket == n then return st.cn end
     if bucket == n - B then return st.c0 end
     if bucket == n - B + 1 then return st.c1 end
-    if bucket == st.o then return st.co end
-    if bucket < st.o then return 0 end
-    return read(st, slot(bucket))
+    local o = st.o
+    if bucket == o then return st.co end
+    if bucket < o then return 0 end
+    local s = bucket % RING
+    local v = st.w[s]
+    if v ~= nil then return v end
+    if st.wipe then return 0 end
+    local cache = st.cache
+    if cache then
+      v = cache[s]
+      if v ~= nil then return v end
+    end
+    return read(st, s)
   end
 
   -- Reads the slots of buckets first..last (ring buckets) that `held` would read one
@@ -109,26 +119,18 @@ local function make_sliding_window_buckets(C)
     if st.wipe then return end
     if not st.cache then st.cache = {} end
     local want, slots = {}, {}
-    for b = max(first, st.o), last do
-      local s = slot(b)
-      if b ~= st.n and b ~= st.n - B and b ~= st.n - B + 1 and st.w[s] == nil
-          and st.cache[s] == nil then
+    local n, o, w, cache = st.n, st.o, st.w, st.cache
+    for b = max(first, o), last do
+      local s = b % RING
+      if b ~= n and b ~= n - B and b ~= n - B + 1 and b ~= o and w[s] == nil
+          and cache[s] == nil then
         want[#want + 1] = name(s)
         slots[#slots + 1] = s
       end
     end
     if #slots < 2 then return end
     local got = redis_call('HMGET', st.key, unpack(want))
-    for i = 1, #slots do st.cache[slots[i]] = unpacked(got[i]) end
-  end
-
-  -- The copies for a state whose slots are final (w, wipe) and whose newest bucket
-  -- is n: read through it, not through its copies.
-  local function copied(st, n)
-    local c0, c1 = 0, 0
-    if n - B >= 0 then c0 = read(st, slot(n - B)) end
-    if n - B + 1 >= 0 then c1 = read(st, slot(n - B + 1)) end
-    return read(st, slot(n)), c0, c1
+    for i = 1, #slots do cache[slots[i]] = unpacked(got[i]) end
   end
 
   -- Every non-empty slot of the state: slot -> count. One HGETALL per key and call
@@ -345,38 +347,59 @@ local function make_sliding_window_buckets(C)
     return d
   end
 
-  -- The state after a grant of `cost` in the current bucket (a copy: the old one may
-  -- still be read by a later key of the same call).
-  local function commit(st, v, cost)
+  -- The state after a grant of `cost` in bucket `current` (n or later), the ring's
+  -- total there being `total` (a copy: the old state may still be read by a later
+  -- key of the same call). K, when the ring moves a few buckets, holds the counts
+  -- of buckets lo .. current - B + 1 (those leaving, then the two the new ring
+  -- starts with) as the step read them (`span`); without it they are read here.
+  local function commit(st, current, total, cost, lo, K)
     local new = {key = st.key, n = st.n, t = st.t, o = st.o, cn = st.cn, c0 = st.c0, c1 = st.c1,
                  co = st.co, w = {}, wipe = st.wipe, cache = st.cache, dirty = true}
     if st.dirty then for k, c in pairs(st.w) do new.w[k] = c end end
-    local total, current = st.t, v.current
-    local moved = current > v.newest
+    local moved = current > st.n
+    local far = current - B
     if moved then
-      local from, to = leaving(v.newest, current)
-      if from == nil then
-        new.wipe = true
-        new.w = {}
+      -- Clearing an empty slot changes nothing: clear the non-empty ones of the
+      -- buckets leaving (none is before o, and lo is o or later).
+      if K then
+        local w = new.w
+        for b = lo, far - 1 do
+          if K[b - lo + 1] > 0 then w[b % RING] = 0 end
+        end
       else
-        -- Clearing an empty slot changes nothing: clear the non-empty ones (none is
-        -- before o).
-        if to - from <= 8 then
-          for b = max(from, st.o), to - 1 do new.w[slot(b)] = 0 end
+        local from, to = leaving(st.n, current)
+        if from == nil then
+          new.wipe = true
+          new.w = {}
+        elseif to - from <= 8 then
+          for b = max(from, st.o), to - 1 do
+            if held(st, b) > 0 then new.w[slot(b)] = 0 end
+          end
         else
           for _, bc in ipairs(nonempty(st, from, to - 1)) do new.w[slot(bc[1])] = 0 end
         end
       end
       new.n = current
-      total = v.total
     end
     -- A grant into an empty ring: every bucket before this one is empty.
     if total == 0 then new.o = current end
-    local s = slot(current)
+    local s = current % RING
     new.t = total + cost
     if moved then
-      new.w[s] = read(new, s) + cost
-      new.cn, new.c0, new.c1 = copied(new, current)
+      -- The slot held nothing or a bucket that just left (slots hold counts only for
+      -- the ring's buckets): the grant is its count. The copies of the new ring's far
+      -- end, buckets it kept from the old ring (none after n, but the grant's own).
+      new.w[s] = cost
+      new.cn = cost
+      local n = st.n
+      if K then
+        new.c0, new.c1 = K[far - lo + 1], K[far - lo + 2]
+      else
+        new.c0, new.c1 = 0, 0
+        if far <= n then new.c0 = held(st, far) end
+        if far + 1 <= n then new.c1 = held(st, far + 1) end
+      end
+      if far + 1 == current then new.c1 = cost end
     else
       local c = st.cn + cost
       new.w[s] = c
@@ -387,34 +410,31 @@ local function make_sliding_window_buckets(C)
     -- o's count: this grant's if it is o's, none once o has left the ring.
     if current == new.o then
       new.co = new.cn
-    elseif new.o < current - B then
+    elseif new.o < far then
       new.co = 0
     end
     return new
   end
 
   -- The same step on doubles: counts scaled by the precision in us (x 1000 is the
-  -- scaled count above), durations in ns relative to now. Exact while a scaled
-  -- count of twice the limit (the ring's total: the window's, at most the limit,
-  -- and the bucket just leaving it), and every duration from now, stay below 2^52
-  -- in ns; `reserve_near` answers nil (the limbs decide) for a view past that.
+  -- scaled count above), durations in ns relative to now. Exact while a scaled count
+  -- of twice the limit (the ring's total: the window's, at most the limit, and the
+  -- bucket just leaving it), and every duration from now, stay below 2^52 in ns;
+  -- `reserve_near` answers nil (the limbs decide) for a view past that.
   local NEAR = (2 * LIMIT + 2) * P * 1000 < 2 ^ 52
+
+  -- gone_at in us is bucket x P + GONE: (bucket + B) x P dropping, (bucket + 1) x P
+  -- + D weighted (integers below 2^53, so either sum is the same double).
+  local GONE = B * P
+  if WEIGHTED then GONE = P + D end
+
+  -- The step's durations from now stay below 2^52 ns while (at - now + D + 2P) x 1000
+  -- does (at: now, or the newest bucket's start if that is later). For an integer x,
+  -- x x 1000 < 2^52 exactly when x < 4503599627371: so while at - now < FAR.
+  local FAR = 4503599627371 - D - 2 * P
 
   -- ns from now until `us` (absolute), never negative.
   local function after(us, now) return max(us - now, 0) * 1000 end
-
-  local function gone_at_us(bucket)
-    if WEIGHTED then return (bucket + 1) * P + D end
-    return (bucket + B) * P
-  end
-
-  local function reset_near(st, v, now)
-    local oldest, newest = max(v.current - B, 0), min(v.current, v.newest)
-    if newest >= oldest and count(st, v, newest) > 0 then return after(gone_at_us(newest), now) end
-    local found = nonempty(st, oldest, newest)
-    if #found == 0 then return 0 end
-    return after(gone_at_us(found[#found][1]), now)
-  end
 
   -- When `excess` (scaled, us) has left, counted from `start` (us) through a
   -- bucket of count c: Rust's crossing, ns from now.
@@ -424,85 +444,259 @@ local function make_sliding_window_buckets(C)
     return max((start + D - now) * 1000 + q, 0)
   end
 
-  -- The non-empty buckets in [from, to], ascending, as an iterator of bucket,
-  -- count: slot by slot from the state's oldest possibly non-empty bucket (`o`,
-  -- below which every bucket is empty), so that a refusal reads the one or two
-  -- buckets it needs, not the ring; past 8 slots read, the rest from the ring's
-  -- non-empty slots (what a sparse ring costs).
-  local function ascending(st, v, from, to)
-    local b, reads, rest, i = max(from, st.o), 0, nil, 0
-    return function()
-      while rest == nil and b <= to do
-        if reads == 8 then
-          rest = nonempty(st, b, to)
-        else
-          local c = count(st, v, b)
-          reads, b = reads + 1, b + 1
-          if c > 0 then return b - 1, c end
-        end
-      end
+  -- reset_after in ns at current bucket c (c >= n): from the newest bucket, whose
+  -- count the header holds, or else the newest non-empty one still in the ring.
+  local function reset_near(st, c, now)
+    local n = st.n
+    if c - B <= n and st.cn > 0 then return after(n * P + GONE, now) end
+    local found = nonempty(st, max(c - B, 0), n)
+    if #found == 0 then return 0 end
+    return after(found[#found][1] * P + GONE, now)
+  end
+
+  -- A refusal's retry_after in ns (Rust's retry_at): the walk over the buckets that
+  -- count, from `first` (the first whole one) to `last`, until one's count covers
+  -- what is left of `excess` (permits dropping; scaled, us, weighted, the walk being
+  -- at `start` us when it reaches `first`). Empty buckets change nothing but the
+  -- position, so it reads the non-empty ones only: slot by slot from o (every bucket
+  -- before it is empty), so that a hammered key reads the header's copies; past 8
+  -- slots (a sparse ring), from the ring's non-empty slots.
+  local function retry_near(st, now, excess, first, last, start)
+    local b, reads, rest, i = max(first, st.o), 0, nil, 0
+    while true do
+      local bucket, c
       if rest then
         i = i + 1
         local bc = rest[i]
-        if bc then return bc[1], bc[2] end
+        if bc == nil then break end
+        bucket, c = bc[1], bc[2]
+      elseif b > last then
+        break
+      elseif reads == 8 then
+        rest = nonempty(st, b, last)
+      else
+        bucket, c, reads, b = b, held(st, b), reads + 1, b + 1
       end
-      return nil
+      if bucket and c > 0 then
+        if not WEIGHTED then
+          if c >= excess then return after(bucket * P + GONE, now) end
+          excess = excess - c
+        else
+          local part = c * P
+          if part >= excess then
+            return crossed_near(start + (bucket - first) * P, excess, c, now)
+          end
+          excess = excess - part
+        end
+      end
     end
+    if not WEIGHTED then return after(max(last + 1, first) * P + GONE, now) end
+    return after(start + max(last + 1 - first, 0) * P + D, now)
   end
 
-  local function retry_near(st, v, now, excess, excess_permits, first_whole, partial, inside, c)
-    local last = min(v.current, v.newest)
-    if not WEIGHTED then
-      for bucket, held in ascending(st, v, first_whole, last) do
-        if held >= excess_permits then return after(gone_at_us(bucket), now) end
-        excess_permits = excess_permits - held
+  -- The counts of buckets lo .. hi (o or later, a few; one after n counts nothing),
+  -- in an array from 1: the header's copies, the state's writes and what the call
+  -- read before, the rest in one HMGET.
+  local function span(st, lo, hi)
+    local n, o, w, cache = st.n, st.o, st.w, st.cache
+    local K, want, at = {}, nil, nil
+    for b = lo, hi do
+      local v
+      if b > n then
+        v = 0
+      elseif b == n then
+        v = st.cn
+      elseif b == n - B then
+        v = st.c0
+      elseif b == n - B + 1 then
+        v = st.c1
+      elseif b == o then
+        v = st.co
+      else
+        local s = b % RING
+        v = w[s]
+        if v == nil and st.wipe then v = 0 end
+        if v == nil and cache then v = cache[s] end
+        if v == nil then
+          if not want then want, at = {}, {} end
+          want[#want + 1] = name(s)
+          at[#at + 1] = b - lo + 1
+          v = false
+        end
       end
-      return after(gone_at_us(max(last + 1, first_whole)), now)
+      K[b - lo + 1] = v
     end
-    local start = 0
-    if partial then
-      start = v.at - D
-      local part = c * inside
-      if part >= excess then return crossed_near(start, excess, c, now) end
-      excess = excess - part
-      start = start + inside
+    if want then
+      local got = redis_call('HMGET', st.key, unpack(want))
+      for i = 1, #want do K[at[i]] = unpacked(got[i]) end
     end
-    for bucket, held in ascending(st, v, first_whole, last) do
-      local part = held * P
-      if part >= excess then
-        return crossed_near(start + (bucket - first_whole) * P, excess, held, now)
-      end
-      excess = excess - part
-    end
-    return after(start + max(last + 1 - first_whole, 0) * P + D, now)
+    return K
   end
 
+  -- The count of bucket b (n - B or later) in the ring at a later bucket: none after n.
+  local function ring_count(st, b)
+    if b > st.n then return 0 end
+    return held(st, b)
+  end
+
+  -- The step on doubles, or nil past their exactness (then `reserve_exact`). Rust's
+  -- view, bounds, whole and decision written out: in Redis's Lua a table or a
+  -- function call costs more than the arithmetic around it. On a hammered key (a
+  -- call in the newest bucket, or one that moves the ring a few buckets) the counts
+  -- it needs are the header's copies or one HMGET, so a refusal in the newest
+  -- bucket calls no other function and builds no table but its answer.
   local function reserve_near(st, now, cost)
-    local v = view(st, now)
-    if v.total > 2 * LIMIT or (v.at - now + D + 2 * P) * 1000 >= 2 ^ 52 then return nil end
-    local first_whole, partial, inside = bounds(v)
-    local scaled = whole(st, v, first_whole) * P
-    local c = 0
-    if partial then
-      c = count(st, v, partial)
-      scaled = scaled + c * inside
+    local n, o = st.n, st.o
+    local at, c = now, n
+    if at < n * P then at = n * P end
+    if at - now >= FAR then return nil end
+    local total = st.t
+    -- far0 and far1: the counts of buckets c - B and c - B + 1, where the window
+    -- starts. lo and K: the counts `span` read when the ring moves a few buckets.
+    local far0, far1, lo, K = st.c0, st.c1, nil, nil
+    if at - n * P >= P then
+      c = div(at, P)
+      local to = c - B
+      if c - n > B then
+        -- Every bucket has left the ring.
+        total, far0, far1 = 0, 0, 0
+      elseif n - B < to and o < to then
+        -- Buckets lo .. to - 1 leave the ring (none before o holds a count). A few:
+        -- read with the two after them in one HMGET; many: summed from the ring's
+        -- non-empty slots.
+        local gone = 0
+        lo = n - B
+        if lo < o then lo = o end
+        if to - lo <= 8 then
+          K = span(st, lo, to + 1)
+          for i = 1, to - lo do gone = gone + K[i] end
+          far0, far1 = K[to - lo + 1], K[to - lo + 2]
+        else
+          lo = nil
+          for _, bc in ipairs(nonempty(st, max(n - B, 0), to - 1)) do gone = gone + bc[2] end
+          far0, far1 = ring_count(st, to), ring_count(st, to + 1)
+        end
+        total = total - gone
+        if total < 0 then total = 0 end
+      else
+        -- Nothing leaves that holds a count: the window starts at o or before it.
+        far0, far1 = 0, 0
+        if to == o then far0 = st.co end
+        if to + 1 == o then
+          far1 = st.co
+        elseif to + 1 > o then
+          far1 = ring_count(st, to + 1)
+        end
+      end
     end
-    local used, rest = div(scaled, P)
-    if rest > 0 then used = used + 1 end
+    if total > 2 * LIMIT then return nil end
+    -- Rust's bounds: the first bucket counted whole, and the partial one (weighted,
+    -- once a whole window has passed) with its us inside the window.
+    local first, partial, inside = c + 1 - B, nil, 0
+    if first < 0 then first = 0 end
+    if WEIGHTED then
+      if at < D then
+        first = 0
+      else
+        local start, boundary = at - D, first * P
+        if start >= boundary then
+          partial, inside = first, boundary + P - start
+        else
+          partial, inside = max(first - 1, 0), boundary - start
+        end
+        if inside < 0 then inside = 0 end
+        first = partial + 1
+      end
+    end
+    -- Rust's whole (buckets c - B .. first - 1 leave the total) and the partial
+    -- bucket's count: far0 and far1 once a whole ring has passed since bucket 0.
+    local whole, cp = total, 0
+    if c >= B and first > c - B then
+      whole = whole - far0
+      if first > c - B + 1 then whole = whole - far1 end
+      if whole < 0 then whole = 0 end
+      if partial == c - B then cp = far0 elseif partial then cp = far1 end
+    else
+      for b = max(c - B, 0), first - 1 do whole = max(whole - ring_count(st, b), 0) end
+      if partial then cp = ring_count(st, partial) end
+    end
+    local scaled, used = whole * P, whole
+    if partial then
+      local rest
+      scaled = scaled + cp * inside
+      used, rest = div(scaled, P)
+      if rest > 0 then used = used + 1 end
+    end
+    local remaining = LIMIT - used
+    if remaining < 0 then remaining = 0 end
+    local reset
     if cost > LIMIT then
-      return decision_ns(2, LIMIT, max(LIMIT - used, 0), 0, reset_near(st, v, now)), nil
+      reset = reset_near(st, c, now)
+      return {2, 0, 0, 0, 0, (reset - reset % 1000) / 1000, reset % 1000, remaining, LIMIT, 0,
+              0, 0, 0, 0, 0, 0}, nil
     end
     local allowed = (LIMIT - cost) * P
     if scaled <= allowed then
-      local reset = after(gone_at_us(v.current), now)
-      local d = decision_ns(0, LIMIT, LIMIT - cost - used, 0, reset)
-      d[11], d[12] = split32(v.current)
-      d[13], d[14] = split32(cost)
-      return d, commit(st, v, cost)
+      reset = c * P + GONE - now
+      if reset < 0 then reset = 0 end
+      -- The receipt: the bucket the grant was counted in, and its cost (32-bit halves).
+      local c_lo, cost_lo = c % 4294967296, cost % 4294967296
+      return {0, 0, 0, 0, 0, reset, 0, LIMIT - cost - used, LIMIT, 0, (c - c_lo) / 4294967296,
+              c_lo, (cost - cost_lo) / 4294967296, cost_lo, 0, 0}, commit(st, c, total, cost, lo, K)
     end
-    local retry = retry_near(st, v, now, scaled - allowed, used + cost - LIMIT, first_whole,
-      partial, inside, c)
-    return decision_ns(1, LIMIT, max(LIMIT - used, 0), retry, reset_near(st, v, now)), nil
+    -- Refused. reset_after (us and a ns remainder): from bucket n while the ring
+    -- holds it and it holds a count (as a hammered key's does), or else the newest
+    -- non-empty bucket.
+    local reset_ns = 0
+    if c - B <= n and st.cn > 0 then
+      reset = n * P + GONE - now
+      if reset < 0 then reset = 0 end
+    else
+      reset = reset_near(st, c, now)
+      reset_ns = reset % 1000
+      reset = (reset - reset_ns) / 1000
+    end
+    -- retry_after (us and a ns remainder): Rust's walk from the first whole bucket
+    -- (`retry_near`), whose first non-empty bucket is usually one the step already
+    -- holds (far1, n or o) and covers the excess: then answered here.
+    local retry, excess, start = nil, used + cost - LIMIT, 0
+    if WEIGHTED then
+      excess = scaled - allowed
+      if partial then
+        start = at - D
+        local part = cp * inside
+        if part >= excess then
+          retry = crossed_near(start, excess, cp, now)
+        else
+          excess, start = excess - part, start + inside
+        end
+      end
+    end
+    if not retry then
+      local b, h = first, 0
+      if b < o then b = o end
+      if b == n then
+        h = st.cn
+      elseif b == o then
+        h = st.co
+      elseif c >= B and b == c - B + 1 then
+        h = far1
+      end
+      local part = h
+      if WEIGHTED then part = h * P end
+      if part < excess or b > n then
+        retry = retry_near(st, now, excess, first, n, start)
+      elseif WEIGHTED then
+        retry = crossed_near(start + (b - first) * P, excess, h, now)
+      else
+        retry = b * P + GONE - now
+        if retry < 0 then retry = 0 end
+        retry = retry * 1000
+      end
+    end
+    local retry_ns = retry % 1000
+    return {1, 0, 0, (retry - retry_ns) / 1000, retry_ns, reset, reset_ns, remaining, LIMIT, 0, 0,
+            0, 0, 0, 0, 0}, nil
   end
 
   local function reserve_exact(st, now, cost)
@@ -520,7 +714,7 @@ local function make_sliding_window_buckets(C)
       -- The receipt: the bucket the grant was counted in, and its cost.
       d[11], d[12] = split32(v.current)
       d[13], d[14] = split32(cost)
-      return d, commit(st, v, cost)
+      return d, commit(st, v.current, v.total, cost)
     end
     local reset = reset_after(st, v, now_ns)
     local at = retry_at(st, v, sub(scaled, allowed_scaled), used + cost - LIMIT)
@@ -547,243 +741,8 @@ local function make_sliding_window_buckets(C)
     if bucket == st.o then new.co = c - back end
     return new
   end
-  -- A dropping window's step where the header alone decides, as `reserve_near` would
-  -- (its guard, its arithmetic), or nil: the step in the newest bucket, or a later one
-  -- when every bucket leaving the ring is before o (empty), the count leaving the
-  -- window and a refusal's first non-empty bucket being the header's copies. That is
-  -- a hammered key's call: no slot read, no view table, no walk.
-  -- Keeps the counts `grant_moved` read (those at `index` in counts, from bucket low)
-  -- in the state's cache, for the general step that answers instead: nil.
-  local function remember(st, low, counts, index)
-    local cache = st.cache
-    if not cache then
-      cache = {}
-      st.cache = cache
-    end
-    for i = 1, #index do cache[slot(low + index[i] - 1)] = counts[index[i]] end
-    return nil
-  end
-
-  -- `reserve_fast`'s grant that moves the ring a few buckets (to bucket c, at most 8
-  -- on): the counts the header does not hold, of the buckets leaving and the two the
-  -- new ring starts with, in one HMGET, and `commit` written out. Nil for anything
-  -- else (a refusal, a state this call already changed), which the general step
-  -- answers.
-  local function grant_moved(st, now, cost, n, c, at)
-    if c - n > 8 or st.dirty or cost > LIMIT or (at - now + D + 2 * P) * 1000 >= 2 ^ 52 then
-      return nil
-    end
-    local o = st.o
-    local low = max(n - B, o, 0)
-    local counts, want, index = {}, {}, {}
-    for b = low, c - B + 1 do
-      local v = false
-      if b > n then
-        v = 0
-      elseif b == n then
-        v = st.cn
-      elseif b == n - B then
-        v = st.c0
-      elseif b == n - B + 1 then
-        v = st.c1
-      elseif b == o then
-        v = st.co
-      end
-      counts[b - low + 1] = v
-      if not v then
-        want[#want + 1] = name(slot(b))
-        index[#index + 1] = b - low + 1
-      end
-    end
-    if #want > 0 then
-      local got = redis_call('HMGET', st.key, unpack(want))
-      for i = 1, #want do counts[index[i]] = unpacked(got[i]) end
-    end
-    -- Rust's view (the buckets before c - B leave) and, dropping, bucket c - B is in
-    -- the ring but not in the window.
-    local total = st.t
-    for b = low, c - B - 1 do total = total - counts[b - low + 1] end
-    if total < 0 then total = 0 end
-    local out = counts[c - B - low + 1]
-    local used = total - out
-    if used < 0 then used = 0 end
-    local reset
-    if WEIGHTED then
-      -- Rust's bounds and whole: bucket c - B and, when the window starts after it,
-      -- c - B + 1 are not whole; the partial one counts for its part inside.
-      if at < D then return remember(st, low, counts, index) end
-      local from = at - D
-      local nxt = c + 1 - B
-      local partial, inside = nxt - 1, nxt * P - from
-      if from >= nxt * P then
-        partial, inside = nxt, (nxt + 1) * P - from
-        used = used - counts[nxt - low + 1]
-        if used < 0 then used = 0 end
-      end
-      if inside < 0 then inside = 0 end
-      local scaled = used * P + counts[partial - low + 1] * inside
-      local rest
-      used, rest = div(scaled, P)
-      if rest > 0 then used = used + 1 end
-      if total > 2 * LIMIT or scaled > (LIMIT - cost) * P then
-        return remember(st, low, counts, index)
-      end
-      reset = (c + 1) * P + D - now
-    else
-      if total > 2 * LIMIT or used + cost > LIMIT then return remember(st, low, counts, index) end
-      reset = (c + B) * P - now
-    end
-    -- Rust's commit: the non-empty leaving buckets cleared, the grant in bucket c
-    -- (whose slot they cleared or never held a count), the copies of the new ring.
-    local new = {key = st.key, n = c, t = total + cost, o = o, cn = cost, c0 = out,
-                 c1 = counts[c - B + 2 - low], co = st.co, w = {}, wipe = false,
-                 cache = st.cache, dirty = true}
-    for b = low, c - B - 1 do
-      if counts[b - low + 1] > 0 then new.w[slot(b)] = 0 end
-    end
-    new.w[slot(c)] = cost
-    if total == 0 then new.o = c end
-    if c == new.o then
-      new.co = cost
-    elseif new.o < c - B then
-      new.co = 0
-    end
-    if reset < 0 then reset = 0 end
-    local c_lo, cost_lo = c % 4294967296, cost % 4294967296
-    local d = {0, 0, 0, 0, 0, reset, 0, LIMIT - cost - used, LIMIT, 0, (c - c_lo) / 4294967296,
-               c_lo, (cost - cost_lo) / 4294967296, cost_lo, 0, 0}
-    return d, new
-  end
-
-  local function reserve_fast(st, now, cost)
-    local n, o = st.n, st.o
-    local start = n * P
-    local at, c = now, n
-    if at < start then at = start end
-    if at - start >= P then
-      c = div(at, P)
-      if c - n > B then return nil end
-      if c - B > o then return grant_moved(st, now, cost, n, c, at) end
-    end
-    local total = st.t
-    if total > 2 * LIMIT or (at - now + D + 2 * P) * 1000 >= 2 ^ 52 or cost > LIMIT then
-      return nil
-    end
-    -- The whole buckets: the ring's total less bucket c - B, in the ring but not in
-    -- the window.
-    local used = total
-    if c - B >= 0 and c - B >= o then
-      if c ~= n then return nil end
-      used = total - st.c0
-      if used < 0 then used = 0 end
-    end
-    if used + cost <= LIMIT then
-      local reset = (c + B) * P - now
-      if reset < 0 then reset = 0 end
-      local c_lo, cost_lo = c % 4294967296, cost % 4294967296
-      local d = {0, 0, 0, 0, 0, reset, 0, LIMIT - cost - used, LIMIT, 0, (c - c_lo) / 4294967296,
-                 c_lo, (cost - cost_lo) / 4294967296, cost_lo, 0, 0}
-      return d, commit(st, {current = c, newest = n, total = total}, cost)
-    end
-    -- Refused: retry_after from the first non-empty bucket that counts, reset_after
-    -- from the newest.
-    local b = c + 1 - B
-    if b < o then b = o end
-    local held
-    if b == n then
-      held = st.cn
-    elseif b == n - B + 1 then
-      held = st.c1
-    elseif b == o then
-      held = st.co
-    else
-      return nil
-    end
-    if held < used + cost - LIMIT or st.cn == 0 then return nil end
-    local retry, reset, remaining = (b + B) * P - now, (n + B) * P - now, LIMIT - used
-    if retry < 0 then retry = 0 end
-    if reset < 0 then reset = 0 end
-    if remaining < 0 then remaining = 0 end
-    return {1, 0, 0, retry, 0, reset, 0, remaining, LIMIT, 0, 0, 0, 0, 0, 0, 0}, nil
-  end
-
-  -- The count of bucket b (c - B or later) at current bucket c from the header alone,
-  -- or nil: later than the newest, a copy, or before o.
-  local function header_count(st, c, b)
-    local n = st.n
-    if b > n then return 0 end
-    if b == n then return st.cn end
-    if b == n - B + 1 then return st.c1 end
-    if b == n - B and c == n then return st.c0 end
-    if b == st.o then return st.co end
-    if b < st.o then return 0 end
-    return nil
-  end
-
-  -- `reserve_fast` for a weighted window: the same conditions, and `bounds`, `whole`
-  -- and `retry_near` written out on the header's counts (the partial bucket and the
-  -- first whole one are the copies of n - B and n - B + 1 when the duration is a
-  -- multiple of the precision).
-  local function reserve_fast_weighted(st, now, cost)
-    local n, o = st.n, st.o
-    local start = n * P
-    local at, c = now, n
-    if at < start then at = start end
-    if at - start >= P then
-      c = div(at, P)
-      if c - n > B then return nil end
-      if c - B > o then return grant_moved(st, now, cost, n, c, at) end
-    end
-    local total = st.t
-    if total > 2 * LIMIT or (at - now + D + 2 * P) * 1000 >= 2 ^ 52 or cost > LIMIT
-        or at < D then
-      return nil
-    end
-    local nxt = max(c + 1 - B, 0)
-    local from, boundary = at - D, nxt * P
-    local partial, finish = max(nxt - 1, 0), boundary
-    if from >= boundary then partial, finish = nxt, boundary + P end
-    local inside = max(finish - from, 0)
-    local first_whole = partial + 1
-    local whole = total
-    for b = max(c - B, 0), first_whole - 1 do
-      local held = header_count(st, c, b)
-      if held == nil then return nil end
-      whole = max(whole - held, 0)
-    end
-    local cp = header_count(st, c, partial)
-    if cp == nil then return nil end
-    local scaled = whole * P + cp * inside
-    local used, rest = div(scaled, P)
-    if rest > 0 then used = used + 1 end
-    local allowed = (LIMIT - cost) * P
-    if scaled <= allowed then
-      local d = decision_ns(0, LIMIT, LIMIT - cost - used, 0, after(gone_at_us(c), now))
-      d[11], d[12] = split32(c)
-      d[13], d[14] = split32(cost)
-      return d, commit(st, {current = c, newest = n, total = total}, cost)
-    end
-    if st.cn == 0 then return nil end
-    local reset = after(gone_at_us(n), now)
-    local excess = scaled - allowed
-    local part = cp * inside
-    local retry
-    if part >= excess then
-      retry = crossed_near(from, excess, cp, now)
-    else
-      excess = excess - part
-      local b = max(first_whole, o)
-      if b > n then return nil end
-      local held = header_count(st, c, b)
-      if held == nil or held == 0 or held * P < excess then return nil end
-      retry = crossed_near(from + inside + (b - first_whole) * P, excess, held, now)
-    end
-    return decision_ns(1, LIMIT, max(LIMIT - used, 0), retry, reset), nil
-  end
 
   local reserve = reserve_exact
   if NEAR then reserve = near_first(reserve_near, reserve_exact) end
-  if NEAR and not WEIGHTED then reserve = near_first(reserve_fast, reserve) end
-  if NEAR and WEIGHTED then reserve = near_first(reserve_fast_weighted, reserve) end
   return single(load, save, reserve, cancel)
 end
