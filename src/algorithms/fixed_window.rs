@@ -357,8 +357,9 @@ impl WordEncoded for FixedWindow {
 mod tests {
     use super::*;
 
-    /// The full step as it was before the check was split in two (issue 8): the
-    /// oracle the split must match, field by field.
+    /// An oracle for the step, written as one piece (decide and describe
+    /// together), where the step decides, publishes, then describes: the step
+    /// must match it field by field.
     fn reserve_before(
         window: &FixedWindow,
         state: &mut FixedWindowState,

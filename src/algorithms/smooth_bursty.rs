@@ -585,8 +585,9 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// The full step as it was before issue 8 kept the whole burst: the oracle it
-    /// must match, field by field.
+    /// An oracle for the step, written from Guava's model (resync, then spend
+    /// stored permits, then pay later) without the derived burst words: the step
+    /// must match it field by field.
     fn reserve_before(
         bursty: &SmoothBursty,
         state: &mut BurstyState,

@@ -134,8 +134,9 @@ fn saturation_at_the_end_of_time_is_never_not_a_panic() {
         .is_never());
 }
 
-/// The full step as it was before issue 8 moved it to 64-bit arithmetic where
-/// it fits: the oracle it must match, field by field.
+/// An oracle for the step, written plainly in 128-bit arithmetic throughout,
+/// without the 64-bit forms the step uses where they fit: the step must match
+/// it field by field.
 fn reserve_before(
     bucket: &LeakyBucket,
     state: &mut LeakyState,

@@ -305,9 +305,9 @@ fn window_of_divides_exactly_without_dividing() {
     }
 }
 
-/// The full step as it was before issue 8 divided the weight by the kept
-/// reciprocal and kept the layout in the configuration: the oracle it must
-/// match, field by field.
+/// An oracle for the step, written with plain divisions and the layout worked out
+/// afresh on every call (no kept reciprocal, no layout in the configuration): the
+/// step must match it field by field.
 fn reserve_before(
     counter: &SlidingWindowCounter,
     state: &mut SlidingWindowState,

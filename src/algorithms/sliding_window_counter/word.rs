@@ -49,9 +49,8 @@ impl SlidingWindowCounter {
     }
 
     /// [`view`](Self::view), always inlined, for the lean take and the full step:
-    /// inlined, the take has 16 instructions more (callgrind) and yet is faster
-    /// (interleaved, this VM: `try_acquire` 1.57 to 1.30x governor allowed, 1.35 to
-    /// 1.07x denied); out of line, a `check` had 30 to 40 instructions more.
+    /// inlined, the take runs a few more instructions yet finishes sooner, as its
+    /// compare-and-swap waits for less; out of line, a `check` runs 30 to 40 more.
     #[inline(always)]
     pub(super) fn view_inlined(&self, state: &SlidingWindowState, now: Nanos) -> View {
         let b = self.count_bits();
