@@ -585,9 +585,10 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// An oracle for the step, written from Guava's model (resync, then spend
-    /// stored permits, then pay later) without the derived burst words: the step
-    /// must match it field by field.
+    /// An oracle for the step, written plainly on the one-instant model (resync to
+    /// `now − burst`, wait for `T`, then charge), the burst and the remaining
+    /// permits computed from the float configuration on every call instead of the
+    /// derived words: the step must match it field by field.
     fn reserve_before(
         bursty: &SmoothBursty,
         state: &mut BurstyState,
