@@ -6,7 +6,9 @@
 //! wait among them, and with a later grant by another caller (Go's bound); then on
 //! the real clock, with tasks dropped by equal timeouts.
 
-mod timed_clock;
+mod support;
+
+use support::timed_clock;
 
 use futures::task::noop_waker_ref;
 use sluicegate::algorithms::{

@@ -3,7 +3,9 @@
 //! slot migrated between calls (`ASK`, then `MOVED`).
 #![cfg(feature = "redis")]
 
-mod redis_support;
+mod support;
+
+use support::redis as redis_support;
 
 use redis_support::trace::caller_time_options;
 use redis_support::{

@@ -3,7 +3,9 @@
 //! lost update; multi-limit calls per identity on Redis Cluster.
 #![cfg(feature = "redis")]
 
-mod redis_support;
+mod support;
+
+use support::redis as redis_support;
 
 use redis_support::trace::{
     assert_hammer_grants, caller_time_options, differential, Totals, TraceShape, NOV_2025,

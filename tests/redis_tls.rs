@@ -5,7 +5,9 @@
 //! redis-rs's TLS connections.
 #![cfg(feature = "redis-tls")]
 
-mod redis_support;
+mod support;
+
+use support::redis as redis_support;
 
 use redis_support::trace::caller_time_options;
 use redis_support::{

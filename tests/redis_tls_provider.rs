@@ -4,7 +4,9 @@
 //! test installs a provider, for the whole process.
 #![cfg(feature = "redis-tls")]
 
-mod redis_support;
+mod support;
+
+use support::redis as redis_support;
 
 use redis_support::trace::caller_time_options;
 use redis_support::{take, window, RedisServer, SECOND};

@@ -3,7 +3,7 @@
 //! request, deterministic jitter, and back-off after a server's 429/503.
 #![cfg(feature = "tower")]
 
-mod adapters_common;
+use crate::support::adapters as adapters_common;
 
 use adapters_common::{poll_once, secs, unbursting, HeldClock, Remote};
 use futures::executor::block_on;

@@ -4,7 +4,7 @@
 //! algorithm, never with the credit the limiter stored during the hold.
 #![cfg(feature = "tower")]
 
-mod adapters_common;
+use crate::support::adapters as adapters_common;
 
 use adapters_common::{poll_once, secs, unbursting, HeldClock};
 use http::{HeaderMap, Request, Response, StatusCode};

@@ -5,7 +5,7 @@
 //! they are smoke tests with generous bounds: a few requests, about two seconds.
 #![cfg(feature = "tower")]
 
-mod adapters_common;
+use crate::support::adapters as adapters_common;
 
 use axum::body::Body;
 use axum::extract::ConnectInfo;

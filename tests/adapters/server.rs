@@ -3,7 +3,7 @@
 //! requests, store failures, and the client's back-off reading the server's fields.
 #![cfg(feature = "tower")]
 
-mod adapters_common;
+use crate::support::adapters as adapters_common;
 
 use adapters_common::{poll_once, unbursting, Remote};
 use futures::executor::block_on;
@@ -592,7 +592,7 @@ fn the_clients_back_off_reads_the_servers_refusal() {
 }
 
 mod fields_read_back {
-    use crate::adapters_common::sf_list;
+    use crate::support::adapters::sf_list;
     use proptest::prelude::*;
     use sluicegate::adapters::server::{Policy, RateLimitHeaders};
     use sluicegate::Decision;

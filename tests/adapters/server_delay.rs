@@ -4,7 +4,7 @@
 //! until the test moves the clock), and on a real clock over loopback.
 #![cfg(feature = "tower")]
 
-mod adapters_common;
+use crate::support::adapters as adapters_common;
 
 use adapters_common::{poll_once, HeldClock};
 use axum::routing::get;

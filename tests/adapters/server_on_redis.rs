@@ -4,7 +4,7 @@
 //! back in the same round trip as the check.
 #![cfg(all(feature = "redis", feature = "tower"))]
 
-mod redis_support;
+use crate::support::redis as redis_support;
 
 use http::{Request, Response};
 use redis_support::trace::caller_time_options;

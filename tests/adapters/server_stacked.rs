@@ -4,7 +4,7 @@
 //! the refusing limit's. On virtual time, and over a real loopback connection.
 #![cfg(feature = "tower")]
 
-mod adapters_common;
+use crate::support::adapters as adapters_common;
 
 use axum::body::Body;
 use axum::routing::get;

@@ -2,7 +2,7 @@
 //! per-item costs and keys, fail-fast past the maximum wait, and permits given back
 //! by an adapter dropped mid-wait.
 
-mod adapters_common;
+use crate::support::adapters as adapters_common;
 
 use adapters_common::{poll_next, poll_once, secs, unbursting, HeldClock};
 use futures::channel::mpsc;

@@ -1,7 +1,7 @@
 //! A cost of 0 is free in the Stream and Sink adapters, as in the server layer:
 //! the item passes at once, uncounted, even when the limit is spent.
 
-mod adapters_common;
+use crate::support::adapters as adapters_common;
 
 use adapters_common::secs;
 use futures::channel::mpsc;

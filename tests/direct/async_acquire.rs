@@ -2,7 +2,7 @@
 //! `futures::executor::block_on`, on virtual time, and cancelled when dropped
 //! before its wait ends.
 
-mod virtual_time;
+use crate::support::virtual_time;
 
 use futures::task::noop_waker_ref;
 use sluicegate::clock::{Clock, DefaultClock, ManualClock};

@@ -1,7 +1,7 @@
 //! Guava's `RateLimiterTest` for `SmoothBursty`, on virtual time: the exact sleeps
 //! a limiter asks for, as Guava's fake stopwatch records them (`R0.20` = 0.20 s).
 
-mod virtual_time;
+use crate::support::virtual_time;
 
 use sluicegate::algorithms::SmoothBursty;
 use sluicegate::clock::{Clock, ManualClock};

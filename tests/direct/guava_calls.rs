@@ -1,7 +1,7 @@
 //! Guava's calls beyond plain pacing: rate changes mid-run, `rate()` read-back,
 //! `Display`, and timed tries with Guava's `canAcquire` rule.
 
-mod virtual_time;
+use crate::support::virtual_time;
 
 use sluicegate::algorithms::SmoothWarmingUp;
 use sluicegate::clock::{Clock, ManualClock};

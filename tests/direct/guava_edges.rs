@@ -1,7 +1,7 @@
 //! The edges of Guava's limiters: infinite rate in and out, the smallest positive
 //! rates (one permit, then never again), and a zero warm-up that keeps limiting.
 
-mod virtual_time;
+use crate::support::virtual_time;
 
 use sluicegate::algorithms::{SmoothBursty, SmoothWarmingUp};
 use sluicegate::clock::{Clock, ManualClock};

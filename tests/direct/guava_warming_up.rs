@@ -1,7 +1,7 @@
 //! Guava's `RateLimiterTest` for `SmoothWarmingUp`, on virtual time, plus the
 //! parameter table and per-permit costs of guava-semantics.md §8.
 
-mod virtual_time;
+use crate::support::virtual_time;
 use virtual_time::assert_acquires_slept;
 
 use sluicegate::algorithms::SmoothWarmingUp;

@@ -2,7 +2,7 @@
 //! rule: a reservation cancelled no later than its time to act gives its permits
 //! back as far as later reservations allow; after its time to act, nothing.
 
-mod virtual_time;
+use crate::support::virtual_time;
 use virtual_time::{assert_acquires_slept, bursty};
 
 use sluicegate::algorithms::{SmoothBursty, SmoothWarmingUp};

@@ -1,7 +1,7 @@
 //! The keyed limiter's decisions: per-key independence, the new-key rule,
 //! all-or-nothing across keys and limits, blocking and async acquires.
 
-mod virtual_time;
+use crate::support::virtual_time;
 
 use futures::FutureExt;
 use proptest::prelude::*;

@@ -6,8 +6,8 @@
 //! (zero cost, no keys, costs above capacity, windows, late cancels, a full store).
 //! The Redis store is held to the same traces in `redis_keyed_reservations.rs`.
 
-mod reservation_trace;
-mod virtual_time;
+use crate::support::reservation_trace;
+use crate::support::virtual_time;
 
 use reservation_trace::{assert_same, counts, run_direct, run_keyed, trace, Mode, Op};
 use sluicegate::algorithms::{

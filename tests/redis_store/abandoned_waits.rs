@@ -5,8 +5,8 @@
 //! task); then on the real clock, tasks dropped by equal timeouts.
 #![cfg(feature = "redis")]
 
-mod redis_support;
-mod timed_clock;
+use crate::support::redis as redis_support;
+use crate::support::timed_clock;
 
 use redis_support::trace::caller_time_options;
 use redis_support::{unique_prefix, RedisServer};

@@ -2,7 +2,7 @@
 //! no lost update under threads.
 #![cfg(feature = "redis")]
 
-mod redis_support;
+use crate::support::redis as redis_support;
 
 use redis_support::trace::{assert_hammer_grants, cancel_at_the_instant, traces, TraceShape};
 use redis_support::RedisServer;

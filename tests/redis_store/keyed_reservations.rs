@@ -6,8 +6,8 @@
 //! than the limit allows (the same test runs in memory too).
 #![cfg(feature = "redis")]
 
-mod redis_support;
-mod reservation_trace;
+use crate::support::redis as redis_support;
+use crate::support::reservation_trace;
 
 use redis_support::trace::caller_time_options;
 use redis_support::{current_thread_runtime, unique_prefix, RedisServer};

@@ -3,7 +3,7 @@
 //! lost update under threads.
 #![cfg(feature = "redis")]
 
-mod redis_support;
+use crate::support::redis as redis_support;
 
 use redis_support::trace::{assert_hammer_grants, traces, TraceShape, NOV_2025};
 use redis_support::RedisServer;

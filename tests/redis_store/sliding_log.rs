@@ -2,7 +2,7 @@
 //! Redis: the same decisions as memory on random traces; no lost update.
 #![cfg(feature = "redis")]
 
-mod redis_support;
+use crate::support::redis as redis_support;
 
 use redis_support::trace::{
     assert_an_older_layout_is_refused_and_kept, assert_hammer_grants, cancel_at_the_instant,

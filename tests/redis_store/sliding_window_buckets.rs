@@ -3,7 +3,7 @@
 //! allowed call does not grow with the number of buckets.
 #![cfg(feature = "redis")]
 
-mod redis_support;
+use crate::support::redis as redis_support;
 
 use redis_support::trace::{
     assert_an_older_layout_is_refused_and_kept, assert_hammer_grants, cancel_at_the_instant,

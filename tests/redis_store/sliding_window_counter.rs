@@ -2,7 +2,7 @@
 //! countings: the same decisions as memory on random traces; no lost update.
 #![cfg(feature = "redis")]
 
-mod redis_support;
+use crate::support::redis as redis_support;
 
 use redis_support::trace::{
     assert_hammer_grants, cancel_at_the_instant, traces, TraceShape, NOV_2025,

@@ -3,7 +3,7 @@
 //! time included; no lost update under threads.
 #![cfg(feature = "redis")]
 
-mod redis_support;
+use crate::support::redis as redis_support;
 
 use redis_support::trace::{
     assert_hammer_grants, caller_time_options, traces, TraceShape, NOV_2025,

@@ -2,7 +2,7 @@
 //! the stored permits a grant spent, as memory on random traces; no lost update.
 #![cfg(feature = "redis")]
 
-mod redis_support;
+use crate::support::redis as redis_support;
 
 use redis_support::trace::{assert_hammer_grants, hammer, traces, TraceShape, NOV_2025};
 use redis_support::{unique_prefix, RedisServer};

@@ -4,7 +4,7 @@
 //! in `redis_cluster.rs`.
 #![cfg(feature = "redis")]
 
-mod redis_support;
+use crate::support::redis as redis_support;
 
 use redis_support::trace::caller_time_options;
 use redis_support::{

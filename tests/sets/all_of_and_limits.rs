@@ -2,7 +2,7 @@
 //! crate's bursty limiters and fixed windows, and a toy sliding log of this file's
 //! whose state owns heap memory.
 
-mod virtual_time;
+use crate::support::virtual_time;
 use virtual_time::assert_slept;
 
 use proptest::prelude::*;

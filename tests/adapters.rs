@@ -1,0 +1,36 @@
+//! The adapters: the client layer (pacing, holds, back-off), the server layer (its
+//! fields in every form, delays, stacking, recipes, over the Redis store), each
+//! algorithm's standing as the server reports it, the Stream and Sink adapters, and
+//! a real loopback between the two layers. Modules gate themselves on `tower` (and
+//! `redis`) where they need it.
+
+mod support;
+
+#[path = "adapters/backoff.rs"]
+mod backoff;
+#[path = "adapters/client.rs"]
+mod client;
+#[path = "adapters/client_holds.rs"]
+mod client_holds;
+#[path = "adapters/loopback.rs"]
+mod loopback;
+#[path = "adapters/server.rs"]
+mod server;
+#[path = "adapters/server_delay.rs"]
+mod server_delay;
+#[path = "adapters/server_draft.rs"]
+mod server_draft;
+#[path = "adapters/server_legacy.rs"]
+mod server_legacy;
+#[path = "adapters/server_on_redis.rs"]
+mod server_on_redis;
+#[path = "adapters/server_recipes.rs"]
+mod server_recipes;
+#[path = "adapters/server_stacked.rs"]
+mod server_stacked;
+#[path = "adapters/standing_per_algorithm.rs"]
+mod standing_per_algorithm;
+#[path = "adapters/stream_sink.rs"]
+mod stream_sink;
+#[path = "adapters/zero_cost.rs"]
+mod zero_cost;

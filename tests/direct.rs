@@ -1,0 +1,28 @@
+//! The direct limiter (`RateLimiter`): Guava's vectors and properties for the two
+//! Guava limiters, timed tries and rate changes, reservations and their cancel,
+//! async acquires, thread safety, bad input, and one smoke test on the real clock.
+
+mod support;
+
+#[path = "direct/async_acquire.rs"]
+mod async_acquire;
+#[path = "direct/bad_input.rs"]
+mod bad_input;
+#[path = "direct/guava_bound.rs"]
+mod guava_bound;
+#[path = "direct/guava_bursty.rs"]
+mod guava_bursty;
+#[path = "direct/guava_calls.rs"]
+mod guava_calls;
+#[path = "direct/guava_edges.rs"]
+mod guava_edges;
+#[path = "direct/guava_reference.rs"]
+mod guava_reference;
+#[path = "direct/guava_warming_up.rs"]
+mod guava_warming_up;
+#[path = "direct/real_clock_smoke.rs"]
+mod real_clock_smoke;
+#[path = "direct/reservations.rs"]
+mod reservations;
+#[path = "direct/thread_safety.rs"]
+mod thread_safety;

@@ -1,0 +1,16 @@
+//! The keyed limiter and its in-memory store: per-key decisions, every algorithm
+//! and set keyed, keyed reservations, the store's forgetting and cap, and hostile
+//! keys.
+
+mod support;
+
+#[path = "keyed/every_algorithm.rs"]
+mod every_algorithm;
+#[path = "keyed/hostile_keys.rs"]
+mod hostile_keys;
+#[path = "keyed/limiter.rs"]
+mod limiter;
+#[path = "keyed/reservations.rs"]
+mod reservations;
+#[path = "keyed/store.rs"]
+mod store;

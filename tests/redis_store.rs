@@ -1,0 +1,27 @@
+//! The Redis store (feature `redis`) on a real server the harness starts: the
+//! store's own behaviour, each algorithm's decisions against memory on random
+//! traces, keyed reservations, and abandoned waits. Sets on Redis, Cluster and TLS
+//! have crates of their own.
+
+mod support;
+
+#[path = "redis_store/abandoned_waits.rs"]
+mod abandoned_waits;
+#[path = "redis_store/fixed_window.rs"]
+mod fixed_window;
+#[path = "redis_store/keyed_reservations.rs"]
+mod keyed_reservations;
+#[path = "redis_store/leaky_bucket.rs"]
+mod leaky_bucket;
+#[path = "redis_store/sliding_log.rs"]
+mod sliding_log;
+#[path = "redis_store/sliding_window_buckets.rs"]
+mod sliding_window_buckets;
+#[path = "redis_store/sliding_window_counter.rs"]
+mod sliding_window_counter;
+#[path = "redis_store/smooth_bursty.rs"]
+mod smooth_bursty;
+#[path = "redis_store/smooth_warming_up.rs"]
+mod smooth_warming_up;
+#[path = "redis_store/store.rs"]
+mod store;

@@ -1,0 +1,11 @@
+//! Helpers shared by the integration-test crates. Each crate declares `mod support;`
+//! once, at its root; a test module imports the part it needs, e.g.
+//! `use crate::support::virtual_time;`. Every part allows dead code, since no crate
+//! uses all of it.
+
+pub mod adapters;
+#[cfg(feature = "redis")]
+pub mod redis;
+pub mod reservation_trace;
+pub mod timed_clock;
+pub mod virtual_time;
