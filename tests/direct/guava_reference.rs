@@ -214,7 +214,7 @@ proptest! {
         initial in 0.2f64..200.0,
         // Not 0: Guava (whose public API always uses 1 s) computes 0 × inf = NaN
         // for a zero burst at an infinite rate and stops limiting afterwards; the
-        // crate keeps limiting (tests/bad_input.rs covers a zero burst).
+        // crate keeps limiting (tests/direct/bad_input.rs covers a zero burst).
         burst_ms in prop::sample::select(vec![1u64, 250, 1_000, 1_000, 3_000]),
         ops in ops(),
     ) {

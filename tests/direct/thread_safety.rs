@@ -1,7 +1,8 @@
 //! Thread safety: the limiters are `Send + Sync + Clone`, clones share one state,
 //! and concurrent callers never lose an update, in every kind of cell: the one-word
 //! cell of the bursty limiter, the sequence-locked cells of the warming-up limiter and
-//! of the bucketed window (the sliding log's are in `sliding_log_words.rs`).
+//! of the bucketed window (the sliding log's are in
+//! `representation/sliding_log_words.rs`).
 
 use sluicegate::algorithms::{SlidingWindowBuckets, SmoothBursty, SmoothWarmingUp};
 use sluicegate::cells::CellAlgorithm;

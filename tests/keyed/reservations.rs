@@ -4,7 +4,7 @@
 //! same calls (random traces, every kind of algorithm, blocking and async); over
 //! several keys they are all-or-nothing and give back on every key; and their edges
 //! (zero cost, no keys, costs above capacity, windows, late cancels, a full store).
-//! The Redis store is held to the same traces in `redis_keyed_reservations.rs`.
+//! The Redis store is held to the same traces in `redis_store/keyed_reservations.rs`.
 
 use crate::support::reservation_trace;
 use crate::support::virtual_time;

@@ -1,5 +1,5 @@
 //! Keyed reservations over the Redis store, on the harness's own server: the same
-//! random traces as in memory (`keyed_reservations.rs`), one key and two, blocking
+//! random traces as in memory (`keyed/reservations.rs`), one key and two, blocking
 //! and async, give the same observations call for call on the caller's time; a
 //! failed cancel says whether it may have been applied; and on the real clock,
 //! tasks reserving and cancelling at once on a few keys never act on more permits
