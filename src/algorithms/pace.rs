@@ -86,10 +86,12 @@ impl Pace {
         nanos_to_duration(self.refill)
     }
 
+    #[cfg(feature = "tower")]
     pub(crate) fn interval_nanos(&self) -> Nanos {
         self.interval
     }
 
+    #[cfg(feature = "tower")]
     pub(crate) fn refill_nanos(&self) -> Nanos {
         self.refill
     }
