@@ -23,10 +23,11 @@ impl HeldClock {
     }
 }
 
-/// The sleep of a [`HeldClock`].
+/// The sleep of a [`HeldClock`] (and of the other held clocks in `support`): ready
+/// once `clock` reads `until` or later.
 pub struct HeldSleep {
-    clock: ManualClock,
-    until: Nanos,
+    pub clock: ManualClock,
+    pub until: Nanos,
 }
 
 impl Future for HeldSleep {

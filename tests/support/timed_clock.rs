@@ -3,12 +3,11 @@
 #![allow(dead_code)]
 
 use sluicegate::clock::{duration_to_nanos, Clock, ManualClock, Nanos};
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
+
+use super::adapters::HeldSleep;
 
 /// A [`ManualClock`] whose async sleeps last until the clock has been moved past
 /// their end (a waiter stays mid-wait until the test moves time past its turn),
@@ -27,25 +26,8 @@ impl Timed {
     }
 }
 
-/// The sleep of a [`Timed`] clock.
-pub struct TimedSleep {
-    clock: ManualClock,
-    until: Nanos,
-}
-
-impl Future for TimedSleep {
-    type Output = ();
-    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
-        if self.clock.now() >= self.until {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
-        }
-    }
-}
-
 impl Clock for Timed {
-    type Sleep = TimedSleep;
+    type Sleep = HeldSleep;
 
     fn now(&self) -> Nanos {
         self.clock.now()
@@ -55,11 +37,11 @@ impl Clock for Timed {
         self.clock.sleep(duration);
     }
 
-    fn sleep_async(&self, duration: Duration) -> TimedSleep {
+    fn sleep_async(&self, duration: Duration) -> HeldSleep {
         if !duration.is_zero() {
             self.begun.fetch_add(1, Ordering::AcqRel);
         }
-        TimedSleep {
+        HeldSleep {
             clock: self.clock.clone(),
             until: self.clock.now().saturating_add(duration_to_nanos(duration)),
         }
