@@ -7,5 +7,6 @@ pub mod adapters;
 #[cfg(feature = "redis")]
 pub mod redis;
 pub mod reservation_trace;
+pub mod rng;
 pub mod timed_clock;
 pub mod virtual_time;

@@ -42,26 +42,7 @@ pub enum Seen {
     Peeked(Decision),
 }
 
-/// A splitmix64 generator: the same seed, the same trace.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+pub use crate::support::rng::Rng;
 
 /// A trace of `steps` calls with costs from 1 to `max_cost` (pass one above the
 /// limit's capacity to meet refusals that are never): time moves by 0 (a third of
