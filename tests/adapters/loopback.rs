@@ -7,6 +7,7 @@
 
 use crate::support::adapters as adapters_common;
 
+use crate::support::adapters::serve;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::routing::get;
@@ -21,15 +22,6 @@ use sluicegate::{KeyedRateLimiter, RateLimiter};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 use tower::{Layer, ServiceExt};
-
-/// Serves `router` on 127.0.0.1 on a free port; answers its base URL.
-async fn serve(router: Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let app = router.into_make_service_with_connect_info::<SocketAddr>();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    format!("http://{address}/")
-}
 
 /// The peer's IP: the server layer's key.
 fn peer_ip(request: &Request<Body>) -> (Option<IpAddr>, u64) {

@@ -6,6 +6,7 @@
 
 use crate::support::adapters as adapters_common;
 
+use crate::support::adapters::serve;
 use adapters_common::{poll_once, HeldClock};
 use axum::routing::get;
 use axum::Router;
@@ -16,7 +17,6 @@ use sluicegate::clock::DefaultClock;
 use sluicegate::{KeyedRateLimiter, RateLimiter};
 use std::convert::Infallible;
 use std::future::Future;
-use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -161,15 +161,6 @@ fn without_a_delay_or_with_a_zero_one_nothing_is_held() {
         ready(start(&server).1).status(),
         StatusCode::TOO_MANY_REQUESTS
     );
-}
-
-/// Serves `router` on 127.0.0.1 on a free port; answers its base URL.
-async fn serve(router: Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let app = router.into_make_service_with_connect_info::<SocketAddr>();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    format!("http://{address}/")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

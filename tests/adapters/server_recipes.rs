@@ -3,6 +3,7 @@
 //! from two addresses, and the client behind a trusted proxy by `client_ip`.
 #![cfg(feature = "tower")]
 
+use crate::support::adapters::serve;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::routing::get;
@@ -39,16 +40,6 @@ fn a_keyed_limiter_takes_a_key_per_request_at_cost_one() {
     assert_eq!(from([192, 0, 2, 1]), StatusCode::OK);
     assert_eq!(from([192, 0, 2, 1]), StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(from([192, 0, 2, 2]), StatusCode::OK);
-}
-
-/// Serves `router` on 127.0.0.1 with each connection's peer address in
-/// `ConnectInfo<SocketAddr>`; answers its base URL.
-async fn serve(router: Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let app = router.into_make_service_with_connect_info::<SocketAddr>();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    format!("http://{address}/")
 }
 
 /// The TCP peer's IP, from axum's `ConnectInfo`.

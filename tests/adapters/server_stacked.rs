@@ -6,6 +6,7 @@
 
 use crate::support::adapters as adapters_common;
 
+use crate::support::adapters::serve;
 use axum::body::Body;
 use axum::routing::get;
 use axum::Router;
@@ -113,15 +114,6 @@ fn retry_after_already_there_is_never_shortened() {
         after("Wed, 21 Oct 2015 07:28:00 GMT"),
         ["Wed, 21 Oct 2015 07:28:00 GMT"]
     );
-}
-
-/// Serves `router` on 127.0.0.1 on a free port; answers its base URL.
-async fn serve(router: Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let app = router.into_make_service_with_connect_info::<SocketAddr>();
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    format!("http://{address}/")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

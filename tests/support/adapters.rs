@@ -195,3 +195,13 @@ pub fn sf_list(value: &http::HeaderValue) -> Vec<(String, Vec<(String, i64)>)> {
         })
         .collect()
 }
+
+/// Serves `router` on 127.0.0.1 on a free port, with the peer's address in each
+/// request (axum's `ConnectInfo`); answers its base URL.
+pub async fn serve(router: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let app = router.into_make_service_with_connect_info::<std::net::SocketAddr>();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{address}/")
+}
