@@ -12,7 +12,8 @@ use support::timed_clock;
 
 use futures::task::noop_waker_ref;
 use sluicegate::algorithms::{
-    Algorithm, AllOf, Decision, FixedWindow, LeakyBucket, Receipt, SmoothBursty, SmoothWarmingUp,
+    Algorithm, AllOf, Decision, FixedWindow, LeakyBucket, Limits, Receipt, SmoothBursty,
+    SmoothWarmingUp,
 };
 use sluicegate::cells::CellAlgorithm;
 use sluicegate::clock::{Clock, DefaultClock, ManualClock};
@@ -179,6 +180,13 @@ fn set() -> AllOf<(SmoothBursty, FixedWindow)> {
     ))
 }
 
+/// The same set, with its members chosen at run time.
+fn run_time_set() -> Limits {
+    Limits::new()
+        .with(bursty())
+        .with(FixedWindow::new(1000, Duration::from_secs(60)).unwrap())
+}
+
 /// Five waits dropped together, in each order: the limit stands as if they had
 /// never been made (its twin, which never made them).
 fn dropped_together_leave_no_trace<A: CellAlgorithm>(algorithm: A) {
@@ -221,26 +229,21 @@ fn window_waits_dropped_together_took_nothing_and_leave_nothing() {
 }
 
 #[test]
-fn a_set_gives_its_latest_wait_back_in_every_order() {
-    // A set keeps its members' receipts of its last grant only, so it can give
-    // back only that one (see `Algorithm::cancel`): whatever the order of the
-    // drops, the ledger cancels the latest wait first, and that one comes back.
-    let algorithm = set();
-    for front in FRONTS {
-        for order in ORDERS {
-            let (limit, twin) = (limit(front, &algorithm), limit(front, &algorithm));
-            let mut waiters = waits(&*limit, &COSTS);
-            for at in order {
-                waiters[at] = None;
-            }
-            let _kept = waits(&*twin, &COSTS[..4]);
-            assert_eq!(
-                next_waits(&*limit),
-                next_waits(&*twin),
-                "{front:?}, dropped in the order {order:?}"
-            );
-        }
-    }
+fn set_waits_dropped_together_give_everything_back() {
+    // A set's receipt carries its members' own, so every wait of a set, not only
+    // its latest, gives its permits back, whatever the order of the drops.
+    dropped_together_leave_no_trace(set());
+}
+
+#[test]
+fn run_time_set_waits_dropped_together_give_everything_back() {
+    dropped_together_leave_no_trace(run_time_set());
+}
+
+#[test]
+fn a_set_of_queues_gives_every_wait_back() {
+    // Both members reserve the future, at different rates: each gives back its own.
+    dropped_together_leave_no_trace(AllOf::new((queue(), bursty())));
 }
 
 /// Moves both clocks forward in steps of 100 ms until `waiter` (on `limit`) and
@@ -316,6 +319,11 @@ fn a_pending_window_wait_keeps_its_turn() {
     a_pending_wait_keeps_its_turn(window());
 }
 
+#[test]
+fn a_pending_set_wait_keeps_its_turn() {
+    a_pending_wait_keeps_its_turn(set());
+}
+
 /// Five waits, then a grant by another caller that keeps it, then the waits
 /// dropped in each order: exactly what one cancel each, latest first, gives back
 /// (Go's rule: as far as the later grant allows), on a twin that made the same
@@ -366,6 +374,11 @@ fn a_later_warming_up_grant_bounds_what_comes_back() {
 #[test]
 fn a_later_queued_grant_bounds_what_comes_back() {
     a_later_grant_bounds_what_comes_back(queue());
+}
+
+#[test]
+fn a_later_set_grant_bounds_what_comes_back() {
+    a_later_grant_bounds_what_comes_back(set());
 }
 
 #[test]

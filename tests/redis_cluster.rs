@@ -80,7 +80,7 @@ fn cluster_calls_per_identity_work_and_cross_slot_calls_are_refused() {
     }
     // A key twice in one call is one slot: fine.
     let twice = ["solo".to_owned(), "solo".to_owned()];
-    let mut out = [(Decision::never(0, 0, 0), Receipt::NONE); 2];
+    let mut out: [_; 2] = std::array::from_fn(|_| (Decision::never(0, 0, 0), Receipt::NONE));
     store.apply(&fw, &twice, SECOND, take(1), &mut out).unwrap();
     assert!(out.iter().all(|(d, _)| d.is_allowed()));
     // Two identities on different slots: refused before sending, nothing applied.

@@ -1,5 +1,7 @@
 //! What a grant leaves behind so that it can be given back.
 
+use std::sync::Arc;
+
 /// The bookkeeping an algorithm needs to cancel one of its grants later: returned
 /// next to the [`Decision`](super::Decision) by
 /// [`Algorithm::reserve_with_receipt`](super::Algorithm::reserve_with_receipt), held
@@ -10,8 +12,15 @@
 /// the grant (e.g. the token bucket's theoretical arrival time), `charge`, how much
 /// the grant consumed in the algorithm's unit (e.g. nanoseconds of capacity), and the
 /// stored permits it spent, for algorithms whose stored permits are worth more than
-/// time alone says (Guava's warm-up). Nobody else reads them; a remote store carries
-/// them to its server and back unchanged.
+/// time alone says (Guava's warm-up). A set of limits ([`AllOf`](super::AllOf),
+/// [`Limits`](super::Limits)) keeps no record of its grants: its receipt carries
+/// one receipt per member ([`members`](Receipt::members)), so that every grant of a
+/// set, not only its latest, can be given back. Nobody else reads them; a remote
+/// store carries them to its server and back unchanged.
+///
+/// A receipt of one limit is three words and clones as a copy; a set's shares its
+/// members' receipts behind one allocation, made only when a grant's receipt is
+/// asked for.
 ///
 /// [`Receipt::NONE`] gives nothing back: it is what a refusal, or an algorithm whose
 /// grants cannot be given back, returns.
@@ -22,11 +31,12 @@
 /// assert_eq!((r.mark(), r.charge(), r.stored_spent()), (42, 1, 2.5));
 /// assert!(Receipt::NONE.is_none() && !r.is_none());
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Receipt {
     mark: i64,
     charge: u64,
     spent: f64,
+    members: Option<Arc<[Receipt]>>,
 }
 
 impl Receipt {
@@ -35,6 +45,7 @@ impl Receipt {
         mark: 0,
         charge: 0,
         spent: 0.0,
+        members: None,
     };
 
     /// A receipt for a grant that left the state at `mark` and consumed `charge`.
@@ -49,6 +60,31 @@ impl Receipt {
             mark,
             charge,
             spent: 0.0,
+            members: None,
+        }
+    }
+
+    /// A set's receipt for a grant of `cost` permits: its members' receipts, in the
+    /// order of the set's members, which a set's cancel hands to each member.
+    /// [`Receipt::NONE`] if no member has anything to give back.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::Receipt;
+    /// let set = Receipt::of_members(2, [Receipt::new(7, 2), Receipt::NONE]);
+    /// assert_eq!(set.members(), [Receipt::new(7, 2), Receipt::NONE]);
+    /// assert_eq!(set.charge(), 2);
+    /// assert!(Receipt::of_members(2, [Receipt::NONE, Receipt::NONE]).is_none());
+    /// ```
+    pub fn of_members(cost: u64, members: impl IntoIterator<Item = Receipt>) -> Self {
+        let members: Arc<[Receipt]> = members.into_iter().collect();
+        if members.iter().all(Receipt::is_none) {
+            return Receipt::NONE;
+        }
+        Receipt {
+            mark: 0,
+            charge: cost,
+            spent: 0.0,
+            members: Some(members),
         }
     }
 
@@ -59,7 +95,7 @@ impl Receipt {
     /// assert_eq!(Receipt::new(1, 1).with_stored_spent(0.5).stored_spent(), 0.5);
     /// ```
     #[inline]
-    pub const fn with_stored_spent(mut self, permits: f64) -> Self {
+    pub fn with_stored_spent(mut self, permits: f64) -> Self {
         self.spent = permits;
         self
     }
@@ -95,6 +131,18 @@ impl Receipt {
     #[inline]
     pub const fn stored_spent(&self) -> f64 {
         self.spent
+    }
+
+    /// A set's member receipts, in the order of its members (see
+    /// [`of_members`](Receipt::of_members)); empty for a receipt of one limit.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::Receipt;
+    /// assert!(Receipt::new(1, 1).members().is_empty());
+    /// ```
+    #[inline]
+    pub fn members(&self) -> &[Receipt] {
+        self.members.as_deref().unwrap_or(&[])
     }
 
     /// True if this receipt gives nothing back (it equals [`Receipt::NONE`]).

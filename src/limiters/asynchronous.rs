@@ -220,11 +220,14 @@ impl<A: CellAlgorithm, C: Clock> Drop for Waiting<'_, A, C> {
         if let Some(ticket) = self.ticket.take() {
             let now = self.limiter.clock().now();
             let cell = self.limiter.cell();
-            self.limiter
-                .waits()
-                .abandon(ticket, self.receipt, now, |receipt, acts_at| {
+            self.limiter.waits().abandon(
+                ticket,
+                std::mem::take(&mut self.receipt),
+                now,
+                |receipt, acts_at| {
                     cell.cancel(now, &receipt, acts_at);
-                });
+                },
+            );
         }
     }
 }

@@ -521,7 +521,7 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
             n if n <= STACK_KEYS => {
                 // The usual multi-key call (IP and user, a handful of keys) decides
                 // without touching the allocator.
-                let mut out = [blank(); STACK_KEYS];
+                let mut out: [_; STACK_KEYS] = std::array::from_fn(|_| blank());
                 let out = &mut out[..n];
                 shared
                     .store

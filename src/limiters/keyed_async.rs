@@ -459,7 +459,7 @@ where
         };
         Waiting {
             limiter: &limiter,
-            grant: (wait > 0).then(|| (keys, answers.iter().map(|(_, r)| *r).collect())),
+            grant: (wait > 0).then(|| (keys, answers.iter().map(|(_, r)| r.clone()).collect())),
             acts_at,
             ticket,
         }

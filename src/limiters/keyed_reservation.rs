@@ -109,7 +109,7 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedReservation<K, A, S, C> {
         KeyedReservation {
             limiter,
             keys,
-            receipts: answers.iter().map(|&(_, receipt)| receipt).collect(),
+            receipts: answers.iter().map(|(_, receipt)| receipt.clone()).collect(),
             decision,
             acts_at: now.saturating_add(decision.wait_nanos()),
         }

@@ -176,7 +176,8 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
     ) -> Result<(Decision, Receipt), Error> {
         let mut out = [blank()];
         self.apply(algorithm, std::slice::from_ref(key), now, step, &mut out)?;
-        Ok(out[0])
+        let [answer] = out;
+        Ok(answer)
     }
 
     /// A zero-wait [`Step::Reserve`] of `cost` on one key whose caller reads a
@@ -286,8 +287,9 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
     ) -> Reporting {
         let pending = self.apply_async(algorithm, std::slice::from_ref(key), now, step);
         Box::pin(async move {
-            let answer = pending.await?.first().copied().unwrap_or_else(blank);
-            Ok((answer, vec![answer.0]))
+            let answer = pending.await?.into_iter().next().unwrap_or_else(blank);
+            let decision = answer.0;
+            Ok((answer, vec![decision]))
         })
     }
 

@@ -10,8 +10,8 @@ use crate::support::timed_clock;
 
 use redis_support::trace::caller_time_options;
 use redis_support::{unique_prefix, RedisServer};
-use sluicegate::algorithms::SmoothBursty;
-use sluicegate::stores::redis::{RedisOptions, RedisStore};
+use sluicegate::algorithms::{AllOf, FixedWindow, SmoothBursty};
+use sluicegate::stores::redis::{RedisAlgorithm, RedisOptions, RedisStore};
 use sluicegate::{DefaultClock, Error, KeyedRateLimiter};
 use std::future::Future;
 use std::pin::Pin;
@@ -22,29 +22,38 @@ use timed_clock::Timed;
 type Waiter = Pin<Box<dyn Future<Output = Result<Duration, Error>> + Send>>;
 
 /// How long `limiter` would make a request of 1 on `k` wait now.
-fn next_turn<C: sluicegate::Clock>(
-    limiter: &KeyedRateLimiter<
-        &'static str,
-        SmoothBursty,
-        RedisStore<&'static str, SmoothBursty>,
-        C,
-    >,
+fn next_turn<A: RedisAlgorithm + Clone, C: sluicegate::Clock>(
+    limiter: &KeyedRateLimiter<&'static str, A, RedisStore<&'static str, A>, C>,
 ) -> Duration {
     limiter.peek(&"k", 1).unwrap().retry_after()
 }
 
 #[test]
 fn five_waiters_dropped_at_once_give_all_their_permits_back_over_redis() {
-    // 1 permit a second: two requests (the second waits 1 s), then five waiters,
-    // whose turns are at 2, 3, 4, 5 and 6 s, dropped at once. The next request
-    // goes at 2 s, one second after now, as if they had never asked.
+    dropped_at_once_leave_no_trace(SmoothBursty::new(1.0).unwrap());
+}
+
+#[test]
+fn five_waiters_of_a_set_dropped_at_once_give_all_their_permits_back_over_redis() {
+    // The set's receipts carry its members' (in the reply, and back with the
+    // cancel), so every wait of the set gives back, not only the latest.
+    dropped_at_once_leave_no_trace(AllOf::new((
+        SmoothBursty::new(1.0).unwrap(),
+        FixedWindow::new(1000, Duration::from_secs(60)).unwrap(),
+    )));
+}
+
+/// 1 permit a second (the tightest limit of `algorithm`): two requests (the second
+/// waits 1 s), then five waiters, whose turns are at 2, 3, 4, 5 and 6 s, dropped
+/// at once. The next request goes at 2 s, one second after now, as if they had
+/// never asked.
+fn dropped_at_once_leave_no_trace<A: RedisAlgorithm + Clone>(algorithm: A) {
     let server = RedisServer::start();
     for dropped_on_a_runtime in [false, true] {
         let clock = Timed::default();
         let prefix = unique_prefix("abandoned");
         let store = RedisStore::open_with(server.url(), caller_time_options(&prefix)).unwrap();
-        let limiter =
-            KeyedRateLimiter::with_store(SmoothBursty::new(1.0).unwrap(), store, clock.clone());
+        let limiter = KeyedRateLimiter::with_store(algorithm.clone(), store, clock.clone());
         limiter.acquire(&"k").unwrap();
         limiter.acquire(&"k").unwrap();
         let handle = limiter.to_async();

@@ -82,7 +82,7 @@ fn cancels_that_take_the_state_below_the_origin_match_memory() {
         both(
             2_000,
             Step::Cancel {
-                receipts: &[grant],
+                receipts: std::slice::from_ref(&grant),
                 acts_at: 5_000_000_000,
             },
         );

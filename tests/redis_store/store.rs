@@ -456,9 +456,9 @@ fn a_cancel_at_the_servers_time_gives_the_turn_back() {
     // The caller's clock is unrelated to the server's: only differences matter.
     let now = 42;
     let blank = [(Decision::never(0, 0, 0), Receipt::NONE)];
-    let mut first = blank;
+    let mut first = blank.clone();
     store.apply(&queue, &key, now, reserve, &mut first).unwrap();
-    let mut second = blank;
+    let mut second = blank.clone();
     store
         .apply(&queue, &key, now, reserve, &mut second)
         .unwrap();
@@ -466,10 +466,10 @@ fn a_cancel_at_the_servers_time_gives_the_turn_back() {
     assert!(wait > 9_000_000_000, "{wait}");
     // Cancel the second turn (it acts ~10 s from now): the next caller gets it.
     let cancel = Step::Cancel {
-        receipts: &[second[0].1],
+        receipts: std::slice::from_ref(&second[0].1),
         acts_at: now + wait,
     };
-    let mut out = blank;
+    let mut out = blank.clone();
     store.apply(&queue, &key, now, cancel, &mut out).unwrap();
     assert_eq!(out, blank); // a cancel answers nothing
     let mut third = blank;

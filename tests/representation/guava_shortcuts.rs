@@ -50,7 +50,7 @@ where
         }
         Op::Cancel { cost } => {
             let (grant, receipt) = x.reserve(now, cost, u64::MAX);
-            prop_assert_eq!((grant, receipt), y.reserve(now, cost, u64::MAX));
+            prop_assert_eq!((grant, receipt.clone()), y.reserve(now, cost, u64::MAX));
             x.cancel(now, &receipt, now + grant.wait_nanos());
             y.cancel(now, &receipt, now + grant.wait_nanos());
         }

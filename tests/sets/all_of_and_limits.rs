@@ -730,7 +730,7 @@ proptest! {
             let expected = set.reserve_with_receipt(&mut plain, now, cost, 0);
             let mut each = Vec::new();
             let answer = set.reserve_each(&mut reporting, now, cost, 0, &mut |d| each.push(d));
-            prop_assert_eq!(answer, expected);
+            prop_assert_eq!(&answer, &expected);
             prop_assert_eq!(each.len(), 3);
             if answer.0.is_allowed() {
                 let ga = a.reserve(&mut alone_a, now, cost, 0);

@@ -1,6 +1,6 @@
 //! [`AllOf`]: a statically typed set of two or three limits.
 
-use super::{first_refusal, LastGrant, Step, Tally};
+use super::{first_refusal, Step, Tally};
 use crate::algorithms::{standing, Algorithm, Decision, Pace, Plain, Receipt};
 use crate::clock::Nanos;
 
@@ -9,11 +9,11 @@ use crate::clock::Nanos;
 /// set guarantees and answers.
 ///
 /// Members are indexed by their position in the tuple (the decision's
-/// [`limit_index`](Decision::limit_index)). The state is the tuple of member states
-/// plus the last grant's member receipts (24 bytes per member), kept to forward a
-/// cancel. A call on the allowed path costs each member one reserve (plus one peek
+/// [`limit_index`](Decision::limit_index)). The state is the tuple of member
+/// states. A call on the allowed path costs each member one reserve (plus one peek
 /// for a member whose state owns heap memory), and allocates nothing unless a
-/// member's own step does.
+/// member's own step does, or the caller asks for the grant's [`Receipt`] (one
+/// allocation holding the members' receipts).
 ///
 /// ```
 /// use sluicegate::algorithms::{Algorithm, AllOf, SmoothBursty};
@@ -52,8 +52,7 @@ impl<M> AllOf<M> {
     }
 }
 
-/// The state of an [`AllOf`] set of `N` members: the tuple `S` of member states, and
-/// what the set needs to forward a cancel of its last grant.
+/// The state of an [`AllOf`] set: the tuple `S` of member states.
 ///
 /// ```
 /// use sluicegate::algorithms::{Algorithm, AllOf, SmoothBursty};
@@ -65,55 +64,21 @@ impl<M> AllOf<M> {
 /// assert!(!set.members().1.peek(two, 0, 1).is_allowed());
 /// ```
 #[derive(Clone, Debug)]
-pub struct AllOfState<S, const N: usize> {
+pub struct AllOfState<S> {
     members: S,
-    receipts: [Receipt; N],
-    last: LastGrant,
 }
 
-impl<S, const N: usize> AllOfState<S, N> {
-    fn new(members: S) -> Self {
-        AllOfState {
-            members,
-            receipts: [Receipt::NONE; N],
-            last: LastGrant::default(),
-        }
-    }
-
+impl<S> AllOfState<S> {
     /// The member states, in the order of the set's members.
     pub fn members(&self) -> &S {
         &self.members
-    }
-
-    /// Records the members' receipts of a new grant and answers the set's.
-    #[inline]
-    fn record(
-        &mut self,
-        step: &Step,
-        grants: [(Decision, Receipt); N],
-        answer: Decision,
-    ) -> (Decision, Receipt) {
-        self.receipts = grants.map(|(_, receipt)| receipt);
-        self.last.record(step, answer)
-    }
-
-    /// The members' receipts of the grant behind `receipt`, if it is the last one
-    /// and may still be cancelled at `now`.
-    fn cancellable(
-        &mut self,
-        now: Nanos,
-        receipt: &Receipt,
-        acts_at: Nanos,
-    ) -> Option<([Receipt; N], Nanos)> {
-        let recorded = self.last.take_for_cancel(now, receipt, acts_at)?;
-        Some((self.receipts, recorded))
     }
 }
 
 /// The [`Algorithm`] impl of an [`AllOf`] of one tuple size, written once: `$T`
 /// are the member types, `$m` the members, `$s` their states, `$g` their grants.
 macro_rules! all_of {
-    ($n:literal; $(($T:ident, $m:ident, $s:ident, $g:ident, $i:literal)),+) => {
+    ($(($T:ident, $m:ident, $s:ident, $g:ident, $i:literal)),+) => {
         impl<$($T: Algorithm),+> AllOf<($($T,)+)> {
             /// The set's step (see the module docs); with `REPORT`, also tells
             /// `each` every member's standing (see [`Algorithm::reserve_each`]).
@@ -146,7 +111,6 @@ macro_rules! all_of {
                 let grants = [$(step.finish($m, $s, &$g)),+];
                 if let Some(refusal) = first_refusal(&grants) {
                     $( step.undo($m, $s, $g, &grants[$i]); )+
-                    state.last.live = false;
                     if REPORT {
                         $( each(grants[$i].0); )+
                     }
@@ -155,20 +119,21 @@ macro_rules! all_of {
                 if REPORT {
                     $( each(standing($m, $s, step.now, grants[$i].0)); )+
                 }
-                state.record(&step, grants, tally.decision())
+                let [$($g),+] = grants;
+                (tally.decision(), step.receipt([$($g.1),+]))
             }
         }
 
         impl<$($T: Algorithm),+> Algorithm for AllOf<($($T,)+)> {
-            type State = AllOfState<($($T::State,)+), $n>;
+            type State = AllOfState<($($T::State,)+)>;
             type Shape = Plain;
 
             fn initial_state(&self, now: Nanos) -> Self::State {
                 let ($($m,)+) = &self.members;
-                AllOfState::new(($($m.initial_state(now),)+))
+                AllOfState { members: ($($m.initial_state(now),)+) }
             }
 
-            #[inline(always)]
+            #[inline]
             fn reserve(
                 &self,
                 state: &mut Self::State,
@@ -176,7 +141,8 @@ macro_rules! all_of {
                 cost: u64,
                 max_wait: Nanos,
             ) -> Decision {
-                self.reserve_with_receipt(state, now, cost, max_wait).0
+                let step = Step { now, cost, max_wait, receipts: false };
+                self.step::<false>(state, step, &mut |_| {}).0
             }
 
             #[inline]
@@ -187,7 +153,8 @@ macro_rules! all_of {
                 cost: u64,
                 max_wait: Nanos,
             ) -> (Decision, Receipt) {
-                self.step::<false>(state, Step { now, cost, max_wait }, &mut |_| {})
+                let step = Step { now, cost, max_wait, receipts: true };
+                self.step::<false>(state, step, &mut |_| {})
             }
 
             fn reserve_each(
@@ -198,7 +165,8 @@ macro_rules! all_of {
                 max_wait: Nanos,
                 each: &mut dyn FnMut(Decision),
             ) -> (Decision, Receipt) {
-                self.step::<true>(state, Step { now, cost, max_wait }, each)
+                let step = Step { now, cost, max_wait, receipts: true };
+                self.step::<true>(state, step, each)
             }
 
             #[inline]
@@ -210,11 +178,12 @@ macro_rules! all_of {
                 tally.decision()
             }
 
+            /// Hands each member its receipt from the set's (see the module docs).
             fn cancel(&self, state: &mut Self::State, now: Nanos, receipt: &Receipt, acts_at: Nanos) {
-                if let Some(([$($g),+], acts_at)) = state.cancellable(now, receipt, acts_at) {
+                if let [$($g),+] = receipt.members() {
                     let ($($m,)+) = &self.members;
                     let ($($s,)+) = &mut state.members;
-                    $( $m.cancel($s, now, &$g, acts_at); )+
+                    $( $m.cancel($s, now, $g, acts_at); )+
                 }
             }
 
@@ -234,5 +203,5 @@ macro_rules! all_of {
     };
 }
 
-all_of!(2; (A, a, sa, ga, 0), (B, b, sb, gb, 1));
-all_of!(3; (A, a, sa, ga, 0), (B, b, sb, gb, 1), (C, c, sc, gc, 2));
+all_of!((A, a, sa, ga, 0), (B, b, sb, gb, 1));
+all_of!((A, a, sa, ga, 0), (B, b, sb, gb, 1), (C, c, sc, gc, 2));

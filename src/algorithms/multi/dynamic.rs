@@ -1,6 +1,6 @@
 //! [`Limits`]: a set of any number of limits chosen at run time.
 
-use super::{index_u32, plain, LastGrant, Step, Tally};
+use super::{index_u32, plain, Step, Tally};
 use crate::algorithms::{standing, standing_with, Algorithm, Decision, Pace, Plain, Receipt};
 use crate::clock::Nanos;
 use std::any::Any;
@@ -219,6 +219,7 @@ impl<A: Algorithm + Clone> DynLimit for A {
                 now,
                 cost,
                 max_wait,
+                receipts: false,
             }
             .decide(self, state),
             None => foreign(),
@@ -295,7 +296,8 @@ impl<A: Algorithm + Clone> DynLimit for A {
 ///
 /// Members are indexed in the order they were added. A call costs each member one
 /// virtual call and one reserve on the allowed path (plus a peek for a member whose
-/// state owns heap memory), and allocates nothing; the state ([`LimitsState`])
+/// state owns heap memory), and allocates nothing unless the caller asks for the
+/// grant's [`Receipt`] (one allocation holding the members'); the state ([`LimitsState`])
 /// allocates two boxes per member (its state and pass 1's saved copy) when it is
 /// created. An empty set admits everything.
 ///
@@ -408,7 +410,6 @@ impl Limits {
         let n = self.members.len();
         state.members.len() == n
             && state.backups.len() == n
-            && state.receipts.len() == n
             && state.pending.len() == n
             && state.taken.len() == n
     }
@@ -420,19 +421,17 @@ impl Limits {
     fn step<const REPORT: bool>(
         &self,
         state: &mut LimitsState,
-        now: Nanos,
-        cost: u64,
-        max_wait: Nanos,
+        Step {
+            now,
+            cost,
+            max_wait,
+            receipts,
+        }: Step,
         each: &mut dyn FnMut(Decision),
     ) -> (Decision, Receipt) {
         if !self.fits(state) {
             return (foreign(), Receipt::NONE);
         }
-        let step = Step {
-            now,
-            cost,
-            max_wait,
-        };
         let mut tally = Tally::default();
         let mut refused = false;
         for (index, member) in self.members.iter().enumerate() {
@@ -481,19 +480,20 @@ impl Limits {
             report(each, state, false);
             self.restore_taken(state);
             for (index, member) in self.members.iter().enumerate() {
-                let (grant, receipt) = state.pending[index];
+                let (grant, receipt) = &state.pending[index];
                 if !state.taken[index] && grant.is_allowed() {
-                    member.cancel_dyn(&mut state.members[index], now, &receipt, Nanos::MAX);
+                    member.cancel_dyn(&mut state.members[index], now, receipt, Nanos::MAX);
                 }
             }
-            state.last.live = false;
             return (refusal, Receipt::NONE);
         }
         report(each, state, true);
-        for (kept, (_, receipt)) in state.receipts.iter_mut().zip(&state.pending) {
-            *kept = *receipt;
-        }
-        state.last.record(&step, tally.decision())
+        let receipt = if receipts {
+            Receipt::of_members(cost, state.pending.iter().map(|(_, r)| r.clone()))
+        } else {
+            Receipt::NONE
+        };
+        (tally.decision(), receipt)
     }
 }
 
@@ -513,8 +513,8 @@ impl fmt::Debug for Limits {
     }
 }
 
-/// The state of a [`Limits`] set: one [`DynState`] per member, and what the set
-/// needs to forward a cancel of its last grant.
+/// The state of a [`Limits`] set: one [`DynState`] per member, and the scratch
+/// space a call works in, allocated with it.
 ///
 /// ```
 /// use sluicegate::algorithms::{Algorithm, Limits, SmoothBursty};
@@ -530,13 +530,10 @@ pub struct LimitsState {
     members: Vec<DynState>,
     /// Pass 1's saved copies of plain-data member states.
     backups: Vec<DynState>,
-    /// The members' receipts of the last grant (for cancel).
-    receipts: Vec<Receipt>,
-    /// This call's member decisions and receipts, copied into `receipts` on a grant.
+    /// This call's member decisions and receipts.
     pending: Vec<(Decision, Receipt)>,
     /// Which members pass 1 reserved in already.
     taken: Vec<bool>,
-    last: LastGrant,
 }
 
 impl LimitsState {
@@ -573,16 +570,20 @@ impl Algorithm for Limits {
         LimitsState {
             backups: members.clone(),
             members,
-            receipts: vec![Receipt::NONE; n],
             pending: vec![(Decision::never(0, 0, 0), Receipt::NONE); n],
             taken: vec![false; n],
-            last: LastGrant::default(),
         }
     }
 
-    #[inline(always)]
+    #[inline]
     fn reserve(&self, state: &mut LimitsState, now: Nanos, cost: u64, max_wait: Nanos) -> Decision {
-        self.reserve_with_receipt(state, now, cost, max_wait).0
+        let step = Step {
+            now,
+            cost,
+            max_wait,
+            receipts: false,
+        };
+        self.step::<false>(state, step, &mut |_| {}).0
     }
 
     fn reserve_with_receipt(
@@ -592,7 +593,13 @@ impl Algorithm for Limits {
         cost: u64,
         max_wait: Nanos,
     ) -> (Decision, Receipt) {
-        self.step::<false>(state, now, cost, max_wait, &mut |_| {})
+        let step = Step {
+            now,
+            cost,
+            max_wait,
+            receipts: true,
+        };
+        self.step::<false>(state, step, &mut |_| {})
     }
 
     fn reserve_each(
@@ -603,7 +610,13 @@ impl Algorithm for Limits {
         max_wait: Nanos,
         each: &mut dyn FnMut(Decision),
     ) -> (Decision, Receipt) {
-        self.step::<true>(state, now, cost, max_wait, each)
+        let step = Step {
+            now,
+            cost,
+            max_wait,
+            receipts: true,
+        };
+        self.step::<true>(state, step, each)
     }
 
     fn peek(&self, state: &LimitsState, now: Nanos, cost: u64) -> Decision {
@@ -618,17 +631,14 @@ impl Algorithm for Limits {
     }
 
     fn cancel(&self, state: &mut LimitsState, now: Nanos, receipt: &Receipt, acts_at: Nanos) {
-        if !self.fits(state) {
+        if !self.fits(state) || receipt.members().len() != self.members.len() {
             return;
         }
-        let Some(acts_at) = state.last.take_for_cancel(now, receipt, acts_at) else {
-            return;
-        };
         for ((member, s), r) in self
             .members
             .iter()
             .zip(&mut state.members)
-            .zip(&state.receipts)
+            .zip(receipt.members())
         {
             member.cancel_dyn(s, now, r, acts_at);
         }

@@ -69,21 +69,21 @@
 //! `retry_after`, so the set refuses too and a blocking caller sleeps that long and
 //! tries again; the members that *could* have reserved are not touched meanwhile.
 //!
-//! Cancelling a set's grant ([`Algorithm::cancel`], e.g.
-//! [`Reservation::cancel`](crate::Reservation::cancel)) forwards the cancel to every
-//! member with the set's own time to act, so each gives back what Go's rule lets it.
-//! To do that without allocating, the set remembers the members' grants of its *last*
-//! grant only: cancelling an older grant, after later ones, restores nothing. That
-//! errs on the safe side (a member never returns permits a later caller holds); for
-//! a bursty limiter whose calls all cost the same it is also what Go's rule gives,
-//! since a later grant then holds everything an earlier one could give back.
+//! A set's grant answers a [`Receipt`] that carries every member's own receipt
+//! ([`Receipt::members`]); the set remembers nothing of its grants. Cancelling it
+//! ([`Algorithm::cancel`], e.g. [`Reservation::cancel`](crate::Reservation::cancel))
+//! hands each member its receipt with the set's time to act, so each gives back what
+//! Go's rule lets it, for any grant of the set, not only its latest: waits abandoned
+//! together, cancelled latest first, give all their permits back, as they do on one
+//! limit. Building that receipt allocates once per grant, and only when the receipt
+//! is asked for ([`Algorithm::reserve_with_receipt`]); a try, a check and a blocking
+//! acquire never ask.
 //!
 //! # Two shapes
 //!
 //! * [`AllOf`]: a tuple of two or three concrete algorithms,
 //!   `AllOf<(SmoothBursty, FixedWindow, FixedWindow)>`. Statically typed, no
-//!   dynamic dispatch, no heap: its state is the tuple of member states plus the last
-//!   grant's member decisions. Pick it when the limits are known when you write the
+//!   dynamic dispatch, no heap: its state is the tuple of member states. Pick it when the limits are known when you write the
 //!   code. A set is itself an algorithm, so more than three members nest
 //!   (`AllOf<(AllOf<(A, B)>, C, D)>`); a nested set then counts as one member and its
 //!   index is its position in the outer tuple.
@@ -129,6 +129,9 @@ struct Step {
     now: Nanos,
     cost: u64,
     max_wait: Nanos,
+    /// Whether the caller wants the grant's receipt: without it the members are
+    /// asked for none either, so a nested set allocates nothing.
+    receipts: bool,
 }
 
 /// How pass 1 went for one member of a static set.
@@ -211,10 +214,25 @@ impl Step {
         algorithm.reserve(&mut scratch, self.now, self.cost, self.max_wait)
     }
 
-    /// Reserves in `algorithm`.
+    /// Reserves in `algorithm`, with its receipt if the caller wants one.
     #[inline]
     fn commit<A: Algorithm>(&self, algorithm: &A, state: &mut A::State) -> (Decision, Receipt) {
-        algorithm.reserve_with_receipt(state, self.now, self.cost, self.max_wait)
+        if self.receipts {
+            algorithm.reserve_with_receipt(state, self.now, self.cost, self.max_wait)
+        } else {
+            let decision = algorithm.reserve(state, self.now, self.cost, self.max_wait);
+            (decision, Receipt::NONE)
+        }
+    }
+
+    /// The set's receipt for a grant whose members' receipts are `members`.
+    #[inline]
+    fn receipt(&self, members: impl IntoIterator<Item = Receipt>) -> Receipt {
+        if self.receipts {
+            Receipt::of_members(self.cost, members)
+        } else {
+            Receipt::NONE
+        }
     }
 
     /// Pass 2 for one member: its grant, taken in pass 1 or reserved now.
@@ -226,7 +244,7 @@ impl Step {
         attempt: &Attempt<A::State>,
     ) -> (Decision, Receipt) {
         match attempt {
-            Attempt::Taken { grant, receipt, .. } => (*grant, *receipt),
+            Attempt::Taken { grant, receipt, .. } => (*grant, receipt.clone()),
             Attempt::Looked(_) => self.commit(algorithm, state),
         }
     }
@@ -305,7 +323,7 @@ impl Tally {
         }
     }
 
-    /// The set's answer (its receipt comes from [`LastGrant::record`]).
+    /// The set's answer.
     #[inline]
     fn decision(&self) -> Decision {
         match self.refusal {
@@ -327,47 +345,4 @@ impl Tally {
 
 fn index_u32(index: usize) -> u32 {
     u32::try_from(index).unwrap_or(u32::MAX)
-}
-
-/// What a set remembers of its last grant, to forward a cancel to its members. The
-/// members' own receipts are kept next to it, in an array or a vector.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct LastGrant {
-    /// Counts the set's grants; the set's receipt carries it as its mark.
-    serial: u64,
-    /// When the last grant's caller may act (`now + wait`).
-    acts_at: Nanos,
-    /// False once cancelled, or if the members' grants were overwritten by a commit
-    /// that had to be undone.
-    live: bool,
-}
-
-impl LastGrant {
-    /// Records a new grant, whose members' receipts the caller keeps, and answers
-    /// the set's grant: `answer`, the tally of pass 1 (pass 2 answered the same
-    /// questions, so it would tally the same), with this grant's receipt.
-    #[inline]
-    fn record(&mut self, step: &Step, answer: Decision) -> (Decision, Receipt) {
-        self.serial = self.serial.wrapping_add(1);
-        self.acts_at = step.now.saturating_add(answer.wait_nanos());
-        self.live = true;
-        // The serial is all a cancel needs to find the members' receipts.
-        (answer, Receipt::new(self.serial as i64, step.cost))
-    }
-
-    /// The time to act recorded for this set's last grant (and consumes the
-    /// record) if `receipt` is that grant and it may still be cancelled at `now`
-    /// (Go's rule, as [`Algorithm::cancel`] states it: until it acts, that instant
-    /// included). The serial identifies the grant; the caller's `acts_at` (for a
-    /// call over several keys, the latest of their times to act) must not have
-    /// passed either, so a receipt from before the state was forgotten, whose time
-    /// has passed, never matches a new grant with the same serial.
-    fn take_for_cancel(&mut self, now: Nanos, receipt: &Receipt, acts_at: Nanos) -> Option<Nanos> {
-        let ours = self.live && !receipt.is_none() && receipt.mark() == self.serial as i64;
-        if !ours || acts_at < now || self.acts_at < now {
-            return None;
-        }
-        self.live = false;
-        Some(self.acts_at)
-    }
 }

@@ -469,7 +469,8 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
                     } else {
                         algorithm.reserve_with_receipt(state, now, cost, max_wait)
                     };
-                    (answer, answer.0.is_allowed())
+                    let allowed = answer.0.is_allowed();
+                    (answer, allowed)
                 })?
             }
             Step::Peek { cost } => {
@@ -480,7 +481,7 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
                 (decision, Receipt::NONE)
             }
             Step::Cancel { receipts, acts_at } => {
-                let receipt = receipts.first().copied().unwrap_or(Receipt::NONE);
+                let receipt = receipts.first().cloned().unwrap_or(Receipt::NONE);
                 if let Probe::Found(at) = shard.table.find(hash) {
                     algorithm.cancel(shard.table.state_mut(at), now, &receipt, acts_at);
                 }
@@ -541,7 +542,7 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
             }
             Step::Cancel { receipts, acts_at } => {
                 for (index, &hash) in hashes.iter().enumerate() {
-                    let receipt = receipts.get(index).copied().unwrap_or(Receipt::NONE);
+                    let receipt = receipts.get(index).cloned().unwrap_or(Receipt::NONE);
                     let table = &mut guards[lock_of[index]].table;
                     if let Probe::Found(at) = table.find(hash) {
                         algorithm.cancel(table.state_mut(at), now, &receipt, acts_at);

@@ -1,7 +1,8 @@
 //! How an algorithm runs on the server: [`RedisAlgorithm`], the request it becomes
 //! (`KEYS`, `ARGV`) and the reply it comes back as (one [`Decision`] per key).
 
-use crate::algorithms::{Algorithm, Decision, Receipt};
+use super::reply::Layout;
+use crate::algorithms::Algorithm;
 use crate::clock::Nanos;
 use crate::error::{Applied, Error};
 use std::time::Duration;
@@ -40,7 +41,7 @@ pub(super) const EXACT: u64 = 1 << 53;
 /// let store = on_redis(&AllOf::new((window, log)));
 /// assert_eq!(
 ///     store.server_keys(&AllOf::new((window, log)), &"k"),
-///     ["rl:{kk}:set", "rl:{kk}:set.0.fw", "rl:{kk}:set.1.log"]
+///     ["rl:{kk}:set.0.fw", "rl:{kk}:set.1.log"]
 /// );
 /// ```
 ///
@@ -91,9 +92,15 @@ pub trait ServerStep {
 
     /// The suffixes of the server keys one rendered key uses (in the order the
     /// library reads them): one, [`NAME`](ServerStep::NAME), for a single
-    /// algorithm; a set's serial key and its members' keys for a set.
+    /// algorithm; its members' keys for a set.
     fn key_suffixes(&self, out: &mut Vec<String>) {
         out.push(Self::NAME.to_owned());
+    }
+
+    /// Where a key's receipt is in a reply and a cancel: a single algorithm's in
+    /// its decision; a set's after it, member by member.
+    fn layout(&self) -> Layout {
+        Layout::One
     }
 
     /// Whether [`Algorithm::cancel`] can give anything back: true for every one
@@ -152,95 +159,4 @@ pub(super) fn exact_count(what: &'static str, count: u64) -> Result<u64, Error> 
         });
     }
     Ok(count)
-}
-
-/// Numbers per key in a script's reply (see `lua/prelude.lua`).
-pub(super) const REPLY_WIDTH: usize = 16;
-
-/// Widens a lone key's short reply (`short` in `lua/driver.lua`: 5 integers for a
-/// refusal, 9 or 11 for a grant, durations as whole ns, -1 for ever, no limit
-/// index) to the full 16; `None` for any other length.
-pub(super) fn widen(reply: &[i64]) -> Option<[i64; REPLY_WIDTH]> {
-    if !matches!(reply.len(), 5 | 9 | 11) {
-        return None;
-    }
-    let split = |ns: i64| {
-        if ns < 0 {
-            (-1, 0)
-        } else {
-            (ns / 1_000, ns % 1_000)
-        }
-    };
-    let mut wide = [0; REPLY_WIDTH];
-    wide[0] = reply[0];
-    let duration = if reply[0] == 0 { 1 } else { 3 };
-    (wide[duration], wide[duration + 1]) = split(reply[1]);
-    (wide[5], wide[6]) = split(reply[2]);
-    wide[7..9].copy_from_slice(&reply[3..5]);
-    wide[10..10 + reply.len() - 5].copy_from_slice(&reply[5..]);
-    Some(wide)
-}
-
-/// A duration sent back as whole microseconds and a nanosecond remainder; -1 µs
-/// stands for `u64::MAX` ns (for ever).
-fn nanos_of(micros: i64, rest: i64) -> Nanos {
-    if micros < 0 {
-        return u64::MAX;
-    }
-    let micros = micros as u64;
-    let rest = u64::try_from(rest).unwrap_or(0);
-    micros.saturating_mul(1_000).saturating_add(rest)
-}
-
-/// A count; -1 stands for `u64::MAX` (unlimited).
-fn count_of(n: i64) -> u64 {
-    u64::try_from(n).unwrap_or(u64::MAX)
-}
-
-/// A 64-bit word sent back as its high and low 32-bit halves.
-fn word_of(hi: i64, lo: i64) -> u64 {
-    (hi as u64) << 32 | (lo as u64 & 0xffff_ffff)
-}
-
-/// Decodes one key's reply into the decision and receipt the memory store would give.
-pub(super) fn decode(reply: &[i64]) -> Option<(Decision, Receipt)> {
-    let [verdict, wait_us, wait_ns, retry_us, retry_ns, reset_us, reset_ns, remaining, limit, index, mark_hi, mark_lo, charge_hi, charge_lo, spent_hi, spent_lo] =
-        *reply
-    else {
-        return None;
-    };
-    let reset = nanos_of(reset_us, reset_ns);
-    let (decision, receipt) = match verdict {
-        0 => (
-            Decision::allowed_after(
-                nanos_of(wait_us, wait_ns),
-                count_of(limit),
-                count_of(remaining),
-                reset,
-            ),
-            Receipt::new(
-                word_of(mark_hi, mark_lo) as i64,
-                word_of(charge_hi, charge_lo),
-            )
-            .with_stored_spent(f64::from_bits(word_of(spent_hi, spent_lo))),
-        ),
-        1 => (
-            Decision::denied(
-                count_of(limit),
-                count_of(remaining),
-                nanos_of(retry_us, retry_ns),
-                reset,
-            ),
-            Receipt::NONE,
-        ),
-        2 => (
-            Decision::never(count_of(limit), count_of(remaining), reset),
-            Receipt::NONE,
-        ),
-        _ => return None,
-    };
-    Some((
-        decision.with_limit_index(u32::try_from(index).unwrap_or(0)),
-        receipt,
-    ))
 }

@@ -5,9 +5,10 @@
 //! every algorithm's step (as a factory, `make_<name>(config)`) and builds the set's
 //! members from the configuration words, so one step serves every combination and
 //! nesting. Each member keeps its own server key (all under the identity's hash
-//! tag, so a set for one identity runs on one Cluster slot) with its own expiry,
-//! and the set keeps a serial key: the counter whose value marks each grant, as
-//! the Rust set's `LastGrant` does.
+//! tag, so a set for one identity runs on one Cluster slot) with its own expiry;
+//! the set keeps nothing of its own. Its receipt travels with its decision, one
+//! leaf per member (see [`Layout`]), as the Rust set's receipt carries its
+//! members'.
 //!
 //! A [`Limits`] member runs on the server if it is one of the crate's algorithms
 //! (or a `Limits` of them), recognized by its type ([`DynLimit::as_any`]); any
@@ -15,6 +16,7 @@
 
 use super::algorithm::{RedisAlgorithm, ServerStep};
 use super::connection::failure;
+use super::reply::Layout;
 use crate::algorithms::{
     AllOf, DynLimit, FixedWindow, LeakyBucket, Limits, SlidingLog, SlidingWindowBuckets,
     SlidingWindowCounter, SmoothBursty, SmoothWarmingUp,
@@ -29,6 +31,8 @@ trait Member {
     fn push_suffixes(&self, index: usize, out: &mut Vec<String>);
     /// [`ServerStep::cancel_route`].
     fn route(&self) -> Result<bool, Error>;
+    /// [`ServerStep::layout`].
+    fn member_layout(&self) -> Layout;
 }
 
 impl<M: ServerStep> Member for M {
@@ -53,6 +57,15 @@ impl<M: ServerStep> Member for M {
     fn route(&self) -> Result<bool, Error> {
         self.cancel_route()
     }
+
+    fn member_layout(&self) -> Layout {
+        self.layout()
+    }
+}
+
+/// A set's layout: its members', in order.
+fn set_layout<'a>(members: impl IntoIterator<Item = &'a dyn Member>) -> Layout {
+    Layout::Set(members.into_iter().map(Member::member_layout).collect())
 }
 
 /// A set's cancel route from its members': no round trip if none gives anything
@@ -75,10 +88,15 @@ fn set_config<'a>(
     members.into_iter().try_for_each(|m| m.push_config(args))
 }
 
+/// The members' keys; a set with none has one key, never read or written, so that
+/// every identity has a key.
 fn set_suffixes<'a>(members: impl IntoIterator<Item = &'a dyn Member>, out: &mut Vec<String>) {
-    out.push("set".to_owned());
+    let first = out.len();
     for (index, member) in members.into_iter().enumerate() {
         member.push_suffixes(index, out);
+    }
+    if out.len() == first {
+        out.push("set".to_owned());
     }
 }
 
@@ -101,6 +119,11 @@ impl<A: RedisAlgorithm, B: RedisAlgorithm> ServerStep for AllOf<(A, B)> {
         let (a, b) = self.members();
         set_suffixes([a as &dyn Member, b], out);
     }
+
+    fn layout(&self) -> Layout {
+        let (a, b) = self.members();
+        set_layout([a as &dyn Member, b])
+    }
 }
 
 impl<A: RedisAlgorithm, B: RedisAlgorithm, C: RedisAlgorithm> RedisAlgorithm for AllOf<(A, B, C)> {}
@@ -120,6 +143,11 @@ impl<A: RedisAlgorithm, B: RedisAlgorithm, C: RedisAlgorithm> ServerStep for All
     fn key_suffixes(&self, out: &mut Vec<String>) {
         let (a, b, c) = self.members();
         set_suffixes([a as &dyn Member, b, c], out);
+    }
+
+    fn layout(&self) -> Layout {
+        let (a, b, c) = self.members();
+        set_layout([a as &dyn Member, b, c])
     }
 }
 
@@ -194,6 +222,10 @@ impl ServerStep for Limits {
     /// [`config_args`](ServerStep::config_args) before anything is sent.
     fn key_suffixes(&self, out: &mut Vec<String>) {
         set_suffixes(self.members().iter().filter_map(|m| known(&**m)), out);
+    }
+
+    fn layout(&self) -> Layout {
+        set_layout(self.members().iter().filter_map(|m| known(&**m)))
     }
 
     fn cancel_route(&self) -> Result<bool, Error> {

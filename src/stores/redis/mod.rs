@@ -25,7 +25,7 @@
 //!
 //! ```text
 //!   KEYS  the server keys of each key of the call, in order (one per key; a set:
-//!         its serial key, then its members' keys)
+//!         its members' keys)
 //!   ARGV  the call: expiry grace in ms, the algorithm's kind and its words, then
 //!         ';', the step ('r' reserve, 'p' peek, 'c' cancel; 'e' a reserve on one
 //!         key that also reports each limit), the cost and the max wait in µs (-1:
@@ -70,7 +70,7 @@
 //! | [`LeakyBucket`](crate::algorithms::LeakyBucket), [`SmoothBursty`](crate::algorithms::SmoothBursty), [`SmoothWarmingUp`](crate::algorithms::SmoothWarmingUp) | a string: a packed u64 (and an f64) | the same |
 //! | [`SlidingWindowBuckets`](crate::algorithms::SlidingWindowBuckets) | a hash: header and non-empty ring slots | one `HMGET` (the header and the likely slots) and at most a few `HGET`s; a grant writes the changed slots; a refusal walks the non-empty buckets from the oldest a grant recorded, and only on a sparse ring (or after a long gap) reads every non-empty slot (`HGETALL`) |
 //! | [`SlidingLog`](crate::algorithms::SlidingLog) | a hash: header and ring slots, packed doubles | `HMGET` (the header, and the field of the older text layout, which is refused) and one `HGET`; a full log adds a galloping search (`O(log limit)` `HGET`s, one or two on a hammered log); a grant writes the header and one slot |
-//! | [`AllOf`](crate::algorithms::AllOf) or [`Limits`](crate::algorithms::Limits) of any of these (nested too) | a serial key and each member's own keys | the members' work, in the same call |
+//! | [`AllOf`](crate::algorithms::AllOf) or [`Limits`](crate::algorithms::Limits) of any of these (nested too) | each member's own keys | the members' work, in the same call |
 //!
 //! A [`Limits`](crate::algorithms::Limits) set (members chosen at run time) runs
 //! like an `AllOf` when each member is one of the crate's algorithms or a `Limits`
@@ -82,12 +82,11 @@
 //! A cancel ([`Step::Cancel`]) runs on the server by the Rust rules, for every
 //! algorithm and set: Go's rule (a grant gives back what it took up to the instant
 //! it acts; for the windows and the log, whose grants act at once, only a cancel
-//! at that very instant gives anything back), and a set cancels only its last
-//! grant, once, through its members. A receipt's mark is what the memory store's
-//! is (a bucket or window number, a running count, a set's serial, a time). The
-//! time to act is sent relative to now, so it means the same at the server's time;
-//! there a set identifies its last grant by its serial alone, since the caller's
-//! time to act cannot reproduce the recorded one to the nanosecond.
+//! at that very instant gives anything back), and a set hands each member its own
+//! receipt. A receipt is what the memory store's is (a bucket or window number, a
+//! running count, a time; a set's, its members'), carried in the reply after the
+//! decision and sent back with the cancel. The time to act is sent relative to
+//! now, so it means the same at the server's time.
 //!
 //! # Exactness: what differs from memory
 //!
@@ -127,19 +126,14 @@
 //!   words travel as their bits or in shortest round-trip decimal, and the script
 //!   evaluates the Rust formulas operation for operation on IEEE doubles, so the
 //!   results are bit-identical.
-//! * A set's grant carries the set's serial as its mark (what a cancel finds the
-//!   members' grants by). Memory restarts it when its lazy sweep forgets a
-//!   replenished set; Redis when the serial key expires. The two can therefore
-//!   differ in that one opaque field; the differential tests compare sets with the
-//!   pure algorithm (a reference that never forgets).
 //! * Limits on sizes: a leaky bucket's full span (`capacity × interval`) and a
 //!   bursty limiter's burst must be below 2⁵³ ns (104 days); counts and limits
 //!   below 2⁵³; durations whole microseconds. Anything else is a typed error.
 //!
 //! # Keys
 //!
-//! `<prefix>{k<escaped key text>}:<algorithm>` (a set: `…:set` for its serial and
-//! `…:set.<index>.<member>` for each member); see [`keys`] for why the escaping
+//! `<prefix>{k<escaped key text>}:<algorithm>` (a set: `…:set.<index>.<member>`
+//! for each member; an empty set, which keeps nothing, `…:set`); see [`keys`] for why the escaping
 //! makes any text (braces, colons, spaces, 10 KB) address only its own state and
 //! keeps all states of one key on one Cluster slot. A multi-key call on Cluster whose
 //! keys fall in different slots is refused before anything is sent
@@ -199,6 +193,7 @@ pub mod keys;
 mod leaky_bucket;
 mod library;
 mod options;
+mod reply;
 mod sliding_log;
 mod sliding_window_buckets;
 mod sliding_window_counter;
@@ -211,10 +206,11 @@ mod tls;
 pub use algorithm::RedisAlgorithm;
 pub use options::{RedisOptions, TimeSource};
 
-use self::algorithm::{decode, widen, EXACT, REPLY_WIDTH};
+use self::algorithm::EXACT;
 use self::cancels::Cancels;
 use self::cluster_routes::ClusterRoutes;
 use self::connection::{cluster_client, failure, Backend, Connections};
+use self::reply::{answers_from, cancel_args, reported_from, Layout};
 use super::store::{RenderKey, Reporting, Step, Store};
 use crate::algorithms::{Decision, Receipt};
 use crate::clock::Nanos;
@@ -391,7 +387,7 @@ impl<K, A> RedisStore<K, A> {
     }
 
     /// Every server key a call on `key` passes to the server, in order: one for a
-    /// single algorithm; a set's serial key, then its members' keys. (What
+    /// single algorithm; its members' keys for a set. (What
     /// `KEYS` holds for that key; for tools that replay a call, e.g.
     /// `redis-benchmark`.)
     ///
@@ -404,7 +400,7 @@ impl<K, A> RedisStore<K, A> {
     /// let set = AllOf::new((window, window));
     /// assert_eq!(
     ///     store.server_keys(&set, &"k"),
-    ///     ["rl:{kk}:set", "rl:{kk}:set.0.fw", "rl:{kk}:set.1.fw"]
+    ///     ["rl:{kk}:set.0.fw", "rl:{kk}:set.1.fw"]
     /// );
     /// ```
     pub fn server_keys(&self, algorithm: &A, key: &K) -> Vec<String>
@@ -467,6 +463,10 @@ impl<K, A> RedisStore<K, A> {
 struct Request {
     keys: Vec<String>,
     args: Vec<String>,
+    /// Where each key's receipt is in the reply.
+    layout: Layout,
+    /// The step's cost: a set's receipt records it.
+    cost: u64,
 }
 
 impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
@@ -525,70 +525,17 @@ impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
             TimeSource::Server if cancel => args.push(String::new()),
             TimeSource::Server => {}
         }
+        let layout = algorithm.layout();
         if let Step::Cancel { receipts, acts_at } = step {
-            cancel_args(receipts, acts_at, now, keys.len(), &mut args);
+            cancel_args(receipts, &layout, acts_at, now, keys.len(), &mut args);
         }
         Ok(Some(Request {
             keys: server_keys,
             args,
+            layout,
+            cost,
         }))
     }
-}
-
-/// Splits a step's reply into one decision and receipt per key. A peek takes
-/// nothing, so it leaves nothing to give back (the step reports the mark a grant
-/// would have had).
-fn answers_from(reply: &[i64], out: &mut [(Decision, Receipt)], peek: bool) -> Result<(), Error> {
-    let malformed = || {
-        failure(
-            Applied::Unknown,
-            redis::RedisError::from((
-                redis::ErrorKind::UnexpectedReturnType,
-                "the step's reply has the wrong shape",
-            )),
-        )
-    };
-    // A lone key's short form is read as the full one.
-    let wide;
-    let reply = match (out.len(), widen(reply)) {
-        (1, Some(full)) => {
-            wide = full;
-            &wide[..]
-        }
-        _ => reply,
-    };
-    if reply.len() != out.len() * REPLY_WIDTH {
-        return Err(malformed());
-    }
-    for (slot, chunk) in out.iter_mut().zip(reply.chunks_exact(REPLY_WIDTH)) {
-        *slot = decode(chunk).ok_or_else(malformed)?;
-        if peek {
-            slot.1 = Receipt::NONE;
-        }
-    }
-    Ok(())
-}
-
-/// Splits the reply of a step on one key sent with `report`: the key's decision
-/// and receipt, then one decision per limit (a reserve's; any other step reports
-/// its decision once, and a cancel answers nothing).
-fn reported_from(
-    reply: &[i64],
-    step: &Step<'_>,
-) -> Result<((Decision, Receipt), Vec<Decision>), Error> {
-    let mut answer = [super::store::blank()];
-    if let Step::Cancel { .. } = step {
-        return Ok((answer[0], Vec::new()));
-    }
-    let peek = matches!(step, Step::Peek { .. });
-    let (own, each) = reply.split_at(reply.len().min(REPLY_WIDTH));
-    answers_from(own, &mut answer, peek)?;
-    if !matches!(step, Step::Reserve { .. }) {
-        return Ok((answer[0], vec![answer[0].0]));
-    }
-    let mut limits = vec![super::store::blank(); each.len() / REPLY_WIDTH];
-    answers_from(each, &mut limits, true)?;
-    Ok((answer[0], limits.into_iter().map(|(d, _)| d).collect()))
 }
 
 impl<K, A> Store<K, A> for RedisStore<K, A>
@@ -616,7 +563,8 @@ where
         if let Step::Cancel { .. } = step {
             return Ok(());
         }
-        answers_from(&reply, out, matches!(step, Step::Peek { .. }))
+        let peek = matches!(step, Step::Peek { .. });
+        answers_from(&reply, out, &request.layout, request.cost, peek)
     }
 
     /// A reserve runs and reports in one call: the server appends each limit's
@@ -636,7 +584,7 @@ where
         let reply = self
             .connections
             .run_blocking(&request.keys, &request.args)?;
-        let (answer, limits) = reported_from(&reply, &step)?;
+        let (answer, limits) = reported_from(&reply, &step, &request.layout)?;
         limits.into_iter().for_each(each);
         Ok(answer)
     }
@@ -670,7 +618,7 @@ where
         let connections = Arc::clone(&self.connections);
         Box::pin(async move {
             let reply = connections.run_async(request.keys, request.args).await?;
-            reported_from(&reply, &step)
+            reported_from(&reply, &step, &request.layout)
         })
     }
 
@@ -691,7 +639,7 @@ where
             let reply = connections.run_async(request.keys, request.args).await?;
             let mut out = blank;
             if !cancel {
-                answers_from(&reply, &mut out, peek)?;
+                answers_from(&reply, &mut out, &request.layout, request.cost, peek)?;
             }
             Ok(out)
         }
@@ -724,37 +672,5 @@ where
         let mut text = String::new();
         key.render_key(&mut text);
         Some(self.ids.hash_one(text))
-    }
-}
-
-// `Step::Cancel`: the one place cancellation is handled.
-
-/// The cancel's arguments after the configuration: when the grants were to act,
-/// relative to `now` (so that it means the same at the server's time; `-` when
-/// already past), then each key's receipt: whether it gives anything back, mark,
-/// charge and stored permits spent, each as 32-bit halves.
-fn cancel_args(
-    receipts: &[Receipt],
-    acts_at: Nanos,
-    now: Nanos,
-    keys: usize,
-    args: &mut Vec<String>,
-) {
-    args.push(if acts_at < now {
-        "-".to_owned()
-    } else {
-        (acts_at - now).to_string()
-    });
-    for index in 0..keys {
-        let receipt = receipts.get(index).copied().unwrap_or(Receipt::NONE);
-        args.push(u8::from(!receipt.is_none()).to_string());
-        for word in [
-            receipt.mark() as u64,
-            receipt.charge(),
-            receipt.stored_spent().to_bits(),
-        ] {
-            args.push((word >> 32).to_string());
-            args.push((word & 0xffff_ffff).to_string());
-        }
     }
 }

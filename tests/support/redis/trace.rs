@@ -235,11 +235,11 @@ where
     let comparable = |answers: &[(Decision, Receipt)]| -> Vec<(Decision, Receipt)> {
         answers
             .iter()
-            .map(|&(d, r)| {
+            .map(|(d, r)| {
                 (
-                    d,
+                    *d,
                     if A::CANCEL_ON_SERVER {
-                        r
+                        r.clone()
                     } else {
                         Receipt::NONE
                     },
@@ -352,7 +352,7 @@ where
         if let Step::Reserve { .. } = step {
             if expected.iter().all(Decision::is_allowed) {
                 let wait = expected.iter().map(Decision::wait_nanos).max().unwrap_or(0);
-                let receipts = got.iter().map(|(_, r)| *r).collect();
+                let receipts = got.iter().map(|(_, r)| r.clone()).collect();
                 granted.push((keys.clone(), receipts, now.saturating_add(wait)));
                 if granted.len() > 8 {
                     granted.remove(0);

@@ -1,7 +1,7 @@
 -- sluicegate: the library's one function, `call`, running one step of the
 -- algorithm its configuration names on every identity of the call. An identity
--- is ALG.nkeys consecutive keys (one for a single algorithm; a set's serial key and
--- its members' keys). Every identity is read once; one that appears twice is
+-- is ALG.nkeys consecutive keys (one for a single algorithm; a set's members'
+-- keys). Every identity is read once; one that appears twice is
 -- stepped again on its updated copy; a reserve commits every changed state only if
 -- every identity allowed it (one identity: whatever the algorithm left, as in
 -- memory), each with an expiry equal to its reset_after (deleted once that is
@@ -124,12 +124,12 @@ local function call(KEYS, ARGV)
   if #KEYS == K and STEP ~= 'c' then
     -- One identity (most calls): the rule below without its bookkeeping.
     PURE_PEEK = STEP == 'p'
-    LONE = K == 1 and not REPORT
+    LONE = K == 1 and not REPORT and not ALG.leaves
     local s, held = ALG.load(KEYS)
     local d, changed = ALG.reserve(s, NOW, COST)
     if REPORT then
       local out = {}
-      append(out, d)
+      for j = 1, #d do out[#out + 1] = d[j] end
       if ALG.report then
         ALG.report(s, changed, out)
       else
@@ -157,12 +157,14 @@ local function call(KEYS, ARGV)
   PURE_PEEK = STEP == 'p' and n == 1
 
   -- A cancel: ARGV 3 is when the grant was to act, relative to now (ns, decimal;
-  -- '-': already past), then per identity its grant: allowed (1/0), mark, charge
-  -- and stored-permits bits (each as 32-bit halves). Keys the server does not hold
-  -- have nothing to give back; the others keep their expiry. The answer (the
-  -- grants themselves) is the caller's.
+  -- '-': already past), then per identity its receipt: per leaf (one for a single
+  -- algorithm, one per single algorithm in a set), allowed (1/0), mark, charge and
+  -- stored-permits bits (each as 32-bit halves). Keys the server does not hold have
+  -- nothing to give back; the others keep their expiry. The answer (the grants
+  -- themselves) is the caller's.
   if STEP == 'c' then
     local acts_at = nil
+    local W = 7 * (ALG.leaves or 1)
     if ARGV[3] ~= '-' then acts_at = add(ns(NOW), decimal(ARGV[3])) end
     local cancelled = {}
     for i = 1, n do
@@ -175,14 +177,14 @@ local function call(KEYS, ARGV)
         order[#order + 1] = id
       end
       if held[id] then
-        local g = 4 + (i - 1) * 7
-        local grant = {
-          allowed = ARGV[g] == '1',
-          mark = from_halves(tonumber(ARGV[g + 1]), tonumber(ARGV[g + 2])),
-          mark_halves = {tonumber(ARGV[g + 1]), tonumber(ARGV[g + 2])},
-          charge = from_halves(tonumber(ARGV[g + 3]), tonumber(ARGV[g + 4])),
-          spent_bits = {tonumber(ARGV[g + 5]), tonumber(ARGV[g + 6])},
-        }
+        local w, g = {}, 4 + (i - 1) * W
+        for j = 1, W do w[j] = tonumber(ARGV[g + j - 1]) end
+        local grant
+        if ALG.leaves then
+          grant = {leaves = w, at = 1}
+        else
+          grant = grant_of(w, 1)
+        end
         local new = ALG.cancel(states[id], NOW, grant, acts_at)
         if new then
           states[id] = new

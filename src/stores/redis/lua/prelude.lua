@@ -7,8 +7,7 @@
 -- `cost as f64`) and COST_TEXT (its exact decimal text); MAX_WAIT in whole us (-1:
 -- for ever; a peek accepts no wait); PURE_PEEK: a peek on one identity runs the
 -- algorithm's peek (on several, the memory store runs zero-wait reserves on copies;
--- only a set answers the two differently, since a reserve marks its grant with the
--- set's serial); REPORT: a reserve that also reports how every limit stands after
+-- the answers are the same); REPORT: a reserve that also reports how every limit stands after
 -- it (see `standing`); GRACE_MS, the expiry grace; LONE: a reserve or peek on one
 -- identity of a single algorithm, whose step may answer with the short reply
 -- (`short` in driver.lua) straight away rather than the full decision. Every number is an integer below 2^53,

@@ -1,13 +1,18 @@
 -- A set of limits (src/algorithms/multi/mod.rs, for AllOf and Limits), all-or-nothing
 -- in one script. C: 1 the number of members, then for each: its kind (the FACTORIES
--- index), the number of its configuration words, the words. An identity's keys: the
--- set's serial key (its grant counter, the mark of its grants), then each member's
--- keys in order. Every member steps on the same state, time, cost and wait; any
--- refusal leaves every member as it was and answers the tally's refusal (never
--- beats denied; among denials the longest retry_after, the first on a tie);
--- otherwise every member keeps its new state, the serial moves on, and the answer
--- is the tightest member's (fewest remaining), with the longest wait and
--- reset_after of all.
+-- index), the number of its configuration words, the words. An identity's keys: each
+-- member's keys in order (an empty set has one key, never read or written). Every
+-- member steps on the same state, time, cost and wait; any refusal leaves every
+-- member as it was and answers the tally's refusal (never beats denied; among
+-- denials the longest retry_after, the first on a tie); otherwise every member
+-- keeps its new state and the answer is the tightest member's (fewest remaining),
+-- with the longest wait and reset_after of all.
+--
+-- The set keeps no record of its grants: its answer carries, after its 16
+-- integers, its receipt as its members' own, one leaf of 7 integers per single
+-- algorithm in it, depth first (allowed, mark, charge, stored-permits bits, each as
+-- 32-bit halves; all 0 where nothing was granted), and a cancel hands each member
+-- its leaves back (Rust's `Receipt::members`).
 -- FACTORIES, every algorithm's factory by kind: filled after this file, by a line
 -- that library.rs writes from its list FACTORIES (the kinds' one source).
 local FACTORIES = {}
@@ -27,16 +32,36 @@ local function fewer(a, b)
   return a < b
 end
 
+-- The 7 integers of a leaf of the receipt of a single algorithm's answer d.
+local NO_LEAF = {0, 0, 0, 0, 0, 0, 0}
+local function leaf_of(d)
+  if d[1] ~= 0 then return NO_LEAF end
+  return {1, d[11], d[12], d[13], d[14], d[15], d[16]}
+end
+
+-- A single algorithm's grant, as its cancel reads it, from a leaf's 7 integers at
+-- w[at..at+6] (also the driver's, for a single algorithm's cancel).
+local function grant_of(w, at)
+  return {
+    allowed = w[at] == 1,
+    mark = from_halves(w[at + 1], w[at + 2]),
+    mark_halves = {w[at + 1], w[at + 2]},
+    charge = from_halves(w[at + 3], w[at + 4]),
+    spent_bits = {w[at + 5], w[at + 6]},
+  }
+end
+
 local function make_set(C)
-  local members, nkeys, at = {}, 1, 2
+  local members, nkeys, nleaves, at = {}, 0, 0, 2
   for m = 1, C[1] do
     local kind, len = C[at], C[at + 1]
     local sub = {}
     for j = 1, len do sub[j] = C[at + 1 + j] end
     at = at + 2 + len
     local alg = FACTORIES[kind](sub)
-    members[m] = {alg = alg, first = nkeys + 1}
+    members[m] = {alg = alg, first = nkeys + 1, leaves = alg.leaves or 1}
     nkeys = nkeys + alg.nkeys
+    nleaves = nleaves + (alg.leaves or 1)
   end
 
   local function slice(keys, member)
@@ -45,43 +70,21 @@ local function make_set(C)
     return t
   end
 
-  -- The serial key holds the set's last grant (Rust's LastGrant and its members'
-  -- grants): "serial live acts_at(3 limbs)" then, per member, "allowed mark(2)
-  -- charge(2) spent(2)" as 32-bit halves.
-  local function encode(st)
-    local parts = {int(st.serial), st.live and '1' or '0'}
-    local a = st.acts_at
-    for j = 1, 3 do parts[#parts + 1] = int(a[j] or 0) end
-    for m = 1, #members do
-      local g = st.grants[m] or {0, 0, 0, 0, 0, 0, 0}
-      for j = 1, 7 do parts[#parts + 1] = int(g[j]) end
-    end
-    return table.concat(parts, ' ')
-  end
-
+  -- A member's state is held if any member's key is.
   local function load(keys)
-    local raw = redis_call('GET', keys[1])
-    local st = {serial = 0, live = false, acts_at = {0}, grants = {}, members = {}, changed = {}}
-    if raw then
-      local w = {}
-      for word in string.gmatch(raw, '%d+') do w[#w + 1] = tonumber(word) end
-      st.serial, st.live, st.acts_at = w[1], w[2] == 1, limbs(w[3], w[4], w[5])
-      for m = 1, #members do
-        local g = {}
-        for j = 1, 7 do g[j] = w[5 + (m - 1) * 7 + j] or 0 end
-        st.grants[m] = g
-      end
+    local st = {members = {}, changed = {}}
+    local held = false
+    for m, member in ipairs(members) do
+      local s, h = member.alg.load(slice(keys, member))
+      st.members[m] = s
+      held = held or h
     end
-    for m, member in ipairs(members) do st.members[m] = member.alg.load(slice(keys, member)) end
-    return st, raw ~= false
+    return st, held
   end
 
-  -- Each changed member keeps its own expiry (its own reset_after; after a cancel,
-  -- the expiry it had); the serial key lives as long as the longest, as the set's
-  -- state does in memory.
-  local save_serial = string_save(encode)
+  -- Each changed member keeps its own expiry: its own reset_after, or after a
+  -- cancel the expiry it had.
   local function save(keys, st, ms)
-    save_serial(keys, st, ms)
     for m, member in ipairs(members) do
       if st.changed[m] then
         local mine = slice(keys, member)
@@ -106,6 +109,21 @@ local function make_set(C)
     for j = 1, nkeys do redis_call('DEL', keys[j]) end
   end
 
+  -- Appends to d the receipt of a grant whose members answered `decisions` (or
+  -- zeros: a refusal gives nothing back).
+  local function append_leaves(d, decisions)
+    for m, member in ipairs(members) do
+      local md = decisions and decisions[m]
+      if member.alg.leaves then
+        for j = 17, 16 + 7 * member.leaves do d[#d + 1] = (md and md[j]) or 0 end
+      else
+        local leaf = md and leaf_of(md) or NO_LEAF
+        for j = 1, 7 do d[#d + 1] = leaf[j] end
+      end
+    end
+    return d
+  end
+
   local function reserve(st, now, cost)
     local reset_us, reset_ns, wait_us, wait_ns = 0, 0, 0, 0
     local tight, refusal = nil, nil
@@ -128,62 +146,49 @@ local function make_set(C)
       local d = decision(refusal[1], refusal[5], refusal[4], 0, 0, 0)
       if refusal[1] == 1 then d[4], d[5] = refusal[2], refusal[3] end
       d[6], d[7], d[10] = reset_us, reset_ns, refusal[6]
-      return d, nil
+      return append_leaves(d, nil), nil
     end
     -- No member (an empty Limits): every call fits, with no limit.
     if tight == nil then tight = {-1, -1, 0} end
     local d = decision(0, tight[2], tight[1], 0, 0, 0)
     d[2], d[3], d[6], d[7], d[10] = wait_us, wait_ns, reset_us, reset_ns, tight[3]
+    append_leaves(d, decisions)
     if PURE_PEEK then return d, nil end
-    -- Record the grant (Rust's LastGrant::record): the serial moves on, the time
-    -- to act is now plus the set's wait, and the members' grants are kept for a
-    -- cancel.
-    local acts_at = add(ns(now), add(ns(wait_us), bn(wait_ns)))
-    if cmp(acts_at, U64_MAX) > 0 then acts_at = U64_MAX end
-    local new = {serial = st.serial + 1, live = true, acts_at = acts_at, grants = {},
-                 members = {}, changed = {}, decisions = decisions}
+    local new = {members = {}, changed = {}, decisions = decisions}
     for m = 1, #members do
       new.members[m] = news[m] or st.members[m]
       new.changed[m] = news[m] ~= nil
-      local g = decisions[m]
-      new.grants[m] = {g[1] == 0 and 1 or 0, g[11], g[12], g[13], g[14], g[15], g[16]}
     end
-    d[11], d[12] = split32(new.serial)
-    d[13], d[14] = halves(cost_bn())
     return d, new
   end
 
-  -- The Rust set's cancel: only its last grant, identified by its mark (the serial),
-  -- and only once, gives back what each member's rule allows, by the grant's
-  -- recorded time to act. Neither that time nor the caller's (for a call over
-  -- several keys, the latest of theirs) may have passed, so a receipt from before
-  -- the state was forgotten never matches a new grant with the same serial.
+  -- The Rust set's cancel: each member gets its own leaves of the set's receipt
+  -- (grant.leaves, 7 integers each from grant.at) and gives back what its rule
+  -- allows, by the caller's time to act.
   local function cancel(st, now, grant, acts_at)
-    local hi, lo = split32(st.serial)
-    local ours = st.live and grant.allowed
-      and grant.mark_halves[1] == hi and grant.mark_halves[2] == lo and acts_at ~= nil
-    if not ours or cmp(acts_at, ns(now)) < 0 or cmp(st.acts_at, ns(now)) < 0 then return nil end
-    acts_at = st.acts_at
-    local new = {serial = st.serial, live = false, acts_at = st.acts_at, grants = st.grants,
-                 members = {}, changed = {}}
+    local new = {members = {}, changed = {}}
+    local any = false
+    local at = grant.at
     for m, member in ipairs(members) do
       new.members[m] = st.members[m]
-      local g = st.grants[m]
-      if member.alg.cancel and g then
-        local changed = member.alg.cancel(st.members[m], now, {
-          allowed = g[1] == 1,
-          mark = from_halves(g[2], g[3]),
-          mark_halves = {g[2], g[3]},
-          charge = from_halves(g[4], g[5]),
-          spent_bits = {g[6], g[7]},
-        }, acts_at)
+      if member.alg.cancel then
+        local g
+        if member.alg.leaves then
+          g = {leaves = grant.leaves, at = at}
+        else
+          g = grant_of(grant.leaves, at)
+        end
+        local changed = member.alg.cancel(st.members[m], now, g, acts_at)
         if changed then
           new.members[m] = changed
           new.changed[m] = true
+          any = true
         end
       end
+      at = at + 7 * member.leaves
     end
-    return new
+    if any then return new end
+    return nil
   end
 
   -- Appends to out how each member stands after a reserve (Rust's reserve_each):
@@ -199,6 +204,6 @@ local function make_set(C)
     end
   end
 
-  return {nkeys = nkeys, load = load, save = save, drop = drop, reserve = reserve, cancel = cancel,
-          report = report}
+  return {nkeys = max(nkeys, 1), leaves = nleaves, load = load, save = save, drop = drop,
+          reserve = reserve, cancel = cancel, report = report}
 end
