@@ -50,15 +50,17 @@
 //! * All arithmetic saturates; a rate so small that one permit costs more than the
 //!   clock can count leaves the limit exhausted for good.
 
-use super::smooth_bursty::smooth_limit;
 use super::validate::{validate_period, validate_rate};
-use super::words::{try_take_by_words, Plan, Words, WordsMut};
-use super::{
-    signed, until, AdjustableRate, Algorithm, Decision, Pace, Receipt, WordArray, WordEncoded,
-};
+use super::words::try_take_by_words;
+use super::{signed, until, AdjustableRate, Algorithm, Decision, Pace, Receipt, WordArray};
 use crate::clock::Nanos;
 use crate::error::ConfigError;
 use std::time::Duration;
+
+mod step;
+mod word;
+
+use self::step::Step;
 
 /// Guava's warming-up token bucket. See the [module docs](self) for the model.
 ///
@@ -265,145 +267,6 @@ impl SmoothWarmingUp {
             self.warmup_nanos / self.max_permits
         }
     }
-
-    #[inline]
-    fn permits_to_time(&self, permits: f64) -> f64 {
-        self.stable_nanos() + permits * self.slope
-    }
-
-    /// The area under the throttling curve between `stored - take` and `stored`,
-    /// with the trapezoid and the flat part truncated separately, as Guava does.
-    #[inline]
-    fn stored_permits_to_wait(&self, stored: f64, mut take: f64) -> i64 {
-        let above = stored - self.threshold;
-        let mut nanos: i64 = 0;
-        if above > 0.0 {
-            let t = above.min(take);
-            let length = self.permits_to_time(above) + self.permits_to_time(above - t);
-            nanos = (t * length / 2.0) as i64;
-            take -= t;
-        }
-        nanos.saturating_add((self.stable_nanos() * take) as i64)
-    }
-
-    #[inline(always)]
-    fn resync(&self, state: &WarmingUpState, now: i64) -> WarmingUpState {
-        if now > state.next_free {
-            let idle = now.abs_diff(state.next_free);
-            // The same value either way; i64 -> f64 is one instruction, u64 -> f64
-            // several, and this sits on the hot path's critical chain.
-            let idle = match i64::try_from(idle) {
-                Ok(idle) => idle as f64,
-                Err(_) => idle as f64,
-            };
-            let cool_down = self.cool_down_nanos();
-            let stored = if state.stored >= self.max_permits
-                || idle >= (self.max_permits - state.stored) * cool_down * FILLS_FOR_SURE
-            {
-                // The bucket is, or certainly gets, full: `stored + idle / cool_down`
-                // is at least `max_permits` (fresh permits are never negative or NaN;
-                // the margin FILLS_FOR_SURE dwarfs the rounding of the four float
-                // operations involved, and an underflowing product means under a
-                // nanosecond of room), so the cap gives `max_permits` exactly, and the
-                // division, the slowest step of a hot limiter, is skipped. A NaN or
-                // infinite product fails the test and takes the exact path.
-                self.max_permits
-            } else {
-                self.max_permits.min(state.stored + idle / cool_down)
-            };
-            WarmingUpState {
-                stored,
-                next_free: now,
-            }
-        } else {
-            *state
-        }
-    }
-
-    #[inline]
-    fn limit(&self) -> u64 {
-        if self.stable_micros == 0.0 {
-            u64::MAX
-        } else {
-            smooth_limit(self.max_permits)
-        }
-    }
-
-    #[inline]
-    fn reset_after(&self, state: &WarmingUpState, now: i64) -> Nanos {
-        let missing = (self.max_permits - state.stored).max(0.0);
-        let refill = (missing * self.cool_down_nanos()) as u64;
-        until(now, state.next_free).saturating_add(refill)
-    }
-}
-
-/// `1 + 2^-40`: a relative margin far above the error of a few float operations
-/// (each at most `2^-53`), used to know without dividing that idle time has filled
-/// the bucket.
-const FILLS_FOR_SURE: f64 = 1.0 + 1.0 / (1u64 << 40) as f64;
-
-/// What one reservation decided, before it is dressed as a [`Decision`]: the core
-/// shared by [`Algorithm::reserve`] and the lean [`WordEncoded::plan_take`], so
-/// the two cannot disagree.
-enum Step {
-    Never,
-    /// Refused: the caller would wait `wait`.
-    Denied {
-        wait: Nanos,
-    },
-    /// Granted after `wait`; the state becomes `next`, whose `next_free` is `charge`
-    /// nanoseconds later than the resynced one.
-    Allowed {
-        wait: Nanos,
-        next: WarmingUpState,
-        charge: i64,
-        /// Stored permits spent, which a cancel gives back.
-        spend: f64,
-    },
-}
-
-impl SmoothWarmingUp {
-    /// Guava's resync and reservation. The wait depends only on `nextFreeTicket`,
-    /// which a resync moves to `max(now, nextFreeTicket)`, so the stored permits (two
-    /// float divisions) are resynced only for a grant.
-    #[inline(always)]
-    fn step(&self, state: &WarmingUpState, now: i64, cost: u64, max_wait: Nanos) -> Step {
-        let wait = match Self::admit(state, now, max_wait) {
-            Ok(wait) => wait,
-            Err(refusal) => return refusal,
-        };
-        let synced = self.resync(state, now);
-        let cost = cost as f64;
-        let spend = cost.min(synced.stored);
-        let fresh = cost - spend;
-        let charge = self
-            .stored_permits_to_wait(synced.stored, spend)
-            .saturating_add((fresh * self.stable_nanos()) as i64);
-        Step::Allowed {
-            wait,
-            next: WarmingUpState {
-                stored: synced.stored - spend,
-                next_free: synced.next_free.saturating_add(charge),
-            },
-            charge,
-            spend,
-        }
-    }
-
-    /// The integer half of [`step`](Self::step): the wait before a grant, or the
-    /// refusal. It does not depend on the cost or on the stored permits.
-    #[inline(always)]
-    fn admit(state: &WarmingUpState, now: i64, max_wait: Nanos) -> Result<Nanos, Step> {
-        let next_free = state.next_free.max(now);
-        if next_free == i64::MAX {
-            return Err(Step::Never);
-        }
-        let wait = until(now, next_free);
-        if wait > max_wait {
-            return Err(Step::Denied { wait });
-        }
-        Ok(wait)
-    }
 }
 
 impl Algorithm for SmoothWarmingUp {
@@ -514,82 +377,6 @@ impl Algorithm for SmoothWarmingUp {
     }
 }
 
-/// Six configuration words and two of state, each a field's exact bits.
-impl WordEncoded for SmoothWarmingUp {
-    type Config = [u64; 6];
-    /// `(now, cost)`: the take's float half runs once the state is claimed.
-    type Take = (Nanos, u64);
-
-    #[inline(always)]
-    fn config_words(&self) -> [u64; 6] {
-        [
-            self.stable_micros.to_bits(),
-            self.warmup_nanos.to_bits(),
-            self.cold_factor.to_bits(),
-            self.threshold.to_bits(),
-            self.max_permits.to_bits(),
-            self.slope.to_bits(),
-        ]
-    }
-
-    #[inline(always)]
-    fn from_config_words(words: [u64; 6]) -> Self {
-        SmoothWarmingUp {
-            stable_micros: f64::from_bits(words[0]),
-            warmup_nanos: f64::from_bits(words[1]),
-            cold_factor: f64::from_bits(words[2]),
-            threshold: f64::from_bits(words[3]),
-            max_permits: f64::from_bits(words[4]),
-            slope: f64::from_bits(words[5]),
-        }
-    }
-
-    #[inline(always)]
-    fn state_words(&self) -> usize {
-        2
-    }
-
-    #[inline(always)]
-    fn read_state<W: Words + ?Sized>(&self, words: &W) -> WarmingUpState {
-        WarmingUpState {
-            stored: f64::from_bits(words.word(0)),
-            next_free: words.word(1) as i64,
-        }
-    }
-
-    #[inline(always)]
-    fn write_state<W: WordsMut + ?Sized>(&self, state: &WarmingUpState, words: &mut W) {
-        words.set_word(0, state.stored.to_bits());
-        words.set_word(1, state.next_free as u64);
-    }
-
-    /// Only the integer half of the step: whether the caller may act now depends on
-    /// `nextFreeTicket` alone, so the plan reads one word, and the float half
-    /// (spending stored permits) runs in [`apply_take`](Self::apply_take), on the
-    /// same words, once a cell has claimed them.
-    #[inline(always)]
-    fn plan_take<W: Words + ?Sized>(&self, words: &W, now: Nanos, cost: u64) -> Plan<(Nanos, u64)> {
-        let next_free = words.word(1) as i64;
-        let state = WarmingUpState {
-            stored: 0.0,
-            next_free,
-        };
-        match Self::admit(&state, signed(now), 0) {
-            Ok(_) => (true, Some((now, cost))),
-            Err(_) => (false, None),
-        }
-    }
-
-    #[inline(always)]
-    fn apply_take<W: WordsMut + ?Sized>(&self, words: &mut W, (now, cost): (Nanos, u64)) {
-        let state = self.read_state(words);
-        // Granted by construction (same words, same integer test as the plan).
-        if let Step::Allowed { next, .. } = self.step(&state, signed(now), cost, 0) {
-            self.write_state(&next, words);
-        }
-    }
-}
-
 impl AdjustableRate for SmoothWarmingUp {
     fn rate(&self) -> f64 {
         SmoothWarmingUp::rate(self)
@@ -624,94 +411,4 @@ impl AdjustableRate for SmoothWarmingUp {
 }
 
 #[cfg(test)]
-mod resync_tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    /// The resync formula as Guava writes it, with no shortcut.
-    fn reference(config: &SmoothWarmingUp, state: &WarmingUpState, now: i64) -> WarmingUpState {
-        if now > state.next_free {
-            let fresh = now.abs_diff(state.next_free) as f64 / config.cool_down_nanos();
-            WarmingUpState {
-                stored: config.max_permits.min(state.stored + fresh),
-                next_free: now,
-            }
-        } else {
-            *state
-        }
-    }
-
-    fn config(rate: f64, warmup_ms: u64, cold_factor: f64) -> SmoothWarmingUp {
-        SmoothWarmingUp::new(rate, Duration::from_millis(warmup_ms))
-            .unwrap()
-            .with_cold_factor(cold_factor)
-            .unwrap()
-    }
-
-    fn same(a: WarmingUpState, b: WarmingUpState) -> bool {
-        a.stored.to_bits() == b.stored.to_bits() && a.next_free == b.next_free
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(400))]
-
-        /// The skipped division never changes a bit, in particular for idle times
-        /// right at the edge of filling the bucket.
-        #[test]
-        fn resync_is_bit_exact(
-            rate in prop_oneof![1e-3..1e9f64, Just(f64::INFINITY), Just(1e-300)],
-            warmup_ms in prop_oneof![Just(0u64), 1u64..100_000_000],
-            cold_factor in 1.0..10.0f64,
-            fill in prop_oneof![0.0..=1.0f64, Just(0.0), Just(1.0)],
-            next_free in 0i64..1 << 62,
-            scale in prop_oneof![-1e-9..1e-9f64, -0.5..0.5f64, Just(0.0)],
-            idle_raw in 1i64..1 << 62,
-        ) {
-            let config = config(rate, warmup_ms, cold_factor);
-            let stored = config.max_permits * fill;
-            let state = WarmingUpState { stored, next_free };
-            // Idle time close to what fills the bucket, or arbitrary.
-            let edge = (config.max_permits - stored) * config.cool_down_nanos() * (1.0 + scale);
-            for idle in [edge as i64, (edge as i64).saturating_add(1), edge as i64 - 1, idle_raw] {
-                let now = next_free.saturating_add(idle.max(1));
-                let got = config.resync(&state, now);
-                let want = reference(&config, &state, now);
-                prop_assert!(same(got, want), "{:?} {:?} now {}: {:?} != {:?}", config, state, now, got, want);
-            }
-        }
-    }
-
-    #[test]
-    fn resync_edges_are_bit_exact() {
-        let configs = [
-            config(2.0, 4_000, 3.0),
-            config(1e9, 1_000, 3.0),
-            config(f64::INFINITY, 1_000, 3.0),
-            config(5.0, 0, 3.0),
-            config(f64::MIN_POSITIVE, 1_000, 3.0),
-        ];
-        for config in configs {
-            for stored in [
-                0.0,
-                -0.0,
-                config.max_permits,
-                config.max_permits / 3.0,
-                f64::NAN,
-                f64::INFINITY,
-            ] {
-                for idle in [1i64, 2, 1_000, 1 << 40, i64::MAX] {
-                    let state = WarmingUpState {
-                        stored,
-                        next_free: 0,
-                    };
-                    let got = config.resync(&state, idle);
-                    let want = reference(&config, &state, idle);
-                    assert!(
-                        same(got, want),
-                        "{config:?} {state:?} {idle}: {got:?} != {want:?}"
-                    );
-                }
-            }
-        }
-    }
-}
+mod tests;

@@ -1,6 +1,7 @@
 //! Unit tests of the leaky bucket: its tick arithmetic, its lean take and its
 //! configuration words at the edges.
 
+use super::ticks::whole_permits;
 use super::*;
 use crate::algorithms::WordEncoded;
 

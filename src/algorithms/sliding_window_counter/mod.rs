@@ -50,15 +50,16 @@
 //!
 //! # Cancelling
 //!
-//! A grant acts at once, so by the crate's cancel rule ([`Algorithm::cancel`]) it
-//! can be given back only at the instant it was made (or up to a set's later time
-//! to act, inside a set of limits): its cost then comes off the count of the window
-//! it was counted in while that still counts, as the current window or, once a
-//! later call has moved the state on by one window, as the previous one. Never
-//! below zero; permits granted after it stay counted. Under [`Counting::Attempts`]
-//! a cancel gives back the grant's own cost only: refused attempts counted beside
-//! it stay counted, and a count saturated at `2ᵇ − 1` is left as it is, since the
-//! attempts it forgot may cover the grant.
+//! A grant acts at once, so by the crate's cancel rule
+//! ([`Algorithm::cancel`](super::Algorithm::cancel)) it can be given back only at
+//! the instant it was made (or up to a set's later time to act, inside a set of
+//! limits): its cost then comes off the count of the window it was counted in while
+//! that still counts, as the current window or, once a later call has moved the
+//! state on by one window, as the previous one. Never below zero; permits granted
+//! after it stay counted. Under [`Counting::Attempts`] a cancel gives back the
+//! grant's own cost only: refused attempts counted beside it stay counted, and a
+//! count saturated at `2ᵇ − 1` is left as it is, since the attempts it forgot may
+//! cover the grant.
 //!
 //! # The approximation bound
 //!
@@ -126,14 +127,15 @@
 //!   finds now's window index on every call (a multiplication by the kept
 //!   reciprocal); the exact mode does only when a call moves to a later window.
 
+use super::bits;
 use super::divisor::Divisor;
 use super::validate::validate_positive_period;
-use super::words::{try_take_by_words, Settle};
-use super::{bits, Algorithm, Decision, OneWord, Pace, Receipt};
 use crate::clock::Nanos;
 use crate::error::ConfigError;
 use std::time::Duration;
 
+mod step;
+mod weight;
 mod word;
 
 /// The largest limit: two counts of up to 24 bits leave 16 bits of window index.
@@ -394,318 +396,6 @@ impl SlidingWindowCounter {
         let view = self.view(state, now);
         let weight = (self.len - view.elapsed) as f64 / self.len as f64;
         view.previous as f64 * weight + view.current as f64
-    }
-
-    /// The lean non-blocking take: exactly `reserve(state, now, cost, 0).is_allowed()`,
-    /// with the same change of state (a denial counted when counting attempts), but
-    /// without `retry_after` and `reset_after`, and comparing the weighted count by
-    /// cross-multiplying instead of dividing.
-    #[inline]
-    pub(crate) fn take(&self, state: &mut SlidingWindowState, now: Nanos, cost: u64) -> bool {
-        if cost > self.limit {
-            return false;
-        }
-        let view = self.view_inlined(state, now);
-        self.admit(state, view, cost)
-    }
-
-    /// Decides a call of `cost` on the state as of now (`view`) and counts it, by
-    /// cross-multiplying: whether it was granted. A cost above the limit is never
-    /// counted; a refusal only when counting attempts.
-    #[inline(always)]
-    fn admit(&self, state: &mut SlidingWindowState, mut view: View, cost: u64) -> bool {
-        if cost > self.limit {
-            return false;
-        }
-        // Counts are below 2³¹ and the cost at most the limit: no overflow.
-        let granted = match self.limit.checked_sub(view.current + cost) {
-            None => false,
-            Some(room) => self.weight_fits(view.previous, view.elapsed, room),
-        };
-        if granted {
-            view.current += cost;
-        } else if self.counting == Counting::Attempts {
-            view.current = self.attempted(view.current, cost);
-        } else {
-            return false;
-        }
-        *state = self.pack(view.index, view.previous, view.current);
-        granted
-    }
-
-    /// A count with a refused attempt of `cost` added, saturating at the count width.
-    #[inline(always)]
-    fn attempted(&self, count: u64, cost: u64) -> u64 {
-        let saturated = (1 << self.count_bits()) - 1;
-        (count + cost).min(saturated)
-    }
-
-    /// True if the previous count's weight at `elapsed` ([`weighted`](Self::weighted))
-    /// is at most `room`: `⌈p · rest / len⌉ ≤ room` is `p · rest ≤ room · len`, and
-    /// `⌊p · rest / len⌋ ≤ room` is `p · rest < (room + 1) · len`. A count within the
-    /// room fits at once, since the weight never exceeds it.
-    #[inline(always)]
-    fn weight_fits(&self, previous: u64, elapsed: u64, room: u64) -> bool {
-        if previous <= room {
-            return true;
-        }
-        let weighted = u128::from(previous) * u128::from(self.len - elapsed);
-        let len = u128::from(self.len);
-        match self.rounding {
-            Rounding::Exact => weighted <= u128::from(room) * len,
-            Rounding::Floor => weighted < (u128::from(room) + 1) * len,
-        }
-    }
-
-    /// An empty state in now's window.
-    #[inline]
-    fn fresh(&self, now: Nanos) -> View {
-        let now_index = self.window_of(now);
-        View {
-            index: now_index & (u64::MAX >> (2 * self.count_bits())),
-            previous: 0,
-            current: 0,
-            elapsed: now - now_index * self.len,
-            behind: 0,
-        }
-    }
-
-    /// The previous count's weight at `elapsed`, rounded to whole permits (at most
-    /// `previous`). Stays in u64 arithmetic when the product fits, which is the
-    /// common case and much cheaper than a 128-bit division.
-    #[inline(always)]
-    fn weighted(&self, previous: u64, elapsed: u64) -> u64 {
-        if previous == 0 {
-            return 0;
-        }
-        let rest = self.len - elapsed;
-        if let Some(weighted) = previous.checked_mul(rest) {
-            // ⌊weighted / len⌋ by the kept multiplier (`window_of` divides any value
-            // by the window's length), rounded up if it was not exact.
-            let floor = self.window_of(weighted);
-            return match self.rounding {
-                Rounding::Exact => floor + u64::from(floor * self.len != weighted),
-                Rounding::Floor => floor,
-            };
-        }
-        let len = u128::from(self.len);
-        let weighted = u128::from(previous) * u128::from(rest);
-        let rounded = match self.rounding {
-            Rounding::Exact => weighted.div_ceil(len),
-            Rounding::Floor => weighted / len,
-        };
-        // rest ≤ len, so the weight is at most `previous`.
-        u64::try_from(rounded).unwrap_or(previous)
-    }
-
-    /// The first elapsed time in a window at which a previous count of `previous`
-    /// weighs at most `room` whole permits; `None` if not within the window.
-    #[inline(always)]
-    fn first_fit(&self, previous: u64, room: u64) -> Option<u64> {
-        // The common answers need no division: a count within the room fits at once
-        // (in either rounding), and none fits an exact room of zero before the end.
-        if previous <= room {
-            return Some(0);
-        }
-        if room == 0 && self.rounding == Rounding::Exact {
-            return None;
-        }
-        let len = u128::from(self.len);
-        // previous × (len − e) must be ≤ room × len (exact), or < (room + 1) × len.
-        let allowance = match self.rounding {
-            Rounding::Exact => u128::from(room) * len,
-            Rounding::Floor => (u128::from(room) + 1) * len - 1,
-        };
-        // The longest unelapsed part that still fits; u64 division when it can.
-        let span = match u64::try_from(allowance) {
-            Ok(allowance) => u128::from(allowance / previous),
-            Err(_) => allowance / u128::from(previous),
-        };
-        let first = len.saturating_sub(span);
-        (first < len).then_some(first as u64)
-    }
-
-    /// How long after the view's `elapsed` point a call of `cost` would first pass
-    /// (the call does not pass now).
-    #[inline(always)]
-    fn retry_after(&self, view: &View, cost: u64) -> Nanos {
-        let room = view
-            .current
-            .checked_add(cost)
-            .and_then(|used| self.limit.checked_sub(used));
-        if let Some(room) = room {
-            if let Some(first) = self.first_fit(view.previous, room) {
-                return first.saturating_sub(view.elapsed);
-            }
-        }
-        let to_next = self.len - view.elapsed;
-        if let Some(first) = self.first_fit(view.current, self.limit - cost) {
-            return to_next.saturating_add(first);
-        }
-        to_next.saturating_add(self.len)
-    }
-
-    #[inline(always)]
-    fn reset_after(&self, view: &View) -> Nanos {
-        let to_next = self.len - view.elapsed;
-        if view.current > 0 {
-            to_next.saturating_add(self.len)
-        } else if view.previous > 0 {
-            to_next
-        } else {
-            0
-        }
-    }
-}
-
-/// What a call found, for [`describe`](Settle::describe): the state as of now,
-/// before the call.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct CounterSettled {
-    view: View,
-    cost: u64,
-}
-
-impl Settle for SlidingWindowCounter {
-    type Settled = CounterSettled;
-
-    /// Decides and counts the call as the lean take does, by cross-multiplying:
-    /// the weighted count itself (a division by the kept multiplier) is left to
-    /// `describe`, after the new state is published.
-    #[inline(always)]
-    fn settle(&self, state: &mut SlidingWindowState, now: Nanos, cost: u64) -> CounterSettled {
-        let view = self.view_inlined(state, now);
-        self.admit(state, view, cost);
-        CounterSettled { view, cost }
-    }
-
-    #[inline(always)]
-    fn describe(&self, settled: &CounterSettled) -> Decision {
-        // Immediate or denied: an estimate cannot promise future capacity.
-        let CounterSettled { mut view, cost } = *settled;
-        // Counts are below 2³¹ and the weight is at most the previous count, so
-        // neither this sum nor `used + cost` (cost ≤ limit) overflows. `admit`
-        // granted exactly when `used + cost ≤ limit`.
-        let used = self.weighted(view.previous, view.elapsed) + view.current;
-        let remaining = self.limit.saturating_sub(used);
-        if cost > self.limit {
-            let reset = self.reset_after(&view);
-            return Decision::never(self.limit, remaining, reset.saturating_add(view.behind));
-        }
-        if used + cost > self.limit {
-            if self.counting == Counting::Attempts {
-                // The refused attempt was counted: the state it left.
-                view.current = self.attempted(view.current, cost);
-            }
-            let retry = self.retry_after(&view, cost);
-            let reset = self.reset_after(&view);
-            return Decision::denied(
-                self.limit,
-                remaining,
-                retry.saturating_add(view.behind),
-                reset.saturating_add(view.behind),
-            );
-        }
-        view.current += cost;
-        let reset = self.reset_after(&view);
-        Decision::allowed(
-            self.limit,
-            remaining - cost,
-            reset.saturating_add(view.behind),
-        )
-    }
-}
-
-impl Algorithm for SlidingWindowCounter {
-    type State = SlidingWindowState;
-    type Shape = OneWord;
-
-    #[inline]
-    fn initial_state(&self, now: Nanos) -> SlidingWindowState {
-        self.pack(self.fresh(now).index, 0, 0)
-    }
-
-    // The step is settle (decide, move the state), then describe (the decision).
-    #[inline]
-    fn reserve(
-        &self,
-        state: &mut SlidingWindowState,
-        now: Nanos,
-        cost: u64,
-        _max_wait: Nanos,
-    ) -> Decision {
-        let settled = self.settle(state, now, cost);
-        self.describe(&settled)
-    }
-
-    #[inline]
-    fn try_take(&self, state: &mut SlidingWindowState, now: Nanos, cost: u64) -> Option<Decision> {
-        try_take_by_words::<_, 1>(self, state, now, cost)
-    }
-
-    #[inline]
-    fn pace(&self) -> Option<Pace> {
-        Pace::per(self.limit(), self.window())
-    }
-
-    fn is_replenished(&self, state: &SlidingWindowState, now: Nanos) -> bool {
-        let view = self.view(state, now);
-        view.previous == 0 && view.current == 0
-    }
-
-    /// [`reserve`](Algorithm::reserve), unchanged, with a receipt naming the window
-    /// the grant was counted in (the state's window right after it, as stored) and
-    /// its cost.
-    #[inline]
-    fn reserve_with_receipt(
-        &self,
-        state: &mut SlidingWindowState,
-        now: Nanos,
-        cost: u64,
-        max_wait: Nanos,
-    ) -> (Decision, Receipt) {
-        let decision = self.reserve(state, now, cost, max_wait);
-        if !decision.is_allowed() {
-            return (decision, Receipt::NONE);
-        }
-        // Each count takes at least one bit, so the index is below 2⁶²: it fits the mark.
-        let index = state.word >> (2 * self.count_bits());
-        (decision, Receipt::new(index as i64, cost))
-    }
-
-    /// The rule of [`Algorithm::cancel`], as the [module docs](self#cancelling)
-    /// apply it: up to `acts_at`, that instant included, the grant's cost comes off
-    /// the count of its window, current or (once the state has moved on by one)
-    /// previous, never below zero.
-    fn cancel(
-        &self,
-        state: &mut SlidingWindowState,
-        now: Nanos,
-        receipt: &Receipt,
-        acts_at: Nanos,
-    ) {
-        if acts_at < now {
-            return;
-        }
-        let b = self.count_bits();
-        let count_mask = (1 << b) - 1;
-        let index = state.word >> (2 * b);
-        let previous = state.word >> b & count_mask;
-        let current = state.word & count_mask;
-        let back = |count: u64| {
-            // A saturated count of attempts may have forgotten more than the grant.
-            if self.counting == Counting::Attempts && count == count_mask {
-                count
-            } else {
-                count.saturating_sub(receipt.charge())
-            }
-        };
-        let window = receipt.mark() as u64;
-        if index == window {
-            *state = self.pack(index, previous, back(current));
-        } else if index == window.wrapping_add(1) & (u64::MAX >> (2 * b)) {
-            *state = self.pack(index, back(previous), current);
-        }
     }
 }
 

@@ -1,7 +1,8 @@
 //! Unit tests of the sliding window counter: its arithmetic at the edges.
 
 use super::*;
-use crate::algorithms::WordEncoded;
+use crate::algorithms::words::Settle;
+use crate::algorithms::{Algorithm, Decision, WordEncoded};
 
 const SECOND: u64 = 1_000_000_000;
 

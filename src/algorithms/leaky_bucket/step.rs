@@ -1,0 +1,149 @@
+//! The leaky bucket's step: the full reservation, in 64 bits, and the lean
+//! non-blocking take that compares instants by cross-multiplying.
+
+use super::ticks::whole_permits;
+use super::{LeakyBucket, LeakyMode, LeakyState};
+use crate::algorithms::{Decision, Receipt};
+use crate::clock::Nanos;
+
+impl LeakyBucket {
+    /// The lean non-blocking take: the state a zero-wait grant of `cost` at `now`
+    /// leaves, or `None` for a refusal (exactly `reserve(state, now, cost, 0)`), but
+    /// without the decision's other fields. It
+    /// compares instants by cross-multiplying (`t ≤ ⌊now · num / den⌋` is
+    /// `t · den ≤ now · num`), so unless the bucket has drained empty (when `now`
+    /// itself becomes the start), it divides nothing, even at a rate such as 3 per
+    /// second whose ticks are not nanoseconds.
+    #[inline(always)]
+    pub(super) fn take(&self, state: LeakyState, now: Nanos, cost: u64) -> Option<LeakyState> {
+        let ticks = self.ticks();
+        if ticks.num == ticks.den {
+            // Ticks are nanoseconds: the same step in 64 bits. A charge or an end
+            // that overflows is refused, as there; a capacity that saturates holds
+            // any end that fits.
+            let capacity = u64::from(self.capacity).saturating_mul(ticks.per_permit);
+            let (charge, charge_overflows) = cost.overflowing_mul(ticks.per_permit);
+            let (end, end_overflows) = state.tat.max(now).overflowing_add(charge);
+            let fits = !(charge_overflows | end_overflows)
+                && charge <= capacity
+                && (end <= capacity || end - capacity <= now);
+            let at_once = state.tat <= now || self.mode == LeakyMode::Meter;
+            return (fits && at_once).then_some(LeakyState { tat: end });
+        }
+        let per_permit = u128::from(ticks.per_permit);
+        let capacity = u128::from(self.capacity) * per_permit;
+        let charge = u128::from(cost) * per_permit;
+        // now · num < 2⁶⁴ · (2⁶³ + 2³²) and a tick count times den < 2⁶⁴ · 2⁶³:
+        // both fit a u128.
+        let now_scaled = u128::from(now) * u128::from(ticks.num);
+        let reached = |tick: u128| tick * u128::from(ticks.den) <= now_scaled;
+        // Drained empty (TAT at or before now): the call starts now.
+        let idle = reached(u128::from(state.tat));
+        let start = if idle { ticks.reading(now) } else { state.tat };
+        let end = u128::from(start) + charge;
+        if charge > capacity || end > u128::from(u64::MAX) {
+            return None;
+        }
+        // The level after the call, end − now in ticks, must be at most the capacity.
+        let fits = end <= capacity || reached(end - capacity);
+        // A queue's caller acts at `start`: without waiting only if that is now.
+        let at_once = idle || self.mode == LeakyMode::Meter;
+        // `end` fits in u64 (checked above).
+        (fits && at_once).then_some(LeakyState { tat: end as u64 })
+    }
+}
+
+impl LeakyBucket {
+    /// The step of
+    /// [`Algorithm::reserve_with_receipt`](crate::algorithms::Algorithm::reserve_with_receipt),
+    /// with `WHOLE` true when ticks are nanoseconds (`count == 1`), so that
+    /// reading the clock and every duration of the decision compile to plain
+    /// subtractions there.
+    ///
+    /// All in 64 bits: a bucket holds its capacity in at most i64::MAX ticks (its
+    /// constructors check it; words they did not make saturate), so a charge that
+    /// overflows is above the capacity, and an end that overflows lies beyond the
+    /// end of time: either way the call can never pass.
+    #[inline(always)]
+    pub(super) fn reserve_in<const WHOLE: bool>(
+        &self,
+        state: &mut LeakyState,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+    ) -> (Decision, Receipt) {
+        let ticks = self.ticks();
+        let limit = u64::from(self.capacity);
+        let now_ticks = if WHOLE { now } else { ticks.reading(now) };
+        let start = state.tat.max(now_ticks);
+        let until = |tick: u64| {
+            if WHOLE {
+                tick.saturating_sub(now_ticks)
+            } else {
+                ticks.first_reading(tick).saturating_sub(now)
+            }
+        };
+        // `start − now`, read off the state rather than after `start`: a grant's
+        // compare-and-swap waits for every value computed before it.
+        let backlog = state.tat.saturating_sub(now_ticks);
+        let capacity = limit.saturating_mul(ticks.per_permit);
+        let free = || whole_permits(capacity.saturating_sub(backlog), ticks.per_permit);
+        let fits = cost
+            .checked_mul(ticks.per_permit)
+            .filter(|&charge| charge <= capacity)
+            .and_then(|charge| Some((charge, start.checked_add(charge)?)));
+        let Some((charge, end)) = fits else {
+            return (
+                Decision::never(limit, free(), until(state.tat)),
+                Receipt::NONE,
+            );
+        };
+        // The level after the call, `end − now` in ticks: at most `end`.
+        let level = backlog + charge;
+        // How long until the clock reads `end − less`: with a backlog, `end` is
+        // `TAT + charge`, read off the state, so that converting it to nanoseconds
+        // need not wait for `now`'s conversion (`until(start)` is `until(TAT)`
+        // likewise, as `until(now)` is 0).
+        let until_end_less = |less: u64| {
+            if backlog > 0 {
+                until((state.tat + charge).saturating_sub(less))
+            } else {
+                until(end.saturating_sub(less))
+            }
+        };
+        let wait = match self.mode {
+            LeakyMode::Meter => 0,
+            LeakyMode::Queue if WHOLE => backlog,
+            LeakyMode::Queue => until(state.tat),
+        };
+        if level > capacity || wait > max_wait {
+            // When the bucket will have drained enough (level ≤ capacity once `now`
+            // reaches end − capacity). A queue's turn stays at `start` meanwhile, so
+            // if that is past the caller's deadline no retry before it can help:
+            // the retry is then when a caller who does not wait fits, at `start`
+            // (the rule of `Decision::retry_after`).
+            let drained = until_end_less(capacity);
+            let retry = if wait > max_wait {
+                drained.max(wait)
+            } else {
+                drained
+            };
+            return (
+                Decision::denied(limit, free(), retry, until(state.tat)),
+                Receipt::NONE,
+            );
+        }
+        let reset = if WHOLE { level } else { until_end_less(0) };
+        state.tat = end;
+        let remaining = if backlog == 0 {
+            // An idle bucket: no division needed.
+            limit - cost
+        } else {
+            whole_permits(capacity - level, ticks.per_permit)
+        };
+        (
+            Decision::allowed_after(wait, limit, remaining, reset),
+            Receipt::new(end as i64, charge),
+        )
+    }
+}
