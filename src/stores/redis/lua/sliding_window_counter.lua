@@ -1,4 +1,4 @@
--- The sliding window counter (src/algorithms/sliding_window_counter/mod.rs), at whole
+-- The sliding window counter (src/algorithms/sliding_window_counter/step.rs), at whole
 -- microseconds. C: 1 window length (us), 2 limit, 3 floor rounding (1) or exact
 -- (0), 4 counting attempts (1) or admitted (0), 5 count bits B (the Rust state word
 -- keeps counts in B bits and the window index in 64 - 2B, modulo 2^(64 - 2B): the

@@ -1,4 +1,4 @@
--- Guava's SmoothBursty (src/algorithms/smooth_bursty.rs): one instant T, the time
+-- Guava's SmoothBursty (src/algorithms/smooth_bursty/step.rs): one instant T, the time
 -- the bucket would have been empty, in i64 ns since the clock's origin (an exact
 -- limb array: today's time is 1.7e18 ns). The f64 parts (a cost's charge, the
 -- stored permits) are the Rust formulas operation for operation on the same

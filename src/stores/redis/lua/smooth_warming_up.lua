@@ -1,4 +1,4 @@
--- Guava's SmoothWarmingUp (src/algorithms/smooth_warming_up.rs): stored permits (an
+-- Guava's SmoothWarmingUp (src/algorithms/smooth_warming_up/step.rs): stored permits (an
 -- f64) and nextFreeTicket (i64 ns, an exact limb array), every float formula
 -- transcribed operation for operation: IEEE doubles give the same bits in Lua and
 -- Rust. f64 values travel as their bit patterns (two 32-bit halves, unpacked with
