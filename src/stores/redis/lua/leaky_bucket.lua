@@ -1,9 +1,10 @@
 -- The driftless leaky bucket (src/algorithms/leaky_bucket/step.rs,
 -- src/algorithms/leaky_bucket/ticks.rs), transcribed with exact integers. C: 1 K =
--- ticks per permit, 2 capacity in permits, 3 excess = num - den, 4-6 num and 7-9
--- den as base-2^24 limbs (num/den ticks per ns; both 1 when a tick is a ns), 10 queue (1) or meter (0). K x capacity < 2^53, so the bucket's span in
--- ticks is a plain double; absolute tick counts (up to 2^64) are exact limb arrays.
--- State: the theoretical arrival time TAT in ticks, a u64 (`u64_state`).
+-- ticks per permit, 2 capacity in permits, 3 excess = num - den, 4-6 num and 7-9 den as
+-- base-2^24 limbs (num/den ticks per ns; both 1 when a tick is a ns), 10 queue (1) or
+-- meter (0). K x capacity < 2^53, so the bucket's span in ticks is a plain double;
+-- absolute tick counts (up to 2^64) are exact limb arrays. State: the theoretical
+-- arrival time TAT in ticks, a u64 (`u64_state`).
 local function make_leaky_bucket(C)
   local K, CAP, EXCESS = C[1], C[2], C[3]
   local NUM, DEN = limbs(C[4], C[5], C[6]), limbs(C[7], C[8], C[9])
