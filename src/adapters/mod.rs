@@ -45,7 +45,7 @@
 //!
 //! **A cost of 0 is free**, in every adapter alike: the item or request passes at
 //! once, uncounted, without asking the limiter (whose own calls refuse 0 with
-//! [`Error::ZeroCost`](crate::Error::ZeroCost)), and a server sends no rate-limit
+//! [`Error::ZeroCost`]), and a server sends no rate-limit
 //! fields for it. A meter can so exempt what should not count (a health check, a
 //! cached answer) without a second path around the adapter.
 //!

@@ -116,9 +116,11 @@
 
 mod all_of;
 mod dynamic;
+mod erased;
 
 pub use all_of::{AllOf, AllOfState};
-pub use dynamic::{DynLimit, DynState, Limits, LimitsState};
+pub use dynamic::{Limits, LimitsState};
+pub use erased::{DynLimit, DynState};
 
 use super::{Algorithm, Decision, Receipt, Verdict};
 use crate::clock::Nanos;

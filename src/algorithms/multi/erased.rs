@@ -1,0 +1,293 @@
+//! A limit with its types erased: what lets [`Limits`](super::Limits) hold members
+//! of any algorithms in one vector.
+
+use super::{plain, Step};
+use crate::algorithms::{standing, standing_with, Algorithm, Decision, Pace, Receipt};
+use crate::clock::Nanos;
+use std::any::Any;
+use std::fmt;
+
+/// The state of one member of a [`Limits`](super::Limits) set, with its type erased: any
+/// algorithm's `State` in a box.
+///
+/// Created once per set state (one allocation per member); cloning it clones the
+/// boxed state (another allocation), which the set's hot path never does.
+///
+/// ```
+/// use sluicegate::algorithms::DynState;
+/// let state = DynState::new(7_u64);
+/// assert_eq!(state.downcast_ref::<u64>(), Some(&7));
+/// assert_eq!(state.downcast_ref::<i32>(), None);
+/// ```
+pub struct DynState(Box<dyn ErasedState>);
+
+/// What a boxed state must offer: a clone and a view as [`Any`].
+trait ErasedState: Send + Sync + 'static {
+    fn clone_box(&self) -> Box<dyn ErasedState>;
+    fn as_any(&self) -> &dyn Any;
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+impl<T: Clone + Send + Sync + 'static> ErasedState for T {
+    fn clone_box(&self) -> Box<dyn ErasedState> {
+        Box::new(self.clone())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+impl DynState {
+    /// Boxes `state`.
+    pub fn new<S: Clone + Send + Sync + 'static>(state: S) -> Self {
+        DynState(Box::new(state))
+    }
+
+    /// The state, if it is an `S`.
+    pub fn downcast_ref<S: 'static>(&self) -> Option<&S> {
+        (*self.0).as_any().downcast_ref()
+    }
+
+    /// The state, mutably, if it is an `S`.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::DynState;
+    /// let mut state = DynState::new(1_u32);
+    /// *state.downcast_mut::<u32>().unwrap() += 1;
+    /// assert_eq!(state.downcast_ref::<u32>(), Some(&2));
+    /// ```
+    pub fn downcast_mut<S: 'static>(&mut self) -> Option<&mut S> {
+        (*self.0).as_any_mut().downcast_mut()
+    }
+}
+
+impl Clone for DynState {
+    fn clone(&self) -> Self {
+        DynState((*self.0).clone_box())
+    }
+}
+
+impl fmt::Debug for DynState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("DynState(..)")
+    }
+}
+
+/// An [`Algorithm`] behind a trait object, stepping a type-erased [`DynState`]: what
+/// lets a [`Limits`](super::Limits) set hold algorithms of different types.
+///
+/// Every `Algorithm + Clone` implements it; there is no need to implement it by
+/// hand. Each method is the `Algorithm` method of the same name on the state
+/// downcast to the algorithm's `State`. A state of another type (one not made by
+/// [`initial_dyn_state`](DynLimit::initial_dyn_state) of the same algorithm) never
+/// panics: steps answer never (limit 0), `cancel_dyn` does nothing and
+/// `is_replenished_dyn` says true, so that a store would start the state afresh.
+///
+/// ```
+/// use sluicegate::algorithms::{DynLimit, SmoothBursty};
+/// let limit: Box<dyn DynLimit> = Box::new(SmoothBursty::new(1.0).unwrap());
+/// let mut state = limit.initial_dyn_state(0);
+/// assert!(limit.reserve_dyn(&mut state, 0, 1, 0).0.is_allowed());
+/// assert!(!limit.peek_dyn(&state, 0, 1).is_allowed());
+/// ```
+pub trait DynLimit: Send + Sync + 'static {
+    /// [`Algorithm::initial_state`], boxed.
+    fn initial_dyn_state(&self, now: Nanos) -> DynState;
+
+    /// [`Algorithm::reserve_with_receipt`].
+    fn reserve_dyn(
+        &self,
+        state: &mut DynState,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+    ) -> (Decision, Receipt);
+
+    /// [`Algorithm::peek`].
+    fn peek_dyn(&self, state: &DynState, now: Nanos, cost: u64) -> Decision;
+
+    /// [`Algorithm::standing`] after a step on `state` at `now` that answered
+    /// `answer`. The default applies the default rule through
+    /// [`peek_dyn`](DynLimit::peek_dyn); every `Algorithm` answers its own.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{DynLimit, FixedWindow};
+    /// use std::time::Duration;
+    /// let limit: Box<dyn DynLimit> = Box::new(FixedWindow::new(3, Duration::from_secs(1)).unwrap());
+    /// let mut state = limit.initial_dyn_state(0);
+    /// let (grant, _) = limit.reserve_dyn(&mut state, 0, 1, 0);
+    /// let standing = limit.standing_dyn(&state, 0, grant);
+    /// assert_eq!((standing.remaining(), standing.retry_after()), (2, Duration::from_secs(1)));
+    /// ```
+    fn standing_dyn(&self, state: &DynState, now: Nanos, answer: Decision) -> Decision {
+        standing_with(answer, &mut |cost| self.peek_dyn(state, now, cost))
+    }
+
+    /// What [`reserve_dyn`](DynLimit::reserve_dyn) would answer, without changing
+    /// `state`: a peek when `max_wait` is 0 or the peek admits; otherwise a reserve on
+    /// a copy of the (unboxed) state.
+    fn decide_dyn(&self, state: &DynState, now: Nanos, cost: u64, max_wait: Nanos) -> Decision;
+
+    /// Pass 1 of a set's call. If no member has `refused` yet and the algorithm's
+    /// state is plain data (it owns no heap memory, so copying it cannot allocate),
+    /// copies `state` into `backup` and reserves: answers the decision, its receipt
+    /// and `true` if allowed; a refusal leaves `state` as it was and answers `false`.
+    /// Otherwise answers [`decide_dyn`](DynLimit::decide_dyn) and `false`, changing
+    /// nothing.
+    fn attempt_dyn(
+        &self,
+        state: &mut DynState,
+        backup: &mut DynState,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+        refused: bool,
+    ) -> (Decision, Receipt, bool);
+
+    /// Puts back into `state` the copy that [`attempt_dyn`](DynLimit::attempt_dyn)
+    /// saved in `backup`, undoing its reservation exactly.
+    fn restore_dyn(&self, state: &mut DynState, backup: &DynState);
+
+    /// [`Algorithm::cancel`].
+    fn cancel_dyn(&self, state: &mut DynState, now: Nanos, receipt: &Receipt, acts_at: Nanos);
+
+    /// [`Algorithm::is_replenished`].
+    fn is_replenished_dyn(&self, state: &DynState, now: Nanos) -> bool;
+
+    /// [`Algorithm::pace`].
+    fn pace_dyn(&self) -> Option<Pace>;
+
+    /// A boxed copy of the configuration.
+    fn clone_dyn(&self) -> Box<dyn DynLimit>;
+
+    /// The limit itself, to downcast to its concrete type: how a store that runs
+    /// known algorithms its own way (the Redis store) recognizes a member.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{DynLimit, SmoothBursty};
+    /// let limit: Box<dyn DynLimit> = Box::new(SmoothBursty::new(1.0).unwrap());
+    /// assert!(limit.as_any().downcast_ref::<SmoothBursty>().is_some());
+    /// ```
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+/// The answer to a step on a state of the wrong type.
+pub(super) fn foreign() -> Decision {
+    Decision::never(0, 0, u64::MAX)
+}
+
+impl<A: Algorithm + Clone> DynLimit for A {
+    fn initial_dyn_state(&self, now: Nanos) -> DynState {
+        DynState::new(self.initial_state(now))
+    }
+
+    #[inline]
+    fn reserve_dyn(
+        &self,
+        state: &mut DynState,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+    ) -> (Decision, Receipt) {
+        match state.downcast_mut::<A::State>() {
+            Some(state) => self.reserve_with_receipt(state, now, cost, max_wait),
+            None => (foreign(), Receipt::NONE),
+        }
+    }
+
+    #[inline]
+    fn peek_dyn(&self, state: &DynState, now: Nanos, cost: u64) -> Decision {
+        match state.downcast_ref::<A::State>() {
+            Some(state) => self.peek(state, now, cost),
+            None => foreign(),
+        }
+    }
+
+    fn standing_dyn(&self, state: &DynState, now: Nanos, answer: Decision) -> Decision {
+        match state.downcast_ref::<A::State>() {
+            Some(state) => standing(self, state, now, answer),
+            None => answer,
+        }
+    }
+
+    #[inline]
+    fn decide_dyn(&self, state: &DynState, now: Nanos, cost: u64, max_wait: Nanos) -> Decision {
+        match state.downcast_ref::<A::State>() {
+            Some(state) => Step {
+                now,
+                cost,
+                max_wait,
+                receipts: false,
+            }
+            .decide(self, state),
+            None => foreign(),
+        }
+    }
+
+    #[inline]
+    fn attempt_dyn(
+        &self,
+        state: &mut DynState,
+        backup: &mut DynState,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+        refused: bool,
+    ) -> (Decision, Receipt, bool) {
+        if refused || !plain::<A::State>() {
+            let decision = self.decide_dyn(state, now, cost, max_wait);
+            return (decision, Receipt::NONE, false);
+        }
+        let (Some(state), Some(backup)) = (
+            state.downcast_mut::<A::State>(),
+            backup.downcast_mut::<A::State>(),
+        ) else {
+            return (foreign(), Receipt::NONE, false);
+        };
+        backup.clone_from(state);
+        let (decision, receipt) = self.reserve_with_receipt(state, now, cost, max_wait);
+        if decision.is_allowed() {
+            (decision, receipt, true)
+        } else {
+            state.clone_from(backup); // a refusal changes nothing; this makes sure of it
+            (decision, Receipt::NONE, false)
+        }
+    }
+
+    #[inline]
+    fn restore_dyn(&self, state: &mut DynState, backup: &DynState) {
+        if let (Some(state), Some(backup)) = (
+            state.downcast_mut::<A::State>(),
+            backup.downcast_ref::<A::State>(),
+        ) {
+            state.clone_from(backup);
+        }
+    }
+
+    fn cancel_dyn(&self, state: &mut DynState, now: Nanos, receipt: &Receipt, acts_at: Nanos) {
+        if let Some(state) = state.downcast_mut::<A::State>() {
+            self.cancel(state, now, receipt, acts_at);
+        }
+    }
+
+    fn is_replenished_dyn(&self, state: &DynState, now: Nanos) -> bool {
+        state
+            .downcast_ref::<A::State>()
+            .is_none_or(|state| self.is_replenished(state, now))
+    }
+
+    fn pace_dyn(&self) -> Option<Pace> {
+        self.pace()
+    }
+
+    fn clone_dyn(&self) -> Box<dyn DynLimit> {
+        Box::new(self.clone())
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
