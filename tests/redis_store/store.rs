@@ -582,3 +582,45 @@ fn long_durations_come_back_exact_in_either_reply_form() {
         assert_eq!(on_redis, in_memory);
     }
 }
+
+#[test]
+fn durations_past_2_53_microseconds_come_back_as_in_memory() {
+    // A tiny rate saturates Guava's state on the first grant: its reset_after is
+    // then about i64::MAX ns (292 years), past the 2^53 us (285 years) a Lua double
+    // counts exactly, and it must still come back as the memory store's value, for
+    // a single algorithm and inside a set.
+    use sluicegate::algorithms::{AllOf, SmoothBursty, SmoothWarmingUp};
+    use sluicegate::stores::redis::RedisAlgorithm;
+    use sluicegate::stores::MemoryStore;
+    fn check<A: RedisAlgorithm + Send + Sync>(url: &str, algorithm: &A, name: &str)
+    where
+        A::State: Send,
+    {
+        let store: RedisStore<&str, A> =
+            RedisStore::open_with(url, caller_time_options(&unique_prefix("huge"))).unwrap();
+        let memory: MemoryStore<&str, A> = MemoryStore::new();
+        let forever = Step::Reserve {
+            cost: 1,
+            max_wait: u64::MAX,
+        };
+        let mut past_2_53 = false;
+        for step in [Step::Peek { cost: 1 }, take(1), take(1), forever, take(5)] {
+            let on_redis = store.apply_key(algorithm, &"k", SECOND, step).unwrap().0;
+            let in_memory = memory.apply_key(algorithm, &"k", SECOND, step).unwrap().0;
+            assert_eq!(on_redis, in_memory, "{name}, {step:?}");
+            past_2_53 |= in_memory.reset_after_nanos() > (1 << 53) * 1_000;
+        }
+        assert!(past_2_53, "{name}: no duration past 2^53 us was compared");
+    }
+    let server = RedisServer::start();
+    let bursty = SmoothBursty::new(1e-10).unwrap();
+    let warming = SmoothWarmingUp::new(1e-10, Duration::from_secs(10)).unwrap();
+    check(server.url(), &bursty, "bursty");
+    check(
+        server.url(),
+        &SmoothBursty::new(5e-324).unwrap(),
+        "bursty, 5e-324",
+    );
+    check(server.url(), &warming, "warming up");
+    check(server.url(), &AllOf::new((bursty, window(3))), "a set");
+}

@@ -101,7 +101,9 @@
 //!   would break this are refused with a typed error before anything is sent
 //!   (durations that are not whole microseconds, counts from 2⁵³ up);
 //! * durations come back as whole µs plus a ns remainder, so a decision whose Rust
-//!   value is not a whole µs is still returned exactly;
+//!   value is not a whole µs is still returned exactly, up to `u64::MAX` ns (past
+//!   2⁵³ µs, e.g. the reset of a rate so small that one grant saturates the state,
+//!   as a multiple of 4 µs and a remainder below 4,000 ns);
 //! * with [`TimeSource::Caller`], `now` is rounded down to a whole microsecond and
 //!   `max_wait` too. Driven with whole-microsecond times and waits, every decision is
 //!   identical, field by field, to the in-memory store's (the differential tests
