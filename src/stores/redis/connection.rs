@@ -12,7 +12,7 @@ use super::keys::slot_of;
 use super::library::{is_already_loaded, is_missing, library};
 use super::options::RedisOptions;
 use super::socket_connection::SocketConnection;
-use crate::error::{Applied, Error, StoreError};
+use crate::error::{Applied, ConfigError, Error, StoreError};
 use parking_lot::Mutex;
 use redis::aio::MultiplexedConnection;
 use redis::aio::{AsyncPushSender, SendError};
@@ -81,7 +81,7 @@ enum Multiplexed {
 pub(super) fn cluster_client<I: redis::IntoConnectionInfo>(
     nodes: impl IntoIterator<Item = I>,
     options: &RedisOptions,
-) -> Result<ClusterClient, Error> {
+) -> Result<ClusterClient, ConfigError> {
     ClusterClient::builder(nodes)
         .retries(0)
         // Over RESP3 the async cluster connection hears that a node's connection
@@ -90,7 +90,7 @@ pub(super) fn cluster_client<I: redis::IntoConnectionInfo>(
         .connection_timeout(options.connect_timeout)
         .response_timeout(options.response_timeout)
         .build()
-        .map_err(|e| failure(Applied::No, e))
+        .map_err(|e| super::store_url::invalid(None, &e))
 }
 
 /// The most idle blocking connections a store keeps.

@@ -207,6 +207,7 @@ mod sliding_window_counter;
 mod smooth_bursty;
 mod smooth_warming_up;
 mod socket_connection;
+mod store_url;
 #[cfg(feature = "redis-tls")]
 mod tls;
 
@@ -220,7 +221,7 @@ use self::connection::{cluster_client, failure, Backend, Connections};
 use super::store::{RenderKey, Reporting, Step, Store};
 use crate::algorithms::{Decision, Receipt};
 use crate::clock::Nanos;
-use crate::error::{Applied, Error};
+use crate::error::{Applied, ConfigError, Error};
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use std::collections::hash_map::RandomState;
@@ -239,7 +240,7 @@ use std::sync::Arc;
 /// use sluicegate::stores::redis::{RedisOptions, RedisStore};
 /// let store: RedisStore<u64, FixedWindow> =
 ///     RedisStore::open_with("redis://127.0.0.1/", RedisOptions::default().prefix("api:")?)?;
-/// # Ok::<(), sluicegate::Error>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct RedisStore<K, A> {
     connections: Arc<Connections>,
@@ -278,11 +279,23 @@ impl<K, A> RedisStore<K, A> {
     /// A store on the server at `url` (`redis://`, `redis+unix://`, or
     /// `rediss://` with feature `redis-tls` or redis-rs's own TLS features) with
     /// the default [`RedisOptions`]. Connects lazily: the first call opens the
-    /// first connection.
+    /// first connection, so a URL that parses but names no server shows at the
+    /// first call ([`Error::Store`], [`Applied::No`]).
     ///
     /// # Errors
-    /// [`Error::Store`] ([`Applied::No`]) if the URL does not parse.
-    pub fn open(url: &str) -> Result<Self, Error> {
+    /// [`ConfigError::InvalidUrl`] if the URL cannot be used: it does not parse,
+    /// its scheme is not one redis-rs reads, or a part of it is invalid (a port, a
+    /// database number, TLS without a TLS feature). The error says which.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::FixedWindow;
+    /// use sluicegate::stores::redis::RedisStore;
+    /// use sluicegate::ConfigError;
+    /// let err = RedisStore::<&str, FixedWindow>::open("http://127.0.0.1/").unwrap_err();
+    /// assert!(matches!(err, ConfigError::InvalidUrl { .. }));
+    /// assert!(err.to_string().contains("scheme"), "{err}");
+    /// ```
+    pub fn open(url: &str) -> Result<Self, ConfigError> {
         Self::open_with(url, RedisOptions::default())
     }
 
@@ -290,9 +303,18 @@ impl<K, A> RedisStore<K, A> {
     ///
     /// # Errors
     /// As [`open`](RedisStore::open).
-    pub fn open_with(url: &str, options: RedisOptions) -> Result<Self, Error> {
-        let client = redis::Client::open(url).map_err(|e| failure(Applied::No, e))?;
-        Ok(Self::from_client(client, options))
+    ///
+    /// ```
+    /// use sluicegate::algorithms::FixedWindow;
+    /// use sluicegate::stores::redis::{RedisOptions, RedisStore};
+    /// let options = RedisOptions::default().prefix("api:")?;
+    /// let store: RedisStore<&str, FixedWindow> =
+    ///     RedisStore::open_with("redis://127.0.0.1:6380/2", options)?;
+    /// assert_eq!(store.options().get_prefix(), "api:");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_with(url: &str, options: RedisOptions) -> Result<Self, ConfigError> {
+        Ok(Self::from_client(store_url::client(url)?, options))
     }
 
     /// A store over a client you built (TLS settings, credentials, ...). Blocking
@@ -314,16 +336,28 @@ impl<K, A> RedisStore<K, A> {
     /// to the node it names.
     ///
     /// # Errors
-    /// [`Error::Store`] ([`Applied::No`]) if a node URL does not parse.
+    /// [`ConfigError::InvalidUrl`] if a node URL cannot be used (as
+    /// [`open`](RedisStore::open)'s), or the nodes do not go together (different
+    /// credentials, databases or TLS modes; none at all).
+    ///
+    /// ```
+    /// use sluicegate::algorithms::FixedWindow;
+    /// use sluicegate::stores::redis::{RedisOptions, RedisStore};
+    /// use sluicegate::ConfigError;
+    /// let nodes = ["redis://127.0.0.1:7000/", "rediss://127.0.0.1:7001/"];
+    /// let err = RedisStore::<&str, FixedWindow>::open_cluster(nodes, RedisOptions::default())
+    ///     .unwrap_err();
+    /// assert!(matches!(err, ConfigError::InvalidUrl { .. }));
+    /// ```
     pub fn open_cluster<I: redis::IntoConnectionInfo>(
         nodes: impl IntoIterator<Item = I>,
         options: RedisOptions,
-    ) -> Result<Self, Error> {
+    ) -> Result<Self, ConfigError> {
         let nodes = nodes
             .into_iter()
             .map(redis::IntoConnectionInfo::into_connection_info)
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| failure(Applied::No, e))?;
+            .map_err(|e| store_url::invalid(None, &e))?;
         let backend = Backend::Cluster {
             client: Box::new(cluster_client(nodes.clone(), &options)?),
             routes: ClusterRoutes::new(&nodes),
