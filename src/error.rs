@@ -245,7 +245,8 @@ impl std::error::Error for Error {
 }
 
 /// What can be wrong with the parameters of a limit or a store: a rate, a cold
-/// factor, a duration or a count out of range, a store's URL that cannot be used.
+/// factor, a duration or a count out of range, a store's URL that cannot be used, a
+/// store setting that the others require.
 /// Returned by constructors and by `set_rate`, never by a call; each variant names
 /// the parameter and what it must be.
 ///
@@ -296,6 +297,14 @@ pub enum ConfigError {
         /// What is wrong with it.
         why: String,
     },
+    /// A setting that the other settings make necessary was left unset (e.g. a
+    /// Redis store on the caller's clock needs an expiry grace).
+    MissingSetting {
+        /// Which setting.
+        what: &'static str,
+        /// Why it is needed, and what to set it to.
+        why: &'static str,
+    },
 }
 
 impl fmt::Display for ConfigError {
@@ -319,6 +328,7 @@ impl fmt::Display for ConfigError {
                 requirement,
             } => write!(f, "{what} must be {requirement}, got {value}"),
             ConfigError::InvalidUrl { why } => write!(f, "invalid store URL: {why}"),
+            ConfigError::MissingSetting { what, why } => write!(f, "{what} must be set: {why}"),
         }
     }
 }

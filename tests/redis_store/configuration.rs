@@ -46,3 +46,31 @@ fn a_bad_url_is_a_configuration_error_that_says_what_is_wrong() {
     ));
     assert!(why.contains("different database"), "{why}");
 }
+
+#[test]
+fn the_callers_clock_without_an_expiry_grace_is_refused() {
+    use sluicegate::stores::redis::TimeSource;
+    use std::time::Duration;
+    let url = "redis://127.0.0.1/";
+    let caller = RedisOptions::default().time_source(TimeSource::Caller);
+    let missing = |result: Result<Store, ConfigError>| match result {
+        Err(ConfigError::MissingSetting { what, why }) => {
+            assert_eq!(what, "expiry_grace");
+            assert!(why.contains("server's clock"), "{why}");
+        }
+        Err(other) => panic!("expected MissingSetting, got {other}"),
+        Ok(_) => panic!("expected MissingSetting, got a store"),
+    };
+    missing(Store::open_with(url, caller.clone()));
+    missing(Store::from_client(
+        redis::Client::open(url).unwrap(),
+        caller.clone(),
+    ));
+    missing(Store::open_cluster([url], caller.clone()));
+    // Any grace said out loud is taken, zero too (one clock that keeps pace with
+    // the server's); the server's clock needs none.
+    for grace in [Duration::ZERO, Duration::from_secs(3600)] {
+        assert!(Store::open_with(url, caller.clone().expiry_grace(grace)).is_ok());
+    }
+    assert!(Store::open_with(url, RedisOptions::default()).is_ok());
+}

@@ -624,3 +624,28 @@ fn durations_past_2_53_microseconds_come_back_as_in_memory() {
     check(server.url(), &warming, "warming up");
     check(server.url(), &AllOf::new((bursty, window(3))), "a set");
 }
+
+#[test]
+fn at_the_callers_time_a_key_outlives_its_window_by_the_expiry_grace() {
+    use sluicegate::stores::redis::TimeSource;
+    // The caller's clock stands still (a virtual clock in a test) while the
+    // server's runs: the 100 ms window has not ended for the caller, so its key
+    // must still be there once 100 ms have passed on the server.
+    let server = RedisServer::start();
+    let fw = FixedWindow::new(1, Duration::from_millis(100)).unwrap();
+    let options = RedisOptions::default()
+        .prefix(unique_prefix("grace"))
+        .unwrap()
+        .time_source(TimeSource::Caller)
+        .expiry_grace(Duration::from_secs(5));
+    let store: RedisStore<&str, FixedWindow> =
+        RedisStore::open_with(server.url(), options).unwrap();
+    assert!(take_one(&store, &fw).is_allowed());
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg(store.server_key(&"k"))
+        .query(&mut server.connection())
+        .unwrap();
+    assert!((4_000..=5_100).contains(&ttl), "{ttl} ms");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!take_one(&store, &fw).is_allowed(), "the key expired early");
+}

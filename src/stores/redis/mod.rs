@@ -112,7 +112,10 @@
 //! * Forgetting differs, as the store contract allows: the memory store forgets a
 //!   key once it is replenished at the latest time it has seen; Redis expires a key
 //!   by *its own* clock, `reset_after` (plus [`RedisOptions::expiry_grace`]) after
-//!   the last write. Both are invisible while time runs forward, with two
+//!   the last write. With [`TimeSource::Caller`] that grace is required (a store
+//!   is not built without it), since a caller's clock that runs slower than the
+//!   server's, or lags another caller's, would otherwise see its keys expire while
+//!   they still matter. Both are invisible while time runs forward, with two
 //!   exceptions that only a virtual caller's clock can produce: a call that steps
 //!   back in time (memory may find fresh a key it forgot at a later time, Redis
 //!   still holds it), and a sliding window counter whose 16-bit window index wraps
@@ -314,7 +317,7 @@ impl<K, A> RedisStore<K, A> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn open_with(url: &str, options: RedisOptions) -> Result<Self, ConfigError> {
-        Ok(Self::from_client(store_url::client(url)?, options))
+        Self::from_client(store_url::client(url)?, options)
     }
 
     /// A store over a client you built (TLS settings, credentials, ...). Blocking
@@ -322,7 +325,20 @@ impl<K, A> RedisStore<K, A> {
     /// (TCP, a Unix socket, or TLS with verification and no client certificates,
     /// with feature `redis-tls`); otherwise on redis-rs's connection, which sees a
     /// restart only after writing the next call (see the module docs).
-    pub fn from_client(client: redis::Client, options: RedisOptions) -> Self {
+    ///
+    /// # Errors
+    /// [`ConfigError::MissingSetting`] for [`TimeSource::Caller`] without
+    /// [`RedisOptions::expiry_grace`].
+    ///
+    /// ```
+    /// use sluicegate::algorithms::FixedWindow;
+    /// use sluicegate::stores::redis::{RedisOptions, RedisStore};
+    /// let client = redis::Client::open("redis://127.0.0.1/")?;
+    /// let store: RedisStore<&str, FixedWindow> =
+    ///     RedisStore::from_client(client, RedisOptions::default())?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_client(client: redis::Client, options: RedisOptions) -> Result<Self, ConfigError> {
         Self::build(Backend::Single(client), options, false)
     }
 
@@ -338,7 +354,8 @@ impl<K, A> RedisStore<K, A> {
     /// # Errors
     /// [`ConfigError::InvalidUrl`] if a node URL cannot be used (as
     /// [`open`](RedisStore::open)'s), or the nodes do not go together (different
-    /// credentials, databases or TLS modes; none at all).
+    /// credentials, databases or TLS modes; none at all);
+    /// [`ConfigError::MissingSetting`] as [`from_client`](RedisStore::from_client).
     ///
     /// ```
     /// use sluicegate::algorithms::FixedWindow;
@@ -362,7 +379,7 @@ impl<K, A> RedisStore<K, A> {
             client: Box::new(cluster_client(nodes.clone(), &options)?),
             routes: ClusterRoutes::new(&nodes),
         };
-        Ok(Self::build(backend, options, true))
+        Self::build(backend, options, true)
     }
 
     /// A store over a cluster client you built; redis-rs routes its blocking
@@ -374,10 +391,25 @@ impl<K, A> RedisStore<K, A> {
     /// with `.use_protocol(redis::ProtocolVersion::RESP3)` too, as
     /// [`open_cluster`](RedisStore::open_cluster) does, so that the async side
     /// reconnects a restarted node before the next call instead of failing it.
+    ///
+    /// # Errors
+    /// As [`from_client`](RedisStore::from_client).
+    ///
+    /// ```
+    /// use sluicegate::algorithms::FixedWindow;
+    /// use sluicegate::stores::redis::{RedisOptions, RedisStore};
+    /// let client = redis::cluster::ClusterClient::builder(["redis://127.0.0.1:7000/"])
+    ///     .retries(0)
+    ///     .use_protocol(redis::ProtocolVersion::RESP3)
+    ///     .build()?;
+    /// let store: RedisStore<&str, FixedWindow> =
+    ///     RedisStore::from_cluster_client(client, RedisOptions::default())?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn from_cluster_client(
         client: redis::cluster::ClusterClient,
         options: RedisOptions,
-    ) -> Self {
+    ) -> Result<Self, ConfigError> {
         let backend = Backend::Cluster {
             client: Box::new(client),
             routes: None,
@@ -385,15 +417,16 @@ impl<K, A> RedisStore<K, A> {
         Self::build(backend, options, true)
     }
 
-    fn build(backend: Backend, options: RedisOptions, cluster: bool) -> Self {
-        RedisStore {
+    fn build(backend: Backend, options: RedisOptions, cluster: bool) -> Result<Self, ConfigError> {
+        options.check()?;
+        Ok(RedisStore {
             connections: Arc::new(Connections::new(backend, options.clone())),
             cancels: Arc::default(),
             ids: RandomState::new(),
             options,
             cluster,
             _types: PhantomData,
-        }
+        })
     }
 
     /// The store's options.
@@ -537,7 +570,7 @@ impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
             Step::Peek { cost } => ("p", cost, 0),
             Step::Cancel { .. } => ("c", 1, 0),
         };
-        let grace = self.options.expiry_grace.as_millis().min(u128::from(EXACT));
+        let grace = self.options.grace().as_millis().min(u128::from(EXACT));
         let mut config = format!("{grace} {}", A::KIND);
         let mut words = Vec::new();
         algorithm.config_args(&mut words)?;
