@@ -649,3 +649,44 @@ fn at_the_callers_time_a_key_outlives_its_window_by_the_expiry_grace() {
     std::thread::sleep(Duration::from_millis(300));
     assert!(!take_one(&store, &fw).is_allowed(), "the key expired early");
 }
+
+#[test]
+fn a_timeout_is_one_error_blocking_or_async_that_names_it_and_may_have_applied() {
+    let mut server = RedisServer::start_own();
+    let fw = window(10);
+    let options = caller_time_options("timeouts:").response_timeout(Duration::from_millis(200));
+    let store: RedisStore<&str, FixedWindow> =
+        RedisStore::open_with(server.url(), options).unwrap();
+    let runtime = current_thread_runtime();
+    let by_async = || {
+        runtime
+            .block_on(store.apply_async(&fw, &["k"], SECOND, take(1)))
+            .map(|out| out[0].0)
+    };
+    // Both kinds of connection open and in use before the server freezes.
+    assert_eq!(take_one(&store, &fw).remaining(), 9);
+    assert_eq!(by_async().unwrap().remaining(), 8);
+    server.pause();
+    let blocking = store.apply_key(&fw, &"k", SECOND, take(1)).map(|(d, _)| d);
+    let asynchronous = by_async();
+    server.resume();
+    for result in [&blocking, &asynchronous] {
+        let Err(Error::Store(e)) = result else {
+            panic!("expected a store error, got {result:?}");
+        };
+        assert_eq!(e.applied(), Applied::Unknown);
+        assert_eq!(
+            e.to_string(),
+            "the redis store failed and it may have been applied: timed out after 200ms \
+             waiting for the step's reply (the response timeout)"
+        );
+        let io = std::error::Error::source(e)
+            .and_then(|source| source.downcast_ref::<std::io::Error>())
+            .expect("an io::Error source");
+        assert_eq!(io.kind(), std::io::ErrorKind::TimedOut);
+    }
+    assert_eq!(blocking, asynchronous);
+    // The server ran both once it thawed: they counted.
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(take_one(&store, &fw).remaining(), 5);
+}

@@ -164,7 +164,12 @@
 //! the step certainly did not run (no connection, a refused connection, an error
 //! reply: the steps check everything before their first write) or
 //! [`Applied::Unknown`] when it was sent and no usable reply came (a timeout, a
-//! dropped connection). A server restart between calls loses no call: a blocking
+//! dropped connection). A timeout reads the same blocking or async: its source is
+//! a [`std::io::Error`] of kind `TimedOut` that names the timeout and its length,
+//! e.g. `timed out after 250ms waiting for the step's reply (the response
+//! timeout)`, with [`Applied::Unknown`] (the server may still run the step once
+//! it answers again), or `… connecting (the connect timeout)` with
+//! [`Applied::No`]. A server restart between calls loses no call: a blocking
 //! connection over TCP (TLS too, with feature `redis-tls`: `tls.rs`) or a Unix
 //! socket is the store's own socket, read without blocking before each call (see
 //! `socket_connection.rs`; on a Cluster opened from node URLs, plain or TLS, the

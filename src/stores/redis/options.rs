@@ -103,15 +103,20 @@ impl RedisOptions {
         Ok(self)
     }
 
-    /// How long opening a connection may take before the call fails with
-    /// [`Applied::No`](crate::Applied::No) (default 250 ms).
+    /// How long opening a connection (TLS handshake and `AUTH` included) may take
+    /// before the call fails with [`Applied::No`](crate::Applied::No) (default 250
+    /// ms); the error's source is an [`std::io::Error`] of kind `TimedOut`, reading
+    /// `timed out after 250ms connecting (the connect timeout)`.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
     }
 
     /// How long a sent call may wait for its reply before it fails with
-    /// [`Applied::Unknown`](crate::Applied::Unknown) (default 250 ms). A
+    /// [`Applied::Unknown`](crate::Applied::Unknown) (default 250 ms): the server
+    /// may still run the step once it answers again. Blocking or async, the
+    /// error's source is an [`std::io::Error`] of kind `TimedOut`, reading `timed
+    /// out after 250ms waiting for the step's reply (the response timeout)`. A
     /// zero duration is raised to 1 ms (the socket layer treats zero as "for ever").
     pub fn response_timeout(mut self, timeout: Duration) -> Self {
         self.response_timeout = timeout.max(Duration::from_millis(1));
