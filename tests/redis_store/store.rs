@@ -690,3 +690,43 @@ fn a_timeout_is_one_error_blocking_or_async_that_names_it_and_may_have_applied()
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(take_one(&store, &fw).remaining(), 5);
 }
+
+#[test]
+fn async_calls_run_without_a_tokio_runtime() {
+    use sluicegate::algorithms::LeakyBucket;
+    use sluicegate::{KeyedRateLimiter, ManualClock};
+    // A bare executor, no tokio runtime anywhere on this thread: the calls must
+    // still be answered (a first one also opens the async connection).
+    let server = RedisServer::start();
+    let fw = window(5);
+    let store: RedisStore<&str, FixedWindow> = RedisStore::open_with(
+        server.url(),
+        caller_time_options(&unique_prefix("no-tokio")),
+    )
+    .unwrap();
+    for remaining in [4, 3] {
+        let out = futures::executor::block_on(store.apply_async(&fw, &["k"], SECOND, take(1)));
+        assert_eq!(out.unwrap()[0].0.remaining(), remaining);
+    }
+    // The same from another thread, and through the keyed limiter's async front
+    // end, whose second acquire waits (virtually) for its turn.
+    let other = store.clone();
+    let out = std::thread::spawn(move || {
+        futures::executor::block_on(other.apply_async(&fw, &["k"], SECOND, take(1)))
+    })
+    .join()
+    .unwrap();
+    assert_eq!(out.unwrap()[0].0.remaining(), 2);
+    let queue = LeakyBucket::queue(3, 1, Duration::from_secs(1)).unwrap();
+    let store = RedisStore::open_with(
+        server.url(),
+        caller_time_options(&unique_prefix("no-tokio")),
+    )
+    .unwrap();
+    let clock = ManualClock::new();
+    let limiter = KeyedRateLimiter::with_store(queue, store, clock.clone()).to_async();
+    let waited = futures::executor::block_on(async {
+        [limiter.acquire("job").await, limiter.acquire("job").await]
+    });
+    assert_eq!(waited, [Ok(Duration::ZERO), Ok(Duration::from_secs(1))]);
+}

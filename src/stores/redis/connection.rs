@@ -447,8 +447,19 @@ impl Connections {
         Ok(conn)
     }
 
-    /// [`run_blocking`](Connections::run_blocking) on the shared async connection.
+    /// [`run_blocking`](Connections::run_blocking) on the shared async connection,
+    /// inside the caller's tokio runtime or, outside one, on the store's own (see
+    /// [`runtime`](super::runtime)).
     pub(super) async fn run_async(
+        self: Arc<Self>,
+        keys: Vec<String>,
+        args: Vec<String>,
+    ) -> Result<Vec<i64>, Error> {
+        super::runtime::in_tokio(self.run_in_tokio(keys, args)).await
+    }
+
+    /// [`run_async`](Connections::run_async) inside a tokio runtime.
+    async fn run_in_tokio(
         self: Arc<Self>,
         keys: Vec<String>,
         args: Vec<String>,

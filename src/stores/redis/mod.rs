@@ -196,8 +196,12 @@
 //! none is idle, so each thread in flight has its own, and keeping at most 16 idle
 //! after a burst); async calls
 //! ([`Store::apply_async`]) share one multiplexed connection, which speaks RESP3 so
-//! that redis-rs tells the store when it closes. The async side needs a tokio
-//! runtime (redis-rs's `tokio-comp`).
+//! that redis-rs tells the store when it closes. That connection is tokio's
+//! (redis-rs's `tokio-comp`), but no runtime is required of the caller: a call
+//! made inside a tokio runtime runs there; one made outside (a bare
+//! `futures::executor::block_on`, async-std, smol) runs on the store's own
+//! runtime, one thread started by the first such call and shared by the process's
+//! stores, and is awaited from the caller's executor (see `runtime.rs`).
 
 mod algorithm;
 mod all_of;
@@ -209,6 +213,7 @@ pub mod keys;
 mod leaky_bucket;
 mod library;
 mod options;
+mod runtime;
 mod sliding_log;
 mod sliding_window_buckets;
 mod sliding_window_counter;
