@@ -730,3 +730,49 @@ fn async_calls_run_without_a_tokio_runtime() {
     });
     assert_eq!(waited, [Ok(Duration::ZERO), Ok(Duration::from_secs(1))]);
 }
+
+#[test]
+fn windows_just_below_2_53_microseconds_decide_as_in_memory() {
+    // A window just below the longest the server holds (2^53 us): the end of an
+    // entry's or a window's span, an absolute time plus the window, passes 2^53 us,
+    // where a double skips odd integers; durations must still come out exact.
+    use sluicegate::algorithms::sliding_window_buckets::OldestBucket;
+    use sluicegate::algorithms::{SlidingLog, SlidingWindowBuckets};
+    use sluicegate::stores::redis::RedisAlgorithm;
+    use sluicegate::stores::MemoryStore;
+    fn check<A: RedisAlgorithm + Send + Sync>(url: &str, algorithm: &A, name: &str)
+    where
+        A::State: Send,
+    {
+        for at in [4_000, 5_000, SECOND, 3 * SECOND + 7_000] {
+            let store: RedisStore<&str, A> =
+                RedisStore::open_with(url, caller_time_options(&unique_prefix("edge"))).unwrap();
+            let memory: MemoryStore<&str, A> = MemoryStore::new();
+            for step in [Step::Peek { cost: 1 }, take(1), take(1), take(1), take(3)] {
+                let on_redis = store.apply_key(algorithm, &"k", at, step).unwrap().0;
+                let in_memory = memory.apply_key(algorithm, &"k", at, step).unwrap().0;
+                assert_eq!(on_redis, in_memory, "{name} at {at} ns, {step:?}");
+            }
+        }
+    }
+    let server = RedisServer::start();
+    for micros in [(1u64 << 53) - 1, (1 << 53) - 3, (1 << 53) - 1_000_001] {
+        let long = Duration::from_micros(micros);
+        check(server.url(), &SlidingLog::new(2, long).unwrap(), "log");
+        let log = SlidingLog::new(2, long).unwrap();
+        let spaced = log.with_min_spacing(Duration::from_micros(micros - 2));
+        check(server.url(), &spaced, "spaced log");
+        check(
+            server.url(),
+            &log.with_rejected_recorded(),
+            "log recording refusals",
+        );
+        check(
+            server.url(),
+            &FixedWindow::new(2, long).unwrap(),
+            "fixed window",
+        );
+        let buckets = SlidingWindowBuckets::new(2, long, long, OldestBucket::Drop).unwrap();
+        check(server.url(), &buckets, "buckets");
+    }
+}
