@@ -202,6 +202,12 @@
 //! `futures::executor::block_on`, async-std, smol) runs on the store's own
 //! runtime, one thread started by the first such call and shared by the process's
 //! stores, and is awaited from the caller's executor (see `runtime.rs`).
+//!
+//! [`Applied::No`]: crate::Applied::No
+//! [`Applied::Unknown`]: crate::Applied::Unknown
+//! [`Store::apply`]: super::Store::apply
+//! [`Store::apply_async`]: super::Store::apply_async
+//! [`Store::apply_key_each`]: super::Store::apply_key_each
 
 mod algorithm;
 mod all_of;
@@ -220,6 +226,7 @@ mod sliding_window_counter;
 mod smooth_bursty;
 mod smooth_warming_up;
 mod socket_connection;
+mod step;
 mod store_url;
 #[cfg(feature = "redis-tls")]
 mod tls;
@@ -227,26 +234,21 @@ mod tls;
 pub use algorithm::RedisAlgorithm;
 pub use options::{RedisOptions, TimeSource};
 
-use self::algorithm::{decode, widen, EXACT, REPLY_WIDTH};
 use self::cancels::Cancels;
 use self::cluster_routes::ClusterRoutes;
-use self::connection::{cluster_client, failure, Backend, Connections};
-use super::store::{RenderKey, Reporting, Step, Store};
-use crate::algorithms::{Decision, Receipt};
+use self::connection::{cluster_client, Backend, Connections};
+use super::store::{RenderKey, Step};
 use crate::clock::Nanos;
-use crate::error::{Applied, ConfigError, Error};
-use futures::future::BoxFuture;
-use futures::FutureExt;
+use crate::error::{ConfigError, Error};
 use std::collections::hash_map::RandomState;
 use std::fmt;
-use std::hash::BuildHasher;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-/// A [`Store`] on Redis or Redis Cluster for keys that [render](RenderKey) and
-/// algorithms that implement [`RedisAlgorithm`]. See the [module docs](self) for
-/// the protocol, the key layout, exactness and failures. Cloning shares the
-/// connections.
+/// A [`Store`](super::Store) on Redis or Redis Cluster for keys that
+/// [render](RenderKey) and algorithms that implement [`RedisAlgorithm`]. See the
+/// [module docs](self) for the protocol, the key layout, exactness and failures.
+/// Cloning shares the connections.
 ///
 /// ```no_run
 /// use sluicegate::algorithms::FixedWindow;
@@ -259,7 +261,7 @@ pub struct RedisStore<K, A> {
     connections: Arc<Connections>,
     /// Detached cancels, sent in order.
     cancels: Arc<Cancels>,
-    /// Keys' numbers for [`Store::key_id`]: a hash of their text.
+    /// Keys' numbers for [`Store::key_id`](super::Store::key_id): a hash of their text.
     ids: RandomState,
     options: RedisOptions,
     cluster: bool,
@@ -293,7 +295,7 @@ impl<K, A> RedisStore<K, A> {
     /// `rediss://` with feature `redis-tls` or redis-rs's own TLS features) with
     /// the default [`RedisOptions`]. Connects lazily: the first call opens the
     /// first connection, so a URL that parses but names no server shows at the
-    /// first call ([`Error::Store`], [`Applied::No`]).
+    /// first call ([`Error::Store`], [`Applied::No`](crate::Applied::No)).
     ///
     /// # Errors
     /// [`ConfigError::InvalidUrl`] if the URL cannot be used: it does not parse,
@@ -538,302 +540,6 @@ impl<K, A> RedisStore<K, A> {
                 text,
                 suffix,
             ));
-        }
-    }
-}
-
-/// One step call, built before anything is sent.
-struct Request {
-    keys: Vec<String>,
-    args: Vec<String>,
-}
-
-impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
-    /// Builds the call (`None` when there is nothing to send), or the typed error
-    /// that refuses it before sending. With `report` (a reserve on one key), the step also reports how every limit
-    /// stands after it (step code `e`).
-    fn request(
-        &self,
-        algorithm: &A,
-        keys: &[K],
-        now: Nanos,
-        step: Step<'_>,
-        report: bool,
-    ) -> Result<Option<Request>, Error> {
-        // Nothing to send: no key, or a cancel that gives nothing back.
-        if keys.is_empty() || (matches!(step, Step::Cancel { .. }) && !algorithm.cancel_route()?) {
-            return Ok(None);
-        }
-        let mut suffixes = Vec::new();
-        algorithm.key_suffixes(&mut suffixes);
-        let mut server_keys = Vec::with_capacity(keys.len() * suffixes.len());
-        let mut text = String::new();
-        for key in keys {
-            self.push_server_keys(key, &suffixes, &mut text, &mut server_keys);
-        }
-        if self.cluster && keys.len() > 1 {
-            keys::check_one_slot(&server_keys)?;
-        }
-        let (code, cost, max_wait) = match step {
-            Step::Reserve { cost, max_wait } if report => ("e", cost, max_wait),
-            Step::Reserve { cost, max_wait } => ("r", cost, max_wait),
-            Step::Peek { cost } => ("p", cost, 0),
-            Step::Cancel { .. } => ("c", 1, 0),
-        };
-        let grace = self.options.grace().as_millis().min(u128::from(EXACT));
-        let mut config = format!("{grace} {}", A::KIND);
-        let mut words = Vec::new();
-        algorithm.config_args(&mut words)?;
-        for word in &words {
-            config.push(' ');
-            config.push_str(word);
-        }
-        // `call`'s ARGV (lua/driver.lua): the call's text, then `now`, left off at the
-        // server's time unless a cancel's grants follow it. The exact cost: Lua's
-        // tonumber rounds it as Rust's `cost as f64` does.
-        let max_wait = if max_wait == u64::MAX {
-            -1
-        } else {
-            (max_wait / 1_000).min(EXACT - 1) as i64
-        };
-        let mut args = Vec::with_capacity(2);
-        args.push(format!("{config};{code} {cost} {max_wait}"));
-        let cancel = matches!(step, Step::Cancel { .. });
-        match self.options.time_source {
-            TimeSource::Caller => args.push((now / 1_000).min(EXACT - 1).to_string()),
-            TimeSource::Server if cancel => args.push(String::new()),
-            TimeSource::Server => {}
-        }
-        if let Step::Cancel { receipts, acts_at } = step {
-            cancel_args(receipts, acts_at, now, keys.len(), &mut args);
-        }
-        Ok(Some(Request {
-            keys: server_keys,
-            args,
-        }))
-    }
-}
-
-/// Splits a step's reply into one decision and receipt per key. A peek takes
-/// nothing, so it leaves nothing to give back (the step reports the mark a grant
-/// would have had).
-fn answers_from(reply: &[i64], out: &mut [(Decision, Receipt)], peek: bool) -> Result<(), Error> {
-    let malformed = || {
-        failure(
-            Applied::Unknown,
-            redis::RedisError::from((
-                redis::ErrorKind::UnexpectedReturnType,
-                "the step's reply has the wrong shape",
-            )),
-        )
-    };
-    // A lone key's short form is read as the full one.
-    let wide;
-    let reply = match (out.len(), widen(reply)) {
-        (1, Some(full)) => {
-            wide = full;
-            &wide[..]
-        }
-        _ => reply,
-    };
-    if reply.len() != out.len() * REPLY_WIDTH {
-        return Err(malformed());
-    }
-    for (slot, chunk) in out.iter_mut().zip(reply.chunks_exact(REPLY_WIDTH)) {
-        *slot = decode(chunk).ok_or_else(malformed)?;
-        if peek {
-            slot.1 = Receipt::NONE;
-        }
-    }
-    Ok(())
-}
-
-/// Splits the reply of a step on one key sent with `report`: the key's decision
-/// and receipt, then one decision per limit (a reserve's; any other step reports
-/// its decision once, and a cancel answers nothing).
-fn reported_from(
-    reply: &[i64],
-    step: &Step<'_>,
-) -> Result<((Decision, Receipt), Vec<Decision>), Error> {
-    let mut answer = [super::store::blank()];
-    if let Step::Cancel { .. } = step {
-        return Ok((answer[0], Vec::new()));
-    }
-    let peek = matches!(step, Step::Peek { .. });
-    let (own, each) = reply.split_at(reply.len().min(REPLY_WIDTH));
-    answers_from(own, &mut answer, peek)?;
-    if !matches!(step, Step::Reserve { .. }) {
-        return Ok((answer[0], vec![answer[0].0]));
-    }
-    let mut limits = vec![super::store::blank(); each.len() / REPLY_WIDTH];
-    answers_from(each, &mut limits, true)?;
-    Ok((answer[0], limits.into_iter().map(|(d, _)| d).collect()))
-}
-
-impl<K, A> Store<K, A> for RedisStore<K, A>
-where
-    K: RenderKey,
-    A: RedisAlgorithm,
-{
-    type Pending = BoxFuture<'static, Result<Vec<(Decision, Receipt)>, Error>>;
-
-    fn apply(
-        &self,
-        algorithm: &A,
-        keys: &[K],
-        now: Nanos,
-        step: Step<'_>,
-        out: &mut [(Decision, Receipt)],
-    ) -> Result<(), Error> {
-        super::store::check_output(keys.len(), out.len())?;
-        let Some(request) = self.request(algorithm, keys, now, step, false)? else {
-            return Ok(());
-        };
-        let reply = self
-            .connections
-            .run_blocking(&request.keys, &request.args)?;
-        if let Step::Cancel { .. } = step {
-            return Ok(());
-        }
-        answers_from(&reply, out, matches!(step, Step::Peek { .. }))
-    }
-
-    /// A reserve runs and reports in one call: the server appends each limit's
-    /// standing to the key's decision.
-    fn apply_key_each(
-        &self,
-        algorithm: &A,
-        key: &K,
-        now: Nanos,
-        step: Step<'_>,
-        each: &mut dyn FnMut(Decision),
-    ) -> Result<(Decision, Receipt), Error> {
-        let keys = std::slice::from_ref(key);
-        let Some(request) = self.request(algorithm, keys, now, step, true)? else {
-            return Ok(super::store::blank());
-        };
-        let reply = self
-            .connections
-            .run_blocking(&request.keys, &request.args)?;
-        let (answer, limits) = reported_from(&reply, &step)?;
-        limits.into_iter().for_each(each);
-        Ok(answer)
-    }
-
-    fn apply_key_each_async(
-        &self,
-        algorithm: &A,
-        key: &K,
-        now: Nanos,
-        step: Step<'_>,
-    ) -> Reporting {
-        let request = match self.request(algorithm, std::slice::from_ref(key), now, step, true) {
-            Ok(Some(request)) => request,
-            Ok(None) => {
-                return Box::pin(futures::future::ready(Ok((
-                    super::store::blank(),
-                    Vec::new(),
-                ))))
-            }
-            Err(e) => return Box::pin(futures::future::ready(Err(e))),
-        };
-        // The future owns what it needs: the request, and what kind of step it is.
-        let step: Step<'static> = match step {
-            Step::Reserve { cost, max_wait } => Step::Reserve { cost, max_wait },
-            Step::Peek { cost } => Step::Peek { cost },
-            Step::Cancel { .. } => Step::Cancel {
-                receipts: &[],
-                acts_at: 0,
-            },
-        };
-        let connections = Arc::clone(&self.connections);
-        Box::pin(async move {
-            let reply = connections.run_async(request.keys, request.args).await?;
-            reported_from(&reply, &step)
-        })
-    }
-
-    fn apply_async(&self, algorithm: &A, keys: &[K], now: Nanos, step: Step<'_>) -> Self::Pending {
-        let blank = vec![super::store::blank(); keys.len()];
-        let request = match self.request(algorithm, keys, now, step, false) {
-            Ok(Some(request)) => request,
-            Ok(None) => return futures::future::ready(Ok(blank)).boxed(),
-            Err(e) => return futures::future::ready(Err(e)).boxed(),
-        };
-        // The future owns what it needs: the request, and what kind of step it is.
-        let (cancel, peek) = (
-            matches!(step, Step::Cancel { .. }),
-            matches!(step, Step::Peek { .. }),
-        );
-        let connections = Arc::clone(&self.connections);
-        async move {
-            let reply = connections.run_async(request.keys, request.args).await?;
-            let mut out = blank;
-            if !cancel {
-                answers_from(&reply, &mut out, peek)?;
-            }
-            Ok(out)
-        }
-        .boxed()
-    }
-
-    /// Sends the cancel after every cancel given to this store (or a clone) before
-    /// it, in order, each once the one before has been answered, and returns at
-    /// once: inside a tokio runtime one task sends the queued cancels on the
-    /// multiplexed connection; outside one the calling thread sends them on a
-    /// blocking connection, each waiting at most the response timeout, unless a
-    /// sender is already at work. Replies and failures are not awaited by the
-    /// caller (a lost cancel leaves the permits taken).
-    fn cancel_detached(
-        &self,
-        algorithm: &A,
-        keys: &[K],
-        now: Nanos,
-        receipts: &[Receipt],
-        acts_at: Nanos,
-    ) {
-        let step = Step::Cancel { receipts, acts_at };
-        if let Ok(Some(request)) = self.request(algorithm, keys, now, step, false) {
-            self.cancels.send(&self.connections, request);
-        }
-    }
-
-    /// A hash of the key's text, keyed at random per store (clones share it).
-    fn key_id(&self, key: &K) -> Option<u64> {
-        let mut text = String::new();
-        key.render_key(&mut text);
-        Some(self.ids.hash_one(text))
-    }
-}
-
-// `Step::Cancel`: the one place cancellation is handled.
-
-/// The cancel's arguments after the configuration: when the grants were to act,
-/// relative to `now` (so that it means the same at the server's time; `-` when
-/// already past), then each key's receipt: whether it gives anything back, mark,
-/// charge and stored permits spent, each as 32-bit halves.
-fn cancel_args(
-    receipts: &[Receipt],
-    acts_at: Nanos,
-    now: Nanos,
-    keys: usize,
-    args: &mut Vec<String>,
-) {
-    args.push(if acts_at < now {
-        "-".to_owned()
-    } else {
-        (acts_at - now).to_string()
-    });
-    for index in 0..keys {
-        let receipt = receipts.get(index).copied().unwrap_or(Receipt::NONE);
-        args.push(u8::from(!receipt.is_none()).to_string());
-        for word in [
-            receipt.mark() as u64,
-            receipt.charge(),
-            receipt.stored_spent().to_bits(),
-        ] {
-            args.push((word >> 32).to_string());
-            args.push((word & 0xffff_ffff).to_string());
         }
     }
 }
