@@ -245,8 +245,10 @@ impl std::error::Error for Error {
 }
 
 /// What can be wrong with the parameters of a limit or a store: a rate, a cold
-/// factor, a duration or a count out of range. Returned by constructors and by
-/// `set_rate`, never by a call; each variant names the parameter and what it must be.
+/// factor, a duration or a count out of range, a store's URL that cannot be used, a
+/// store setting that the others require.
+/// Returned by constructors and by `set_rate`, never by a call; each variant names
+/// the parameter and what it must be.
 ///
 /// ```
 /// use sluicegate::{ConfigError, RateLimiter};
@@ -287,6 +289,22 @@ pub enum ConfigError {
         /// What it must be.
         requirement: &'static str,
     },
+    /// A store's URL cannot be used: it does not parse, its scheme is not one the
+    /// store reads, or a part of it is invalid (a port, a database number, TLS
+    /// asked for without a TLS feature). `why` says which, without repeating the
+    /// URL (it may hold a password).
+    InvalidUrl {
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A setting that the other settings make necessary was left unset (e.g. a
+    /// Redis store on the caller's clock needs an expiry grace).
+    MissingSetting {
+        /// Which setting.
+        what: &'static str,
+        /// Why it is needed, and what to set it to.
+        why: &'static str,
+    },
 }
 
 impl fmt::Display for ConfigError {
@@ -309,6 +327,8 @@ impl fmt::Display for ConfigError {
                 value,
                 requirement,
             } => write!(f, "{what} must be {requirement}, got {value}"),
+            ConfigError::InvalidUrl { why } => write!(f, "invalid store URL: {why}"),
+            ConfigError::MissingSetting { what, why } => write!(f, "{what} must be set: {why}"),
         }
     }
 }

@@ -7,6 +7,8 @@ mod support;
 
 #[path = "redis_store/abandoned_waits.rs"]
 mod abandoned_waits;
+#[path = "redis_store/configuration.rs"]
+mod configuration;
 #[path = "redis_store/fixed_window.rs"]
 mod fixed_window;
 #[path = "redis_store/keyed_reservations.rs"]

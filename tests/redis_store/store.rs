@@ -582,3 +582,197 @@ fn long_durations_come_back_exact_in_either_reply_form() {
         assert_eq!(on_redis, in_memory);
     }
 }
+
+#[test]
+fn durations_past_2_53_microseconds_come_back_as_in_memory() {
+    // A tiny rate saturates Guava's state on the first grant: its reset_after is
+    // then about i64::MAX ns (292 years), past the 2^53 us (285 years) a Lua double
+    // counts exactly, and it must still come back as the memory store's value, for
+    // a single algorithm and inside a set.
+    use sluicegate::algorithms::{AllOf, SmoothBursty, SmoothWarmingUp};
+    use sluicegate::stores::redis::RedisAlgorithm;
+    use sluicegate::stores::MemoryStore;
+    fn check<A: RedisAlgorithm + Send + Sync>(url: &str, algorithm: &A, name: &str)
+    where
+        A::State: Send,
+    {
+        let store: RedisStore<&str, A> =
+            RedisStore::open_with(url, caller_time_options(&unique_prefix("huge"))).unwrap();
+        let memory: MemoryStore<&str, A> = MemoryStore::new();
+        let forever = Step::Reserve {
+            cost: 1,
+            max_wait: u64::MAX,
+        };
+        let mut past_2_53 = false;
+        for step in [Step::Peek { cost: 1 }, take(1), take(1), forever, take(5)] {
+            let on_redis = store.apply_key(algorithm, &"k", SECOND, step).unwrap().0;
+            let in_memory = memory.apply_key(algorithm, &"k", SECOND, step).unwrap().0;
+            assert_eq!(on_redis, in_memory, "{name}, {step:?}");
+            past_2_53 |= in_memory.reset_after_nanos() > (1 << 53) * 1_000;
+        }
+        assert!(past_2_53, "{name}: no duration past 2^53 us was compared");
+    }
+    let server = RedisServer::start();
+    let bursty = SmoothBursty::new(1e-10).unwrap();
+    let warming = SmoothWarmingUp::new(1e-10, Duration::from_secs(10)).unwrap();
+    check(server.url(), &bursty, "bursty");
+    check(
+        server.url(),
+        &SmoothBursty::new(5e-324).unwrap(),
+        "bursty, 5e-324",
+    );
+    check(server.url(), &warming, "warming up");
+    check(server.url(), &AllOf::new((bursty, window(3))), "a set");
+}
+
+#[test]
+fn at_the_callers_time_a_key_outlives_its_window_by_the_expiry_grace() {
+    use sluicegate::stores::redis::TimeSource;
+    // The caller's clock stands still (a virtual clock in a test) while the
+    // server's runs: the 100 ms window has not ended for the caller, so its key
+    // must still be there once 100 ms have passed on the server.
+    let server = RedisServer::start();
+    let fw = FixedWindow::new(1, Duration::from_millis(100)).unwrap();
+    let options = RedisOptions::default()
+        .prefix(unique_prefix("grace"))
+        .unwrap()
+        .time_source(TimeSource::Caller)
+        .expiry_grace(Duration::from_secs(5));
+    let store: RedisStore<&str, FixedWindow> =
+        RedisStore::open_with(server.url(), options).unwrap();
+    assert!(take_one(&store, &fw).is_allowed());
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg(store.server_key(&"k"))
+        .query(&mut server.connection())
+        .unwrap();
+    assert!((4_000..=5_100).contains(&ttl), "{ttl} ms");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!take_one(&store, &fw).is_allowed(), "the key expired early");
+}
+
+#[test]
+fn a_timeout_is_one_error_blocking_or_async_that_names_it_and_may_have_applied() {
+    let mut server = RedisServer::start_own();
+    let fw = window(10);
+    let options = caller_time_options("timeouts:").response_timeout(Duration::from_millis(200));
+    let store: RedisStore<&str, FixedWindow> =
+        RedisStore::open_with(server.url(), options).unwrap();
+    let runtime = current_thread_runtime();
+    let by_async = || {
+        runtime
+            .block_on(store.apply_async(&fw, &["k"], SECOND, take(1)))
+            .map(|out| out[0].0)
+    };
+    // Both kinds of connection open and in use before the server freezes.
+    assert_eq!(take_one(&store, &fw).remaining(), 9);
+    assert_eq!(by_async().unwrap().remaining(), 8);
+    server.pause();
+    let blocking = store.apply_key(&fw, &"k", SECOND, take(1)).map(|(d, _)| d);
+    let asynchronous = by_async();
+    server.resume();
+    for result in [&blocking, &asynchronous] {
+        let Err(Error::Store(e)) = result else {
+            panic!("expected a store error, got {result:?}");
+        };
+        assert_eq!(e.applied(), Applied::Unknown);
+        assert_eq!(
+            e.to_string(),
+            "the redis store failed and it may have been applied: timed out after 200ms \
+             waiting for the step's reply (the response timeout)"
+        );
+        let io = std::error::Error::source(e)
+            .and_then(|source| source.downcast_ref::<std::io::Error>())
+            .expect("an io::Error source");
+        assert_eq!(io.kind(), std::io::ErrorKind::TimedOut);
+    }
+    assert_eq!(blocking, asynchronous);
+    // The server ran both once it thawed: they counted.
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(take_one(&store, &fw).remaining(), 5);
+}
+
+#[test]
+fn async_calls_run_without_a_tokio_runtime() {
+    use sluicegate::algorithms::LeakyBucket;
+    use sluicegate::{KeyedRateLimiter, ManualClock};
+    // A bare executor, no tokio runtime anywhere on this thread: the calls must
+    // still be answered (a first one also opens the async connection).
+    let server = RedisServer::start();
+    let fw = window(5);
+    let store: RedisStore<&str, FixedWindow> = RedisStore::open_with(
+        server.url(),
+        caller_time_options(&unique_prefix("no-tokio")),
+    )
+    .unwrap();
+    for remaining in [4, 3] {
+        let out = futures::executor::block_on(store.apply_async(&fw, &["k"], SECOND, take(1)));
+        assert_eq!(out.unwrap()[0].0.remaining(), remaining);
+    }
+    // The same from another thread, and through the keyed limiter's async front
+    // end, whose second acquire waits (virtually) for its turn.
+    let other = store.clone();
+    let out = std::thread::spawn(move || {
+        futures::executor::block_on(other.apply_async(&fw, &["k"], SECOND, take(1)))
+    })
+    .join()
+    .unwrap();
+    assert_eq!(out.unwrap()[0].0.remaining(), 2);
+    let queue = LeakyBucket::queue(3, 1, Duration::from_secs(1)).unwrap();
+    let store = RedisStore::open_with(
+        server.url(),
+        caller_time_options(&unique_prefix("no-tokio")),
+    )
+    .unwrap();
+    let clock = ManualClock::new();
+    let limiter = KeyedRateLimiter::with_store(queue, store, clock.clone()).to_async();
+    let waited = futures::executor::block_on(async {
+        [limiter.acquire("job").await, limiter.acquire("job").await]
+    });
+    assert_eq!(waited, [Ok(Duration::ZERO), Ok(Duration::from_secs(1))]);
+}
+
+#[test]
+fn windows_just_below_2_53_microseconds_decide_as_in_memory() {
+    // A window just below the longest the server holds (2^53 us): the end of an
+    // entry's or a window's span, an absolute time plus the window, passes 2^53 us,
+    // where a double skips odd integers; durations must still come out exact.
+    use sluicegate::algorithms::sliding_window_buckets::OldestBucket;
+    use sluicegate::algorithms::{SlidingLog, SlidingWindowBuckets};
+    use sluicegate::stores::redis::RedisAlgorithm;
+    use sluicegate::stores::MemoryStore;
+    fn check<A: RedisAlgorithm + Send + Sync>(url: &str, algorithm: &A, name: &str)
+    where
+        A::State: Send,
+    {
+        for at in [4_000, 5_000, SECOND, 3 * SECOND + 7_000] {
+            let store: RedisStore<&str, A> =
+                RedisStore::open_with(url, caller_time_options(&unique_prefix("edge"))).unwrap();
+            let memory: MemoryStore<&str, A> = MemoryStore::new();
+            for step in [Step::Peek { cost: 1 }, take(1), take(1), take(1), take(3)] {
+                let on_redis = store.apply_key(algorithm, &"k", at, step).unwrap().0;
+                let in_memory = memory.apply_key(algorithm, &"k", at, step).unwrap().0;
+                assert_eq!(on_redis, in_memory, "{name} at {at} ns, {step:?}");
+            }
+        }
+    }
+    let server = RedisServer::start();
+    for micros in [(1u64 << 53) - 1, (1 << 53) - 3, (1 << 53) - 1_000_001] {
+        let long = Duration::from_micros(micros);
+        check(server.url(), &SlidingLog::new(2, long).unwrap(), "log");
+        let log = SlidingLog::new(2, long).unwrap();
+        let spaced = log.with_min_spacing(Duration::from_micros(micros - 2));
+        check(server.url(), &spaced, "spaced log");
+        check(
+            server.url(),
+            &log.with_rejected_recorded(),
+            "log recording refusals",
+        );
+        check(
+            server.url(),
+            &FixedWindow::new(2, long).unwrap(),
+            "fixed window",
+        );
+        let buckets = SlidingWindowBuckets::new(2, long, long, OldestBucket::Drop).unwrap();
+        check(server.url(), &buckets, "buckets");
+    }
+}

@@ -12,7 +12,7 @@
 //! behind the others and is sent by that sender.
 
 use super::connection::Connections;
-use super::Request;
+use super::step::Request;
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::Arc;

@@ -12,7 +12,7 @@ use super::keys::slot_of;
 use super::library::{is_already_loaded, is_missing, library};
 use super::options::RedisOptions;
 use super::socket_connection::SocketConnection;
-use crate::error::{Applied, Error, StoreError};
+use crate::error::{Applied, ConfigError, Error, StoreError};
 use parking_lot::Mutex;
 use redis::aio::MultiplexedConnection;
 use redis::aio::{AsyncPushSender, SendError};
@@ -81,7 +81,7 @@ enum Multiplexed {
 pub(super) fn cluster_client<I: redis::IntoConnectionInfo>(
     nodes: impl IntoIterator<Item = I>,
     options: &RedisOptions,
-) -> Result<ClusterClient, Error> {
+) -> Result<ClusterClient, ConfigError> {
     ClusterClient::builder(nodes)
         .retries(0)
         // Over RESP3 the async cluster connection hears that a node's connection
@@ -90,7 +90,7 @@ pub(super) fn cluster_client<I: redis::IntoConnectionInfo>(
         .connection_timeout(options.connect_timeout)
         .response_timeout(options.response_timeout)
         .build()
-        .map_err(|e| failure(Applied::No, e))
+        .map_err(|e| super::store_url::invalid(None, &e))
 }
 
 /// The most idle blocking connections a store keeps.
@@ -179,13 +179,60 @@ fn step(conn: &mut dyn ConnectionLike, cmd: &Cmd, asking: bool) -> RedisResult<V
     }
 }
 
-/// A blocking step's outcome from [`Connections::on_node`]'s.
-fn outcome(result: Result<RedisResult<Vec<i64>>, RedisError>) -> Result<Vec<i64>, Error> {
-    match result {
-        // Not connected: nothing was sent.
-        Err(e) => Err(failure(Applied::No, e)),
-        Ok(Err(e)) => Err(failure(applied_of(&e), e)),
-        Ok(Ok(reply)) => Ok(reply),
+/// What a call was doing when it failed: a timeout's error says which timeout
+/// fired, and after how long.
+#[derive(Clone, Copy)]
+enum Phase {
+    /// Opening a connection (nothing of the step was sent).
+    Connecting,
+    /// Finding a Cluster slot's node (nothing of the step was sent).
+    Routing,
+    /// Waiting for the step's reply (it was sent).
+    Replying,
+}
+
+impl Connections {
+    /// The error of a call that failed while `phase` with `error`. A timeout is
+    /// one error, blocking or async, whatever the socket layer reported (a
+    /// blocking read says "Resource temporarily unavailable", an async one "timed
+    /// out"): an [`io::ErrorKind::TimedOut`](std::io::ErrorKind::TimedOut) that
+    /// names the timeout and how long it was. Anything else keeps the redis error.
+    fn failed(&self, phase: Phase, error: RedisError) -> Error {
+        let applied = match phase {
+            Phase::Connecting | Phase::Routing => Applied::No,
+            Phase::Replying => applied_of(&error),
+        };
+        if !error.is_timeout() {
+            return failure(applied, error);
+        }
+        let (connect, response) = (self.options.connect_timeout, self.options.response_timeout);
+        let text = match phase {
+            Phase::Connecting => {
+                format!("timed out after {connect:?} connecting (the connect timeout)")
+            }
+            Phase::Routing => format!(
+                "timed out finding the Cluster node of the key's slot (the connect timeout, \
+                 {connect:?}, or the response timeout, {response:?})"
+            ),
+            Phase::Replying => format!(
+                "timed out after {response:?} waiting for the step's reply (the response timeout)"
+            ),
+        };
+        let source = std::io::Error::new(std::io::ErrorKind::TimedOut, text);
+        Error::Store(StoreError::new("redis", applied, source))
+    }
+
+    /// A blocking step's outcome from [`Connections::on_node`]'s.
+    fn outcome(
+        &self,
+        result: Result<RedisResult<Vec<i64>>, RedisError>,
+    ) -> Result<Vec<i64>, Error> {
+        match result {
+            // Not connected: nothing was sent.
+            Err(e) => Err(self.failed(Phase::Connecting, e)),
+            Ok(Err(e)) => Err(self.failed(Phase::Replying, e)),
+            Ok(Ok(reply)) => Ok(reply),
+        }
     }
 }
 
@@ -302,13 +349,13 @@ impl Connections {
             ..
         } = &self.backend
         else {
-            return outcome(self.on_node(None, |conn| step(conn, &cmd, false)));
+            return self.outcome(self.on_node(None, |conn| step(conn, &cmd, false)));
         };
         // Every key of a call on Cluster is on one slot (checked before).
         let slot = keys.first().map_or(0, |key| slot_of(key.as_bytes()));
         let mut node = self
             .owner(routes, slot)
-            .map_err(|e| failure(Applied::No, e))?;
+            .map_err(|e| self.failed(Phase::Routing, e))?;
         let (mut asking, mut redirected) = (false, false);
         loop {
             let result = self.on_node(Some(&node), |conn| step(conn, &cmd, asking));
@@ -332,7 +379,7 @@ impl Connections {
                 }
                 _ => {}
             }
-            return outcome(result);
+            return self.outcome(result);
         }
     }
 
@@ -400,8 +447,19 @@ impl Connections {
         Ok(conn)
     }
 
-    /// [`run_blocking`](Connections::run_blocking) on the shared async connection.
+    /// [`run_blocking`](Connections::run_blocking) on the shared async connection,
+    /// inside the caller's tokio runtime or, outside one, on the store's own (see
+    /// [`runtime`](super::runtime)).
     pub(super) async fn run_async(
+        self: Arc<Self>,
+        keys: Vec<String>,
+        args: Vec<String>,
+    ) -> Result<Vec<i64>, Error> {
+        super::runtime::in_tokio(self.run_in_tokio(keys, args)).await
+    }
+
+    /// [`run_async`](Connections::run_async) inside a tokio runtime.
+    async fn run_in_tokio(
         self: Arc<Self>,
         keys: Vec<String>,
         args: Vec<String>,
@@ -409,7 +467,7 @@ impl Connections {
         let mut conn = self
             .multiplexed()
             .await
-            .map_err(|e| failure(Applied::No, e))?;
+            .map_err(|e| self.failed(Phase::Connecting, e))?;
         let cmd = library().call(&keys, &args);
         let mut result = step_async(&mut conn, &cmd, None).await;
         // A Cluster node that redirects did not run the call: it goes once more to
@@ -421,14 +479,13 @@ impl Connections {
             }
         }
         result.map_err(|e| {
-            let applied = applied_of(&e);
-            if applied == Applied::Unknown || e.kind() == ErrorKind::Io {
+            if applied_of(&e) == Applied::Unknown || e.kind() == ErrorKind::Io {
                 // Open a fresh connection for the next call: this one may be dead.
                 if let Ok(mut slot) = self.multiplexed.try_lock() {
                     *slot = None;
                 }
             }
-            failure(applied, e)
+            self.failed(Phase::Replying, e)
         })
     }
 }

@@ -100,7 +100,9 @@
 //!   would break this are refused with a typed error before anything is sent
 //!   (durations that are not whole microseconds, counts from 2⁵³ up);
 //! * durations come back as whole µs plus a ns remainder, so a decision whose Rust
-//!   value is not a whole µs is still returned exactly;
+//!   value is not a whole µs is still returned exactly, up to `u64::MAX` ns (past
+//!   2⁵³ µs, e.g. the reset of a rate so small that one grant saturates the state,
+//!   as a multiple of 4 µs and a remainder below 4,000 ns);
 //! * with [`TimeSource::Caller`], `now` is rounded down to a whole microsecond and
 //!   `max_wait` too. Driven with whole-microsecond times and waits, every decision is
 //!   identical, field by field, to the in-memory store's (the differential tests
@@ -109,7 +111,10 @@
 //! * Forgetting differs, as the store contract allows: the memory store forgets a
 //!   key once it is replenished at the latest time it has seen; Redis expires a key
 //!   by *its own* clock, `reset_after` (plus [`RedisOptions::expiry_grace`]) after
-//!   the last write. Both are invisible while time runs forward, with two
+//!   the last write. With [`TimeSource::Caller`] that grace is required (a store
+//!   is not built without it), since a caller's clock that runs slower than the
+//!   server's, or lags another caller's, would otherwise see its keys expire while
+//!   they still matter. Both are invisible while time runs forward, with two
 //!   exceptions that only a virtual caller's clock can produce: a call that steps
 //!   back in time (memory may find fresh a key it forgot at a later time, Redis
 //!   still holds it), and a sliding window counter whose 16-bit window index wraps
@@ -153,7 +158,12 @@
 //! the step certainly did not run (no connection, a refused connection, an error
 //! reply: the steps check everything before their first write) or
 //! [`Applied::Unknown`] when it was sent and no usable reply came (a timeout, a
-//! dropped connection). A server restart between calls loses no call: a blocking
+//! dropped connection). A timeout reads the same blocking or async: its source is
+//! a [`std::io::Error`] of kind `TimedOut` that names the timeout and its length,
+//! e.g. `timed out after 250ms waiting for the step's reply (the response
+//! timeout)`, with [`Applied::Unknown`] (the server may still run the step once
+//! it answers again), or `… connecting (the connect timeout)` with
+//! [`Applied::No`]. A server restart between calls loses no call: a blocking
 //! connection over TCP (TLS too, with feature `redis-tls`: `tls.rs`) or a Unix
 //! socket is the store's own socket, read without blocking before each call (see
 //! `socket_connection.rs`; on a Cluster opened from node URLs, plain or TLS, the
@@ -180,8 +190,18 @@
 //! none is idle, so each thread in flight has its own, and keeping at most 16 idle
 //! after a burst); async calls
 //! ([`Store::apply_async`]) share one multiplexed connection, which speaks RESP3 so
-//! that redis-rs tells the store when it closes. The async side needs a tokio
-//! runtime (redis-rs's `tokio-comp`).
+//! that redis-rs tells the store when it closes. That connection is tokio's
+//! (redis-rs's `tokio-comp`), but no runtime is required of the caller: a call
+//! made inside a tokio runtime runs there; one made outside (a bare
+//! `futures::executor::block_on`, async-std, smol) runs on the store's own
+//! runtime, one thread started by the first such call and shared by the process's
+//! stores, and is awaited from the caller's executor (see `runtime.rs`).
+//!
+//! [`Applied::No`]: crate::Applied::No
+//! [`Applied::Unknown`]: crate::Applied::Unknown
+//! [`Store::apply`]: super::Store::apply
+//! [`Store::apply_async`]: super::Store::apply_async
+//! [`Store::apply_key_each`]: super::Store::apply_key_each
 
 mod algorithm;
 mod all_of;
@@ -194,52 +214,49 @@ mod leaky_bucket;
 mod library;
 mod options;
 mod reply;
+mod runtime;
 mod sliding_log;
 mod sliding_window_buckets;
 mod sliding_window_counter;
 mod smooth_bursty;
 mod smooth_warming_up;
 mod socket_connection;
+mod step;
+mod store_url;
 #[cfg(feature = "redis-tls")]
 mod tls;
 
 pub use algorithm::RedisAlgorithm;
 pub use options::{RedisOptions, TimeSource};
 
-use self::algorithm::EXACT;
 use self::cancels::Cancels;
 use self::cluster_routes::ClusterRoutes;
-use self::connection::{cluster_client, failure, Backend, Connections};
-use self::reply::{answers_from, cancel_args, reported_from, Layout};
-use super::store::{RenderKey, Reporting, Step, Store};
-use crate::algorithms::{Decision, Receipt};
+use self::connection::{cluster_client, Backend, Connections};
+use super::store::{RenderKey, Step};
 use crate::clock::Nanos;
-use crate::error::{Applied, Error};
-use futures::future::BoxFuture;
-use futures::FutureExt;
+use crate::error::{ConfigError, Error};
 use std::collections::hash_map::RandomState;
 use std::fmt;
-use std::hash::BuildHasher;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-/// A [`Store`] on Redis or Redis Cluster for keys that [render](RenderKey) and
-/// algorithms that implement [`RedisAlgorithm`]. See the [module docs](self) for
-/// the protocol, the key layout, exactness and failures. Cloning shares the
-/// connections.
+/// A [`Store`](super::Store) on Redis or Redis Cluster for keys that
+/// [render](RenderKey) and algorithms that implement [`RedisAlgorithm`]. See the
+/// [module docs](self) for the protocol, the key layout, exactness and failures.
+/// Cloning shares the connections.
 ///
 /// ```no_run
 /// use sluicegate::algorithms::FixedWindow;
 /// use sluicegate::stores::redis::{RedisOptions, RedisStore};
 /// let store: RedisStore<u64, FixedWindow> =
 ///     RedisStore::open_with("redis://127.0.0.1/", RedisOptions::default().prefix("api:")?)?;
-/// # Ok::<(), sluicegate::Error>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct RedisStore<K, A> {
     connections: Arc<Connections>,
     /// Detached cancels, sent in order.
     cancels: Arc<Cancels>,
-    /// Keys' numbers for [`Store::key_id`]: a hash of their text.
+    /// Keys' numbers for [`Store::key_id`](super::Store::key_id): a hash of their text.
     ids: RandomState,
     options: RedisOptions,
     cluster: bool,
@@ -272,11 +289,23 @@ impl<K, A> RedisStore<K, A> {
     /// A store on the server at `url` (`redis://`, `redis+unix://`, or
     /// `rediss://` with feature `redis-tls` or redis-rs's own TLS features) with
     /// the default [`RedisOptions`]. Connects lazily: the first call opens the
-    /// first connection.
+    /// first connection, so a URL that parses but names no server shows at the
+    /// first call ([`Error::Store`], [`Applied::No`](crate::Applied::No)).
     ///
     /// # Errors
-    /// [`Error::Store`] ([`Applied::No`]) if the URL does not parse.
-    pub fn open(url: &str) -> Result<Self, Error> {
+    /// [`ConfigError::InvalidUrl`] if the URL cannot be used: it does not parse,
+    /// its scheme is not one redis-rs reads, or a part of it is invalid (a port, a
+    /// database number, TLS without a TLS feature). The error says which.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::FixedWindow;
+    /// use sluicegate::stores::redis::RedisStore;
+    /// use sluicegate::ConfigError;
+    /// let err = RedisStore::<&str, FixedWindow>::open("http://127.0.0.1/").unwrap_err();
+    /// assert!(matches!(err, ConfigError::InvalidUrl { .. }));
+    /// assert!(err.to_string().contains("scheme"), "{err}");
+    /// ```
+    pub fn open(url: &str) -> Result<Self, ConfigError> {
         Self::open_with(url, RedisOptions::default())
     }
 
@@ -284,9 +313,18 @@ impl<K, A> RedisStore<K, A> {
     ///
     /// # Errors
     /// As [`open`](RedisStore::open).
-    pub fn open_with(url: &str, options: RedisOptions) -> Result<Self, Error> {
-        let client = redis::Client::open(url).map_err(|e| failure(Applied::No, e))?;
-        Ok(Self::from_client(client, options))
+    ///
+    /// ```
+    /// use sluicegate::algorithms::FixedWindow;
+    /// use sluicegate::stores::redis::{RedisOptions, RedisStore};
+    /// let options = RedisOptions::default().prefix("api:")?;
+    /// let store: RedisStore<&str, FixedWindow> =
+    ///     RedisStore::open_with("redis://127.0.0.1:6380/2", options)?;
+    /// assert_eq!(store.options().get_prefix(), "api:");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open_with(url: &str, options: RedisOptions) -> Result<Self, ConfigError> {
+        Self::from_client(store_url::client(url)?, options)
     }
 
     /// A store over a client you built (TLS settings, credentials, ...). Blocking
@@ -294,7 +332,20 @@ impl<K, A> RedisStore<K, A> {
     /// (TCP, a Unix socket, or TLS with verification and no client certificates,
     /// with feature `redis-tls`); otherwise on redis-rs's connection, which sees a
     /// restart only after writing the next call (see the module docs).
-    pub fn from_client(client: redis::Client, options: RedisOptions) -> Self {
+    ///
+    /// # Errors
+    /// [`ConfigError::MissingSetting`] for [`TimeSource::Caller`] without
+    /// [`RedisOptions::expiry_grace`].
+    ///
+    /// ```
+    /// use sluicegate::algorithms::FixedWindow;
+    /// use sluicegate::stores::redis::{RedisOptions, RedisStore};
+    /// let client = redis::Client::open("redis://127.0.0.1/")?;
+    /// let store: RedisStore<&str, FixedWindow> =
+    ///     RedisStore::from_client(client, RedisOptions::default())?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_client(client: redis::Client, options: RedisOptions) -> Result<Self, ConfigError> {
         Self::build(Backend::Single(client), options, false)
     }
 
@@ -308,21 +359,34 @@ impl<K, A> RedisStore<K, A> {
     /// to the node it names.
     ///
     /// # Errors
-    /// [`Error::Store`] ([`Applied::No`]) if a node URL does not parse.
+    /// [`ConfigError::InvalidUrl`] if a node URL cannot be used (as
+    /// [`open`](RedisStore::open)'s), or the nodes do not go together (different
+    /// credentials, databases or TLS modes; none at all);
+    /// [`ConfigError::MissingSetting`] as [`from_client`](RedisStore::from_client).
+    ///
+    /// ```
+    /// use sluicegate::algorithms::FixedWindow;
+    /// use sluicegate::stores::redis::{RedisOptions, RedisStore};
+    /// use sluicegate::ConfigError;
+    /// let nodes = ["redis://127.0.0.1:7000/", "rediss://127.0.0.1:7001/"];
+    /// let err = RedisStore::<&str, FixedWindow>::open_cluster(nodes, RedisOptions::default())
+    ///     .unwrap_err();
+    /// assert!(matches!(err, ConfigError::InvalidUrl { .. }));
+    /// ```
     pub fn open_cluster<I: redis::IntoConnectionInfo>(
         nodes: impl IntoIterator<Item = I>,
         options: RedisOptions,
-    ) -> Result<Self, Error> {
+    ) -> Result<Self, ConfigError> {
         let nodes = nodes
             .into_iter()
             .map(redis::IntoConnectionInfo::into_connection_info)
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| failure(Applied::No, e))?;
+            .map_err(|e| store_url::invalid(None, &e))?;
         let backend = Backend::Cluster {
             client: Box::new(cluster_client(nodes.clone(), &options)?),
             routes: ClusterRoutes::new(&nodes),
         };
-        Ok(Self::build(backend, options, true))
+        Self::build(backend, options, true)
     }
 
     /// A store over a cluster client you built; redis-rs routes its blocking
@@ -334,10 +398,25 @@ impl<K, A> RedisStore<K, A> {
     /// with `.use_protocol(redis::ProtocolVersion::RESP3)` too, as
     /// [`open_cluster`](RedisStore::open_cluster) does, so that the async side
     /// reconnects a restarted node before the next call instead of failing it.
+    ///
+    /// # Errors
+    /// As [`from_client`](RedisStore::from_client).
+    ///
+    /// ```
+    /// use sluicegate::algorithms::FixedWindow;
+    /// use sluicegate::stores::redis::{RedisOptions, RedisStore};
+    /// let client = redis::cluster::ClusterClient::builder(["redis://127.0.0.1:7000/"])
+    ///     .retries(0)
+    ///     .use_protocol(redis::ProtocolVersion::RESP3)
+    ///     .build()?;
+    /// let store: RedisStore<&str, FixedWindow> =
+    ///     RedisStore::from_cluster_client(client, RedisOptions::default())?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn from_cluster_client(
         client: redis::cluster::ClusterClient,
         options: RedisOptions,
-    ) -> Self {
+    ) -> Result<Self, ConfigError> {
         let backend = Backend::Cluster {
             client: Box::new(client),
             routes: None,
@@ -345,15 +424,16 @@ impl<K, A> RedisStore<K, A> {
         Self::build(backend, options, true)
     }
 
-    fn build(backend: Backend, options: RedisOptions, cluster: bool) -> Self {
-        RedisStore {
+    fn build(backend: Backend, options: RedisOptions, cluster: bool) -> Result<Self, ConfigError> {
+        options.check()?;
+        Ok(RedisStore {
             connections: Arc::new(Connections::new(backend, options.clone())),
             cancels: Arc::default(),
             ids: RandomState::new(),
             options,
             cluster,
             _types: PhantomData,
-        }
+        })
     }
 
     /// The store's options.
@@ -456,221 +536,5 @@ impl<K, A> RedisStore<K, A> {
                 suffix,
             ));
         }
-    }
-}
-
-/// One step call, built before anything is sent.
-struct Request {
-    keys: Vec<String>,
-    args: Vec<String>,
-    /// Where each key's receipt is in the reply.
-    layout: Layout,
-    /// The step's cost: a set's receipt records it.
-    cost: u64,
-}
-
-impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
-    /// Builds the call (`None` when there is nothing to send), or the typed error
-    /// that refuses it before sending. With `report` (a reserve on one key), the step also reports how every limit
-    /// stands after it (step code `e`).
-    fn request(
-        &self,
-        algorithm: &A,
-        keys: &[K],
-        now: Nanos,
-        step: Step<'_>,
-        report: bool,
-    ) -> Result<Option<Request>, Error> {
-        // Nothing to send: no key, or a cancel that gives nothing back.
-        if keys.is_empty() || (matches!(step, Step::Cancel { .. }) && !algorithm.cancel_route()?) {
-            return Ok(None);
-        }
-        let mut suffixes = Vec::new();
-        algorithm.key_suffixes(&mut suffixes);
-        let mut server_keys = Vec::with_capacity(keys.len() * suffixes.len());
-        let mut text = String::new();
-        for key in keys {
-            self.push_server_keys(key, &suffixes, &mut text, &mut server_keys);
-        }
-        if self.cluster && keys.len() > 1 {
-            keys::check_one_slot(&server_keys)?;
-        }
-        let (code, cost, max_wait) = match step {
-            Step::Reserve { cost, max_wait } if report => ("e", cost, max_wait),
-            Step::Reserve { cost, max_wait } => ("r", cost, max_wait),
-            Step::Peek { cost } => ("p", cost, 0),
-            Step::Cancel { .. } => ("c", 1, 0),
-        };
-        let grace = self.options.expiry_grace.as_millis().min(u128::from(EXACT));
-        let mut config = format!("{grace} {}", A::KIND);
-        let mut words = Vec::new();
-        algorithm.config_args(&mut words)?;
-        for word in &words {
-            config.push(' ');
-            config.push_str(word);
-        }
-        // `call`'s ARGV (lua/driver.lua): the call's text, then `now`, left off at the
-        // server's time unless a cancel's grants follow it. The exact cost: Lua's
-        // tonumber rounds it as Rust's `cost as f64` does.
-        let max_wait = if max_wait == u64::MAX {
-            -1
-        } else {
-            (max_wait / 1_000).min(EXACT - 1) as i64
-        };
-        let mut args = Vec::with_capacity(2);
-        args.push(format!("{config};{code} {cost} {max_wait}"));
-        let cancel = matches!(step, Step::Cancel { .. });
-        match self.options.time_source {
-            TimeSource::Caller => args.push((now / 1_000).min(EXACT - 1).to_string()),
-            TimeSource::Server if cancel => args.push(String::new()),
-            TimeSource::Server => {}
-        }
-        let layout = algorithm.layout();
-        if let Step::Cancel { receipts, acts_at } = step {
-            cancel_args(receipts, &layout, acts_at, now, keys.len(), &mut args);
-        }
-        Ok(Some(Request {
-            keys: server_keys,
-            args,
-            layout,
-            cost,
-        }))
-    }
-}
-
-impl<K, A> Store<K, A> for RedisStore<K, A>
-where
-    K: RenderKey,
-    A: RedisAlgorithm,
-{
-    type Pending = BoxFuture<'static, Result<Vec<(Decision, Receipt)>, Error>>;
-
-    fn apply(
-        &self,
-        algorithm: &A,
-        keys: &[K],
-        now: Nanos,
-        step: Step<'_>,
-        out: &mut [(Decision, Receipt)],
-    ) -> Result<(), Error> {
-        super::store::check_output(keys.len(), out.len())?;
-        let Some(request) = self.request(algorithm, keys, now, step, false)? else {
-            return Ok(());
-        };
-        let reply = self
-            .connections
-            .run_blocking(&request.keys, &request.args)?;
-        if let Step::Cancel { .. } = step {
-            return Ok(());
-        }
-        let peek = matches!(step, Step::Peek { .. });
-        answers_from(&reply, out, &request.layout, request.cost, peek)
-    }
-
-    /// A reserve runs and reports in one call: the server appends each limit's
-    /// standing to the key's decision.
-    fn apply_key_each(
-        &self,
-        algorithm: &A,
-        key: &K,
-        now: Nanos,
-        step: Step<'_>,
-        each: &mut dyn FnMut(Decision),
-    ) -> Result<(Decision, Receipt), Error> {
-        let keys = std::slice::from_ref(key);
-        let Some(request) = self.request(algorithm, keys, now, step, true)? else {
-            return Ok(super::store::blank());
-        };
-        let reply = self
-            .connections
-            .run_blocking(&request.keys, &request.args)?;
-        let (answer, limits) = reported_from(&reply, &step, &request.layout)?;
-        limits.into_iter().for_each(each);
-        Ok(answer)
-    }
-
-    fn apply_key_each_async(
-        &self,
-        algorithm: &A,
-        key: &K,
-        now: Nanos,
-        step: Step<'_>,
-    ) -> Reporting {
-        let request = match self.request(algorithm, std::slice::from_ref(key), now, step, true) {
-            Ok(Some(request)) => request,
-            Ok(None) => {
-                return Box::pin(futures::future::ready(Ok((
-                    super::store::blank(),
-                    Vec::new(),
-                ))))
-            }
-            Err(e) => return Box::pin(futures::future::ready(Err(e))),
-        };
-        // The future owns what it needs: the request, and what kind of step it is.
-        let step: Step<'static> = match step {
-            Step::Reserve { cost, max_wait } => Step::Reserve { cost, max_wait },
-            Step::Peek { cost } => Step::Peek { cost },
-            Step::Cancel { .. } => Step::Cancel {
-                receipts: &[],
-                acts_at: 0,
-            },
-        };
-        let connections = Arc::clone(&self.connections);
-        Box::pin(async move {
-            let reply = connections.run_async(request.keys, request.args).await?;
-            reported_from(&reply, &step, &request.layout)
-        })
-    }
-
-    fn apply_async(&self, algorithm: &A, keys: &[K], now: Nanos, step: Step<'_>) -> Self::Pending {
-        let blank = vec![super::store::blank(); keys.len()];
-        let request = match self.request(algorithm, keys, now, step, false) {
-            Ok(Some(request)) => request,
-            Ok(None) => return futures::future::ready(Ok(blank)).boxed(),
-            Err(e) => return futures::future::ready(Err(e)).boxed(),
-        };
-        // The future owns what it needs: the request, and what kind of step it is.
-        let (cancel, peek) = (
-            matches!(step, Step::Cancel { .. }),
-            matches!(step, Step::Peek { .. }),
-        );
-        let connections = Arc::clone(&self.connections);
-        async move {
-            let reply = connections.run_async(request.keys, request.args).await?;
-            let mut out = blank;
-            if !cancel {
-                answers_from(&reply, &mut out, &request.layout, request.cost, peek)?;
-            }
-            Ok(out)
-        }
-        .boxed()
-    }
-
-    /// Sends the cancel after every cancel given to this store (or a clone) before
-    /// it, in order, each once the one before has been answered, and returns at
-    /// once: inside a tokio runtime one task sends the queued cancels on the
-    /// multiplexed connection; outside one the calling thread sends them on a
-    /// blocking connection, each waiting at most the response timeout, unless a
-    /// sender is already at work. Replies and failures are not awaited by the
-    /// caller (a lost cancel leaves the permits taken).
-    fn cancel_detached(
-        &self,
-        algorithm: &A,
-        keys: &[K],
-        now: Nanos,
-        receipts: &[Receipt],
-        acts_at: Nanos,
-    ) {
-        let step = Step::Cancel { receipts, acts_at };
-        if let Ok(Some(request)) = self.request(algorithm, keys, now, step, false) {
-            self.cancels.send(&self.connections, request);
-        }
-    }
-
-    /// A hash of the key's text, keyed at random per store (clones share it).
-    fn key_id(&self, key: &K) -> Option<u64> {
-        let mut text = String::new();
-        key.render_key(&mut text);
-        Some(self.ids.hash_one(text))
     }
 }

@@ -1,7 +1,7 @@
 //! The Redis store's settings: namespace, timeouts, time source, expiry, hash tags.
 
 use super::keys::check_part;
-use crate::error::Error;
+use crate::error::{ConfigError, Error};
 use std::time::Duration;
 
 /// Whose clock a step runs at.
@@ -19,6 +19,10 @@ pub enum TimeSource {
     /// The caller's `now` (its [`Clock`](crate::Clock)), rounded down to whole
     /// microseconds: for tests with virtual time and for replaying traces. Clients
     /// with skewed clocks then disagree, so use it with one clock for all.
+    ///
+    /// Keys still expire by the *server's* clock, so a store on the caller's
+    /// clock must be given [`RedisOptions::expiry_grace`] (building one without
+    /// it is a [`ConfigError`]): see there for how long.
     Caller,
 }
 
@@ -33,7 +37,8 @@ pub enum TimeSource {
 ///     .prefix("api:")
 ///     .unwrap()
 ///     .response_timeout(Duration::from_millis(50))
-///     .time_source(TimeSource::Caller);
+///     .time_source(TimeSource::Caller)
+///     .expiry_grace(Duration::from_secs(60));
 /// assert_eq!(options.get_prefix(), "api:");
 /// assert!(RedisOptions::default().prefix("a{b").is_err());
 /// ```
@@ -44,7 +49,8 @@ pub struct RedisOptions {
     pub(super) connect_timeout: Duration,
     pub(super) response_timeout: Duration,
     pub(super) time_source: TimeSource,
-    pub(super) expiry_grace: Duration,
+    /// `None` until set: required with [`TimeSource::Caller`], zero otherwise.
+    pub(super) expiry_grace: Option<Duration>,
 }
 
 impl Default for RedisOptions {
@@ -55,7 +61,7 @@ impl Default for RedisOptions {
             connect_timeout: Duration::from_millis(250),
             response_timeout: Duration::from_millis(250),
             time_source: TimeSource::Server,
-            expiry_grace: Duration::ZERO,
+            expiry_grace: None,
         }
     }
 }
@@ -97,33 +103,85 @@ impl RedisOptions {
         Ok(self)
     }
 
-    /// How long opening a connection may take before the call fails with
-    /// [`Applied::No`](crate::Applied::No) (default 250 ms).
+    /// How long opening a connection (TLS handshake and `AUTH` included) may take
+    /// before the call fails with [`Applied::No`](crate::Applied::No) (default 250
+    /// ms); the error's source is an [`std::io::Error`] of kind `TimedOut`, reading
+    /// `timed out after 250ms connecting (the connect timeout)`.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
     }
 
     /// How long a sent call may wait for its reply before it fails with
-    /// [`Applied::Unknown`](crate::Applied::Unknown) (default 250 ms). A
+    /// [`Applied::Unknown`](crate::Applied::Unknown) (default 250 ms): the server
+    /// may still run the step once it answers again. Blocking or async, the
+    /// error's source is an [`std::io::Error`] of kind `TimedOut`, reading `timed
+    /// out after 250ms waiting for the step's reply (the response timeout)`. A
     /// zero duration is raised to 1 ms (the socket layer treats zero as "for ever").
     pub fn response_timeout(mut self, timeout: Duration) -> Self {
         self.response_timeout = timeout.max(Duration::from_millis(1));
         self
     }
 
-    /// Whose clock the steps run at (default [`TimeSource::Server`]).
+    /// Whose clock the steps run at (default [`TimeSource::Server`]). With
+    /// [`TimeSource::Caller`], set [`expiry_grace`](RedisOptions::expiry_grace)
+    /// too: a store is not built without it.
     pub fn time_source(mut self, source: TimeSource) -> Self {
         self.time_source = source;
         self
     }
 
     /// Extra lifetime given to every server key beyond the moment its state stops
-    /// mattering (default zero). Keys expire on the *server's* clock: with
-    /// [`TimeSource::Caller`] and a virtual clock that runs slower than real time,
-    /// a grace longer than the test keeps states alive for the whole test.
+    /// mattering. The server sets a key's expiry to the decision's `reset_after`
+    /// plus this grace, and counts it down on *its own* clock.
+    ///
+    /// At the server's time ([`TimeSource::Server`], the default) that is the
+    /// clock the steps run at, and no grace is needed (zero unless set). At the
+    /// caller's time ([`TimeSource::Caller`]) it is not: a state stops mattering
+    /// when the *caller's* clock has moved `reset_after` on, and if that clock runs
+    /// slower than the server's (a virtual clock in a test, a replay), or lags
+    /// another caller's, the key would expire while it still matters and the
+    /// limit would grant again. So with the caller's clock the grace must be set,
+    /// to at least how far that clock may fall behind the server's over a key's
+    /// life (the length of a test with a frozen clock, the skew between callers;
+    /// [`Duration::ZERO`] only for one clock that keeps pace with the server's),
+    /// and a store built without it is a [`ConfigError::MissingSetting`]. A
+    /// longer grace only keeps idle keys longer.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::FixedWindow;
+    /// use sluicegate::stores::redis::{RedisOptions, RedisStore, TimeSource};
+    /// use sluicegate::ConfigError;
+    /// use std::time::Duration;
+    /// type Store = RedisStore<&'static str, FixedWindow>;
+    /// let caller = RedisOptions::default().time_source(TimeSource::Caller);
+    /// let err = Store::open_with("redis://127.0.0.1/", caller.clone()).unwrap_err();
+    /// assert!(matches!(err, ConfigError::MissingSetting { what: "expiry_grace", .. }));
+    /// let graced = caller.expiry_grace(Duration::from_secs(3600));
+    /// assert!(Store::open_with("redis://127.0.0.1/", graced).is_ok());
+    /// ```
     pub fn expiry_grace(mut self, grace: Duration) -> Self {
-        self.expiry_grace = grace;
+        self.expiry_grace = Some(grace);
         self
+    }
+
+    /// The grace the keys get: the one set, else zero (see
+    /// [`expiry_grace`](RedisOptions::expiry_grace)).
+    pub(super) fn grace(&self) -> Duration {
+        self.expiry_grace.unwrap_or_default()
+    }
+
+    /// Refuses options a store cannot run safely: the caller's clock with no
+    /// expiry grace.
+    pub(super) fn check(&self) -> Result<(), ConfigError> {
+        if self.time_source == TimeSource::Caller && self.expiry_grace.is_none() {
+            return Err(ConfigError::MissingSetting {
+                what: "expiry_grace",
+                why: "with TimeSource::Caller keys still expire by the Redis server's clock, \
+                      so RedisOptions::expiry_grace must say how far the callers' clocks may \
+                      fall behind it (Duration::ZERO if they never do)",
+            });
+        }
+        Ok(())
     }
 }

@@ -98,8 +98,10 @@ fn widen(reply: &[i64]) -> Option<[i64; REPLY_WIDTH]> {
     Some(wide)
 }
 
-/// A duration sent back as whole microseconds and a nanosecond remainder; -1 µs
-/// stands for `u64::MAX` ns (for ever).
+/// A duration sent back as whole microseconds and a nanosecond remainder (from
+/// 2⁵³ µs on, a multiple of 4 µs and a remainder below 4,000 ns: exact up to
+/// `u64::MAX` ns, see `us_ns` in `lua/exact.lua`); -1 µs stands for `u64::MAX` ns
+/// (for ever).
 fn nanos_of(micros: i64, rest: i64) -> Nanos {
     if micros < 0 {
         return u64::MAX;

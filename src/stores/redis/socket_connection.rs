@@ -38,8 +38,9 @@ pub(super) struct SocketConnection {
 impl SocketConnection {
     /// Connects as `info` says, or `Ok(None)` for an address this type does not
     /// serve (TLS without feature `redis-tls`, or with settings only redis-rs
-    /// holds: see [`tls`](super::tls)). Connecting, a TLS handshake included, is
-    /// bounded by `connect_timeout`, each read and write by `response_timeout`.
+    /// holds: see [`tls`](super::tls)). Connecting, a TLS handshake, `AUTH` and
+    /// `SELECT` included, is bounded by `connect_timeout` (as redis-rs bounds its
+    /// own connections), each read and write after that by `response_timeout`.
     pub(super) fn open(
         info: &ConnectionInfo,
         connect_timeout: Duration,
@@ -69,8 +70,6 @@ impl SocketConnection {
             Some(host) => Stream::Tls(Box::new(tls::connect(host, socket)?)),
             _ => Stream::Plain(socket),
         };
-        stream.socket().set_read_timeout(Some(response_timeout))?;
-        stream.socket().set_write_timeout(Some(response_timeout))?;
         let settings = info.redis_settings();
         let mut conn = SocketConnection {
             stream,
@@ -88,6 +87,12 @@ impl SocketConnection {
         if conn.db != 0 {
             redis::cmd("SELECT").arg(conn.db).query::<()>(&mut conn)?;
         }
+        conn.stream
+            .socket()
+            .set_read_timeout(Some(response_timeout))?;
+        conn.stream
+            .socket()
+            .set_write_timeout(Some(response_timeout))?;
         Ok(Some(conn))
     }
 

@@ -194,8 +194,12 @@ end
 -- 2^64 - 1, the largest u64.
 local U64_MAX = {BASE - 1, BASE - 1, 65535}
 
--- A duration in ns as whole microseconds and the ns remainder (the reply's format);
--- microseconds saturate below 2^53 (285 years).
+-- A duration in ns as whole microseconds and the ns remainder (the reply's format),
+-- exact up to u64::MAX ns. From 2^53 us (285 years) on, where a double no longer
+-- holds every integer, the microseconds are a multiple of 4 (exact below 2^55, and
+-- u64::MAX ns is 2^54.04 us) and the remainder runs up to 3,999 ns: the value is
+-- still us * 1000 + rest, and comparing (us, rest) pairs in order still orders the
+-- values (a step of 4 us outweighs any difference of remainders).
 local function us_ns(a)
   if #a < 3 or a[3] < 32 then
     -- Below 2^53: plain doubles.
@@ -204,9 +208,10 @@ local function us_ns(a)
     return (x - rest) / 1000, rest
   end
   local us, rest = divmod(a, {1000})
-  local u = num(us)
-  if u >= 9007199254740991 then u = 9007199254740991 end
-  return u, num(rest)
+  -- Below 2^53 us: limbs {0, 0, 32} are 32 * 2^48.
+  if cmp(us, {0, 0, 32}) < 0 then return num(us), num(rest) end
+  local fours, rest4 = divmod(a, {4000})
+  return num(fours) * 4, num(rest4)
 end
 
 -- The high and low 32-bit halves of a value below 2^64 (the reply's grant mark).

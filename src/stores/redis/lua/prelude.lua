@@ -39,7 +39,8 @@ end
 
 -- A decision, 16 integers (a key's part of the reply): 1 verdict (0 allowed, 1 denied,
 -- 2 never); 2-3 wait, 4-5 retry_after, 6-7 reset_after, each as whole microseconds and
--- a sub-microsecond remainder in ns (-1 us: u64::MAX ns); 8 remaining, 9 limit (-1:
+-- a sub-microsecond remainder in ns (-1 us: u64::MAX ns; from 2^53 us on, a multiple
+-- of 4 us and a remainder below 4,000 ns, see `us_ns`); 8 remaining, 9 limit (-1:
 -- u64::MAX); 10 the deciding limit's index; 11-12 the grant's mark, 13-14 its charge
 -- and 15-16 the bits of its stored-permits f64, each as high and low 32-bit halves.
 local function decision(verdict, limit, remaining, wait, retry, reset)

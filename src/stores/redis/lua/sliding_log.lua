@@ -91,7 +91,7 @@ local function make_sliding_log(C)
 
   local function is_live(index)
     local at = entry(index)
-    return at + D > AT
+    return AT - at < D
   end
 
   -- Whether the permits still logged once entries up to `index` have expired (the
@@ -123,8 +123,9 @@ local function make_sliding_log(C)
   end
 
   -- When entries from `first` on (and an attempt of `cost` at `attempt_at`, if
-  -- given: a recorded refusal's own entry) have expired enough for `cost` to fit.
-  local function fits_at(first, attempt_at, cost)
+  -- given: a recorded refusal's own entry) have expired enough for `cost` to fit,
+  -- relative to `now` (0: already).
+  local function fits_at(first, attempt_at, cost, now)
     ALLOWED = max(LIMIT - cost, 0)
     EXTRA = 0
     if attempt_at then EXTRA = cost end
@@ -134,7 +135,7 @@ local function make_sliding_log(C)
     local low = first_true(first, top, clears)
     local at
     if attempt_at and low >= LEN then at = attempt_at else at = entry(low) end
-    return at + D
+    return at - now + D
   end
 
   -- A copy of the slots S wrote, for a state that follows it.
@@ -218,25 +219,28 @@ local function make_sliding_log(C)
     if len > 0 then
       FIN, lst = st[8], st[7]
       if lst > now then AT = lst end
-      if st[5] + D <= AT then first = first_true(1, len, is_live) end
+      if AT - st[5] >= D then first = first_true(1, len, is_live) end
     end
     -- The permits from the first live entry on, and Rust's `judge` (then
     -- `recorded_refusal` for a refusal it records), with `spaced_at`, `reset_at` and
     -- the decision's table written out: a Lua function call costs more than their
-    -- arithmetic.
+    -- arithmetic. Times are compared and measured from one another (x - now + D,
+    -- never x + D - now): x + D can pass 2^53, where a double skips odd integers,
+    -- while a difference of two times, and a duration that follows from it, stay
+    -- below.
     local live = FIN - base
     if first > 0 then live = FIN - count_before(first) end
     local remaining = LIMIT - live
     if remaining < 0 then remaining = 0 end
     local reset = 0
     if lst then
-      reset = lst + RESET_SPAN - now
+      reset = lst - now + RESET_SPAN
       if reset < 0 then reset = 0 end
     end
     if cost > LIMIT then return decision(2, LIMIT, remaining, 0, 0, reset), nil end
     local d
-    if live + cost <= LIMIT and (lst == nil or SPACING == 0 or AT >= lst + SPACING) then
-      reset = AT + RESET_SPAN - now
+    if live + cost <= LIMIT and (lst == nil or SPACING == 0 or AT - lst >= SPACING) then
+      reset = AT - now + RESET_SPAN
       if reset < 0 then reset = 0 end
       -- The receipt: the running count after the grant's entry, and its cost (each
       -- as 32-bit halves: exact splits of integer doubles).
@@ -249,13 +253,12 @@ local function make_sliding_log(C)
       local allowed, at = LIMIT - cost, 0
       if live > allowed then
         if first == 0 and (len == 1 or FIN - st[6] <= allowed) then
-          at = st[5] + D
+          at = st[5] - now + D
         else
-          at = fits_at(first, nil, cost)
+          at = fits_at(first, nil, cost, now)
         end
       end
-      if lst and SPACING > 0 and lst + SPACING > at then at = lst + SPACING end
-      at = at - now
+      if lst and SPACING > 0 and lst - now + SPACING > at then at = lst - now + SPACING end
       if at < 0 then at = 0 end
       return {1, 0, 0, at, 0, reset, 0, remaining, LIMIT, 0, 0, 0, 0, 0, 0, 0}, nil
     else
@@ -264,10 +267,10 @@ local function make_sliding_log(C)
       local kept = first
       if len - first >= CAP then kept = first + 1 end
       local held = FIN - count_before(kept) + cost
-      local at = fits_at(kept, AT, cost)
-      if SPACING > 0 then at = max(at, AT + SPACING) end
-      d = decision(1, LIMIT, max(LIMIT - held, 0), 0, max(at - now, 0),
-        max(AT + RESET_SPAN - now, 0))
+      local at = fits_at(kept, AT, cost, now)
+      if SPACING > 0 then at = max(at, AT - now + SPACING) end
+      d = decision(1, LIMIT, max(LIMIT - held, 0), 0, max(at, 0),
+        max(AT - now + RESET_SPAN, 0))
     end
     -- Rust's `dropped`: none when the entries held leave room (`roomy`).
     local dropped = first

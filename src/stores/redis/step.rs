@@ -1,0 +1,227 @@
+//! One step of the store: the `FCALL` built before anything is sent (or the typed
+//! error that refuses it), sent on a blocking or async connection, and its reply
+//! read back as one decision and receipt per key: the [`Store`] implementation.
+//! The protocol is in the [module docs](super).
+
+use super::algorithm::EXACT;
+use super::reply::{answers_from, cancel_args, reported_from, Layout};
+use super::{keys, RedisAlgorithm, RedisStore, TimeSource};
+use crate::algorithms::{Decision, Receipt};
+use crate::clock::Nanos;
+use crate::error::Error;
+use crate::stores::store::{blank, check_output, RenderKey, Reporting, Step, Store};
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use std::hash::BuildHasher;
+use std::sync::Arc;
+
+/// One step call, built before anything is sent.
+pub(super) struct Request {
+    pub(super) keys: Vec<String>,
+    pub(super) args: Vec<String>,
+    /// Where each key's receipt is in the reply.
+    layout: Layout,
+    /// The step's cost: a set's receipt records it.
+    cost: u64,
+}
+
+impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
+    /// Builds the call (`None` when there is nothing to send), or the typed error
+    /// that refuses it before sending. With `report` (a reserve on one key), the step also reports how every limit
+    /// stands after it (step code `e`).
+    pub(super) fn request(
+        &self,
+        algorithm: &A,
+        keys: &[K],
+        now: Nanos,
+        step: Step<'_>,
+        report: bool,
+    ) -> Result<Option<Request>, Error> {
+        // Nothing to send: no key, or a cancel that gives nothing back.
+        if keys.is_empty() || (matches!(step, Step::Cancel { .. }) && !algorithm.cancel_route()?) {
+            return Ok(None);
+        }
+        let mut suffixes = Vec::new();
+        algorithm.key_suffixes(&mut suffixes);
+        let mut server_keys = Vec::with_capacity(keys.len() * suffixes.len());
+        let mut text = String::new();
+        for key in keys {
+            self.push_server_keys(key, &suffixes, &mut text, &mut server_keys);
+        }
+        if self.cluster && keys.len() > 1 {
+            keys::check_one_slot(&server_keys)?;
+        }
+        let (code, cost, max_wait) = match step {
+            Step::Reserve { cost, max_wait } if report => ("e", cost, max_wait),
+            Step::Reserve { cost, max_wait } => ("r", cost, max_wait),
+            Step::Peek { cost } => ("p", cost, 0),
+            Step::Cancel { .. } => ("c", 1, 0),
+        };
+        let grace = self.options.grace().as_millis().min(u128::from(EXACT));
+        let mut config = format!("{grace} {}", A::KIND);
+        let mut words = Vec::new();
+        algorithm.config_args(&mut words)?;
+        for word in &words {
+            config.push(' ');
+            config.push_str(word);
+        }
+        // `call`'s ARGV (lua/driver.lua): the call's text, then `now`, left off at the
+        // server's time unless a cancel's grants follow it. The exact cost: Lua's
+        // tonumber rounds it as Rust's `cost as f64` does.
+        let max_wait = if max_wait == u64::MAX {
+            -1
+        } else {
+            (max_wait / 1_000).min(EXACT - 1) as i64
+        };
+        let mut args = Vec::with_capacity(2);
+        args.push(format!("{config};{code} {cost} {max_wait}"));
+        let cancel = matches!(step, Step::Cancel { .. });
+        match self.options.time_source {
+            TimeSource::Caller => args.push((now / 1_000).min(EXACT - 1).to_string()),
+            TimeSource::Server if cancel => args.push(String::new()),
+            TimeSource::Server => {}
+        }
+        let layout = algorithm.layout();
+        if let Step::Cancel { receipts, acts_at } = step {
+            cancel_args(receipts, &layout, acts_at, now, keys.len(), &mut args);
+        }
+        Ok(Some(Request {
+            keys: server_keys,
+            args,
+            layout,
+            cost,
+        }))
+    }
+}
+
+impl<K, A> Store<K, A> for RedisStore<K, A>
+where
+    K: RenderKey,
+    A: RedisAlgorithm,
+{
+    type Pending = BoxFuture<'static, Result<Vec<(Decision, Receipt)>, Error>>;
+
+    fn apply(
+        &self,
+        algorithm: &A,
+        keys: &[K],
+        now: Nanos,
+        step: Step<'_>,
+        out: &mut [(Decision, Receipt)],
+    ) -> Result<(), Error> {
+        check_output(keys.len(), out.len())?;
+        let Some(request) = self.request(algorithm, keys, now, step, false)? else {
+            return Ok(());
+        };
+        let reply = self
+            .connections
+            .run_blocking(&request.keys, &request.args)?;
+        if let Step::Cancel { .. } = step {
+            return Ok(());
+        }
+        let peek = matches!(step, Step::Peek { .. });
+        answers_from(&reply, out, &request.layout, request.cost, peek)
+    }
+
+    /// A reserve runs and reports in one call: the server appends each limit's
+    /// standing to the key's decision.
+    fn apply_key_each(
+        &self,
+        algorithm: &A,
+        key: &K,
+        now: Nanos,
+        step: Step<'_>,
+        each: &mut dyn FnMut(Decision),
+    ) -> Result<(Decision, Receipt), Error> {
+        let keys = std::slice::from_ref(key);
+        let Some(request) = self.request(algorithm, keys, now, step, true)? else {
+            return Ok(blank());
+        };
+        let reply = self
+            .connections
+            .run_blocking(&request.keys, &request.args)?;
+        let (answer, limits) = reported_from(&reply, &step, &request.layout)?;
+        limits.into_iter().for_each(each);
+        Ok(answer)
+    }
+
+    fn apply_key_each_async(
+        &self,
+        algorithm: &A,
+        key: &K,
+        now: Nanos,
+        step: Step<'_>,
+    ) -> Reporting {
+        let request = match self.request(algorithm, std::slice::from_ref(key), now, step, true) {
+            Ok(Some(request)) => request,
+            Ok(None) => return Box::pin(futures::future::ready(Ok((blank(), Vec::new())))),
+            Err(e) => return Box::pin(futures::future::ready(Err(e))),
+        };
+        // The future owns what it needs: the request, and what kind of step it is.
+        let step: Step<'static> = match step {
+            Step::Reserve { cost, max_wait } => Step::Reserve { cost, max_wait },
+            Step::Peek { cost } => Step::Peek { cost },
+            Step::Cancel { .. } => Step::Cancel {
+                receipts: &[],
+                acts_at: 0,
+            },
+        };
+        let connections = Arc::clone(&self.connections);
+        Box::pin(async move {
+            let reply = connections.run_async(request.keys, request.args).await?;
+            reported_from(&reply, &step, &request.layout)
+        })
+    }
+
+    fn apply_async(&self, algorithm: &A, keys: &[K], now: Nanos, step: Step<'_>) -> Self::Pending {
+        let blank = vec![blank(); keys.len()];
+        let request = match self.request(algorithm, keys, now, step, false) {
+            Ok(Some(request)) => request,
+            Ok(None) => return futures::future::ready(Ok(blank)).boxed(),
+            Err(e) => return futures::future::ready(Err(e)).boxed(),
+        };
+        // The future owns what it needs: the request, and what kind of step it is.
+        let (cancel, peek) = (
+            matches!(step, Step::Cancel { .. }),
+            matches!(step, Step::Peek { .. }),
+        );
+        let connections = Arc::clone(&self.connections);
+        async move {
+            let reply = connections.run_async(request.keys, request.args).await?;
+            let mut out = blank;
+            if !cancel {
+                answers_from(&reply, &mut out, &request.layout, request.cost, peek)?;
+            }
+            Ok(out)
+        }
+        .boxed()
+    }
+
+    /// Sends the cancel after every cancel given to this store (or a clone) before
+    /// it, in order, each once the one before has been answered, and returns at
+    /// once: inside a tokio runtime one task sends the queued cancels on the
+    /// multiplexed connection; outside one the calling thread sends them on a
+    /// blocking connection, each waiting at most the response timeout, unless a
+    /// sender is already at work. Replies and failures are not awaited by the
+    /// caller (a lost cancel leaves the permits taken).
+    fn cancel_detached(
+        &self,
+        algorithm: &A,
+        keys: &[K],
+        now: Nanos,
+        receipts: &[Receipt],
+        acts_at: Nanos,
+    ) {
+        let step = Step::Cancel { receipts, acts_at };
+        if let Ok(Some(request)) = self.request(algorithm, keys, now, step, false) {
+            self.cancels.send(&self.connections, request);
+        }
+    }
+
+    /// A hash of the key's text, keyed at random per store (clones share it).
+    fn key_id(&self, key: &K) -> Option<u64> {
+        let mut text = String::new();
+        key.render_key(&mut text);
+        Some(self.ids.hash_one(text))
+    }
+}
