@@ -9,6 +9,8 @@ mod support;
 mod abandoned_waits;
 #[path = "redis_store/configuration.rs"]
 mod configuration;
+#[path = "redis_store/deadlines.rs"]
+mod deadlines;
 #[path = "redis_store/fixed_window.rs"]
 mod fixed_window;
 #[path = "redis_store/keyed_reservations.rs"]

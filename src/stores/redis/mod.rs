@@ -163,7 +163,13 @@
 //! e.g. `timed out after 250ms waiting for the step's reply (the response
 //! timeout)`, with [`Applied::Unknown`] (the server may still run the step once
 //! it answers again), or `… connecting (the connect timeout)` with
-//! [`Applied::No`]. A server restart between calls loses no call: a blocking
+//! [`Applied::No`]. That server never runs it late: every reserve and peek
+//! carries a deadline (this host's wall clock at sending, plus the response
+//! timeout and [`RedisOptions::deadline_slack`]), and the server refuses a call
+//! that reaches it after its deadline, before reading anything, with an `EXPIRED`
+//! error ([`Applied::No`]). So the calls that time out while a server is paused are
+//! not applied when it resumes; see `deadline_slack` for the clock rule and the
+//! skew it tolerates. A server restart between calls loses no call: a blocking
 //! connection over TCP (TLS too, with feature `redis-tls`: `tls.rs`) or a Unix
 //! socket is the store's own socket, read without blocking before each call (see
 //! `socket_connection.rs`; on a Cluster opened from node URLs, plain or TLS, the
@@ -496,8 +502,8 @@ impl<K, A> RedisStore<K, A> {
     }
 
     /// The `KEYS` and `ARGV` of the `FCALL` this store sends for `step` on `key` at
-    /// `now` (ns, read only at the caller's time), both empty when it sends nothing:
-    /// for replaying the very call elsewhere (`benches/redis.rs` hands it to
+    /// `now` (ns, read only at the caller's time), both empty when it sends nothing,
+    /// with no deadline: for replaying the very call elsewhere (`benches/redis.rs` hands it to
     /// `redis-benchmark`). Not a stable interface: the arguments are the step
     /// library's, which changes with the crate.
     #[doc(hidden)]
@@ -513,7 +519,11 @@ impl<K, A> RedisStore<K, A> {
         A: RedisAlgorithm,
     {
         let request = self.request(algorithm, std::slice::from_ref(key), now, step, false)?;
-        Ok(request.map_or_else(Default::default, |r| (r.keys, r.args)))
+        Ok(request.map_or_else(Default::default, |mut r| {
+            // A replay runs long after now: no deadline.
+            r.args[1].clear();
+            (r.keys, r.args)
+        }))
     }
 
     /// Appends the server keys of `key` under each of `suffixes`.

@@ -1,8 +1,9 @@
 //! The Redis store's settings: namespace, timeouts, time source, expiry, hash tags.
 
+use super::algorithm::EXACT;
 use super::keys::check_part;
 use crate::error::{ConfigError, Error};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Whose clock a step runs at.
 ///
@@ -51,6 +52,7 @@ pub struct RedisOptions {
     pub(super) time_source: TimeSource,
     /// `None` until set: required with [`TimeSource::Caller`], zero otherwise.
     pub(super) expiry_grace: Option<Duration>,
+    pub(super) deadline_slack: Duration,
 }
 
 impl Default for RedisOptions {
@@ -62,6 +64,7 @@ impl Default for RedisOptions {
             response_timeout: Duration::from_millis(250),
             time_source: TimeSource::Server,
             expiry_grace: None,
+            deadline_slack: Duration::ZERO,
         }
     }
 }
@@ -163,6 +166,56 @@ impl RedisOptions {
     pub fn expiry_grace(mut self, grace: Duration) -> Self {
         self.expiry_grace = Some(grace);
         self
+    }
+
+    /// How far past its deadline a call may still be applied (default zero): the
+    /// skew allowed for a server clock that runs *ahead* of this host's.
+    ///
+    /// Every reserve or peek carries a deadline: this host's wall-clock time when
+    /// it is sent, plus the [response timeout](RedisOptions::response_timeout),
+    /// plus this slack. The server compares it with its own clock (`TIME`) before
+    /// it reads anything, and refuses a call that arrives later with an `EXPIRED`
+    /// error, applying nothing: a call whose caller has given up (it timed out,
+    /// say, while the server was paused) never lands when the server comes back.
+    /// Cancels carry none (nobody waits for them, and a late one only gives back).
+    ///
+    /// With the server's clock `s` ahead of this host's (negative: behind), a call
+    /// is applied only if it reaches the server within `timeout + slack - s` of
+    /// being sent. So:
+    /// * with the clocks in step (NTP keeps them within milliseconds) and no
+    ///   slack, nothing is applied after its caller gave up;
+    /// * a server clock *behind* by `b` lets a call land up to `b` after its caller
+    ///   gave up (plus the slack);
+    /// * a server clock *ahead* by `a` refuses calls that took longer than
+    ///   `timeout + slack - a` (`a` beyond the timeout plus the slack refuses
+    ///   every call: a failure the store reports, never a grant). Set the slack to
+    ///   the skew you cannot rule out.
+    ///
+    /// A reply that is in flight when the caller gives up can still have been
+    /// applied: that is what [`Applied::Unknown`](crate::Applied::Unknown) says.
+    ///
+    /// ```
+    /// use sluicegate::stores::redis::RedisOptions;
+    /// use std::time::Duration;
+    /// let options = RedisOptions::default().deadline_slack(Duration::from_millis(20));
+    /// # let _ = options;
+    /// ```
+    pub fn deadline_slack(mut self, slack: Duration) -> Self {
+        self.deadline_slack = slack;
+        self
+    }
+
+    /// The deadline of a call sent now, as `call`'s ARGV carries it: whole µs
+    /// since 1970 on this host's wall clock ('' for none, on a clock set before
+    /// 1970).
+    pub(super) fn deadline_from_now(&self) -> String {
+        let Ok(since) = SystemTime::now().duration_since(UNIX_EPOCH) else {
+            return String::new();
+        };
+        let deadline = since
+            .saturating_add(self.response_timeout)
+            .saturating_add(self.deadline_slack);
+        deadline.as_micros().min(u128::from(EXACT - 1)).to_string()
     }
 
     /// The grace the keys get: the one set, else zero (see

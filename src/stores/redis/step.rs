@@ -65,7 +65,8 @@ impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
             config.push(' ');
             config.push_str(word);
         }
-        // `call`'s ARGV (lua/driver.lua): the call's text, then `now`, left off at the
+        // `call`'s ARGV (lua/driver.lua): the call's text, its deadline (none for a
+        // cancel, which its caller does not wait for), then `now`, left off at the
         // server's time unless a cancel's grants follow it. The exact cost: Lua's
         // tonumber rounds it as Rust's `cost as f64` does.
         let max_wait = if max_wait == u64::MAX {
@@ -73,9 +74,14 @@ impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
         } else {
             (max_wait / 1_000).min(EXACT - 1) as i64
         };
-        let mut args = Vec::with_capacity(2);
+        let mut args = Vec::with_capacity(3);
         args.push(format!("{config};{code} {cost} {max_wait}"));
         let cancel = matches!(step, Step::Cancel { .. });
+        args.push(if cancel {
+            String::new()
+        } else {
+            self.options.deadline_from_now()
+        });
         match self.options.time_source {
             TimeSource::Caller => args.push((now / 1_000).min(EXACT - 1).to_string()),
             TimeSource::Server if cancel => args.push(String::new()),

@@ -11,10 +11,13 @@
 -- index) and its words, space-separated; then ';', the step ('r', 'p', 'c'; 'e': a
 -- reserve on one identity that also reports how every limit stands after it, one
 -- more decision per limit after its own), the cost and the max wait in whole us (-1:
--- for ever), space-separated. 2 now in us (absent or '': the server's TIME); a
--- cancel's grants follow. One argument where there could be five: Redis builds
--- ARGV afresh on every call, each argument a string and, at the 1st, 2nd, 3rd and
--- 5th, a table resize, while the text of a call seen before is one table lookup.
+-- for ever), space-separated. 2 the call's deadline in us since 1970 (absent or
+-- '': none); 3 now in us (absent or '': the server's TIME); a cancel's grants
+-- follow. A call whose deadline the server's TIME has passed is refused before it
+-- reads anything (an `EXPIRED` error: its caller has given up on it, so it must not
+-- land). Few arguments where there could be six: Redis builds ARGV afresh on every
+-- call, each argument a string and, at the 1st, 2nd, 3rd and 5th, a table resize,
+-- while the text of a call seen before is one table lookup.
 
 -- Algorithms built from their configuration text, kept between calls: building
 -- one (its closures, its constants) is most of what a step would otherwise cost.
@@ -111,14 +114,22 @@ local function call(KEYS, ARGV)
   GRACE_MS, STEP, REPORT, COST, COST_TEXT, MAX_WAIT =
     ALG.grace, P.step, P.report, P.cost, P.cost_text, P.max_wait
   LONE = false
-  local now = ARGV[2]
+  local deadline, now = ARGV[2], ARGV[3]
   SERVER_TIME = now == nil or now == ''
+  local t
   if SERVER_TIME then
-    local t = redis_call('TIME')
+    t = redis_call('TIME')
     NOW = t[1] * 1000000 + t[2]
   else
     -- Arithmetic coercion parses as tonumber does, without the cost of a call.
     NOW = now + 0
+  end
+  if deadline ~= nil and deadline ~= '' then
+    if not SERVER_TIME then t = redis_call('TIME') end
+    if t[1] * 1000000 + t[2] > deadline + 0 then
+      return redis.error_reply('EXPIRED sluicegate: the call reached the server after its ' ..
+        'deadline (its caller had given up on it), so it was not applied')
+    end
   end
   local K = ALG.nkeys
   if #KEYS == K and STEP ~= 'c' then
@@ -156,7 +167,7 @@ local function call(KEYS, ARGV)
   local n = #KEYS / K
   PURE_PEEK = STEP == 'p' and n == 1
 
-  -- A cancel: ARGV 3 is when the grant was to act, relative to now (ns, decimal;
+  -- A cancel: ARGV 4 is when the grant was to act, relative to now (ns, decimal;
   -- '-': already past), then per identity its receipt: per leaf (one for a single
   -- algorithm, one per single algorithm in a set), allowed (1/0), mark, charge and
   -- stored-permits bits (each as 32-bit halves). Keys the server does not hold have
@@ -165,7 +176,7 @@ local function call(KEYS, ARGV)
   if STEP == 'c' then
     local acts_at = nil
     local W = 7 * (ALG.leaves or 1)
-    if ARGV[3] ~= '-' then acts_at = add(ns(NOW), decimal(ARGV[3])) end
+    if ARGV[4] ~= '-' then acts_at = add(ns(NOW), decimal(ARGV[4])) end
     local cancelled = {}
     for i = 1, n do
       local keys = {}
@@ -177,7 +188,7 @@ local function call(KEYS, ARGV)
         order[#order + 1] = id
       end
       if held[id] then
-        local w, g = {}, 4 + (i - 1) * W
+        local w, g = {}, 5 + (i - 1) * W
         for j = 1, W do w[j] = tonumber(ARGV[g + j - 1]) end
         local grant
         if ALG.leaves then
