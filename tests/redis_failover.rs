@@ -253,7 +253,6 @@ fn async_calls_on_a_frozen_server_answer_by_the_policy_and_recover() {
     let tasks: Vec<_> = (0..THREADS)
         .map(|_| {
             let limiter = Arc::clone(&limiter);
-
             runtime.spawn(async move {
                 let mut decisions = Vec::new();
                 for _ in 0..50 {
