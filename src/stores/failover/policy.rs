@@ -13,7 +13,7 @@ use std::hash::Hash;
 ///
 /// | policy | a call is | [`Decision::source`] | what it costs |
 /// |---|---|---|---|
-/// | `Closed` | refused: denied, `retry_after` the rest of the back-off, `limit` and `remaining` 0 (no limit was consulted) | [`Source::FailedClosed`] | availability: nothing gets through while the store is down |
+/// | `Closed` | refused: denied, `retry_after` the rest of the back-off (the initial back-off while another caller probes), `limit` and `remaining` 0 (no limit was consulted) | [`Source::FailedClosed`] | availability: nothing gets through while the store is down |
 /// | `Open` | allowed, with nothing to give back, `limit` and `remaining` 0 | [`Source::Unchecked`] | safety: nothing is limited while the store is down |
 /// | `Local(a)` | decided by `a` on an in-memory store of this process | [`Source::Local`] | accuracy: each process limits on its own, with the share of the quota `a` gives it |
 ///
