@@ -46,7 +46,7 @@ mod error;
 pub mod limiters;
 pub mod stores;
 
-pub use algorithms::{Decision, Verdict};
+pub use algorithms::{Decision, Source, Verdict};
 pub use clock::{Clock, DefaultClock, ManualClock};
 pub use error::{Applied, ConfigError, Error, StoreError};
 pub use limiters::{AsyncKeyedRateLimiter, KeyedRateLimiter, KeyedReservation};

@@ -25,6 +25,53 @@ pub enum Verdict {
     Never,
 }
 
+/// Who made a [`Decision`]: the limit itself (in memory or on a store's server),
+/// or, when a store that can fail could not be asked, the failure policy of a
+/// [`FailoverStore`](crate::stores::failover::FailoverStore) in its place.
+///
+/// Every decision an algorithm or a store makes says [`Source::Store`]; only a
+/// failover store answers the others, so a caller can tell a degraded decision
+/// from a checked one (to log it, count it, or send it on as a header).
+///
+/// ```
+/// use sluicegate::{Decision, Source};
+/// assert_eq!(Decision::allowed(10, 9, 0).source(), Source::Store);
+/// assert_eq!(Source::default(), Source::Store);
+/// let unchecked = Decision::allowed(0, 0, 0).with_source(Source::Unchecked);
+/// assert!(unchecked.source().is_degraded());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Source {
+    /// The limit decided: the algorithm's step ran on the state it keeps (a cell,
+    /// the in-memory store, or the remote store's server).
+    #[default]
+    Store,
+    /// The remote store could not be asked, and a local, in-memory limit decided
+    /// instead ([`FailurePolicy::Local`](crate::stores::failover::FailurePolicy::Local)).
+    Local,
+    /// The remote store could not be asked, and the call was let through
+    /// unchecked ([`FailurePolicy::Open`](crate::stores::failover::FailurePolicy::Open)).
+    Unchecked,
+    /// The remote store could not be asked, and the call was refused without
+    /// being checked ([`FailurePolicy::Closed`](crate::stores::failover::FailurePolicy::Closed)).
+    FailedClosed,
+}
+
+impl Source {
+    /// True for every source but [`Source::Store`]: the limit was not consulted.
+    ///
+    /// ```
+    /// use sluicegate::Source;
+    /// assert!(!Source::Store.is_degraded());
+    /// assert!(Source::Local.is_degraded() && Source::FailedClosed.is_degraded());
+    /// ```
+    #[inline]
+    pub fn is_degraded(self) -> bool {
+        self != Source::Store
+    }
+}
+
 /// What a limit answered to one call: the verdict, plus everything an HTTP service
 /// needs for `429`, `Retry-After` and the `RateLimit`/`X-Rate-Limit-*` headers.
 ///
@@ -43,6 +90,9 @@ pub enum Verdict {
 ///   acting on it. Non-zero only for algorithms that reserve future capacity.
 /// * [`limit_index`](Decision::limit_index): which limit of a multi-limit set decided
 ///   (0 for a single limit).
+/// * [`source`](Decision::source): who decided ([`Source::Store`], the limit itself,
+///   unless a failover store answered in its place). It takes a byte of the padding
+///   next to the verdict, so a decision stays five words.
 ///
 /// ```
 /// use sluicegate::{Decision, Verdict};
@@ -61,6 +111,7 @@ pub struct Decision {
     remaining: u64,
     limit: u64,
     limit_index: u32,
+    source: Source,
 }
 
 impl Decision {
@@ -98,6 +149,7 @@ impl Decision {
             remaining,
             limit,
             limit_index: 0,
+            source: Source::Store,
         }
     }
 
@@ -119,6 +171,7 @@ impl Decision {
             remaining,
             limit,
             limit_index: 0,
+            source: Source::Store,
         }
     }
 
@@ -141,6 +194,7 @@ impl Decision {
             remaining,
             limit,
             limit_index: 0,
+            source: Source::Store,
         }
     }
 
@@ -155,6 +209,32 @@ impl Decision {
     pub fn with_limit_index(mut self, index: u32) -> Self {
         self.limit_index = index;
         self
+    }
+
+    /// Records who made the decision (see [`Source`]).
+    ///
+    /// ```
+    /// use sluicegate::{Decision, Source};
+    /// let d = Decision::denied(0, 0, 1_000, 1_000).with_source(Source::FailedClosed);
+    /// assert_eq!(d.source(), Source::FailedClosed);
+    /// ```
+    #[inline]
+    pub fn with_source(mut self, source: Source) -> Self {
+        self.source = source;
+        self
+    }
+
+    /// Who made the decision: [`Source::Store`] (the limit) unless a
+    /// [`FailoverStore`](crate::stores::failover::FailoverStore) answered by its
+    /// failure policy.
+    ///
+    /// ```
+    /// use sluicegate::{Decision, Source};
+    /// assert_eq!(Decision::never(1, 1, 0).source(), Source::Store);
+    /// ```
+    #[inline]
+    pub fn source(&self) -> Source {
+        self.source
     }
 
     /// Allowed, denied, or never.
@@ -326,5 +406,15 @@ impl Decision {
     #[inline]
     pub fn limit_index(&self) -> u32 {
         self.limit_index
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_decision_with_its_source_is_five_words() {
+        assert_eq!(std::mem::size_of::<Decision>(), 5 * 8);
     }
 }

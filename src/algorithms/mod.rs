@@ -51,7 +51,7 @@ pub mod smooth_warming_up;
 mod validate;
 pub mod words;
 
-pub use decision::{Decision, Verdict};
+pub use decision::{Decision, Source, Verdict};
 pub use fixed_window::FixedWindow;
 pub use leaky_bucket::{LeakyBucket, LeakyMode};
 pub use multi::{AllOf, AllOfState, DynLimit, DynState, Limits, LimitsState};

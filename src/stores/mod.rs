@@ -6,11 +6,15 @@
 //!   without blocking.
 //! * [`memory`] is the default [`Store`]: a sharded, compact in-memory table that
 //!   forgets idle keys lazily, with an optional cap.
+//! * [`failover`] wraps a store that can fail (Redis) with a failure policy: fail
+//!   closed, fail open, or a local in-memory limit, with a back-off so that a store
+//!   that is down costs no round trip.
 //! * `redis` (feature `redis`) runs the same steps server-side on Redis or Redis
 //!   Cluster, one script call per decision, so that many processes share limits.
 //!
 //! One limit's state (a direct limiter's) lives in a [cell](crate::cells) instead.
 
+pub mod failover;
 pub mod memory;
 #[cfg(feature = "redis")]
 pub mod redis;

@@ -1,0 +1,374 @@
+//! [`Store`] for [`FailoverStore`]: every step goes to the inner store while it is
+//! healthy and to the policy while it is not; cancels go to whichever granted.
+
+use super::backoff::Route;
+use super::observe::Count;
+use super::policy::{untag_local, Fallback};
+use super::{Ctx, FailoverStore};
+use crate::algorithms::{Algorithm, Decision, Receipt};
+use crate::clock::{Clock, Nanos};
+use crate::error::Error;
+use crate::stores::store::{blank, check_output};
+use crate::stores::{Reporting, Step, Store};
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use std::borrow::Cow;
+use std::future::Future;
+use std::hash::Hash;
+use std::sync::Arc;
+
+/// A reserve or peek that a future can keep; `None` for a cancel.
+fn owned(step: Step<'_>) -> Option<Step<'static>> {
+    match step {
+        Step::Reserve { cost, max_wait } => Some(Step::Reserve { cost, max_wait }),
+        Step::Peek { cost } => Some(Step::Peek { cost }),
+        Step::Cancel { .. } => None,
+    }
+}
+
+impl<K, A: Algorithm, C: Clock> Ctx<K, A, C> {
+    /// Runs `ask` on the inner store or `answer` by the policy, as the back-off
+    /// says, and keeps the back-off up to date with what `ask` returned.
+    fn run<T>(
+        &self,
+        ask: impl FnOnce() -> Result<T, Error>,
+        answer: impl FnOnce(Nanos) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        self.run_on(&mut (), |_| ask(), |_, retry_after| answer(retry_after))
+    }
+
+    /// [`run`](Self::run), with `state` lent to whichever of `ask` and `answer`
+    /// runs (an output buffer both write).
+    fn run_on<X: ?Sized, T>(
+        &self,
+        state: &mut X,
+        ask: impl FnOnce(&mut X) -> Result<T, Error>,
+        answer: impl FnOnce(&mut X, Nanos) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        match self.health.route() {
+            Route::Store => match ask(state) {
+                Err(Error::Store(e)) => {
+                    let retry_after = self.health.failed();
+                    self.failed(|r| answer(state, r), retry_after, Error::Store(e))
+                }
+                other => other,
+            },
+            Route::Probe(probe) => {
+                self.counters.add(Count::Probe);
+                match ask(state) {
+                    Ok(t) => {
+                        probe.succeeded();
+                        self.counters.add(Count::Recovery);
+                        Ok(t)
+                    }
+                    Err(Error::Store(e)) => {
+                        let retry_after = probe.failed();
+                        self.failed(|r| answer(state, r), retry_after, Error::Store(e))
+                    }
+                    Err(other) => {
+                        probe.abandon();
+                        Err(other)
+                    }
+                }
+            }
+            Route::Policy(retry_after) => self.degrade(|r| answer(state, r), retry_after, None),
+        }
+    }
+
+    /// [`run`](Self::run) for an inner store's future: the route is taken now
+    /// (`ask` is not even called when backed off), the verdict when it resolves.
+    fn run_async<T, F>(
+        &self,
+        ask: impl FnOnce() -> F,
+        answer: impl FnOnce(Nanos) -> Result<T, Error> + Send + 'static,
+    ) -> BoxFuture<'static, Result<T, Error>>
+    where
+        T: Send + 'static,
+        F: Future<Output = Result<T, Error>> + Send + 'static,
+        K: Send + Sync + 'static,
+    {
+        let probe = match self.health.route() {
+            Route::Policy(retry_after) => {
+                return futures::future::ready(self.degrade(answer, retry_after, None)).boxed()
+            }
+            Route::Store => None,
+            Route::Probe(probe) => {
+                self.counters.add(Count::Probe);
+                Some(probe)
+            }
+        };
+        let pending = ask();
+        let ctx = self.clone();
+        async move {
+            match pending.await {
+                Ok(t) => {
+                    if let Some(probe) = probe {
+                        probe.succeeded();
+                        ctx.counters.add(Count::Recovery);
+                    }
+                    Ok(t)
+                }
+                Err(Error::Store(e)) => {
+                    let retry_after = match probe {
+                        Some(probe) => probe.failed(),
+                        None => ctx.health.failed(),
+                    };
+                    ctx.failed(answer, retry_after, Error::Store(e))
+                }
+                Err(other) => {
+                    if let Some(probe) = probe {
+                        probe.abandon();
+                    }
+                    Err(other)
+                }
+            }
+        }
+        .boxed()
+    }
+
+    fn failed<T>(
+        &self,
+        answer: impl FnOnce(Nanos) -> Result<T, Error>,
+        retry_after: Nanos,
+        error: Error,
+    ) -> Result<T, Error> {
+        self.counters.add(Count::Failure);
+        self.degrade(answer, retry_after, Some(&error))
+    }
+}
+
+impl<K: Hash + Eq, A: Algorithm, C: Clock> Ctx<K, A, C> {
+    /// Gives the local limit's grants back to it, and answers the receipts the
+    /// inner store should get, or `None` when there are none or it is backed off.
+    fn split_cancel<'r>(
+        &self,
+        keys: &[K],
+        now: Nanos,
+        receipts: &'r [Receipt],
+        acts_at: Nanos,
+    ) -> Option<Cow<'r, [Receipt]>> {
+        let inner = if receipts.iter().any(|r| untag_local(r).is_some()) {
+            self.fallback.cancel_local(keys, now, receipts, acts_at);
+            let rest = receipts.iter().map(|r| match untag_local(r) {
+                Some(_) => Receipt::NONE,
+                None => r.clone(),
+            });
+            Cow::Owned(rest.collect())
+        } else {
+            Cow::Borrowed(receipts)
+        };
+        if inner.iter().all(Receipt::is_none) {
+            return None;
+        }
+        if self.health.is_degraded() {
+            self.counters.add(Count::DroppedCancel);
+            return None;
+        }
+        Some(inner)
+    }
+
+    /// A failed cancel leaves the permits taken (the safe direction) and backs
+    /// off; nothing else is answered.
+    fn cancel_failed(&self, result: Result<(), Error>) -> Result<(), Error> {
+        match result {
+            Err(Error::Store(_)) => {
+                self.health.failed();
+                self.counters.add(Count::Failure);
+                Ok(())
+            }
+            other => other,
+        }
+    }
+}
+
+impl<S, K, A, C> Store<K, A> for FailoverStore<S, K, A, C>
+where
+    S: Store<K, A>,
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    A: Algorithm,
+    C: Clock,
+{
+    type Pending = BoxFuture<'static, Result<Vec<(Decision, Receipt)>, Error>>;
+
+    fn apply(
+        &self,
+        algorithm: &A,
+        keys: &[K],
+        now: Nanos,
+        step: Step<'_>,
+        out: &mut [(Decision, Receipt)],
+    ) -> Result<(), Error> {
+        check_output(keys.len(), out.len())?;
+        if let Step::Cancel { receipts, acts_at } = step {
+            let Some(inner) = self.ctx.split_cancel(keys, now, receipts, acts_at) else {
+                return Ok(());
+            };
+            let step = Step::Cancel {
+                receipts: &inner,
+                acts_at,
+            };
+            let result = self.inner.apply(algorithm, keys, now, step, out);
+            return self.ctx.cancel_failed(result);
+        }
+        let fallback = &self.ctx.fallback;
+        self.ctx.run_on(
+            out,
+            |out| self.inner.apply(algorithm, keys, now, step, out),
+            |out, retry_after| fallback.answer(keys, now, step, retry_after, out),
+        )
+    }
+
+    fn apply_key(
+        &self,
+        algorithm: &A,
+        key: &K,
+        now: Nanos,
+        step: Step<'_>,
+    ) -> Result<(Decision, Receipt), Error> {
+        if let Step::Cancel { .. } = step {
+            let mut out = [blank()];
+            self.apply(algorithm, std::slice::from_ref(key), now, step, &mut out)?;
+            let [answer] = out;
+            return Ok(answer);
+        }
+        let fallback = &self.ctx.fallback;
+        self.ctx.run(
+            || self.inner.apply_key(algorithm, key, now, step),
+            |retry_after| {
+                let mut out = [blank()];
+                fallback.answer(std::slice::from_ref(key), now, step, retry_after, &mut out)?;
+                let [answer] = out;
+                Ok(answer)
+            },
+        )
+    }
+
+    fn try_take_key(
+        &self,
+        algorithm: &A,
+        key: &K,
+        now: Nanos,
+        cost: u64,
+    ) -> Result<Option<Decision>, Error> {
+        let fallback = &self.ctx.fallback;
+        self.ctx.run(
+            || self.inner.try_take_key(algorithm, key, now, cost),
+            |retry_after| fallback.try_take(key, now, cost, retry_after),
+        )
+    }
+
+    /// The inner store's reports reach `each` only once its step succeeded, so
+    /// that a step that fails part way and is answered by the policy reports the
+    /// policy's decisions alone.
+    fn apply_key_each(
+        &self,
+        algorithm: &A,
+        key: &K,
+        now: Nanos,
+        step: Step<'_>,
+        each: &mut dyn FnMut(Decision),
+    ) -> Result<(Decision, Receipt), Error> {
+        if let Step::Cancel { .. } = step {
+            let answer = self.apply_key(algorithm, key, now, step)?;
+            each(answer.0);
+            return Ok(answer);
+        }
+        let fallback = &self.ctx.fallback;
+        let mut reported = Vec::new();
+        let mut fell_back = false;
+        let answer = self.ctx.run(
+            || {
+                let mut report = |d: Decision| reported.push(d);
+                self.inner
+                    .apply_key_each(algorithm, key, now, step, &mut report)
+            },
+            |retry_after| {
+                fell_back = true;
+                fallback.answer_each(key, now, step, retry_after, each)
+            },
+        )?;
+        if !fell_back {
+            reported.into_iter().for_each(each);
+        }
+        Ok(answer)
+    }
+
+    fn apply_key_each_async(
+        &self,
+        algorithm: &A,
+        key: &K,
+        now: Nanos,
+        step: Step<'_>,
+    ) -> Reporting {
+        let Some(kept) = owned(step) else {
+            let answer = self.apply_key(algorithm, key, now, step);
+            return Box::pin(futures::future::ready(answer.map(|a| {
+                let decision = a.0;
+                (a, vec![decision])
+            })));
+        };
+        let fallback = Arc::clone(&self.ctx.fallback);
+        let key_kept = key.clone();
+        let answer = move |retry_after| {
+            let mut each = Vec::new();
+            let answer =
+                fallback.answer_each(&key_kept, now, kept, retry_after, &mut |d| each.push(d))?;
+            Ok((answer, each))
+        };
+        self.ctx.run_async(
+            || self.inner.apply_key_each_async(algorithm, key, now, step),
+            answer,
+        )
+    }
+
+    fn answers_at_once(&self) -> bool {
+        self.inner.answers_at_once()
+    }
+
+    fn apply_async(&self, algorithm: &A, keys: &[K], now: Nanos, step: Step<'_>) -> Self::Pending {
+        let Some(kept) = owned(step) else {
+            let mut out = vec![blank(); keys.len()];
+            let result = self.apply(algorithm, keys, now, step, &mut out);
+            return futures::future::ready(result.map(|()| out)).boxed();
+        };
+        let fallback: Arc<Fallback<K, A>> = Arc::clone(&self.ctx.fallback);
+        // Only the local limit reads the keys: the others answer by count.
+        let kept_keys = if fallback.needs_keys() {
+            keys.to_vec()
+        } else {
+            Vec::new()
+        };
+        let count = keys.len();
+        let answer = move |retry_after| {
+            let mut out = vec![blank(); count];
+            fallback.answer(&kept_keys, now, kept, retry_after, &mut out)?;
+            Ok(out)
+        };
+        self.ctx.run_async(
+            || self.inner.apply_async(algorithm, keys, now, step),
+            answer,
+        )
+    }
+
+    /// The local limit's grants go back to it; the inner store's to the inner
+    /// store while it is healthy, and are dropped while it is backed off (see the
+    /// module docs).
+    fn cancel_detached(
+        &self,
+        algorithm: &A,
+        keys: &[K],
+        now: Nanos,
+        receipts: &[Receipt],
+        acts_at: Nanos,
+    ) {
+        if let Some(inner) = self.ctx.split_cancel(keys, now, receipts, acts_at) {
+            self.inner
+                .cancel_detached(algorithm, keys, now, &inner, acts_at);
+        }
+    }
+
+    /// The inner store's number for the key, whoever answers its calls.
+    fn key_id(&self, key: &K) -> Option<u64> {
+        self.inner.key_id(key)
+    }
+}

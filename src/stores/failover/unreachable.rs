@@ -1,0 +1,52 @@
+//! A store that is always down, for trying a failure policy.
+
+use crate::algorithms::{Algorithm, Decision, Receipt};
+use crate::clock::Nanos;
+use crate::error::{Applied, Error, StoreError};
+use crate::stores::{Step, Store};
+
+/// A [`Store`] whose every step fails with [`Error::Store`] ([`Applied::No`]):
+/// a server that refuses connections, without a server. For trying a
+/// [`FailoverStore`](super::FailoverStore)'s policy in tests and examples.
+///
+/// ```
+/// use sluicegate::algorithms::FixedWindow;
+/// use sluicegate::stores::failover::Unreachable;
+/// use sluicegate::stores::{Step, Store};
+/// use sluicegate::{Applied, Error};
+/// let window = FixedWindow::new(1, std::time::Duration::from_secs(1)).unwrap();
+/// let step = Step::Reserve { cost: 1, max_wait: 0 };
+/// let err = Store::<&str, _>::apply_key(&Unreachable, &window, &"k", 0, step).unwrap_err();
+/// assert!(matches!(err, Error::Store(e) if e.applied() == Applied::No));
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Unreachable;
+
+fn down() -> Error {
+    Error::Store(StoreError::new(
+        "unreachable",
+        Applied::No,
+        "the store is unreachable",
+    ))
+}
+
+impl<K, A: Algorithm> Store<K, A> for Unreachable {
+    type Pending = futures::future::Ready<Result<Vec<(Decision, Receipt)>, Error>>;
+
+    fn apply(
+        &self,
+        _: &A,
+        _: &[K],
+        _: Nanos,
+        _: Step<'_>,
+        _: &mut [(Decision, Receipt)],
+    ) -> Result<(), Error> {
+        Err(down())
+    }
+
+    fn apply_async(&self, _: &A, _: &[K], _: Nanos, _: Step<'_>) -> Self::Pending {
+        futures::future::ready(Err(down()))
+    }
+
+    fn cancel_detached(&self, _: &A, _: &[K], _: Nanos, _: &[Receipt], _: Nanos) {}
+}
