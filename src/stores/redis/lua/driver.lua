@@ -116,17 +116,20 @@ local function call(KEYS, ARGV)
   LONE = false
   local deadline, now = ARGV[2], ARGV[3]
   SERVER_TIME = now == nil or now == ''
-  local t
   if SERVER_TIME then
-    t = redis_call('TIME')
+    local t = redis_call('TIME')
     NOW = t[1] * 1000000 + t[2]
   else
     -- Arithmetic coercion parses as tonumber does, without the cost of a call.
     NOW = now + 0
   end
   if deadline ~= nil and deadline ~= '' then
-    if not SERVER_TIME then t = redis_call('TIME') end
-    if t[1] * 1000000 + t[2] > deadline + 0 then
+    local server_now = NOW
+    if not SERVER_TIME then
+      local t = redis_call('TIME')
+      server_now = t[1] * 1000000 + t[2]
+    end
+    if server_now > deadline + 0 then
       return redis.error_reply('EXPIRED sluicegate: the call reached the server after its ' ..
         'deadline (its caller had given up on it), so it was not applied')
     end
