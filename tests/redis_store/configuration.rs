@@ -21,7 +21,7 @@ fn why_invalid(result: Result<Store, ConfigError>) -> String {
 fn a_bad_url_is_a_configuration_error_that_says_what_is_wrong() {
     for (url, says) in [
         ("http://127.0.0.1/", "scheme must be redis, rediss,"),
-        ("127.0.0.1:6379", "does not parse as a URL such as redis://"),
+        ("127.0.0.1:7001", "does not parse as a URL such as redis://"),
         ("not a url", "does not parse as a URL"),
         ("redis://127.0.0.1:99999/", "invalid port number"),
         ("redis://127.0.0.1/not-a-db", "Invalid database number"),
