@@ -20,64 +20,23 @@
 use sluicegate::algorithms::*;
 use sluicegate::stores::redis::{RedisAlgorithm, RedisOptions, RedisStore};
 use sluicegate::stores::{Step, Store};
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 mod redis_floor;
+mod redis_server;
+
+use redis_server::Server;
 
 const CALLS: usize = 20_000;
 const ROUNDS: usize = 3;
 
-struct Server {
-    child: Child,
-    url: String,
-    port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
+/// The bench's server, with redis-cell loaded when `REDIS_CELL_MODULE` names it.
 fn start_server() -> Server {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
-    let dir = std::env::temp_dir().join(format!("sluicegate-redis-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a temporary directory");
-    let mut command = Command::new("redis-server");
-    command
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-        .args(["--save", "", "--appendonly", "no"])
-        .args(["--dir", &dir.display().to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    if let Ok(module) = std::env::var("REDIS_CELL_MODULE") {
-        command.args(["--loadmodule", &module]);
-    }
-    // Owned by a Server at once, whose drop kills and reaps it on every path.
-    let server = Server {
-        child: command
-            .spawn()
-            .expect("redis-server must be installed (apt-get install -y redis-server)"),
-        url: format!("redis://127.0.0.1:{port}/"),
-        port,
-    };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let ping = redis::Client::open(server.url.as_str())
-            .and_then(|c| c.get_connection_with_timeout(Duration::from_millis(200)))
-            .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c));
-        if ping.is_ok() {
-            return server;
-        }
-        assert!(Instant::now() < deadline, "redis-server did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let module: Vec<String> = std::env::var("REDIS_CELL_MODULE")
+        .map(|module| vec!["--loadmodule".to_owned(), module])
+        .unwrap_or_default();
+    Server::start("redis-bench", &module)
 }
 
 /// The server's (µs per call of `command`, commands the clients sent) since the

@@ -10,76 +10,17 @@ use sluicegate::algorithms::FixedWindow;
 use sluicegate::stores::failover::{Backoff, FailoverStore, FailurePolicy};
 use sluicegate::stores::redis::{RedisOptions, RedisStore};
 use sluicegate::stores::{Step, Store};
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+mod redis_server;
+
+use redis_server::Server;
 
 const TIMEOUT: Duration = Duration::from_millis(50);
 /// Calls timed on the frozen plain store (each takes the timeout).
 const PLAIN_CALLS: u32 = 10;
 /// Calls timed on the backed-off failover store.
 const BACKED_OFF_CALLS: u32 = 1_000_000;
-
-/// The server, killed (and thawed first) on drop.
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Server {
-    fn signal(&self, signal: &str) {
-        let status = Command::new("kill")
-            .args([signal, &self.child.id().to_string()])
-            .status()
-            .expect("kill runs");
-        assert!(status.success(), "kill {signal} failed");
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-CONT", &self.child.id().to_string()])
-            .status();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_server() -> Server {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
-    let dir = std::env::temp_dir().join(format!(
-        "sluicegate-redis-failover-bench-{}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).expect("a temporary directory");
-    let child = Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-        .args(["--save", "", "--appendonly", "no"])
-        .args(["--dir", &dir.display().to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("redis-server must be installed (apt-get install -y redis-server)");
-    let server = Server {
-        child,
-        url: format!("redis://127.0.0.1:{port}/"),
-    };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let ping = redis::Client::open(server.url.as_str())
-            .and_then(|c| c.get_connection_with_timeout(Duration::from_millis(200)))
-            .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c));
-        if ping.is_ok() {
-            return server;
-        }
-        assert!(Instant::now() < deadline, "redis-server did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 fn redis_store(server: &Server) -> RedisStore<String, FixedWindow> {
     let options = RedisOptions::default()
@@ -98,7 +39,7 @@ fn mean(calls: u32, mut call: impl FnMut()) -> Duration {
 }
 
 fn main() {
-    let server = start_server();
+    let server = Server::start("redis-failover-bench", &[]);
     let window = FixedWindow::new(100, Duration::from_secs(60)).unwrap();
     let key = "k".to_owned();
     let step = Step::Reserve {
