@@ -223,8 +223,10 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
     /// decision.
     ///
     /// # Errors
-    /// As [`apply`](Store::apply); what was reported before an error is to be
-    /// ignored.
+    /// As [`apply`](Store::apply). A step that fails with [`Error::Store`] has
+    /// reported nothing (a remote store reports from the reply it got), so a
+    /// caller that answers such a failure some other way reports only its own
+    /// answer; after any other error, what was reported is to be ignored.
     ///
     /// ```
     /// use sluicegate::algorithms::{AllOf, FixedWindow};

@@ -257,9 +257,8 @@ where
         )
     }
 
-    /// The inner store's reports reach `each` only once its step succeeded, so
-    /// that a step that fails part way and is answered by the policy reports the
-    /// policy's decisions alone.
+    /// A step that fails with [`Error::Store`] has reported nothing (the store
+    /// contract), so one the policy answers reports the policy's decisions alone.
     fn apply_key_each(
         &self,
         algorithm: &A,
@@ -274,23 +273,11 @@ where
             return Ok(answer);
         }
         let fallback = &self.ctx.fallback;
-        let mut reported = Vec::new();
-        let mut fell_back = false;
-        let answer = self.ctx.run(
-            || {
-                let mut report = |d: Decision| reported.push(d);
-                self.inner
-                    .apply_key_each(algorithm, key, now, step, &mut report)
-            },
-            |retry_after| {
-                fell_back = true;
-                fallback.answer_each(key, now, step, retry_after, each)
-            },
-        )?;
-        if !fell_back {
-            reported.into_iter().for_each(each);
-        }
-        Ok(answer)
+        self.ctx.run_on(
+            each,
+            |each| self.inner.apply_key_each(algorithm, key, now, step, each),
+            |each, retry_after| fallback.answer_each(key, now, step, retry_after, each),
+        )
     }
 
     fn apply_key_each_async(
