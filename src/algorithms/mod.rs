@@ -150,7 +150,12 @@ pub trait Algorithm: Send + Sync + 'static {
     ///   happen).
     ///
     /// The step is the same as `reserve_with_receipt`'s; reporting costs one more
-    /// [`peek`](Algorithm::peek) per limit that is not whole after a grant.
+    /// [`peek`](Algorithm::peek) per limit that is not whole after a grant. The
+    /// receipt is too, but for a set: reporting serves checks (a server's, a
+    /// limiter's `check_each`), which give nothing back, so a set answers
+    /// [`Receipt::NONE`] here rather than build its members' receipt (one
+    /// allocation a call). Reserve with
+    /// [`reserve_with_receipt`](Algorithm::reserve_with_receipt) to keep one.
     ///
     /// ```
     /// use sluicegate::algorithms::{Algorithm, AllOf, FixedWindow, SmoothBursty};

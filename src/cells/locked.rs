@@ -40,6 +40,15 @@ impl<A: Algorithm + Clone> StateCell<A> for LockedCell<A> {
         algorithm.reserve_with_receipt(state, now, cost, max_wait)
     }
 
+    /// A check gives nothing back, so it asks for no receipt (a set's would
+    /// allocate).
+    #[inline]
+    fn check(&self, now: Nanos, cost: u64) -> Decision {
+        let mut guard = self.inner.lock();
+        let (algorithm, state) = &mut *guard;
+        algorithm.reserve(state, now, cost, 0)
+    }
+
     #[inline]
     fn try_take(&self, now: Nanos, cost: u64) -> bool {
         let mut guard = self.inner.lock();

@@ -165,7 +165,8 @@ macro_rules! all_of {
                 max_wait: Nanos,
                 each: &mut dyn FnMut(Decision),
             ) -> (Decision, Receipt) {
-                let step = Step { now, cost, max_wait, receipts: true };
+                // Reporting serves checks, which give nothing back: no receipt.
+                let step = Step { now, cost, max_wait, receipts: false };
                 self.step::<true>(state, step, each)
             }
 

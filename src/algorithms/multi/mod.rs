@@ -151,7 +151,7 @@ enum Attempt<S> {
 
 impl<S> Attempt<S> {
     /// The member's pass-1 answer.
-    #[inline]
+    #[inline(always)]
     fn decision(&self) -> Decision {
         match self {
             Attempt::Taken { grant, .. } => *grant,
@@ -160,7 +160,7 @@ impl<S> Attempt<S> {
     }
 
     /// On a refusal of the set: puts back what pass 1 took.
-    #[inline]
+    #[inline(always)]
     fn restore(self, state: &mut S) {
         if let Attempt::Taken { saved, .. } = self {
             *state = saved;
@@ -178,7 +178,7 @@ fn plain<S>() -> bool {
 impl Step {
     /// Pass 1 for one member: reserve at once if its state is plain data and no
     /// member has refused yet; otherwise only ask.
-    #[inline]
+    #[inline(always)]
     fn attempt<A: Algorithm>(
         &self,
         algorithm: &A,
@@ -217,7 +217,7 @@ impl Step {
     }
 
     /// Reserves in `algorithm`, with its receipt if the caller wants one.
-    #[inline]
+    #[inline(always)]
     fn commit<A: Algorithm>(&self, algorithm: &A, state: &mut A::State) -> (Decision, Receipt) {
         if self.receipts {
             algorithm.reserve_with_receipt(state, self.now, self.cost, self.max_wait)
@@ -238,7 +238,7 @@ impl Step {
     }
 
     /// Pass 2 for one member: its grant, taken in pass 1 or reserved now.
-    #[inline]
+    #[inline(always)]
     fn finish<A: Algorithm>(
         &self,
         algorithm: &A,

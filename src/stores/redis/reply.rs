@@ -241,7 +241,10 @@ pub(super) fn reported_from(
         Step::Peek { cost } => (cost, true),
     };
     let (own, each) = reply.split_at(reply.len().min(layout.width()));
-    answers_from(own, &mut answer, layout, cost, peek)?;
+    // A set's reporting step answers no receipt, as in memory
+    // (`Algorithm::reserve_each`).
+    let set = matches!(layout, Layout::Set(_));
+    answers_from(own, &mut answer, layout, cost, peek || set)?;
     let [answer] = answer;
     if peek {
         let decision = answer.0;
