@@ -193,12 +193,16 @@ impl RedisOptions {
     ///
     /// A reply that is in flight when the caller gives up can still have been
     /// applied: that is what [`Applied::Unknown`](crate::Applied::Unknown) says.
+    /// A slack so large that the deadline passes 2⁵³ µs since 1970 (285 years;
+    /// e.g. [`Duration::MAX`], which saturates) sends a deadline no server clock
+    /// reaches, which turns the check off.
     ///
     /// ```
     /// use sluicegate::stores::redis::RedisOptions;
     /// use std::time::Duration;
     /// let options = RedisOptions::default().deadline_slack(Duration::from_millis(20));
-    /// # let _ = options;
+    /// let unchecked = RedisOptions::default().deadline_slack(Duration::MAX);
+    /// # let _ = (options, unchecked);
     /// ```
     pub fn deadline_slack(mut self, slack: Duration) -> Self {
         self.deadline_slack = slack;
