@@ -78,3 +78,34 @@ fn a_window_in_the_older_decimal_layout_is_a_typed_error_and_stays_as_it_was() {
             .unwrap();
     assert_an_older_layout_is_refused_and_kept("swb-format", &window, &old);
 }
+
+#[test]
+fn a_fresh_key_is_written_without_deleting_it_first() {
+    // A first grant moves the ring from bucket 0 to now's, which clears every slot:
+    // on a key the server does not hold there is nothing to delete, and the server
+    // runs no DEL (commands a script runs count in `INFO commandstats`).
+    use redis_support::{calls, take, unique_prefix};
+    use sluicegate::stores::redis::{RedisOptions, RedisStore, TimeSource};
+    use sluicegate::stores::Store;
+    let server = RedisServer::start_own();
+    let mut admin = server.connection();
+    let window =
+        SlidingWindowBuckets::dropping(10, Duration::from_secs(60), Duration::from_secs(1))
+            .unwrap();
+    let options = RedisOptions::default()
+        .prefix(unique_prefix("fresh-buckets"))
+        .unwrap()
+        .time_source(TimeSource::Caller)
+        .expiry_grace(Duration::from_secs(3600));
+    let store: RedisStore<String, SlidingWindowBuckets> =
+        RedisStore::open_with(server.url(), options).unwrap();
+    let before = calls(&mut admin, "del");
+    for key in ["a", "b", "c"] {
+        let (granted, _) = store
+            .apply_key(&window, &key.to_owned(), NOV_2025, take(1))
+            .unwrap();
+        assert_eq!(granted.remaining(), 9);
+    }
+    assert_eq!(calls(&mut admin, "del"), before);
+    assert_eq!(calls(&mut admin, "hset"), 3, "one write per fresh key");
+}

@@ -45,7 +45,8 @@ local function make_sliding_window_buckets(C)
 
   -- A state: the header (n, t, o; cn, c0, c1 and co the copies of buckets n, n - B,
   -- n - B + 1 and o: co is 0 once o has left the ring), the slots it changed (w),
-  -- whether every slot was cleared (wipe), and the server's slots read so far (cache,
+  -- whether every slot was cleared (wipe), whether the server holds the key at all
+  -- (fresh: it does not), and the server's slots read so far (cache,
   -- shared by the copies of one key).
   local function load(keys)
     local key = keys[1]
@@ -53,7 +54,7 @@ local function make_sliding_window_buckets(C)
     if not raw then
       if redis_call('EXISTS', key) == 1 then foreign_state() end
       return {key = key, n = 0, t = 0, o = 0, cn = 0, c0 = 0, c1 = 0, co = 0, w = NONE,
-              wipe = false}, false
+              wipe = false, fresh = true}, false
     end
     if #raw ~= 56 then foreign_state() end
     local n, t, o, cn, c0, c1, co = struct_unpack(HEADER, raw)
@@ -177,7 +178,8 @@ local function make_sliding_window_buckets(C)
       -- One grant in the newest bucket (most calls): one HSET, no lists to build.
       redis_call('HSET', key, 'H', header, name(only), struct_pack('>d', st.w[only]))
     else
-      if st.wipe then redis_call('DEL', key) end
+      -- A key the server does not hold has nothing to wipe.
+      if st.wipe and not st.fresh then redis_call('DEL', key) end
       local set, gone = {'H', header}, {}
       for s, v in pairs(st.w) do
         if v == 0 then
@@ -354,7 +356,8 @@ local function make_sliding_window_buckets(C)
   -- starts with) as the step read them (`span`); without it they are read here.
   local function commit(st, current, total, cost, lo, K)
     local new = {key = st.key, n = st.n, t = st.t, o = st.o, cn = st.cn, c0 = st.c0, c1 = st.c1,
-                 co = st.co, w = {}, wipe = st.wipe, cache = st.cache, dirty = true}
+                 co = st.co, w = {}, wipe = st.wipe, cache = st.cache, dirty = true,
+                 fresh = st.fresh}
     if st.dirty then for k, c in pairs(st.w) do new.w[k] = c end end
     local moved = current > st.n
     local far = current - B
@@ -732,7 +735,7 @@ local function make_sliding_window_buckets(C)
     local back = min(num(grant.charge), c)
     local new = {key = st.key, n = st.n, t = max(st.t - back, 0), o = st.o, cn = st.cn,
                  c0 = st.c0, c1 = st.c1, co = st.co, w = {}, wipe = st.wipe, cache = st.cache,
-                 dirty = true}
+                 dirty = true, fresh = st.fresh}
     for k, v in pairs(st.w) do new.w[k] = v end
     new.w[s] = c - back
     if bucket == st.n then new.cn = c - back end
