@@ -9,6 +9,23 @@
 //! batch of jobs. Everything runs on 127.0.0.1 and ends by itself in about 10 seconds.
 //!
 //! `cargo run --example throttled_client --features tower`
+//!
+//! The second part's output on loopback looks like this (task.request, time,
+//! status, the server's fields, the hold that followed):
+//!
+//! ```text
+//!   0.1  t= 0.00s  200  X-RateLimit-Remaining: 0  Retry-After: -  -> held back 0.0s
+//!   1.1  t= 0.06s  429  X-RateLimit-Remaining: 0  Retry-After: 1  -> held back 1.0s
+//!   1.2  t= 1.07s  200  X-RateLimit-Remaining: 3  Retry-After: -  -> held back 0.0s
+//!   0.2  t= 1.12s  200  X-RateLimit-Remaining: 2  Retry-After: -  -> held back 0.0s
+//!   7.1  t= 1.17s  200  X-RateLimit-Remaining: 1  Retry-After: -  -> held back 0.0s
+//!   ...
+//! 24 requests in 4.1s, 3 refused
+//! ```
+//!
+//! The `429` at 0.06 s holds all eight tasks, those already waiting for permits
+//! among them; at 1.07 s they resume one client interval (50 ms) apart, not all at
+//! once.
 
 use axum::routing::get;
 use axum::Router;

@@ -28,6 +28,15 @@
 //!
 //! Each module's docs teach its model, with worked examples.
 //!
+//! An algorithm is one file, or one folder when it outgrows one: the model and its
+//! public types in the module's own file (the folder's `mod.rs`, or
+//! `smooth_bursty.rs` beside `smooth_bursty/`), and in the folder its step
+//! (`step.rs`, with helpers such as the leaky bucket's tick arithmetic in
+//! `ticks.rs`), its word encoding (`word.rs`, or a ring's `ring.rs`) and its unit
+//! tests. Adding one touches its own file or folder plus its `mod` and re-export
+//! lines; an algorithm defined in another crate needs none of that, only its
+//! [`Shape`](Algorithm::Shape) (see [`cells`](crate::cells)).
+//!
 //! # The step
 //!
 //! The core step is [`Algorithm::reserve`], modelled on Go's `reserveN`: "grant `cost`

@@ -13,6 +13,8 @@
 //!   Cluster, one script call per decision, so that many processes share limits.
 //!
 //! One limit's state (a direct limiter's) lives in a [cell](crate::cells) instead.
+//!
+//! Each store is one folder under `stores/`; adding a store touches nothing else.
 
 pub mod failover;
 pub mod memory;

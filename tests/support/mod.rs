@@ -2,6 +2,9 @@
 //! once, at its root; a test module imports the part it needs, e.g.
 //! `use crate::support::virtual_time;`. Every part allows dead code, since no crate
 //! uses all of it.
+//!
+//! A proptest regression file sits beside its test module
+//! (`tests/<crate>/<module>.proptest-regressions`), where proptest looks for it.
 
 pub mod adapters;
 #[cfg(feature = "redis")]

@@ -24,6 +24,10 @@ use std::hash::Hash;
 /// if fewer are running); the local states start empty when the store fails and
 /// are not merged back when it recovers.
 ///
+/// Which to choose: `Closed` when an excess is worse than a refusal (costly or
+/// abusable operations, quotas you pay for); `Open` when the limit only protects
+/// capacity and the store is rarely down; `Local` for most front-door limits.
+///
 /// ```
 /// use sluicegate::algorithms::FixedWindow;
 /// use sluicegate::stores::failover::FailurePolicy;

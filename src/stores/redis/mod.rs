@@ -190,6 +190,17 @@
 //! [`RedisOptions::prefix`]. A packed state of the wrong size is refused
 //! ([`Applied::No`], the key left as it is), never misread.
 //!
+//! # TLS
+//!
+//! With feature `redis-tls`, a `rediss://` URL is served on the store's own
+//! sockets over rustls, for blocking and async calls alike, verifying the server
+//! against the system's roots (`SSL_CERT_FILE` and `SSL_CERT_DIR` are honoured). As
+//! with redis-rs's own rustls, the application installs a crypto provider (e.g.
+//! `rustls::crypto::ring::default_provider().install_default()`); without one a
+//! connection fails with a typed error that says so. Or enable redis-rs's TLS
+//! features yourself and hand the store a client you built
+//! ([`RedisStore::from_client`]).
+//!
 //! # Blocking and async
 //!
 //! Blocking calls ([`Store::apply`]) take a connection from a pool (opening one when
