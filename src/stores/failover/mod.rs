@@ -27,7 +27,7 @@
 //!     └──back-off over: one caller probes the inner store; the others use the policy
 //! ```
 //!
-//! * **Failures.** Only [`Error::Store`](crate::Error::Store) (the store could not
+//! * **Failures.** Only [`Error::Store`] (the store could not
 //!   answer: a timeout, a refused or dropped connection, an error reply) counts as
 //!   a failure; every other error (bad input, keys a Cluster cannot take together)
 //!   is the call's own and is returned as it is. A failed call is answered by the

@@ -185,8 +185,7 @@
 //! second fails the call with [`Applied::No`]); only a blocking call through a
 //! cluster client you built fails with the first. Connect and response timeouts
 //! are [`RedisOptions`] (250 ms by default). State formats are not versioned:
-//! after an upgrade that changes one (as this one did, from text to packed
-//! binary), clear the limiter's keys or give the new version its own
+//! after an upgrade that changes one, clear the limiter's keys or give the new version its own
 //! [`RedisOptions::prefix`]. A packed state of the wrong size is refused
 //! ([`Applied::No`], the key left as it is), never misread.
 //!
