@@ -9,11 +9,15 @@
 //! * [`failover`] wraps a store that can fail (Redis) with a failure policy: fail
 //!   closed, fail open, or a local in-memory limit, with a back-off so that a store
 //!   that is down costs no round trip.
+//! * [`deny_cache`] wraps a remote store with a local cache of its refusals, so
+//!   that a key over its limit is refused without a round trip until its
+//!   `retry_after`.
 //! * `redis` (feature `redis`) runs the same steps server-side on Redis or Redis
 //!   Cluster, one script call per decision, so that many processes share limits.
 //!
 //! One limit's state (a direct limiter's) lives in a [cell](crate::cells) instead.
 
+pub mod deny_cache;
 pub mod failover;
 pub mod memory;
 #[cfg(feature = "redis")]
