@@ -78,11 +78,14 @@
 //! * **What may differ from the store.** Grants by other processes only take
 //!   more, so the refusal stays certain, but its `remaining` and `reset_after`
 //!   are the store's at the refusal: the store might now say fewer remaining and a
-//!   later reset. A limit that refills continuously (a leaky-bucket meter, a
-//!   sliding log or window) may have more `remaining` than the refusal said (but
-//!   never the cost), and for a cost larger than the refused one its
-//!   `retry_after` is the refused cost's, a lower bound. For a fixed window and
-//!   Guava's limiters, in one process, cached answers equal the store's.
+//!   later reset. A limit that frees permits as time passes (a leaky bucket,
+//!   a sliding log or window) may have more `remaining` than the refusal said
+//!   (but never the cost), and for a cost larger than the refused one the
+//!   answer is the refused cost's: its `retry_after` a lower bound, and in a set
+//!   the member it names may not be the one refusing the larger cost. For a
+//!   fixed window and Guava's limiters, and for a set of fixed windows at the
+//!   refused cost, cached answers in one process equal the store's (the Redis
+//!   tests compare them call by call).
 //! * **Time.** Entries expire by the `now` callers pass, the limiter's clock. A
 //!   store running steps at the caller's time runs them at that `now` (the Redis
 //!   store rounds it down to a microsecond: an entry may then outlive the
