@@ -131,7 +131,7 @@ use std::sync::Arc;
 /// The number of refusals a [`DenyCache`] keeps unless told otherwise.
 const DEFAULT_MAX_ENTRIES: usize = 10_000;
 
-/// A [`Store`](crate::stores::Store) over an inner store that refuses, locally
+/// A [`Store`] over an inner store that refuses, locally
 /// and without a round trip, the keys the inner store has refused, until the
 /// refusal's `retry_after`. See the [module docs](self) for the rules and what
 /// they guarantee.

@@ -287,3 +287,46 @@ fn cached_answers_equal_the_stores_for_a_leaky_queue_at_cost_one() {
     let queue = LeakyBucket::queue(2, 4, Duration::from_secs(1)).unwrap();
     same_answers(queue, 1, 20_000);
 }
+
+#[test]
+fn every_single_key_path_answers_from_the_cache_and_reports_once() {
+    let w = window(1);
+    let store = cache(&w);
+    store.try_take_key(&w, &1, 0, 1).unwrap();
+    let refusal = store.try_take_key(&w, &1, 0, 1).unwrap().unwrap();
+    let before = calls(&store);
+    let mut each = Vec::new();
+    let (d, _) = store
+        .apply_key_each(&w, &1, 0, take(1), &mut |d| each.push(d))
+        .unwrap();
+    assert_eq!((d, each.as_slice()), (refusal, [refusal].as_slice()));
+    let reporting = store.apply_key_each_async(&w, &1, 0, take(1));
+    let ((d, _), each) = futures::executor::block_on(reporting).unwrap();
+    assert_eq!((d, each), (refusal, vec![refusal]));
+    let pending = store.apply_async(&w, &[1], 0, Step::Peek { cost: 1 });
+    assert_eq!(futures::executor::block_on(pending).unwrap()[0].0, refusal);
+    let mut out = [(Decision::never(0, 0, 0), Receipt::NONE)];
+    store.apply(&w, &[1], 0, take(1), &mut out).unwrap();
+    assert_eq!(out[0].0, refusal);
+    assert_eq!((calls(&store), store.hits()), (before, 4));
+}
+
+#[test]
+fn a_multi_key_grant_drops_its_keys_refusals_blocking_or_async() {
+    let w = window(3);
+    let store = cache(&w);
+    for key in [1, 2] {
+        store.try_take_key(&w, &key, 0, 2).unwrap();
+        assert!(store.try_take_key(&w, &key, 0, 2).unwrap().is_some());
+    }
+    assert_eq!(store.len(), 2);
+    let mut out = [0; 2].map(|_| (Decision::never(0, 0, 0), Receipt::NONE));
+    store.apply(&w, &[1, 3], 0, take(1), &mut out).unwrap();
+    assert!(out[0].0.is_allowed());
+    assert_eq!(store.len(), 1);
+    let pending = store.apply_async(&w, &[2, 3], 0, take(1));
+    assert!(futures::executor::block_on(pending).unwrap()[0]
+        .0
+        .is_allowed());
+    assert!(store.is_empty());
+}
