@@ -75,6 +75,17 @@
 //!     process sharing the store is not seen: this process may then refuse a key
 //!     until the `retry_after` the store last said, which is the bound, and in
 //!     the safe direction (fewer grants, never more).
+//! * **Per algorithm.**
+//!
+//!   | algorithm | cached | in one process, a cached answer is |
+//!   |---|---|---|
+//!   | [`FixedWindow`](crate::algorithms::FixedWindow) | yes | the store's (the count holds until the window ends) |
+//!   | [`SmoothBursty`](crate::algorithms::SmoothBursty), [`SmoothWarmingUp`](crate::algorithms::SmoothWarmingUp) | yes | the store's (a refusal means a debt: nothing stored, for any cost) |
+//!   | [`LeakyBucket`](crate::algorithms::LeakyBucket) meter and queue | yes | a refusal; `remaining` may have grown, `retry_after` is the refused cost's |
+//!   | [`SlidingWindowBuckets`](crate::algorithms::SlidingWindowBuckets), [`SlidingWindowCounter`] counting admitted permits, [`SlidingLog`] | yes | as the leaky bucket |
+//!   | [`SlidingWindowCounter`] counting attempts, [`SlidingLog`] recording refusals | refused by [`new`](DenyCache::new) | (its refusals count) |
+//!   | a set ([`AllOf`](crate::algorithms::AllOf), [`Limits`](crate::algorithms::Limits)) | yes, whatever its members | its members' rule at the refused cost; a larger cost may be refused by another member than the one named |
+//!
 //! * **What may differ from the store.** Grants by other processes only take
 //!   more, so the refusal stays certain, but its `remaining` and `reset_after`
 //!   are the store's at the refusal: the store might now say fewer remaining and a
