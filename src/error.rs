@@ -305,6 +305,15 @@ pub enum ConfigError {
         /// Why it is needed, and what to set it to.
         why: &'static str,
     },
+    /// A wrapper cannot serve the configuration it was given (e.g. a
+    /// [`DenyCache`](crate::stores::deny_cache::DenyCache) over an algorithm whose
+    /// refusals count).
+    Unsupported {
+        /// What cannot be served.
+        what: &'static str,
+        /// Why not, and what to do instead.
+        why: &'static str,
+    },
 }
 
 impl fmt::Display for ConfigError {
@@ -329,6 +338,7 @@ impl fmt::Display for ConfigError {
             } => write!(f, "{what} must be {requirement}, got {value}"),
             ConfigError::InvalidUrl { why } => write!(f, "invalid store URL: {why}"),
             ConfigError::MissingSetting { what, why } => write!(f, "{what} must be set: {why}"),
+            ConfigError::Unsupported { what, why } => write!(f, "{what} is not supported: {why}"),
         }
     }
 }

@@ -9,6 +9,9 @@
 //! * [`failover`] wraps a store that can fail (Redis) with a failure policy: fail
 //!   closed, fail open, or a local in-memory limit, with a back-off so that a store
 //!   that is down costs no round trip.
+//! * [`deny_cache`] wraps a remote store with a local cache of its refusals, so
+//!   that a key over its limit is refused without a round trip until its
+//!   `retry_after`.
 //! * `redis` (feature `redis`) runs the same steps server-side on Redis or Redis
 //!   Cluster, one script call per decision, so that many processes share limits.
 //!
@@ -16,6 +19,7 @@
 //!
 //! Each store is one folder under `stores/`; adding a store touches nothing else.
 
+pub mod deny_cache;
 pub mod failover;
 pub mod memory;
 #[cfg(feature = "redis")]

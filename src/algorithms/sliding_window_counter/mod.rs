@@ -343,6 +343,20 @@ impl SlidingWindowCounter {
         self.derived()
     }
 
+    /// What the counts count: admitted permits only (the default) or refused
+    /// attempts too.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Counting, SlidingWindowCounter};
+    /// use std::time::Duration;
+    /// let counter = SlidingWindowCounter::new(10, Duration::from_secs(1)).unwrap();
+    /// assert_eq!(counter.counting(), Counting::Admitted);
+    /// assert_eq!(counter.with_counting(Counting::Attempts).counting(), Counting::Attempts);
+    /// ```
+    pub fn counting(&self) -> Counting {
+        self.counting
+    }
+
     /// The limit per sliding window, in permits.
     ///
     /// ```

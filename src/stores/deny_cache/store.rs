@@ -1,0 +1,280 @@
+//! [`Store`] for [`DenyCache`]: zero-wait single-key calls are looked up first
+//! and their refusals kept; everything else goes to the inner store, a grant
+//! dropping its keys' refusals and a cancel dropping them first.
+
+use super::table::{Table, Ticket};
+use super::{refusals_count, DenyCache};
+use crate::algorithms::{Algorithm, Decision, Receipt, Source, Verdict};
+use crate::clock::Nanos;
+use crate::error::Error;
+use crate::stores::store::check_output;
+use crate::stores::{Reporting, Step, Store};
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use std::hash::Hash;
+use std::sync::Arc;
+
+/// The cost of a step the cache may answer: a zero-wait reserve or a peek.
+fn cacheable(step: Step<'_>) -> Option<u64> {
+    match step {
+        Step::Reserve { cost, max_wait: 0 } | Step::Peek { cost } => Some(cost),
+        _ => None,
+    }
+}
+
+impl<K: Hash + Eq> Table<K> {
+    /// Keeps what the store answered to a step of `cost` on `key` (`None`: not
+    /// one the cache answers): a refusal the store made is kept, a grant drops
+    /// the key's refusal.
+    fn record(&self, key: &K, ticket: Ticket, now: Nanos, cost: u64, keep: bool, d: Decision)
+    where
+        K: Clone,
+    {
+        if d.is_allowed() {
+            self.forget(key);
+        } else if keep && d.verdict() == Verdict::Denied && d.source() == Source::Store {
+            self.learn(key.clone(), ticket, now, cost, d);
+        }
+    }
+}
+
+impl<S, K, A> DenyCache<S, K, A>
+where
+    S: Store<K, A>,
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    A: Algorithm,
+{
+    /// The cached answer to `step` on `key`, or the ticket to learn the store's
+    /// answer with and whether the answer may be kept.
+    fn lookup(
+        &self,
+        algorithm: &A,
+        key: &K,
+        now: Nanos,
+        step: Step<'_>,
+    ) -> Result<Decision, (Ticket, Option<u64>)> {
+        match cacheable(step) {
+            Some(cost) => match self.table.lookup(key, now, cost) {
+                Ok(refusal) => Ok(refusal),
+                // Checked per call too: `new` saw one configuration, a call
+                // may pass another of the same type.
+                Err(ticket) => Err((ticket, (!refusals_count(algorithm)).then_some(cost))),
+            },
+            None => Err((Ticket::NONE, None)),
+        }
+    }
+
+    /// A multi-key step, or a single-key step past the cache: drops the keys'
+    /// refusals a cancel or a grant makes stale.
+    fn forget_for(&self, keys: &[K], step: Step<'_>, out: &[(Decision, Receipt)]) {
+        match step {
+            Step::Cancel { .. } => keys.iter().for_each(|k| self.table.cancelled(k)),
+            Step::Reserve { .. } => {
+                for (key, (d, _)) in keys.iter().zip(out) {
+                    if d.is_allowed() {
+                        self.table.forget(key);
+                    }
+                }
+            }
+            Step::Peek { .. } => {}
+        }
+    }
+}
+
+impl<S, K, A> Store<K, A> for DenyCache<S, K, A>
+where
+    S: Store<K, A>,
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    A: Algorithm,
+{
+    type Pending = BoxFuture<'static, Result<Vec<(Decision, Receipt)>, Error>>;
+
+    fn apply(
+        &self,
+        algorithm: &A,
+        keys: &[K],
+        now: Nanos,
+        step: Step<'_>,
+        out: &mut [(Decision, Receipt)],
+    ) -> Result<(), Error> {
+        check_output(keys.len(), out.len())?;
+        if let ([key], [slot]) = (keys, &mut *out) {
+            if !matches!(step, Step::Cancel { .. }) {
+                *slot = self.apply_key(algorithm, key, now, step)?;
+                return Ok(());
+            }
+        }
+        if let Step::Cancel { .. } = step {
+            self.forget_for(keys, step, out);
+        }
+        self.inner.apply(algorithm, keys, now, step, out)?;
+        if let Step::Reserve { .. } = step {
+            self.forget_for(keys, step, out);
+        }
+        Ok(())
+    }
+
+    fn apply_key(
+        &self,
+        algorithm: &A,
+        key: &K,
+        now: Nanos,
+        step: Step<'_>,
+    ) -> Result<(Decision, Receipt), Error> {
+        if let Step::Cancel { .. } = step {
+            self.table.cancelled(key);
+            return self.inner.apply_key(algorithm, key, now, step);
+        }
+        match self.lookup(algorithm, key, now, step) {
+            Ok(refusal) => Ok((refusal, Receipt::NONE)),
+            Err((ticket, keep)) => {
+                let answer = self.inner.apply_key(algorithm, key, now, step)?;
+                let cost = keep.unwrap_or(0);
+                self.table
+                    .record(key, ticket, now, cost, keep.is_some(), answer.0);
+                Ok(answer)
+            }
+        }
+    }
+
+    fn try_take_key(
+        &self,
+        algorithm: &A,
+        key: &K,
+        now: Nanos,
+        cost: u64,
+    ) -> Result<Option<Decision>, Error> {
+        let step = Step::Reserve { cost, max_wait: 0 };
+        match self.lookup(algorithm, key, now, step) {
+            Ok(refusal) => Ok(Some(refusal)),
+            Err((ticket, keep)) => {
+                let answer = self.inner.try_take_key(algorithm, key, now, cost)?;
+                match answer {
+                    None => self.table.forget(key),
+                    Some(refusal) => {
+                        self.table
+                            .record(key, ticket, now, cost, keep.is_some(), refusal)
+                    }
+                }
+                Ok(answer)
+            }
+        }
+    }
+
+    /// A cached refusal reports itself alone, not one decision per member of a
+    /// set (see the module docs).
+    fn apply_key_each(
+        &self,
+        algorithm: &A,
+        key: &K,
+        now: Nanos,
+        step: Step<'_>,
+        each: &mut dyn FnMut(Decision),
+    ) -> Result<(Decision, Receipt), Error> {
+        if let Step::Cancel { .. } = step {
+            self.table.cancelled(key);
+            return self.inner.apply_key_each(algorithm, key, now, step, each);
+        }
+        match self.lookup(algorithm, key, now, step) {
+            Ok(refusal) => {
+                each(refusal);
+                Ok((refusal, Receipt::NONE))
+            }
+            Err((ticket, keep)) => {
+                let answer = self.inner.apply_key_each(algorithm, key, now, step, each)?;
+                let cost = keep.unwrap_or(0);
+                self.table
+                    .record(key, ticket, now, cost, keep.is_some(), answer.0);
+                Ok(answer)
+            }
+        }
+    }
+
+    fn apply_key_each_async(
+        &self,
+        algorithm: &A,
+        key: &K,
+        now: Nanos,
+        step: Step<'_>,
+    ) -> Reporting {
+        if let Step::Cancel { .. } = step {
+            self.table.cancelled(key);
+            return self.inner.apply_key_each_async(algorithm, key, now, step);
+        }
+        match self.lookup(algorithm, key, now, step) {
+            Ok(refusal) => Box::pin(futures::future::ready(Ok((
+                (refusal, Receipt::NONE),
+                vec![refusal],
+            )))),
+            Err((ticket, keep)) => {
+                let pending = self.inner.apply_key_each_async(algorithm, key, now, step);
+                let table = Arc::clone(&self.table);
+                let key = key.clone();
+                Box::pin(async move {
+                    let answer = pending.await?;
+                    let cost = keep.unwrap_or(0);
+                    table.record(&key, ticket, now, cost, keep.is_some(), answer.0 .0);
+                    Ok(answer)
+                })
+            }
+        }
+    }
+
+    fn answers_at_once(&self) -> bool {
+        self.inner.answers_at_once()
+    }
+
+    fn apply_async(&self, algorithm: &A, keys: &[K], now: Nanos, step: Step<'_>) -> Self::Pending {
+        if let Step::Cancel { .. } = step {
+            keys.iter().for_each(|k| self.table.cancelled(k));
+            return self.inner.apply_async(algorithm, keys, now, step).boxed();
+        }
+        let (ticket, keep) = match keys {
+            [key] => match self.lookup(algorithm, key, now, step) {
+                Ok(refusal) => {
+                    return futures::future::ready(Ok(vec![(refusal, Receipt::NONE)])).boxed()
+                }
+                Err(miss) => miss,
+            },
+            _ => (Ticket::NONE, None),
+        };
+        let pending = self.inner.apply_async(algorithm, keys, now, step);
+        let table = Arc::clone(&self.table);
+        let keys = keys.to_vec();
+        let reserve = matches!(step, Step::Reserve { .. });
+        async move {
+            let answers = pending.await?;
+            if let ([key], [(d, _)]) = (keys.as_slice(), answers.as_slice()) {
+                let cost = keep.unwrap_or(0);
+                table.record(key, ticket, now, cost, keep.is_some(), *d);
+            } else if reserve {
+                for (key, (d, _)) in keys.iter().zip(&answers) {
+                    if d.is_allowed() {
+                        table.forget(key);
+                    }
+                }
+            }
+            Ok(answers)
+        }
+        .boxed()
+    }
+
+    /// Drops the keys' refusals first: the cancel may give permits back.
+    fn cancel_detached(
+        &self,
+        algorithm: &A,
+        keys: &[K],
+        now: Nanos,
+        receipts: &[Receipt],
+        acts_at: Nanos,
+    ) {
+        keys.iter().for_each(|k| self.table.cancelled(k));
+        self.inner
+            .cancel_detached(algorithm, keys, now, receipts, acts_at);
+    }
+
+    /// The inner store's number for the key.
+    fn key_id(&self, key: &K) -> Option<u64> {
+        self.inner.key_id(key)
+    }
+}
