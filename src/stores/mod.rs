@@ -9,12 +9,16 @@
 //! * [`failover`] wraps a store that can fail (Redis) with a failure policy: fail
 //!   closed, fail open, or a local in-memory limit, with a back-off so that a store
 //!   that is down costs no round trip.
+//! * [`lease`] takes permits from a shared store (Redis) in leases of many, and
+//!   grants a key's calls from its lease in this process: one round trip per
+//!   lease instead of one per call, never admitting more than the shared limit.
 //! * `redis` (feature `redis`) runs the same steps server-side on Redis or Redis
 //!   Cluster, one script call per decision, so that many processes share limits.
 //!
 //! One limit's state (a direct limiter's) lives in a [cell](crate::cells) instead.
 
 pub mod failover;
+pub mod lease;
 pub mod memory;
 #[cfg(feature = "redis")]
 pub mod redis;
