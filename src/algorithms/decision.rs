@@ -100,8 +100,9 @@ impl Source {
 /// * [`limit_index`](Decision::limit_index): which limit of a multi-limit set decided
 ///   (0 for a single limit).
 /// * [`source`](Decision::source): who decided ([`Source::Store`], the limit itself,
-///   unless a failover store answered in its place). It takes a byte of the padding
-///   next to the verdict, so a decision stays five words.
+///   unless a lease of its permits or a failover store answered in its place). It
+///   takes a byte of the padding next to the verdict, so a decision stays five
+///   words.
 ///
 /// ```
 /// use sluicegate::{Decision, Verdict};

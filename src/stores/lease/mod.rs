@@ -88,7 +88,8 @@
 //!   each process holds at most one lease per key, and a live lease holds at most
 //!   `L − 1` permits taken from the store and not yet spent. Over a fixed window
 //!   of length `W` a process strands at most `L − 1` permits per lease that ends
-//!   unspent, and its leases last at least `min(P, W)`, so the window admits at
+//!   unspent; its leases in one window do not overlap, and each but the last
+//!   lasts `P`, so at most `⌈W/P⌉` of them end unspent, and the window admits at
 //!   least `limit − N·(L−1)·⌈W/P⌉` when the demand exceeds the limit:
 //!   `limit − N·(L−1)` for `P ≥ W`. A call of cost `c > 1` that finds fewer than
 //!   `c` left drops them (fewer than `c`) when it takes the next lease.

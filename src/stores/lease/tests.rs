@@ -347,3 +347,39 @@ fn bad_configurations_are_errors() {
     let store = leased(&shared, 5, SECOND);
     assert!(store.with_max_keys(0).is_err());
 }
+
+#[test]
+fn a_call_that_finds_too_little_left_drops_it_and_takes_a_new_lease() {
+    let limit = window(100, 60);
+    let shared = Shared::default();
+    let store = leased(&shared, 10, 60 * SECOND);
+    store.try_take_key(&limit, &"k", 0, 4).unwrap();
+    store.try_take_key(&limit, &"k", 0, 4).unwrap();
+    assert_eq!(store.leased(&"k", 0), 2);
+    let third = store.apply_key(&limit, &"k", 0, take(4)).unwrap().0;
+    assert_eq!(shared.calls(), 2);
+    assert_eq!(store.leased(&"k", 0), 6);
+    // 20 taken from the store, 6 left here: the 2 dropped are neither.
+    assert_eq!((third.source(), third.remaining()), (Source::Leased, 86));
+}
+
+#[test]
+fn threads_over_several_leased_stores_never_admit_above_the_limit() {
+    let limit = window(500, 3600);
+    let shared = Shared::default();
+    let stores: Arc<Vec<_>> = Arc::new((0..3).map(|_| leased(&shared, 16, SECOND)).collect());
+    let threads: Vec<_> = (0..8)
+        .map(|i| {
+            let stores = Arc::clone(&stores);
+            std::thread::spawn(move || {
+                let store = &stores[i % 3];
+                (0..400u64)
+                    .filter(|&t| store.try_take_key(&limit, &"k", t, 1).unwrap().is_none())
+                    .count() as u64
+            })
+        })
+        .collect();
+    let admitted: u64 = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    assert!(admitted <= 500, "{admitted} admitted");
+    assert!(admitted >= 500 - 3 * 15, "{admitted} admitted");
+}
