@@ -201,3 +201,39 @@ fn eight_threads_on_the_real_clock_never_exceed_the_limit() {
         assert!(count >= floor, "{count} admitted, below {floor}");
     }
 }
+
+#[test]
+fn async_calls_take_leases_in_one_round_trip_each() {
+    let server = RedisServer::start_own();
+    let store = leased(
+        &server,
+        &unique_prefix("lease-async"),
+        10,
+        Duration::from_secs(60),
+    );
+    let window = FixedWindow::new(25, Duration::from_secs(60)).unwrap();
+    let keys = ["hot".to_owned()];
+    let runtime = support::redis::current_thread_runtime();
+    // The step library loaded (a first call finds it missing and calls again).
+    let warm = store.apply_async(&window, &["warm".to_owned()], START, take(10));
+    runtime.block_on(warm).unwrap();
+    let mut conn = server.connection();
+    let before = calls(&mut conn, "fcall");
+    let answers: Vec<Decision> = runtime.block_on(async {
+        let mut answers = Vec::new();
+        for t in 0..30 {
+            let pending = store.apply_async(&window, &keys, START + t, take(1));
+            answers.push(pending.await.unwrap()[0].0);
+        }
+        answers
+    });
+    let sources: Vec<_> = answers
+        .iter()
+        .map(|d| (d.is_allowed(), d.source()))
+        .collect();
+    assert!(sources[..20].iter().all(|&s| s == (true, Source::Leased)));
+    assert!(sources[20..25].iter().all(|&s| s == (true, Source::Store)));
+    assert!(sources[25..].iter().all(|&s| s == (false, Source::Store)));
+    // Two leases, one refused, then the last 5 and 5 refusals one at a time.
+    assert_eq!(calls(&mut conn, "fcall") - before, 2 + 1 + 10);
+}
