@@ -26,11 +26,13 @@ pub enum Verdict {
 }
 
 /// Who made a [`Decision`]: the limit itself (in memory or on a store's server),
-/// or, when a store that can fail could not be asked, the failure policy of a
+/// a lease of its permits held in this process, or, when a store that can fail
+/// could not be asked, the failure policy of a
 /// [`FailoverStore`](crate::stores::failover::FailoverStore) in its place.
 ///
 /// Every decision an algorithm or a store makes says [`Source::Store`]; only a
-/// failover store answers the others, so a caller can tell a degraded decision
+/// failover store answers the failure policies' sources, and only a leased store
+/// [`Source::Leased`], so a caller can tell a degraded decision
 /// from a checked one (to log it, count it, or send it on as a header).
 ///
 /// ```
@@ -56,19 +58,26 @@ pub enum Source {
     /// The remote store could not be asked, and the call was refused without
     /// being checked ([`FailurePolicy::Closed`](crate::stores::failover::FailurePolicy::Closed)).
     FailedClosed,
+    /// Granted from permits this process took from the store earlier, in one
+    /// lease of several, without asking the store again
+    /// ([`LeasedStore`](crate::stores::lease::LeasedStore)). The limit was
+    /// consulted when the lease was taken, so this is not a degraded source.
+    Leased,
 }
 
 impl Source {
-    /// True for every source but [`Source::Store`]: the limit was not consulted.
+    /// True for the failure policies' sources: the limit was not consulted.
+    /// [`Source::Store`] and [`Source::Leased`] (whose permits the limit granted
+    /// when the lease was taken) are not degraded.
     ///
     /// ```
     /// use sluicegate::Source;
-    /// assert!(!Source::Store.is_degraded());
+    /// assert!(!Source::Store.is_degraded() && !Source::Leased.is_degraded());
     /// assert!(Source::Local.is_degraded() && Source::FailedClosed.is_degraded());
     /// ```
     #[inline]
     pub fn is_degraded(self) -> bool {
-        self != Source::Store
+        !matches!(self, Source::Store | Source::Leased)
     }
 }
 
@@ -91,8 +100,9 @@ impl Source {
 /// * [`limit_index`](Decision::limit_index): which limit of a multi-limit set decided
 ///   (0 for a single limit).
 /// * [`source`](Decision::source): who decided ([`Source::Store`], the limit itself,
-///   unless a failover store answered in its place). It takes a byte of the padding
-///   next to the verdict, so a decision stays five words.
+///   unless a lease of its permits or a failover store answered in its place). It
+///   takes a byte of the padding next to the verdict, so a decision stays five
+///   words.
 ///
 /// ```
 /// use sluicegate::{Decision, Verdict};
@@ -226,7 +236,8 @@ impl Decision {
 
     /// Who made the decision: [`Source::Store`] (the limit) unless a
     /// [`FailoverStore`](crate::stores::failover::FailoverStore) answered by its
-    /// failure policy.
+    /// failure policy or a [`LeasedStore`](crate::stores::lease::LeasedStore) from
+    /// a lease ([`Source::Leased`]).
     ///
     /// ```
     /// use sluicegate::{Decision, Source};

@@ -12,6 +12,9 @@
 //! * [`deny_cache`] wraps a remote store with a local cache of its refusals, so
 //!   that a key over its limit is refused without a round trip until its
 //!   `retry_after`.
+//! * [`lease`] takes permits from a shared store (Redis) in leases of many, and
+//!   grants a key's calls from its lease in this process: one round trip per
+//!   lease instead of one per call, never admitting more than the shared limit.
 //! * `redis` (feature `redis`) runs the same steps server-side on Redis or Redis
 //!   Cluster, one script call per decision, so that many processes share limits.
 //!
@@ -21,6 +24,7 @@
 
 pub mod deny_cache;
 pub mod failover;
+pub mod lease;
 pub mod memory;
 #[cfg(feature = "redis")]
 pub mod redis;

@@ -1,0 +1,216 @@
+//! The lease table: at most one lease per key in this process, a cap on keys, and
+//! leases that have ended forgotten lazily, in callers' calls.
+
+use crate::algorithms::{Decision, Source};
+use crate::clock::Nanos;
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+/// One key's lease in this process.
+#[derive(Debug, Default)]
+pub(super) struct Lease {
+    /// Permits left to spend.
+    left: u64,
+    /// The store's `remaining` right after it granted the lease.
+    store_remaining: u64,
+    /// The grant's `limit` and `limit_index`, which every leased decision repeats.
+    limit: u64,
+    limit_index: u32,
+    /// When the state the lease came from is replenished, on the callers' time.
+    reset_at: Nanos,
+    /// When the lease ends: its period after the grant, or the grant's reset if
+    /// that comes first. Zero (the default) for no lease.
+    expires_at: Nanos,
+    /// Until when no lease is asked for, as the store refused the last one.
+    refused_until: Nanos,
+    /// A call is asking the store for a lease of this key now.
+    taking: bool,
+}
+
+impl Lease {
+    /// Spends `cost` from a live lease holding at least that much: the decision,
+    /// or `None` (the lease has ended or holds too little).
+    pub(super) fn spend(&mut self, now: Nanos, cost: u64) -> Option<Decision> {
+        if now >= self.expires_at || self.left < cost {
+            return None;
+        }
+        self.left -= cost;
+        Some(self.decision(now))
+    }
+
+    /// A leased grant: allowed at once, `remaining` the store's remaining at the
+    /// grant plus what is left here.
+    fn decision(&self, now: Nanos) -> Decision {
+        let remaining = self.store_remaining.saturating_add(self.left);
+        Decision::allowed(self.limit, remaining, self.reset_at.saturating_sub(now))
+            .with_limit_index(self.limit_index)
+            .with_source(Source::Leased)
+    }
+
+    /// True, and marked as taking, if a call should ask the store for a lease now:
+    /// no other call is, and the store did not refuse the last one too recently.
+    pub(super) fn begin_taking(&mut self, now: Nanos) -> bool {
+        if self.taking || now < self.refused_until {
+            return false;
+        }
+        self.taking = true;
+        true
+    }
+
+    /// Installs the store's grant of a lease of `size` at `now` (whatever is left
+    /// of the previous lease is dropped) and spends `cost` from it.
+    pub(super) fn granted(
+        &mut self,
+        now: Nanos,
+        size: u64,
+        cost: u64,
+        period: Nanos,
+        grant: &Decision,
+    ) -> Decision {
+        let reset_after = grant.reset_after_nanos();
+        self.taking = false;
+        self.left = size - cost;
+        self.store_remaining = grant.remaining();
+        self.limit = grant.limit();
+        self.limit_index = grant.limit_index();
+        self.reset_at = now.saturating_add(reset_after);
+        self.expires_at = now.saturating_add(period.min(reset_after));
+        self.decision(now)
+    }
+
+    /// Records the store's refusal of a lease at `now`: none is asked for again
+    /// until the refusal's `retry_after` (one `period` for a never).
+    pub(super) fn refused(&mut self, now: Nanos, period: Nanos, refusal: &Decision) {
+        self.taking = false;
+        let wait = if refusal.is_never() {
+            period
+        } else {
+            refusal.retry_after_nanos()
+        };
+        self.refused_until = now.saturating_add(wait);
+    }
+
+    /// Ends the taking of a lease that got no answer.
+    pub(super) fn abandon(&mut self) {
+        self.taking = false;
+    }
+
+    /// When this entry stops mattering: its lease has ended and a refusal no
+    /// longer holds, so forgetting it changes no decision; `None` while a call is
+    /// taking a lease.
+    fn ends_at(&self) -> Option<Nanos> {
+        (!self.taking).then(|| self.expires_at.max(self.refused_until))
+    }
+
+    /// The permits left to spend.
+    pub(super) fn left(&self) -> u64 {
+        self.left
+    }
+}
+
+/// One key's entry, shared by the calls that use it.
+pub(super) type Slot = Arc<Mutex<Lease>>;
+
+/// Locks a lease; a poisoned lock still holds a consistent lease (every change
+/// is a few assignments that cannot panic).
+pub(super) fn lock(slot: &Mutex<Lease>) -> MutexGuard<'_, Lease> {
+    slot.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The leases of this process, one per key, at most `max_keys` of them.
+pub(super) struct Table<K> {
+    keys: Mutex<Keys<K>>,
+    max_keys: usize,
+}
+
+struct Keys<K> {
+    slots: HashMap<K, Slot>,
+    /// No entry can be forgotten before this time: a full table is swept only
+    /// once it has come.
+    sweep_at: Nanos,
+}
+
+impl<K: Hash + Eq + Clone> Table<K> {
+    /// An empty table of at most `max_keys` keys.
+    pub(super) fn new(max_keys: usize) -> Self {
+        Table {
+            keys: Mutex::new(Keys {
+                slots: HashMap::new(),
+                sweep_at: 0,
+            }),
+            max_keys,
+        }
+    }
+
+    /// `key`'s entry, made if need be; `None` if the table is full of entries
+    /// that still matter (the call then goes to the store).
+    pub(super) fn slot(&self, key: &K, now: Nanos) -> Option<Slot> {
+        let mut keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(slot) = keys.slots.get(key) {
+            return Some(Arc::clone(slot));
+        }
+        if keys.slots.len() >= self.max_keys {
+            keys.sweep(now);
+            if keys.slots.len() >= self.max_keys {
+                return None;
+            }
+        }
+        let slot = Slot::default();
+        keys.slots.insert(key.clone(), Arc::clone(&slot));
+        Some(slot)
+    }
+
+    /// The cap on keys.
+    pub(super) fn max_keys(&self) -> usize {
+        self.max_keys
+    }
+
+    /// The number of keys held now.
+    pub(super) fn len(&self) -> usize {
+        let keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
+        keys.slots.len()
+    }
+
+    /// The permits left in `key`'s lease, if it has one live at `now`.
+    pub(super) fn left(&self, key: &K, now: Nanos) -> u64 {
+        let keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
+        keys.slots.get(key).map_or(0, |slot| {
+            let lease = lock(slot);
+            if now < lease.expires_at {
+                lease.left()
+            } else {
+                0
+            }
+        })
+    }
+}
+
+impl<K> Keys<K> {
+    /// Forgets every entry that no call holds and that no longer matters at
+    /// `now`, unless none can have ended since the last sweep.
+    fn sweep(&mut self, now: Nanos) {
+        if now < self.sweep_at {
+            return;
+        }
+        let mut next = Nanos::MAX;
+        self.slots.retain(|_, slot| {
+            if Arc::strong_count(slot) > 1 {
+                next = next.min(now.saturating_add(1));
+                return true;
+            }
+            match lock(slot).ends_at() {
+                Some(end) if end <= now => false,
+                Some(end) => {
+                    next = next.min(end);
+                    true
+                }
+                None => {
+                    next = next.min(now.saturating_add(1));
+                    true
+                }
+            }
+        });
+        self.sweep_at = next;
+    }
+}
