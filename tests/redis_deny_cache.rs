@@ -13,7 +13,7 @@ use sluicegate::algorithms::{
 use sluicegate::stores::deny_cache::DenyCache;
 use sluicegate::stores::redis::{RedisAlgorithm, RedisOptions, RedisStore, TimeSource};
 use sluicegate::stores::{Step, Store};
-use sluicegate::{Decision, DefaultClock, KeyedRateLimiter};
+use sluicegate::{Decision, DefaultClock, KeyedRateLimiter, Source};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::redis::{calls, current_thread_runtime, take, unique_prefix, RedisServer, SECOND};
@@ -130,13 +130,23 @@ fn trace<A: RedisAlgorithm + Clone>(
     cached.hits()
 }
 
+/// The same answer; a cached one says so ([`Source::Cached`]).
 fn equal(cached: Decision, plain: Decision, at: &str) {
-    assert_eq!(cached, plain, "{at}");
+    assert!(
+        matches!(cached.source(), Source::Store | Source::Cached),
+        "{at}"
+    );
+    assert_eq!(cached.with_source(Source::Store), plain, "{at}");
 }
 
 /// A refusal may say less `remaining` and, for a larger cost than the one
 /// cached, an earlier `retry_after` (the module's documented bounds).
 fn within_bounds(cached: Decision, plain: Decision, at: &str) {
+    assert!(
+        matches!(cached.source(), Source::Store | Source::Cached),
+        "{at}"
+    );
+    let cached = cached.with_source(Source::Store);
     assert_eq!(cached.verdict(), plain.verdict(), "{at}");
     if cached == plain || cached.is_allowed() {
         assert_eq!(cached, plain, "{at}");

@@ -31,8 +31,8 @@ pub enum Verdict {
 /// [`FailoverStore`](crate::stores::failover::FailoverStore) in its place.
 ///
 /// Every decision an algorithm or a store makes says [`Source::Store`]; only a
-/// failover store answers the failure policies' sources, and only a leased store
-/// [`Source::Leased`], so a caller can tell a degraded decision
+/// failover store answers the failure policies' sources, only a leased store
+/// [`Source::Leased`] and only a deny cache [`Source::Cached`], so a caller can tell a degraded decision
 /// from a checked one (to log it, count it, or send it on as a header).
 ///
 /// ```
@@ -63,12 +63,18 @@ pub enum Source {
     /// ([`LeasedStore`](crate::stores::lease::LeasedStore)). The limit was
     /// consulted when the lease was taken, so this is not a degraded source.
     Leased,
+    /// The store's own refusal of this key, repeated by a
+    /// [`DenyCache`](crate::stores::deny_cache::DenyCache) in this process until
+    /// its `retry_after`, without asking the store again. The limit made it, so
+    /// this is not a degraded source.
+    Cached,
 }
 
 impl Source {
     /// True for the failure policies' sources: the limit was not consulted.
-    /// [`Source::Store`] and [`Source::Leased`] (whose permits the limit granted
-    /// when the lease was taken) are not degraded.
+    /// [`Source::Store`], [`Source::Leased`] (whose permits the limit granted
+    /// when the lease was taken) and [`Source::Cached`] (a refusal the limit
+    /// made) are not degraded.
     ///
     /// ```
     /// use sluicegate::Source;
@@ -77,7 +83,7 @@ impl Source {
     /// ```
     #[inline]
     pub fn is_degraded(self) -> bool {
-        !matches!(self, Source::Store | Source::Leased)
+        !matches!(self, Source::Store | Source::Leased | Source::Cached)
     }
 }
 

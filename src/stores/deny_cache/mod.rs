@@ -43,9 +43,9 @@
 //!   cost may be refused as never; the store says), before the refusal's
 //!   `now + retry_after`. The answer is the store's refusal with `retry_after`
 //!   and `reset_after` counted down by the time since it was made (saturating),
-//!   `limit`, `remaining`, `limit_index` and [`source`](crate::Decision::source)
-//!   ([`Source::Store`]) as the store said: it is the store's refusal, repeated
-//!   while it is certain. [`hits`](DenyCache::hits) counts the calls so
+//!   `limit`, `remaining` and `limit_index` as the store said: it is the store's
+//!   refusal, repeated while it is certain, and its
+//!   [`source`](crate::Decision::source) says so ([`Source::Cached`]). [`hits`](DenyCache::hits) counts the calls so
 //!   answered. Every other call goes to the inner store: a reserve willing to
 //!   wait, a cancel, and any call on several keys, as simple rules are the ones
 //!   that are sound. A cached answer reports one decision to
@@ -122,6 +122,7 @@
 //! [`SlidingWindowCounter`]: crate::algorithms::SlidingWindowCounter
 //! [`Counting::Attempts`]: crate::algorithms::Counting::Attempts
 //! [`Source::Store`]: crate::Source::Store
+//! [`Source::Cached`]: crate::Source::Cached
 //! [`ConfigError::Unsupported`]: crate::ConfigError::Unsupported
 
 mod store;

@@ -1,7 +1,7 @@
 //! The cache's table: refusals by key, in a fixed number of shards, each a
 //! `HashMap` behind its own lock and holding at most its share of the entries.
 
-use crate::algorithms::Decision;
+use crate::algorithms::{Decision, Source};
 use crate::clock::Nanos;
 use parking_lot::Mutex;
 use std::collections::hash_map::RandomState;
@@ -177,4 +177,5 @@ fn counted_down(entry: &Entry, now: Nanos) -> Decision {
         d.reset_after_nanos().saturating_sub(elapsed),
     )
     .with_limit_index(d.limit_index())
+    .with_source(Source::Cached)
 }

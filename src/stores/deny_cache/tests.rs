@@ -3,7 +3,7 @@
 use super::DenyCache;
 use crate::algorithms::{
     Algorithm, Counting, Decision, FixedWindow, LeakyBucket, Receipt, SlidingWindowCounter,
-    SmoothBursty,
+    SmoothBursty, Source,
 };
 use crate::clock::Nanos;
 use crate::error::{ConfigError, Error};
@@ -271,6 +271,9 @@ fn same_answers<A: Algorithm>(algorithm: A, costs: u64, steps: u64) {
         let cost = 1 + next(costs);
         let a = cached.try_take_key(&algorithm, &key, now, cost).unwrap();
         let b = plain.try_take_key(&algorithm, &key, now, cost).unwrap();
+        // The same answer; a cached one says so.
+        assert!(a.is_none_or(|d| matches!(d.source(), Source::Store | Source::Cached)));
+        let a = a.map(|d| d.with_source(Source::Store));
         assert_eq!(a, b, "key {key} cost {cost} at {now}");
     }
     assert!(cached.hits() > steps / 20, "{} hits", cached.hits());
@@ -294,6 +297,9 @@ fn every_single_key_path_answers_from_the_cache_and_reports_once() {
     let store = cache(&w);
     store.try_take_key(&w, &1, 0, 1).unwrap();
     let refusal = store.try_take_key(&w, &1, 0, 1).unwrap().unwrap();
+    assert_eq!(refusal.source(), Source::Store);
+    // Every later answer is the same refusal, from the cache.
+    let refusal = refusal.with_source(Source::Cached);
     let before = calls(&store);
     let mut each = Vec::new();
     let (d, _) = store

@@ -111,7 +111,7 @@ impl Counters {
             Source::Local => &self.local,
             Source::Unchecked => &self.unchecked,
             Source::FailedClosed => &self.failed_closed,
-            Source::Store | Source::Leased => return,
+            Source::Store | Source::Leased | Source::Cached => return,
         };
         counter.fetch_add(1, Ordering::Relaxed);
     }
