@@ -26,7 +26,11 @@ fn random_traces_decide_as_in_memory() {
         SlidingWindowBuckets::dropping(4, us(1_000), us(300)).unwrap(),
         SlidingWindowBuckets::weighted(3, ms(10), ms(10)).unwrap(),
         SlidingWindowBuckets::dropping(6, us(4_096), us(1)).unwrap(),
-        // Scaled counts past 2^52 ns: the server's exact (limb) arithmetic, not
+        // Limits and windows users pick: the server's steps on doubles.
+        SlidingWindowBuckets::dropping(100_000, ms(3_600_000), ms(60_000)).unwrap(),
+        SlidingWindowBuckets::weighted(100_000, ms(3_600_000), ms(60_000)).unwrap(),
+        SlidingWindowBuckets::weighted(1_000_000, ms(86_400_000), ms(600_000)).unwrap(),
+        // Scaled counts past 2^52 us: the server's exact (limb) arithmetic, not
         // its doubles.
         SlidingWindowBuckets::weighted(3_000_000, ms(86_400_000), ms(3_600_000)).unwrap(),
         SlidingWindowBuckets::dropping(3_000_000, ms(86_400_000), ms(3_600_000)).unwrap(),

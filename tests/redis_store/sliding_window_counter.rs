@@ -62,6 +62,37 @@ fn random_traces_decide_as_in_memory() {
     traces(server.url(), 200, 2_000, cases).assert_each_above(100);
 }
 
+/// Limits and windows users pick (up to 10^6 a day): the script's steps on doubles,
+/// with costs up to the limit so that counts near the limit decide refusals.
+#[test]
+fn large_limits_decide_as_in_memory() {
+    let server = RedisServer::start();
+    let secs = Duration::from_secs;
+    let configs = [
+        (10_000, secs(3_600), Rounding::Exact, Counting::Admitted),
+        (10_000, secs(3_600), Rounding::Floor, Counting::Attempts),
+        (100_000, secs(60), Rounding::Floor, Counting::Admitted),
+        (100_000, secs(60), Rounding::Exact, Counting::Attempts),
+        (1_000_000, secs(86_400), Rounding::Floor, Counting::Admitted),
+        (1_000_000, secs(86_400), Rounding::Exact, Counting::Admitted),
+    ]
+    .map(|(limit, len, rounding, counting)| counter(limit, len, rounding, counting));
+    let starts = [1_763_900_000_000_000, 0, 1 << 52];
+    let cases = configs.iter().enumerate().map(|(i, config)| {
+        let len_us = config.window().as_micros() as u64;
+        let shape = TraceShape {
+            max_back_us: len_us / 4,
+            ..TraceShape::new(
+                config.limit() + config.limit() / 8,
+                len_us / 8,
+                starts[i % starts.len()],
+            )
+        };
+        (config, shape)
+    });
+    traces(server.url(), 700, 1_000, cases).assert_each_above(100);
+}
+
 #[test]
 fn threads_hammering_one_key_get_exactly_the_limit() {
     let server = RedisServer::start();

@@ -419,12 +419,12 @@ local function make_sliding_window_buckets(C)
     return new
   end
 
-  -- The same step on doubles: counts scaled by the precision in us (x 1000 is the
-  -- scaled count above), durations in ns relative to now. Exact while a scaled count
-  -- of twice the limit (the ring's total: the window's, at most the limit, and the
-  -- bucket just leaving it), and every duration from now, stay below 2^52 in ns;
-  -- `reserve_near` answers nil (the limbs decide) for a view past that.
-  local NEAR = (2 * LIMIT + 2) * P * 1000 < 2 ^ 52
+  -- The same step on doubles: counts scaled by the precision in us (the scaled count
+  -- above is this x 1000), durations in ns relative to now. Exact while a scaled
+  -- count of twice the limit (the ring's total: the window's, at most the limit, and
+  -- the bucket just leaving it) stays below 2^52, and every duration from now does
+  -- in ns; `reserve_near` answers nil (the limbs decide) for a view past that.
+  local NEAR = (2 * LIMIT + 2) * P < 2 ^ 52
 
   -- gone_at in us is bucket x P + GONE: (bucket + B) x P dropping, (bucket + 1) x P
   -- + D weighted (integers below 2^53, so either sum is the same double).
@@ -440,11 +440,15 @@ local function make_sliding_window_buckets(C)
   local function after(us, now) return max(us - now, 0) * 1000 end
 
   -- When `excess` (scaled, us) has left, counted from `start` (us) through a
-  -- bucket of count c: Rust's crossing, ns from now.
+  -- bucket of count c: Rust's crossing, ns from now. ceil(excess x 1000 / c) is
+  -- q x 1000 + ceil(r x 1000 / c) for excess = q x c + r: no product past 2^52
+  -- (q x 1000 is at most a bucket in ns, as excess is at most c x P).
   local function crossed_near(start, excess, c, now)
-    local q, r = div(excess * 1000, max(c, 1))
-    if r > 0 then q = q + 1 end
-    return max((start + D - now) * 1000 + q, 0)
+    if c < 1 then c = 1 end
+    local q, r = div(excess, c)
+    local q2, r2 = div(r * 1000, c)
+    if r2 > 0 then q2 = q2 + 1 end
+    return max((start + D - now) * 1000 + q * 1000 + q2, 0)
   end
 
   -- reset_after in ns at current bucket c (c >= n): from the newest bucket, whose

@@ -5,8 +5,8 @@
 -- script keeps the same modular index so that even an index that wrapped decides
 -- the same), 6 exact index (1: the index field holds every window of the clock).
 -- State: index, previous and current counts (`doubles_state`). Durations are
--- doubles in ns when every one the step can form is below 2^52 (`NEAR`: at most
--- (limit + 1) windows), exact ns limb arrays otherwise.
+-- doubles in ns when every one the step can form is below 2^52 (`NEAR`: windows of
+-- up to 17 days, at any limit), exact ns limb arrays otherwise.
 local function make_sliding_window_counter(C)
   local LEN, LIMIT = C[1], C[2]
   local FLOOR, ATTEMPTS = C[3] == 1, C[4] == 1
@@ -143,16 +143,31 @@ local function make_sliding_window_counter(C)
     return ih, il, ch, cl
   end
 
-  -- The same durations on doubles (ns), for a view that is not behind.
+  -- The same durations on doubles (ns), for a view that is not behind. A duration
+  -- the step forms is at most two windows and a fit, below 3 windows: exact while
+  -- 3 windows in ns are below 2^52. A fit's products stay below 2^52 while a count
+  -- times (limit + 1) does (`FIT`, checked per call: larger counts take the limbs).
   local LEN_N = LEN * 1000
-  local NEAR = (LIMIT + 2) * LEN_N < 2 ^ 52
+  local NEAR = 3 * LEN_N < 2 ^ 52
+  local FIT = 2 ^ 52 / (LIMIT + 1)
 
+  -- first_fit on doubles. span = floor((a x LEN_N - e) / prev), with a = room and
+  -- e = 0 (a = room + 1 and e = 1 with floor rounding): as LEN_N = qb x prev + rb,
+  -- span = a x qb + floor((a x rb - e) / prev), where a x rb < (limit + 1) x prev
+  -- and a x qb <= span < LEN_N (room < prev), so every value is exact.
   local function first_fit_near(prev, room)
     if prev <= room then return 0 end
     if room == 0 and not FLOOR then return nil end
-    local allowance = room * LEN_N
-    if FLOOR then allowance = allowance + LEN_N - 1 end
-    local first = LEN_N - (allowance - allowance % prev) / prev
+    local a, e = room, 0
+    if FLOOR then a, e = room + 1, 1 end
+    local qb, rb = div(LEN_N, prev)
+    local x, span = a * rb - e, a * qb
+    if x < 0 then
+      span = span - 1
+    else
+      span = span + (x - x % prev) / prev
+    end
+    local first = LEN_N - span
     if first < 0 then return 0 end
     if first < LEN_N then return first end
     return nil
@@ -192,7 +207,7 @@ local function make_sliding_window_counter(C)
     local v = view(s, now)
     local used = weighted(v.prev, v.elapsed) + v.cur
     local remaining = max(LIMIT - used, 0)
-    if NEAR and #v.behind == 1 and v.behind[1] == 0 then
+    if NEAR and #v.behind == 1 and v.behind[1] == 0 and v.prev < FIT and v.cur < FIT then
       return reserve_near(v, cost, used, remaining)
     end
     if cost > LIMIT then
