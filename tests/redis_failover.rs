@@ -281,3 +281,128 @@ fn async_calls_on_a_frozen_server_answer_by_the_policy_and_recover() {
     let back = runtime.block_on(check(Arc::clone(&limiter)));
     assert_eq!(back.source(), Source::Store);
 }
+
+/// The port of a server started here, from its URL.
+fn port_of(server: &RedisServer) -> String {
+    let url = server.url().trim_end_matches('/');
+    url.rsplit(':').next().unwrap().to_owned()
+}
+
+/// Counts the decisions each source made.
+fn by_source(decisions: &[Decision], source: Source) -> usize {
+    decisions.iter().filter(|d| d.source() == source).count()
+}
+
+/// A limiter pointed at a replica (as a proxy or DNS name still is, just after a
+/// failover) meets a server that holds no library and refuses to load one: its
+/// calls fail fast to the policy. Once the replica is promoted, a probe loads the
+/// library and decisions come from it, starting from a key nothing counted.
+#[test]
+fn a_replica_promoted_without_the_library_decides_once_promoted() {
+    let primary = RedisServer::start_own();
+    let replica = RedisServer::start_own();
+    // A diskless sync waits 5 s for more replicas by default: start it at once.
+    let () = redis::cmd("CONFIG")
+        .arg(&["SET", "repl-diskless-sync-delay", "0"])
+        .query(&mut primary.connection())
+        .unwrap();
+    let mut admin = replica.connection();
+    let () = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(port_of(&primary))
+        .query(&mut admin)
+        .unwrap();
+    let synced = Instant::now() + MARGIN;
+    loop {
+        let info: String = redis::cmd("INFO")
+            .arg("replication")
+            .query(&mut admin)
+            .unwrap();
+        if info.contains("master_link_status:up") {
+            break;
+        }
+        assert!(Instant::now() < synced, "the replica never synced: {info}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let limit = 5;
+    let limiter = limiter(&replica, limit, FailurePolicy::Closed);
+    let (decisions, _) = frozen_phase(&limiter, "k", 10);
+    assert_eq!(
+        by_source(&decisions, Source::FailedClosed),
+        decisions.len(),
+        "{decisions:?}"
+    );
+    let libraries: Vec<redis::Value> = redis::cmd("FUNCTION")
+        .arg("LIST")
+        .query(&mut admin)
+        .unwrap();
+    assert!(libraries.is_empty(), "the replica holds no library");
+    let () = redis::cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .query(&mut admin)
+        .unwrap();
+    let back = until_the_store_decides(&limiter, "k");
+    assert_eq!(back.remaining(), limit - 1, "nothing counted before");
+    // From here the promoted server decides, exactly: threads share what is left.
+    let (after, _) = frozen_phase(&limiter, "k", 5);
+    assert_eq!(by_source(&after, Source::Store), after.len());
+    let admitted = after.iter().filter(|d| d.is_allowed()).count() as u64;
+    assert_eq!(admitted, limit - 1, "{after:?}");
+}
+
+/// `SCRIPT FLUSH`, `FUNCTION FLUSH` and `CLIENT KILL` while 8 threads call, under
+/// each policy: every call answers within the timeout, the server counts each
+/// grant it made once (a call whose connection was killed may have counted
+/// without an answer, never twice), and a fail-closed limiter admits at most the
+/// limit.
+#[test]
+fn flushes_and_killed_connections_mid_run_count_nothing_twice_under_every_policy() {
+    let limit = 300;
+    let share = FixedWindow::new(10, Duration::from_secs(60)).unwrap();
+    for (name, policy) in [
+        ("closed", FailurePolicy::Closed),
+        ("open", FailurePolicy::Open),
+        ("local", FailurePolicy::Local(share)),
+    ] {
+        let server = RedisServer::start_own();
+        let mut admin = server.connection();
+        let limiter = limiter(&server, limit, policy);
+        let disturb = std::thread::spawn(move || {
+            for what in ["SCRIPT", "FUNCTION", "CLIENT", "FUNCTION", "CLIENT"] {
+                std::thread::sleep(Duration::from_millis(60));
+                if what == "CLIENT" {
+                    let _: i64 = redis::cmd("CLIENT")
+                        .arg(&["KILL", "TYPE", "normal", "SKIPME", "yes"])
+                        .query(&mut admin)
+                        .unwrap();
+                } else {
+                    let () = redis::cmd(what).arg("FLUSH").query(&mut admin).unwrap();
+                }
+            }
+            admin
+        });
+        let (decisions, _) = frozen_phase(&limiter, &format!("{name}-k"), 40);
+        let mut admin = disturb.join().unwrap();
+        let granted = decisions
+            .iter()
+            .filter(|d| d.source() == Source::Store && d.is_allowed())
+            .count() as u64;
+        let failures = limiter.store().stats().failures;
+        if name == "closed" {
+            let admitted = decisions.iter().filter(|d| d.is_allowed()).count() as u64;
+            assert!(admitted <= limit, "{name}: {admitted} admitted");
+        }
+        // What the server counted: a check from Redis after the run reads it.
+        let back = until_the_store_decides(&limiter, &format!("{name}-k"));
+        let counted = limit - back.remaining() - u64::from(back.is_allowed());
+        assert!(
+            granted <= counted && counted <= granted + failures,
+            "{name}: the server counted {counted}, the store granted {granted}, \
+             {failures} calls failed"
+        );
+        assert!(granted > 0, "{name}: the store decided some calls");
+        // The disturbances reached the server: the library was loaded again.
+        assert!(calls(&mut admin, "function|load") >= 1, "{name}");
+    }
+}
