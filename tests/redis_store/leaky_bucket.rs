@@ -34,6 +34,16 @@ fn random_traces_decide_as_in_memory() {
             7_000_000,
         ),
         (LeakyBucket::queue(2, 999_999, second).unwrap(), 1),
+        // Odd counts over an hour and a day: ticks of 1/37 and 1/7 ns, a bucket's
+        // span near 2^51 ticks, still on the script's doubles.
+        (
+            LeakyBucket::meter(333, 333, Duration::from_secs(3_600)).unwrap(),
+            10_810_811,
+        ),
+        (
+            LeakyBucket::queue(12, 7, Duration::from_secs(86_400)).unwrap(),
+            12_342_857_143,
+        ),
     ];
     let starts = [0, 1_763_900_000_000_000, (1 << 52) + 12_345, 77];
     let cases = configs.iter().enumerate().map(|(i, (bucket, gap))| {

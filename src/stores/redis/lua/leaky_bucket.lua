@@ -13,12 +13,11 @@ local function make_leaky_bucket(C)
   local CAPT_BN = bn(CAPT)
   local EXCESS_BN = bn(EXCESS)
   -- The fast path (`reserve_near`) needs num and den as doubles and each value it
-  -- forms below 2^53 (with room for Lua's exact %): ns * excess reduced modulo den
-  -- (now_us * 1000 * excess) and delta * excess + dropped for deltas up to twice
-  -- the span.
+  -- forms below 2^52 (with room for Lua's exact %): ns * excess reduced modulo den
+  -- (now_us * 1000 * excess), ticks up to twice the span, and `after`'s products.
   local NUM_N, DEN_N, E = num(NUM), num(DEN), EXCESS * 1000
   local NEAR = #NUM <= 2 and #DEN <= 2 and CAPT < 2 ^ 51
-    and (EXCESS == 0 or (DEN_N * (E + 1) < 2 ^ 52 and (2 * CAPT + 2) * EXCESS + 2 * NUM_N < 2 ^ 52))
+    and (EXCESS == 0 or (DEN_N * (E + 1) < 2 ^ 52 and NUM_N * (EXCESS + 1) + DEN_N < 2 ^ 52))
 
   -- The clock reading now_us in ticks, rounded down, and the remainder it dropped:
   -- ticks = ns + floor(ns * excess / den), dropped = ns * excess mod den.
@@ -50,12 +49,16 @@ local function make_leaky_bucket(C)
 
   local load, save = u64_state(0, 0)
 
-  -- until_ for a delta below 2^52 ticks after the reading, in the fast path.
+  -- until_ for a delta below 2^52 ticks after the reading, in the fast path, with a
+  -- tick that is not a ns: delta - floor((delta * excess + dropped) / num). As
+  -- delta = a * num + b, the floor is a * excess + floor((b * excess + dropped) /
+  -- num), where b * excess + dropped < num * excess + den and a * excess < delta:
+  -- exact at any delta, without forming delta * excess.
   local function after(delta, dropped)
     if delta <= 0 then return 0 end
-    if EXCESS == 0 then return delta end
-    local x = delta * EXCESS + dropped
-    return delta - (x - x % NUM_N) / NUM_N
+    local b = delta % NUM_N
+    local x = b * EXCESS + dropped
+    return delta - (delta - b) / NUM_N * EXCESS - (x - x % NUM_N) / NUM_N
   end
 
   -- A decision from durations that are doubles below 2^52 (a grant's with its mark
@@ -73,9 +76,8 @@ local function make_leaky_bucket(C)
   -- `reserve` on doubles, for a state at most a span ahead of now (every state a
   -- grant leaves, while time runs forward): the same steps on the same integers,
   -- relative to the reading, written out (a call costs more here than the
-  -- arithmetic: `ns_halves` and a refusal's `after` are inlined, and
-  -- `after` is called only when a tick is not a ns, being the identity on positive
-  -- deltas otherwise).
+  -- arithmetic: `ns_halves` is inlined, and `after` is called only when a tick is
+  -- not a ns, being the identity on positive deltas otherwise).
   -- Returns nil when the state is elsewhere.
   local function reserve_near(s, now, cost)
     if now >= 2 ^ 52 then return nil end
@@ -100,10 +102,7 @@ local function make_leaky_bucket(C)
     if backlog < CAPT then free = (CAPT - backlog - (CAPT - backlog) % K) / K end
     -- Until the backlog drains: a queue's wait, a refusal's reset.
     local drained = backlog
-    if EXCESS > 0 and backlog > 0 then
-      local x = backlog * EXCESS + dropped
-      drained = backlog - (x - x % NUM_N) / NUM_N
-    end
+    if EXCESS > 0 then drained = after(backlog, dropped) end
     if cost > CAP then return answer(2, free, 0, 0, drained), nil end
     local charge = cost * K
     local level = backlog + charge
@@ -115,8 +114,7 @@ local function make_leaky_bucket(C)
       if retry < 0 then
         retry = 0
       elseif EXCESS > 0 then
-        local x = retry * EXCESS + dropped
-        retry = retry - (x - x % NUM_N) / NUM_N
+        retry = after(retry, dropped)
       end
       if late and wait > retry then retry = wait end
       if LONE then return {1, retry, drained, free, CAP}, nil end
