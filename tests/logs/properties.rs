@@ -76,7 +76,7 @@ proptest! {
                 prop_assert!(d.is_never());
             }
         }
-        // No window of length `duration` ever held more than the limit.
+        // No window of length `window` ever held more than the limit.
         for &(start, _) in &admitted {
             prop_assert!(held(&admitted, start, duration) <= limit);
         }

@@ -258,10 +258,7 @@ fn bad_parameters_are_typed_errors() {
     assert!(SlidingLog::new(1 << 20, secs(1)).is_ok());
     assert!(matches!(
         SlidingLog::new(1, Duration::ZERO),
-        Err(sluicegate::ConfigError::InvalidDuration {
-            what: "duration",
-            ..
-        })
+        Err(sluicegate::ConfigError::InvalidDuration { what: "window", .. })
     ));
     assert!(matches!(
         SlidingLog::new(1, Duration::MAX),

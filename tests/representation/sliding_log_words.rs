@@ -170,9 +170,9 @@ proptest! {
         let mut state = log_of(first.0, first.1, first.2, first.3).initial_state(start);
         let mut old = OldState::default();
         let mut now = start;
-        // One duration throughout: the log drops expired entries lazily, so a log
+        // One window length throughout: the log drops expired entries lazily, so a log
         // given a longer window would count entries the old one had dropped but
-        // this one still holds (see `LogState`); within one duration, an entry
+        // this one still holds (see `LogState`); within one window, an entry
         // that has expired stays expired, and the two agree exactly.
         let duration_ms = first.1;
         for (limit, _, spacing_ms, record, steps) in phases {
@@ -221,12 +221,12 @@ struct OldView {
 }
 
 fn old_view(log: &SlidingLog, state: &OldState, now: u64) -> OldView {
-    let duration = log.duration().as_nanos() as u64;
+    let window = log.window().as_nanos() as u64;
     let newest = state.entries.back().map_or(0, |entry| entry.0);
     let at = now.max(newest).max(state.last.unwrap_or(0));
     let first_live = state
         .entries
-        .partition_point(|entry| entry.0.saturating_add(duration) <= at);
+        .partition_point(|entry| entry.0.saturating_add(window) <= at);
     let expired: u128 = state
         .entries
         .range(..first_live)
@@ -261,14 +261,14 @@ fn old_fits_at(
     for (at, entry_cost) in live_entries {
         live = live.saturating_sub(u128::from(entry_cost));
         if live <= allowed {
-            return at.saturating_add(log.duration().as_nanos() as u64);
+            return at.saturating_add(log.window().as_nanos() as u64);
         }
     }
     u64::MAX
 }
 
 fn old_reset_at(log: &SlidingLog, newest: Option<u64>, last: Option<u64>) -> u64 {
-    let expired = newest.map_or(0, |at| at.saturating_add(log.duration().as_nanos() as u64));
+    let expired = newest.map_or(0, |at| at.saturating_add(log.window().as_nanos() as u64));
     expired.max(old_spaced_at(log, last))
 }
 

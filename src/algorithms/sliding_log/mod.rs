@@ -1,22 +1,22 @@
-//! The exact sliding log: `limit` permits in any window of `duration`, checked
+//! The exact sliding log: `limit` permits in any window of length `window`, checked
 //! against the timestamps of past calls.
 //!
 //! # The model
 //!
 //! The log keeps one entry per granted call: its time and its cost. An entry counts
-//! while it is younger than `duration`: an entry at `t` counts at every instant
-//! before `t + duration` and no longer at `t + duration` itself (once exactly
+//! while it is younger than `window`: an entry at `t` counts at every instant
+//! before `t + window` and no longer at `t + window` itself (once exactly
 //! one interval has passed since a request, the next one goes through). A call of cost `c` at `now` is granted iff
 //!
 //! ```text
-//!   Σ cost of entries with now − duration < t ≤ now   +  c   ≤  limit
+//!   Σ cost of entries with now − window < t ≤ now   +  c   ≤  limit
 //!
-//!        expired          │◄──────────── duration ────────────►│
+//!        expired          │◄──────────── window ────────────►│
 //!   ──●────●──────────────┼────●──────●────────────●───────────┼──→ time
-//!                    now − duration                           now
+//!                    now − window                           now
 //! ```
 //!
-//! which is exact: no window of length `duration`, wherever it lies, ever holds more
+//! which is exact: no window of length `window`, wherever it lies, ever holds more
 //! than `limit` granted permits, and a call is never refused if it would fit. The
 //! price is memory proportional to the limit (two words per
 //! permit of the limit).
@@ -117,7 +117,7 @@
 //!
 //! # Edges
 //!
-//! * `limit = 0`, `duration = 0`, `limit` above [`MAX_ENTRIES`], or a period
+//! * `limit = 0`, `window = 0`, `limit` above [`MAX_ENTRIES`], or a period
 //!   beyond about 292 years: typed errors.
 //! * A cost above `limit`: [`Verdict::Never`](super::Verdict::Never).
 //! * Time that goes backwards is read as the time of the newest entry (which is also
@@ -147,7 +147,7 @@ pub use ring::LogTake;
 /// ```
 pub const MAX_ENTRIES: u64 = 1 << 20;
 
-/// An exact sliding log: at most `limit` permits in any window of `duration`. See
+/// An exact sliding log: at most `limit` permits in any window of length `window`. See
 /// the [module docs](self).
 ///
 /// ```
@@ -167,7 +167,7 @@ pub const MAX_ENTRIES: u64 = 1 << 20;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlidingLog {
     limit: u64,
-    duration: Nanos,
+    window: Nanos,
     min_spacing: Nanos,
     /// Refused attempts are logged too.
     record_rejected: bool,
@@ -197,7 +197,7 @@ pub struct SlidingLog {
 /// was changed inside a set of limits) and decides as it would on its own state
 /// holding the same entries. A ring smaller than the log's capacity is first moved
 /// into one of that size (an allocation, once); a larger one is used as it is. A
-/// log of another *duration* judges the entries held by its own window: an entry
+/// log of another window length judges the entries held by its own window: an entry
 /// that had expired under a shorter window counts again under a longer one if it
 /// is still held.
 ///
@@ -308,12 +308,12 @@ impl std::fmt::Debug for LogState {
 }
 
 impl SlidingLog {
-    /// At most `limit` permits in any window of `duration`, no spacing, refused
+    /// At most `limit` permits in any window of length `window`, no spacing, refused
     /// calls not recorded.
     ///
     /// # Errors
     /// [`ConfigError::InvalidCount`] for a zero `limit` or one above [`MAX_ENTRIES`];
-    /// [`ConfigError::InvalidDuration`] for a zero `duration` or one beyond about 292 years.
+    /// [`ConfigError::InvalidDuration`] for a zero `window` or one beyond about 292 years.
     ///
     /// ```
     /// use sluicegate::{algorithms::SlidingLog, ConfigError};
@@ -322,7 +322,7 @@ impl SlidingLog {
     /// assert!(matches!(SlidingLog::new(0, Duration::from_secs(60)), Err(ConfigError::InvalidCount { .. })));
     /// assert!(matches!(SlidingLog::new(1, Duration::ZERO), Err(ConfigError::InvalidDuration { .. })));
     /// ```
-    pub fn new(limit: u64, duration: Duration) -> Result<Self, ConfigError> {
+    pub fn new(limit: u64, window: Duration) -> Result<Self, ConfigError> {
         if limit == 0 || limit > MAX_ENTRIES {
             return Err(ConfigError::InvalidCount {
                 what: "limit",
@@ -330,10 +330,10 @@ impl SlidingLog {
                 requirement: "between 1 and 2^20 (one log entry per permit)",
             });
         }
-        let nanos = validate_positive_period("duration", duration)?;
+        let nanos = validate_positive_period("window", window)?;
         Ok(SlidingLog {
             limit,
-            duration: nanos,
+            window: nanos,
             min_spacing: 0,
             record_rejected: false,
         })
@@ -378,21 +378,21 @@ impl SlidingLog {
         self
     }
 
-    /// The most permits any window of `duration` holds.
+    /// The most permits any window of length `window` holds.
     ///
     /// ```
     /// use sluicegate::algorithms::SlidingLog;
     /// use std::time::Duration;
     /// let log = SlidingLog::new(3, Duration::from_secs(60)).unwrap();
-    /// assert_eq!((log.limit(), log.duration()), (3, Duration::from_secs(60)));
+    /// assert_eq!((log.limit(), log.window()), (3, Duration::from_secs(60)));
     /// ```
     pub fn limit(&self) -> u64 {
         self.limit
     }
 
     /// The window's length (see [`limit`](SlidingLog::limit) for an example).
-    pub fn duration(&self) -> Duration {
-        Duration::from_nanos(self.duration)
+    pub fn window(&self) -> Duration {
+        Duration::from_nanos(self.window)
     }
 
     /// The minimum time between two calls (zero if none).
@@ -508,8 +508,8 @@ impl Algorithm for SlidingLog {
     }
 
     fn pace(&self) -> Option<Pace> {
-        let window = Pace::per(self.limit(), self.duration())?;
-        let spacing = Pace::new(self.min_spacing(), self.duration());
+        let window = Pace::per(self.limit(), self.window())?;
+        let spacing = Pace::new(self.min_spacing(), self.window());
         Pace::slowest(Some(window), Some(spacing))
     }
 

@@ -183,7 +183,7 @@ impl SlidingLog {
     #[inline(always)]
     pub(super) fn first_live<W: Words + ?Sized>(&self, words: &W, header: &Header) -> u64 {
         let expired =
-            |index: u64| header.time(words, index).saturating_add(self.duration) <= header.at;
+            |index: u64| header.time(words, index).saturating_add(self.window) <= header.at;
         if header.len == 0 || !expired(0) {
             return 0;
         }
@@ -266,12 +266,12 @@ impl SlidingLog {
             Some((at, _)) if low >= header.len => at,
             _ => header.time(words, low),
         };
-        at.saturating_add(self.duration)
+        at.saturating_add(self.window)
     }
 
     /// When everything that blocks a call has gone.
     pub(super) fn reset_at(&self, newest: Option<Nanos>, last: Option<Nanos>) -> Nanos {
-        let expired = newest.map_or(0, |at| at.saturating_add(self.duration));
+        let expired = newest.map_or(0, |at| at.saturating_add(self.window));
         expired.max(self.spaced_at(last))
     }
 
@@ -556,12 +556,12 @@ impl WordEncoded for SlidingLog {
         words.set_word(BASE, take.base);
     }
 
-    /// `[limit, duration, min_spacing, record_rejected]`.
+    /// `[limit, window, min_spacing, record_rejected]`.
     #[inline(always)]
     fn config_words(&self) -> [u64; 4] {
         [
             self.limit,
-            self.duration,
+            self.window,
             self.min_spacing,
             u64::from(self.record_rejected),
         ]
@@ -574,7 +574,7 @@ impl WordEncoded for SlidingLog {
     fn from_config_words(words: [u64; 4]) -> Self {
         SlidingLog {
             limit: words[0].min(MAX_ENTRIES),
-            duration: words[1],
+            window: words[1],
             min_spacing: words[2],
             record_rejected: words[3] != 0,
         }
