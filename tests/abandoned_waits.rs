@@ -17,7 +17,7 @@ use sluicegate::algorithms::{
 };
 use sluicegate::cells::CellAlgorithm;
 use sluicegate::clock::{Clock, DefaultClock, ManualClock};
-use sluicegate::stores::{MemoryStore, Step, Store};
+use sluicegate::stores::{MemoryStore, Operation, Store};
 use sluicegate::{Error, KeyedRateLimiter, RateLimiter};
 use std::future::Future;
 use std::pin::Pin;
@@ -386,7 +386,7 @@ fn a_later_grant_by_another_process_bounds_what_a_key_gets_back() {
     // The other process reaches the same store directly; the twin makes the same
     // grants on its own store and cancels them one by one, latest first.
     let bursty = bursty();
-    let reserve = |cost| Step::Reserve {
+    let reserve = |cost| Operation::Reserve {
         cost,
         max_wait: u64::MAX,
     };
@@ -422,7 +422,7 @@ fn a_later_grant_by_another_process_bounds_what_a_key_gets_back() {
             .apply_key(&bursty, &"k", now, reserve(1))
             .unwrap();
         for (decision, receipt) in grants.into_iter().rev() {
-            let cancel = Step::Cancel {
+            let cancel = Operation::Cancel {
                 receipts: &[receipt],
                 acts_at: now + decision.wait_nanos(),
             };

@@ -5,7 +5,7 @@ use crate::cells::CellAlgorithm;
 use crate::clock::{duration_to_nanos, Clock};
 use crate::error::Error;
 use crate::limiters::{asynchronous, combine, keyed_async, nonzero};
-use crate::stores::{Step, Store};
+use crate::stores::{Operation, Store};
 use crate::{AsyncKeyedRateLimiter, AsyncRateLimiter, KeyedRateLimiter, RateLimiter};
 use std::future::Future;
 use std::pin::Pin;
@@ -327,7 +327,7 @@ where
             return Box::pin(std::future::ready(Err(Error::ZeroCost)));
         };
         let (algorithm, store, clock) = self.shared_parts();
-        let step = Step::Reserve { cost, max_wait: 0 };
+        let step = Operation::Reserve { cost, max_wait: 0 };
         // Sent now: the pending reply borrows nothing.
         let pending = store.apply_async(algorithm, std::slice::from_ref(key), clock.now(), step);
         Box::pin(async move { Ok(combine(&pending.await?)) })
@@ -338,7 +338,7 @@ where
             return Box::pin(std::future::ready(Err(Error::ZeroCost)));
         };
         let (algorithm, store, clock) = self.shared_parts();
-        let step = Step::Reserve { cost, max_wait: 0 };
+        let step = Operation::Reserve { cost, max_wait: 0 };
         // Sent now: the pending reply borrows nothing.
         let pending = store.apply_key_each_async(algorithm, key, clock.now(), step);
         Box::pin(async move { pending.await.map(|((d, _), each)| (d, each)) })

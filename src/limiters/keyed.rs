@@ -26,7 +26,7 @@ use crate::algorithms::{Algorithm, Decision, SmoothBursty};
 use crate::clock::{duration_to_nanos, Clock, DefaultClock, Nanos};
 use crate::error::{ConfigError, Error};
 use crate::stores::store::blank;
-use crate::stores::{MemoryStore, Step, Store};
+use crate::stores::{MemoryStore, Operation, Store};
 use std::fmt;
 use std::hash::Hash;
 use std::marker::PhantomData;
@@ -286,7 +286,7 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
         let cost = nonzero(cost)?;
         let shared = &*self.shared;
         let now = shared.clock.now();
-        let step = Step::Reserve { cost, max_wait: 0 };
+        let step = Operation::Reserve { cost, max_wait: 0 };
         Ok(shared.store.apply_key(&shared.algorithm, key, now, step)?.0)
     }
 
@@ -327,7 +327,7 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
         let cost = nonzero(cost)?;
         let shared = &*self.shared;
         let now = shared.clock.now();
-        let step = Step::Reserve { cost, max_wait: 0 };
+        let step = Operation::Reserve { cost, max_wait: 0 };
         let answer = shared
             .store
             .apply_key_each(&shared.algorithm, key, now, step, each)?;
@@ -360,7 +360,7 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     pub fn check_all(&self, keys: &[K], cost: u64) -> Result<Decision, Error> {
         let cost = nonzero(cost)?;
         let now = self.shared.clock.now();
-        self.step(keys, now, Step::Reserve { cost, max_wait: 0 })
+        self.step(keys, now, Operation::Reserve { cost, max_wait: 0 })
     }
 
     /// The decision the key's limit would give a [`check`](Self::check) now,
@@ -402,7 +402,7 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     pub fn peek_all(&self, keys: &[K], cost: u64) -> Result<Decision, Error> {
         let cost = nonzero(cost)?;
         let now = self.shared.clock.now();
-        self.step(keys, now, Step::Peek { cost })
+        self.step(keys, now, Operation::Peek { cost })
     }
 
     /// Takes one permit for `key`, blocking as long as needed; returns the time
@@ -510,7 +510,12 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
 
     /// One store step over `keys`, combined into one decision.
     #[inline]
-    pub(crate) fn step(&self, keys: &[K], now: Nanos, step: Step<'_>) -> Result<Decision, Error> {
+    pub(crate) fn step(
+        &self,
+        keys: &[K],
+        now: Nanos,
+        step: Operation<'_>,
+    ) -> Result<Decision, Error> {
         let shared = &*self.shared;
         match keys.len() {
             0 => Err(no_keys()),
@@ -545,7 +550,7 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     fn acquire_within(&self, keys: &[K], cost: u64, budget: Nanos) -> Result<Duration, Error> {
         let cost = nonzero(cost)?;
         wait_blocking(&self.shared.clock, cost, budget, |now, left| {
-            let step = Step::Reserve {
+            let step = Operation::Reserve {
                 cost,
                 max_wait: left,
             };

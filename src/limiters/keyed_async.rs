@@ -10,7 +10,7 @@ use super::{KeyedRateLimiter, KeyedReservation};
 use crate::algorithms::{Algorithm, Decision, Receipt};
 use crate::clock::{duration_to_nanos, Clock, DefaultClock, Nanos};
 use crate::error::Error;
-use crate::stores::{MemoryStore, Step, Store};
+use crate::stores::{MemoryStore, Operation, Store};
 use std::future::Future;
 use std::time::Duration;
 
@@ -145,7 +145,13 @@ where
             let cost = nonzero(cost)?;
             let keys = [key];
             let now = limiter.clock().now();
-            step_async(&limiter, &keys, now, Step::Reserve { cost, max_wait: 0 }).await
+            step_async(
+                &limiter,
+                &keys,
+                now,
+                Operation::Reserve { cost, max_wait: 0 },
+            )
+            .await
         }
     }
 
@@ -323,7 +329,7 @@ async fn step_async<K, A, S, C>(
     limiter: &KeyedRateLimiter<K, A, S, C>,
     keys: &[K],
     now: Nanos,
-    step: Step<'_>,
+    step: Operation<'_>,
 ) -> Result<Decision, Error>
 where
     A: Algorithm,
@@ -438,7 +444,7 @@ where
     }
     let (algorithm, store, clock) = limiter.shared_parts();
     let reserve = |keys: &Keys, now, left| {
-        let step = Step::Reserve {
+        let step = Operation::Reserve {
             cost,
             max_wait: left,
         };

@@ -9,7 +9,7 @@ use crate::algorithms::{Algorithm, Decision, Receipt};
 use crate::clock::{Clock, DefaultClock, Nanos};
 use crate::error::Error;
 use crate::stores::store::blank;
-use crate::stores::{MemoryStore, Step, Store};
+use crate::stores::{MemoryStore, Operation, Store};
 use std::fmt;
 use std::future::Future;
 use std::time::Duration;
@@ -31,7 +31,7 @@ use std::time::Duration;
 /// reservation's on every key.
 ///
 /// **Cancelling** follows Go's `Reservation.Cancel` rule, as
-/// [`Algorithm::cancel`] states it, through one [`Step::Cancel`] on every key of
+/// [`Algorithm::cancel`] states it, through one [`Operation::Cancel`] on every key of
 /// the reservation: up to the time to act, that instant included, the permits come
 /// back *as far as later grants on the same key allow*; after it, nothing does. An
 /// explicit reservation stays on this rule, cancelled at once and alone, because
@@ -316,8 +316,8 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedReservation<K, A, S, C> {
         }
     }
 
-    fn cancel_step(&self) -> Step<'_> {
-        Step::Cancel {
+    fn cancel_step(&self) -> Operation<'_> {
+        Operation::Cancel {
             receipts: &self.receipts,
             acts_at: self.acts_at,
         }
@@ -326,8 +326,8 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedReservation<K, A, S, C> {
 
 /// The reserve step of every keyed reservation: `cost` permits for a caller who
 /// takes whatever turn comes (as the direct limiter's reserve).
-fn reserve_step(cost: u64) -> Result<Step<'static>, Error> {
-    Ok(Step::Reserve {
+fn reserve_step(cost: u64) -> Result<Operation<'static>, Error> {
+    Ok(Operation::Reserve {
         cost: nonzero(cost)?,
         max_wait: u64::MAX,
     })

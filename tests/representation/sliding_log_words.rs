@@ -100,14 +100,14 @@ proptest! {
             }
             prop_assert_eq!(log.reserve(&mut state, now, cost, 0), decision);
             prop_assert_eq!(words_of(&log, &state), full.clone());
-            prop_assert!(state.len() as u64 <= log.capacity());
+            prop_assert!(state.entry_count() as u64 <= log.slots());
         }
     }
 
     /// On arbitrary words (any length, any values, a header far past the ring), the
     /// lean try neither panics nor reads more than the header, the newest entry, the
     /// two oldest entries, the expired ones after them and one live entry's time,
-    /// and an evicted entry's cost (`9 + 2 × min(len, capacity)` words); writing its
+    /// and an evicted entry's cost (`9 + 2 × min(entries, slots)` words); writing its
     /// plan does not panic either.
     #[test]
     fn lean_try_is_total_on_arbitrary_words(
@@ -134,7 +134,7 @@ proptest! {
         let log = if record { log.with_rejected_recorded() } else { log };
         let counted = Counted { words: &words, reads: Cell::new(0) };
         let (granted, take) = log.plan_take(&counted, now, cost);
-        let held = words.word(1).min(log.capacity());
+        let held = words.word(1).min(log.slots());
         let bound = 9 + 2 * held as usize;
         prop_assert!(counted.reads.get() <= bound, "{} reads, bound {}", counted.reads.get(), bound);
         if granted {
@@ -186,7 +186,7 @@ proptest! {
                 // Expired entries are dropped lazily now (when a call needs their
                 // room): the log holds what the old one held, and maybe more that
                 // has expired.
-                prop_assert!(state.len() >= old.entries.len());
+                prop_assert!(state.entry_count() >= old.entries.len());
                 prop_assert_eq!(
                     log.live_entries(&state, now).collect::<Vec<_>>(),
                     old_live_entries(&log, &old, now)
@@ -282,7 +282,7 @@ fn old_append(log: &SlidingLog, state: &mut OldState, view: &OldView, entry: (u6
             state.total = state.total.saturating_sub(u128::from(old.1));
         }
     }
-    if state.entries.len() as u64 >= log.capacity() {
+    if state.entries.len() as u64 >= log.slots() {
         if let Some(old) = state.entries.pop_front() {
             state.total = state.total.saturating_sub(u128::from(old.1));
         }
@@ -331,7 +331,7 @@ fn old_recorded_refusal(
     cost: u64,
 ) -> Decision {
     let held = state.entries.len() - view.first_live;
-    let evicted = usize::from(held as u64 >= log.capacity());
+    let evicted = usize::from(held as u64 >= log.slots());
     let kept = state.entries.range(view.first_live + evicted..).copied();
     let evicted_cost: u128 = state
         .entries
@@ -463,7 +463,7 @@ fn lean_tries_and_full_checks_together_get_exactly_the_limit() {
 }
 
 /// A reconfiguration that keeps the state's size (a new limit with the same
-/// capacity) applies; one that changes it is refused with `InvalidCount` and
+/// number of slots) applies; one that changes it is refused with `InvalidCount` and
 /// changes nothing, configuration or state, even if the change also stepped the state.
 #[test]
 fn reconfiguring_a_log_cell_keeps_its_size() {
