@@ -291,17 +291,17 @@ fn async_checks_of_a_refused_key_make_no_round_trip() {
     let runtime = current_thread_runtime();
     let key = "k".to_owned();
     assert!(runtime
-        .block_on(limiter.check(key.clone(), 1))
+        .block_on(limiter.check(&key, 1))
         .unwrap()
         .is_allowed());
     assert!(!runtime
-        .block_on(limiter.check(key.clone(), 1))
+        .block_on(limiter.check(&key, 1))
         .unwrap()
         .is_allowed());
     let before = calls(&mut conn, "fcall");
     for _ in 0..100 {
         assert!(!runtime
-            .block_on(limiter.check(key.clone(), 1))
+            .block_on(limiter.check(&key, 1))
             .unwrap()
             .is_allowed());
     }

@@ -215,7 +215,7 @@ where
             // Charged when it is about to go: at once if the limiter lets it through
             // without a wait, else through a (boxed) wait; a free item not at all.
             if cost != 0 && this.permits.try_now(&key, cost) != Some(true) {
-                *this.waiting = Some(this.permits.acquire(key, cost, *this.max_wait));
+                *this.waiting = Some(this.permits.acquire(&key, cost, *this.max_wait));
             }
         }
         if let Some(waiting) = this.waiting.as_mut() {

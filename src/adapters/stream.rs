@@ -226,7 +226,7 @@ where
                     if cost == 0 || this.permits.try_now(&key, cost) == Some(true) {
                         return Poll::Ready(Some(Ok(item)));
                     }
-                    *this.waiting = Some(this.permits.acquire(key, cost, *this.max_wait));
+                    *this.waiting = Some(this.permits.acquire(&key, cost, *this.max_wait));
                     *this.held = Some(item);
                 }
             }

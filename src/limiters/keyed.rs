@@ -54,7 +54,7 @@ use super::AsyncKeyedRateLimiter;
 /// | [`acquire`](Self::acquire), [`acquire_n`](Self::acquire_n), [`acquire_all`](Self::acquire_all) | as long as needed | the time waited |
 /// | [`try_acquire_n_timeout`](Self::try_acquire_n_timeout) | only if the wait fits | granted or not |
 /// | [`reserve`](Self::reserve), [`reserve_all`](Self::reserve_all) | no: you wait, or cancel | a [`KeyedReservation`](crate::KeyedReservation) |
-/// | [`to_async`](Self::to_async)`().acquire(key).await` | asynchronously | the time waited |
+/// | [`to_async`](Self::to_async)`().acquire(&key).await` | asynchronously | the time waited |
 ///
 /// The `_all` calls take several keys (e.g. the client's IP *and* its user id)
 /// and are all-or-nothing: granted only if every key allows it, and then charged to
@@ -491,15 +491,15 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     }
 
     /// An async handle on this limiter, sharing its store:
-    /// `to_async().acquire(key).await`.
+    /// `to_async().acquire(&key).await`.
     ///
     /// ```
     /// use sluicegate::{algorithms::SmoothBursty, clock::ManualClock, KeyedRateLimiter};
     /// let limiter = KeyedRateLimiter::with_clock(SmoothBursty::new(5.0).unwrap(), ManualClock::new());
     /// let handle = limiter.to_async();
     /// futures::executor::block_on(async {
-    ///     handle.acquire("k").await.unwrap();
-    ///     handle.acquire("k").await.unwrap();
+    ///     handle.acquire(&"k").await.unwrap();
+    ///     handle.acquire(&"k").await.unwrap();
     /// });
     /// assert_eq!(limiter.clock().take_sleeps_secs(), vec![0.0, 0.2]);
     /// assert!(!limiter.try_acquire(&"k")); // the handle shares the store

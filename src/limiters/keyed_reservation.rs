@@ -219,8 +219,8 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedReservation<K, A, S, C> {
     /// let limiter = KeyedRateLimiter::with_clock(SmoothBursty::new(4.0).unwrap(), clock.clone());
     /// let handle = limiter.to_async();
     /// futures::executor::block_on(async {
-    ///     handle.reserve("k", 1).await.unwrap().wait_async().await;
-    ///     let r = handle.reserve("k", 1).await.unwrap();
+    ///     handle.reserve(&"k", 1).await.unwrap().wait_async().await;
+    ///     let r = handle.reserve(&"k", 1).await.unwrap();
     ///     assert_eq!(r.wait_async().await, Duration::from_millis(250));
     /// });
     /// assert_eq!(clock.now(), 250_000_000);
@@ -293,9 +293,9 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedReservation<K, A, S, C> {
     /// let handle = limiter.to_async();
     /// futures::executor::block_on(async {
     ///     let taken: Vec<_> = vec![
-    ///         handle.reserve("k", 1).await.unwrap(), // acts now
-    ///         handle.reserve("k", 1).await.unwrap(), // at 1 s
-    ///         handle.reserve("k", 1).await.unwrap(), // at 2 s
+    ///         handle.reserve(&"k", 1).await.unwrap(), // acts now
+    ///         handle.reserve(&"k", 1).await.unwrap(), // at 1 s
+    ///         handle.reserve(&"k", 1).await.unwrap(), // at 2 s
     ///     ];
     ///     for r in taken.into_iter().rev() {
     ///         r.cancel_async().await.unwrap(); // latest first: all three come back

@@ -218,8 +218,8 @@ fn limiters_and_their_futures_cross_threads() {
     send_sync(limiter.store());
     let handle = limiter.to_async();
     send_sync(&handle);
-    send(&handle.acquire("k".to_string()));
-    send(&handle.acquire_all(vec!["a".to_string(), "b".to_string()], 1));
+    send(&handle.acquire(&"k".to_string()));
+    send(&handle.acquire_all(&["a".to_string(), "b".to_string()], 1));
 }
 
 #[test]

@@ -426,7 +426,7 @@ fn the_keyed_limiters_run_over_the_redis_store() {
     let waited = runtime.block_on(async {
         let mut waited = Vec::new();
         for _ in 0..5 {
-            waited.push(handle.acquire("k").await.unwrap());
+            waited.push(handle.acquire(&"k").await.unwrap());
         }
         waited
     });
@@ -732,7 +732,7 @@ fn async_calls_run_without_a_tokio_runtime() {
     let clock = ManualClock::new();
     let limiter = KeyedRateLimiter::with_store(queue, store, clock.clone()).to_async();
     let waited = futures::executor::block_on(async {
-        [limiter.acquire("job").await, limiter.acquire("job").await]
+        [limiter.acquire(&"job").await, limiter.acquire(&"job").await]
     });
     assert_eq!(waited, [Ok(Duration::ZERO), Ok(Duration::from_secs(1))]);
 }

@@ -197,7 +197,7 @@ where
             Outcome::Call(described) => ResponseFuture::called(self.inner.call(request), described),
             Outcome::Answer(response) => ResponseFuture::answered(response),
             Outcome::Refused(held) if self.config.holds(&held.fields) => {
-                let acquiring = self.permits.acquire(key, cost, self.config.delay);
+                let acquiring = self.permits.acquire(&key, cost, self.config.delay);
                 let inner = self.take_inner();
                 ResponseFuture::holding(Box::new(Holding {
                     acquiring,
@@ -239,7 +239,7 @@ impl<S: Clone, P: Permits, W> Server<S, P, W> {
         let partition = self.partition(&key);
         let hold: Option<Hold> = self.config.delay.map(|max| {
             let permits = self.permits.clone();
-            Box::new(move || permits.acquire(key, cost, Some(max))) as Hold
+            Box::new(move || permits.acquire(&key, cost, Some(max))) as Hold
         });
         let inner = self.take_inner();
         // Boxed, as the check is: the future stays small for the paths without.
