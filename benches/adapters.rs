@@ -100,7 +100,7 @@ fn bench_server(c: &mut Criterion, name: &str, allow: bool) {
         });
     };
 
-    let mut plain = ServerLayer::with_meter(ours(), peer_ip)
+    let mut plain = ServerLayer::with_weigher(ours(), peer_ip)
         .headers(RateLimitHeaders::none())
         .layer(app());
     bench(
@@ -114,7 +114,7 @@ fn bench_server(c: &mut Criterion, name: &str, allow: bool) {
         Box::new(move |r| once(&mut governor, r)),
     );
 
-    let mut legacy = ServerLayer::with_meter(ours(), peer_ip)
+    let mut legacy = ServerLayer::with_weigher(ours(), peer_ip)
         .headers(RateLimitHeaders::none().legacy_only(Legacy::XRateLimit))
         .layer(app());
     bench(
@@ -128,7 +128,7 @@ fn bench_server(c: &mut Criterion, name: &str, allow: bool) {
         Box::new(move |r| once(&mut governor_headers, r)),
     );
 
-    let mut ietf = ServerLayer::with_meter(ours(), peer_ip).layer(app());
+    let mut ietf = ServerLayer::with_weigher(ours(), peer_ip).layer(app());
     bench("sluicegate/ietf", Box::new(move |r| once(&mut ietf, r)));
     group.finish();
 }
@@ -177,11 +177,11 @@ fn interleaved_server(_: &mut Criterion) {
             .key_extractor(PeerIpKeyExtractor);
         builder
     };
-    let mut plain = ServerLayer::with_meter(ours(), peer_ip)
+    let mut plain = ServerLayer::with_weigher(ours(), peer_ip)
         .headers(RateLimitHeaders::none())
         .layer(app());
     let mut governor = GovernorLayer::new(theirs().finish().unwrap()).layer(app());
-    let mut legacy = ServerLayer::with_meter(ours(), peer_ip)
+    let mut legacy = ServerLayer::with_weigher(ours(), peer_ip)
         .headers(RateLimitHeaders::none().legacy_only(Legacy::XRateLimit))
         .layer(app());
     let mut governor_headers =

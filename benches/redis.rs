@@ -19,7 +19,7 @@
 
 use sluicegate::algorithms::*;
 use sluicegate::stores::redis::{RedisAlgorithm, RedisOptions, RedisStore};
-use sluicegate::stores::{Step, Store};
+use sluicegate::stores::{Operation, Store};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -210,7 +210,7 @@ fn bench<A: RedisAlgorithm + Clone>(
         .prefix(format!("bench-{name}:"))
         .unwrap();
     let store: RedisStore<&str, A> = RedisStore::open_with(&server.url, options).unwrap();
-    let step = Step::Reserve {
+    let step = Operation::Reserve {
         cost: 1,
         max_wait: 0,
     };
@@ -301,7 +301,7 @@ fn pipelined_rate<A: RedisAlgorithm>(
     calls: u64,
 ) -> f64 {
     // A reserve of 1 at the server's time, no wait, as `bench` sends it.
-    let step = Step::Reserve {
+    let step = Operation::Reserve {
         cost: 1,
         max_wait: 0,
     };

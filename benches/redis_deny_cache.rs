@@ -9,7 +9,7 @@
 use sluicegate::algorithms::FixedWindow;
 use sluicegate::stores::deny_cache::DenyCache;
 use sluicegate::stores::redis::{RedisOptions, RedisStore};
-use sluicegate::stores::{MemoryStore, Step, Store};
+use sluicegate::stores::{MemoryStore, Operation, Store};
 use sluicegate::{Clock, DefaultClock};
 use std::time::{Duration, Instant};
 
@@ -34,7 +34,7 @@ fn refused_per_second<S: Store<String, FixedWindow>>(
     key: &String,
     clock: &DefaultClock,
 ) -> f64 {
-    let step = Step::Reserve {
+    let step = Operation::Reserve {
         cost: 1,
         max_wait: 0,
     };

@@ -9,7 +9,7 @@
 use sluicegate::algorithms::FixedWindow;
 use sluicegate::stores::failover::{Backoff, FailoverStore, FailurePolicy};
 use sluicegate::stores::redis::{RedisOptions, RedisStore};
-use sluicegate::stores::{Step, Store};
+use sluicegate::stores::{Operation, Store};
 use std::time::{Duration, Instant};
 
 mod redis_server;
@@ -42,7 +42,7 @@ fn main() {
     let server = Server::start("redis-failover-bench", &[]);
     let window = FixedWindow::new(100, Duration::from_secs(60)).unwrap();
     let key = "k".to_owned();
-    let step = Step::Reserve {
+    let step = Operation::Reserve {
         cost: 1,
         max_wait: 0,
     };

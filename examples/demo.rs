@@ -12,8 +12,8 @@ use sluicegate::clock::{Clock, ManualClock};
 use sluicegate::RateLimiter;
 use std::time::Duration;
 
-/// One step of the workload.
-enum Step {
+/// One action of the workload.
+enum Action {
     /// Acquire this many permits.
     Acquire(u64),
     /// Do nothing for this long.
@@ -23,14 +23,14 @@ enum Step {
 /// What one limiter did at each acquire: (start time, permits, wait).
 fn run<A: CellAlgorithm>(
     limiter: &RateLimiter<A, ManualClock>,
-    workload: &[Step],
+    workload: &[Action],
 ) -> Vec<(f64, u64, f64)> {
     let clock = limiter.clock();
     let mut rows = Vec::new();
-    for step in workload {
-        match step {
-            Step::Idle(d) => clock.advance(*d),
-            Step::Acquire(n) => {
+    for action in workload {
+        match action {
+            Action::Idle(d) => clock.advance(*d),
+            Action::Acquire(n) => {
                 let start = clock.now() as f64 / 1e9;
                 let waited = limiter.acquire_n(*n).expect("finite rate, positive cost");
                 rows.push((start, *n, waited.as_secs_f64()));
@@ -42,11 +42,11 @@ fn run<A: CellAlgorithm>(
 
 fn main() {
     let rate = 2.0;
-    let mut workload: Vec<Step> = (0..6).map(|_| Step::Acquire(1)).collect();
-    workload.push(Step::Idle(Duration::from_secs(5)));
-    workload.extend((0..6).map(|_| Step::Acquire(1)));
-    workload.push(Step::Acquire(4));
-    workload.push(Step::Acquire(1));
+    let mut workload: Vec<Action> = (0..6).map(|_| Action::Acquire(1)).collect();
+    workload.push(Action::Idle(Duration::from_secs(5)));
+    workload.extend((0..6).map(|_| Action::Acquire(1)));
+    workload.push(Action::Acquire(4));
+    workload.push(Action::Acquire(1));
 
     let bursty = RateLimiter::with_clock(
         SmoothBursty::new(rate).expect("valid rate"),

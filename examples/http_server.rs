@@ -40,7 +40,7 @@ fn peer(request: &Request<Body>) -> IpAddr {
 
 /// Whom and how much a request is charged: the peer's IP; POST costs 2, a request
 /// marked `x-weight` costs what it says.
-fn meter(request: &Request<Body>) -> (IpAddr, u64) {
+fn weigh(request: &Request<Body>) -> (IpAddr, u64) {
     let weight = request
         .headers()
         .get("x-weight")
@@ -101,7 +101,7 @@ async fn main() {
         .legacy(Legacy::XRateLimit);
     let direct = Router::new()
         .route("/", get(|| async { "read" }).post(|| async { "written" }))
-        .layer(ServerLayer::with_meter(KeyedRateLimiter::new(set), meter).headers(headers));
+        .layer(ServerLayer::with_weigher(KeyedRateLimiter::new(set), weigh).headers(headers));
     let base = serve(direct).await;
     println!("1. keyed by the peer address, serving on {base}\n");
 

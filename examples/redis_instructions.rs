@@ -47,7 +47,7 @@ use sluicegate::algorithms::{
     LeakyBucket, Receipt, SlidingLog, SlidingWindowBuckets, SmoothBursty,
 };
 use sluicegate::stores::redis::{RedisAlgorithm, RedisOptions, RedisStore, TimeSource};
-use sluicegate::stores::{Step, Store};
+use sluicegate::stores::{Operation, Store};
 use sluicegate::Decision;
 use std::time::Duration;
 
@@ -162,7 +162,7 @@ fn run<A: RedisAlgorithm>(
     let store: RedisStore<String, A> = RedisStore::open_with(url, options).expect("a Redis URL");
     let key = ["hot".to_owned()];
     let mut out = [(Decision::never(0, 0, 0), Receipt::NONE)];
-    let step = Step::Reserve {
+    let step = Operation::Reserve {
         cost: 1,
         max_wait: 0,
     };

@@ -81,7 +81,8 @@ fn main() {
     match which.as_str() {
         "sluicegate" => {
             let limiter = KeyedRateLimiter::new(LeakyBucket::meter(1_000_000, 1, period).unwrap());
-            let layer = ServerLayer::with_meter(limiter, peer_ip).headers(RateLimitHeaders::none());
+            let layer =
+                ServerLayer::with_weigher(limiter, peer_ip).headers(RateLimitHeaders::none());
             run(layer.layer(app), count);
         }
         "tower_governor" => {

@@ -17,7 +17,7 @@ use sluicegate::algorithms::{
 };
 use sluicegate::cells::CellAlgorithm;
 use sluicegate::clock::{Clock, DefaultClock, ManualClock};
-use sluicegate::stores::{MemoryStore, Step, Store};
+use sluicegate::stores::{MemoryStore, Operation, Store};
 use sluicegate::{Error, KeyedRateLimiter, RateLimiter};
 use std::future::Future;
 use std::pin::Pin;
@@ -94,7 +94,7 @@ impl<A: Algorithm> Limit for Keyed<A> {
         &self.limiter.clock().clock
     }
     fn waiter(&self, cost: u64) -> Waiter {
-        Box::pin(self.limiter.to_async().acquire_all(self.keys.clone(), cost))
+        Box::pin(self.limiter.to_async().acquire_all(&self.keys, cost))
     }
     fn acquire(&self, cost: u64) -> Duration {
         self.limiter.acquire_all(&self.keys, cost).unwrap()
@@ -386,7 +386,7 @@ fn a_later_grant_by_another_process_bounds_what_a_key_gets_back() {
     // The other process reaches the same store directly; the twin makes the same
     // grants on its own store and cancels them one by one, latest first.
     let bursty = bursty();
-    let reserve = |cost| Step::Reserve {
+    let reserve = |cost| Operation::Reserve {
         cost,
         max_wait: u64::MAX,
     };
@@ -422,7 +422,7 @@ fn a_later_grant_by_another_process_bounds_what_a_key_gets_back() {
             .apply_key(&bursty, &"k", now, reserve(1))
             .unwrap();
         for (decision, receipt) in grants.into_iter().rev() {
-            let cancel = Step::Cancel {
+            let cancel = Operation::Cancel {
                 receipts: &[receipt],
                 acts_at: now + decision.wait_nanos(),
             };
@@ -462,7 +462,7 @@ fn five_keyed_waiters_dropped_at_once_give_all_their_permits_back() {
     limiter.acquire(&"k").unwrap();
     let handle = limiter.to_async();
     let waiters: Vec<Waiter> = (0..5)
-        .map(|_| pending(Box::pin(handle.acquire("k"))))
+        .map(|_| pending(Box::pin(handle.acquire(&"k"))))
         .collect();
     drop(waiters);
     assert_eq!(limiter.acquire(&"k").unwrap(), Duration::from_secs(1));
@@ -480,10 +480,10 @@ fn a_pending_wait_on_another_key_does_not_hold_a_keys_waits_back() {
     let handle = limiter.to_async();
     // "a"'s waits turn at 2, 3 and 4 s; "b"'s, behind ten permits taken at once, later.
     let waiters: Vec<Waiter> = (0..3)
-        .map(|_| pending(Box::pin(handle.acquire("a"))))
+        .map(|_| pending(Box::pin(handle.acquire(&"a"))))
         .collect();
     limiter.acquire_n(&"b", 10).unwrap();
-    let mut kept = pending(Box::pin(handle.acquire("b")));
+    let mut kept = pending(Box::pin(handle.acquire(&"b")));
     drop(waiters);
     assert_eq!(limiter.peek(&"a", 1).unwrap(), before);
     clock.clock.advance(Duration::from_secs(5));
@@ -526,7 +526,7 @@ async fn keyed_waits_timed_out_together_on_the_real_clock_give_their_turns_back(
     let unbursting = bursty().with_max_burst(Duration::ZERO).unwrap();
     let limiter = KeyedRateLimiter::with_store(unbursting, MemoryStore::new(), DefaultClock::new());
     let handle = limiter.to_async();
-    handle.acquire("k").await.unwrap();
-    let waited = timed_out_together(10, || handle.acquire("k")).await;
+    handle.acquire(&"k").await.unwrap();
+    let waited = timed_out_together(10, || handle.acquire(&"k")).await;
     assert!(waited <= Duration::from_millis(1500), "{waited:?}");
 }

@@ -13,7 +13,7 @@ use redis_support::{
 };
 use sluicegate::algorithms::{Decision, FixedWindow, Receipt};
 use sluicegate::stores::redis::RedisStore;
-use sluicegate::stores::{Step, Store};
+use sluicegate::stores::{Operation, Store};
 use sluicegate::Error;
 use std::time::Duration;
 
@@ -92,7 +92,12 @@ fn cluster_calls_per_identity_work_and_cross_slot_calls_are_refused() {
     assert!(err.to_string().contains("shared hash tag"), "{err}");
     assert_eq!(
         store
-            .apply_key(&fw, &"alice".to_owned(), SECOND, Step::Peek { cost: 1 })
+            .apply_key(
+                &fw,
+                &"alice".to_owned(),
+                SECOND,
+                Operation::Peek { cost: 1 }
+            )
             .map(|(d, _)| d)
             .unwrap()
             .remaining(),

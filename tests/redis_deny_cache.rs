@@ -12,7 +12,7 @@ use sluicegate::algorithms::{
 };
 use sluicegate::stores::deny_cache::DenyCache;
 use sluicegate::stores::redis::{RedisAlgorithm, RedisOptions, RedisStore, TimeSource};
-use sluicegate::stores::{Step, Store};
+use sluicegate::stores::{Operation, Store};
 use sluicegate::{Decision, DefaultClock, KeyedRateLimiter, Source};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -103,13 +103,13 @@ fn trace<A: RedisAlgorithm + Clone>(
             n if n < 11 => Call::Try(cost),
             _ => Call::Check(cost),
         };
-        let ask =
-            |store: &dyn Fn(Step<'_>) -> Decision, try_take: &dyn Fn(u64) -> Decision| match call {
-                Call::Try(cost) => try_take(cost),
-                Call::Check(cost) => store(take(cost)),
-                Call::Peek(cost) => store(Step::Peek { cost }),
-                Call::Wait(cost, max_wait) => store(Step::Reserve { cost, max_wait }),
-            };
+        let ask = |store: &dyn Fn(Operation<'_>) -> Decision,
+                   try_take: &dyn Fn(u64) -> Decision| match call {
+            Call::Try(cost) => try_take(cost),
+            Call::Check(cost) => store(take(cost)),
+            Call::Peek(cost) => store(Operation::Peek { cost }),
+            Call::Wait(cost, max_wait) => store(Operation::Reserve { cost, max_wait }),
+        };
         let granted = Decision::allowed(0, 0, 0);
         let a = ask(
             &|step| cached.apply_key(&algorithm, &key, now, step).unwrap().0,
@@ -291,17 +291,17 @@ fn async_checks_of_a_refused_key_make_no_round_trip() {
     let runtime = current_thread_runtime();
     let key = "k".to_owned();
     assert!(runtime
-        .block_on(limiter.check(key.clone(), 1))
+        .block_on(limiter.check(&key, 1))
         .unwrap()
         .is_allowed());
     assert!(!runtime
-        .block_on(limiter.check(key.clone(), 1))
+        .block_on(limiter.check(&key, 1))
         .unwrap()
         .is_allowed());
     let before = calls(&mut conn, "fcall");
     for _ in 0..100 {
         assert!(!runtime
-            .block_on(limiter.check(key.clone(), 1))
+            .block_on(limiter.check(&key, 1))
             .unwrap()
             .is_allowed());
     }

@@ -224,7 +224,7 @@ fn a_killed_server_fails_fast_to_the_policy_and_a_restarted_one_decides_again() 
 
 #[test]
 fn async_calls_on_a_frozen_server_answer_by_the_policy_and_recover() {
-    use sluicegate::stores::{Step, Store};
+    use sluicegate::stores::{Operation, Store};
     let mut server = RedisServer::start_own();
     let mut admin = server.connection();
     let limiter = limiter(&server, 10, FailurePolicy::Closed);
@@ -234,7 +234,7 @@ fn async_calls_on_a_frozen_server_answer_by_the_policy_and_recover() {
         .build()
         .unwrap();
     let window = FixedWindow::new(10, Duration::from_secs(60)).unwrap();
-    let step = Step::Reserve {
+    let step = Operation::Reserve {
         cost: 1,
         max_wait: 0,
     };

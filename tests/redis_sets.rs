@@ -17,7 +17,7 @@ use sluicegate::algorithms::{
     SlidingWindowCounter, SmoothBursty, SmoothWarmingUp,
 };
 use sluicegate::stores::redis::{RedisAlgorithm, RedisStore};
-use sluicegate::stores::{Step, Store};
+use sluicegate::stores::{Operation, Store};
 use sluicegate::Decision;
 use std::time::Duration;
 
@@ -166,7 +166,7 @@ fn a_limits_member_the_server_cannot_run_is_a_typed_error_before_sending() {
             &limits,
             &"k",
             0,
-            Step::Reserve {
+            Operation::Reserve {
                 cost: 1,
                 max_wait: 0,
             },
@@ -191,7 +191,7 @@ fn a_limits_set_cancels_on_the_server_when_every_member_can() {
     let queue = Limits::new()
         .with(LeakyBucket::queue(3, 1, Duration::from_secs(1)).unwrap())
         .with(SmoothBursty::new(1.0).unwrap());
-    let take = Step::Reserve {
+    let take = Operation::Reserve {
         cost: 1,
         max_wait: u64::MAX,
     };
@@ -201,7 +201,7 @@ fn a_limits_set_cancels_on_the_server_when_every_member_can() {
     assert_eq!(second.wait_nanos(), 1_000_000_000);
     // Cancelled before it acts: the turn comes back, as in memory.
     let mut out = [(Decision::never(0, 0, 0), Receipt::NONE)];
-    let cancel = Step::Cancel {
+    let cancel = Operation::Cancel {
         receipts: &[receipt],
         acts_at: second.wait_nanos(),
     };
@@ -230,7 +230,7 @@ fn a_refused_set_call_changes_no_member() {
     ));
     let store: RedisStore<&str, _> =
         RedisStore::open_with(server.url(), caller_time_options("r:")).unwrap();
-    let take = Step::Reserve {
+    let take = Operation::Reserve {
         cost: 1,
         max_wait: 0,
     };
@@ -261,7 +261,7 @@ fn a_refused_set_call_changes_no_member() {
     assert_eq!(dump(&mut admin), before);
     // A peek creates nothing for a new identity.
     store
-        .apply_key(&set, &"fresh", 0, Step::Peek { cost: 1 })
+        .apply_key(&set, &"fresh", 0, Operation::Peek { cost: 1 })
         .map(|(d, _)| d)
         .unwrap();
     assert_eq!(dump(&mut admin), before);
@@ -277,7 +277,7 @@ fn cluster_multi_limit_calls_per_identity() {
     ));
     let store: RedisStore<String, _> =
         RedisStore::open_cluster(cluster.urls(), caller_time_options("cl-set:")).unwrap();
-    let take = Step::Reserve {
+    let take = Operation::Reserve {
         cost: 1,
         max_wait: 0,
     };

@@ -13,7 +13,7 @@
 //! | `ClientLayer` (feature `tower`) | each request, before it is sent | `client` |
 //! | `ServerLayer` (feature `tower`) | nothing: refuses with `429` (or, with `delay_up_to`, each request up to a maximum) | `server` |
 //!
-//! Beside them: [`Meter`] (what an item or request is charged: [`Each`],
+//! Beside them: [`Weigh`] (what an item or request is charged: [`Each`],
 //! [`Weighed`], or a closure giving a key and a cost), [`Jitter`] (seeded, repeatable
 //! extra delay) and, with `tower`, `HoldBack` (the back-off that honours a server's
 //! `Retry-After` and `RateLimit` fields, usable by any client).
@@ -46,7 +46,7 @@
 //! **A cost of 0 is free**, in every adapter alike: the item or request passes at
 //! once, uncounted, without asking the limiter (whose own calls refuse 0 with
 //! [`Error::ZeroCost`]), and a server sends no rate-limit
-//! fields for it. A meter can so exempt what should not count (a health check, a
+//! fields for it. A weigher can so exempt what should not count (a health check, a
 //! cached answer) without a second path around the adapter.
 //!
 //! # Feature gates
@@ -65,20 +65,20 @@ mod fields;
 #[cfg(feature = "tower")]
 mod http_date;
 mod jitter;
-mod meter;
 mod permits;
 #[cfg(feature = "tower")]
 pub mod server;
 pub mod sink;
 pub mod stream;
+mod weigh;
 
 #[cfg(feature = "tower")]
 pub use backoff::HoldBack;
 pub use jitter::Jitter;
-pub use meter::{Each, Meter, Weighed};
 pub use permits::{Acquiring, Checking, CheckingEach, Permits};
 pub use sink::ThrottledSink;
 pub use stream::{Rejected, Throttled};
+pub use weigh::{Each, Weigh, Weighed};
 
 #[cfg(doc)]
 use crate::{clock::Clock, Error};

@@ -5,7 +5,7 @@ use crate::cells::CellAlgorithm;
 use crate::clock::{duration_to_nanos, Clock};
 use crate::error::Error;
 use crate::limiters::{asynchronous, combine, keyed_async, nonzero};
-use crate::stores::{Step, Store};
+use crate::stores::{Operation, Store};
 use crate::{AsyncKeyedRateLimiter, AsyncRateLimiter, KeyedRateLimiter, RateLimiter};
 use std::future::Future;
 use std::pin::Pin;
@@ -39,9 +39,9 @@ pub type CheckingEach =
 /// use std::time::Duration;
 /// let limiter = RateLimiter::bursty_with_clock(2.0, ManualClock::new()).unwrap();
 /// futures::executor::block_on(async {
-///     assert_eq!(Permits::acquire(&limiter, (), 1, None).await.unwrap(), Duration::ZERO);
+///     assert_eq!(Permits::acquire(&limiter, &(), 1, None).await.unwrap(), Duration::ZERO);
 ///     // The next permit is 0.5 s away: more than this caller will wait.
-///     let late = Permits::acquire(&limiter, (), 1, Some(Duration::from_millis(100))).await;
+///     let late = Permits::acquire(&limiter, &(), 1, Some(Duration::from_millis(100))).await;
 ///     assert!(matches!(late, Err(sluicegate::Error::Timeout { .. })));
 /// });
 /// ```
@@ -62,7 +62,7 @@ pub trait Permits: Clone + Send + Sync + 'static {
     /// theirs, in whatever order they are dropped (the limiter's
     /// [abandoned waits](crate::AsyncRateLimiter#abandoned-waits) rule, per key for
     /// a keyed limiter).
-    fn acquire(&self, key: Self::Key, cost: u64, max_wait: Option<Duration>) -> Acquiring;
+    fn acquire(&self, key: &Self::Key, cost: u64, max_wait: Option<Duration>) -> Acquiring;
 
     /// [`check_each`](Permits::check_each) without blocking the calling task, as
     /// [`check_async`](Permits::check_async) is `check`: the future resolves with
@@ -249,7 +249,7 @@ impl<A: CellAlgorithm, C: Clock> Permits for RateLimiter<A, C> {
         RateLimiter::clock(self)
     }
 
-    fn acquire(&self, _key: (), cost: u64, max_wait: Option<Duration>) -> Acquiring {
+    fn acquire(&self, _key: &(), cost: u64, max_wait: Option<Duration>) -> Acquiring {
         Box::pin(asynchronous::acquire_within(
             self.clone(),
             cost,
@@ -288,7 +288,7 @@ impl<A: CellAlgorithm, C: Clock> Permits for RateLimiter<A, C> {
 
 impl<K, A, S, C> Permits for KeyedRateLimiter<K, A, S, C>
 where
-    K: Send + Sync + 'static,
+    K: Clone + Send + Sync + 'static,
     A: Algorithm,
     S: Store<K, A> + 'static,
     C: Clock,
@@ -300,10 +300,10 @@ where
         KeyedRateLimiter::clock(self)
     }
 
-    fn acquire(&self, key: K, cost: u64, max_wait: Option<Duration>) -> Acquiring {
+    fn acquire(&self, key: &K, cost: u64, max_wait: Option<Duration>) -> Acquiring {
         Box::pin(keyed_async::acquire_within(
             self.clone(),
-            [key],
+            [key.clone()],
             cost,
             budget(max_wait),
         ))
@@ -327,7 +327,7 @@ where
             return Box::pin(std::future::ready(Err(Error::ZeroCost)));
         };
         let (algorithm, store, clock) = self.shared_parts();
-        let step = Step::Reserve { cost, max_wait: 0 };
+        let step = Operation::Reserve { cost, max_wait: 0 };
         // Sent now: the pending reply borrows nothing.
         let pending = store.apply_async(algorithm, std::slice::from_ref(key), clock.now(), step);
         Box::pin(async move { Ok(combine(&pending.await?)) })
@@ -338,7 +338,7 @@ where
             return Box::pin(std::future::ready(Err(Error::ZeroCost)));
         };
         let (algorithm, store, clock) = self.shared_parts();
-        let step = Step::Reserve { cost, max_wait: 0 };
+        let step = Operation::Reserve { cost, max_wait: 0 };
         // Sent now: the pending reply borrows nothing.
         let pending = store.apply_key_each_async(algorithm, key, clock.now(), step);
         Box::pin(async move { pending.await.map(|((d, _), each)| (d, each)) })
@@ -374,7 +374,7 @@ macro_rules! permits_of_the_blocking_limiter {
                 self.blocking().clock()
             }
 
-            fn acquire(&self, key: $key, cost: u64, max_wait: Option<Duration>) -> Acquiring {
+            fn acquire(&self, key: &$key, cost: u64, max_wait: Option<Duration>) -> Acquiring {
                 Permits::acquire(self.blocking(), key, cost, max_wait)
             }
 
@@ -426,7 +426,7 @@ macro_rules! permits_of_the_blocking_limiter {
 
 permits_of_the_blocking_limiter!([A: CellAlgorithm, C: Clock] AsyncRateLimiter<A, C>, key ());
 permits_of_the_blocking_limiter!(
-    [K: Send + Sync + 'static, A: Algorithm, S: Store<K, A> + 'static, C: Clock]
+    [K: Clone + Send + Sync + 'static, A: Algorithm, S: Store<K, A> + 'static, C: Clock]
     AsyncKeyedRateLimiter<K, A, S, C>,
     key K
 );

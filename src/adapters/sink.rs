@@ -1,6 +1,6 @@
 //! A sink whose items are sent on at a limiter's pace.
 
-use super::{Acquiring, Each, Meter, Permits, Rejected};
+use super::{Acquiring, Each, Permits, Rejected, Weigh};
 use futures::Sink;
 use pin_project_lite::pin_project;
 use std::fmt;
@@ -46,7 +46,7 @@ impl<T: fmt::Debug, E: std::error::Error + 'static> std::error::Error for SinkEr
 
 pin_project! {
     /// A [`Sink`] that sends each item on to the inner sink once a limiter grants it
-    /// (its key and cost from a [`Meter`]).
+    /// (its key and cost from a [`Weigh`]).
     ///
     /// `start_send` holds the item; the next `poll_ready`, `poll_flush` or
     /// `poll_close` charges it, waits, and sends it on when it is granted. So `send(item).await` (which flushes) returns once the item has been
@@ -80,14 +80,14 @@ pin_project! {
     /// assert_eq!(futures::executor::block_on(rx.collect::<Vec<_>>()), [0, 1, 2]);
     /// ```
     #[must_use = "sinks do nothing unless polled"]
-    pub struct ThrottledSink<Si, T, P, M = Each>
+    pub struct ThrottledSink<Si, T, P, W = Each>
     where
         P: Permits,
     {
         #[pin]
         inner: Si,
         permits: P,
-        meter: M,
+        weigher: W,
         max_wait: Option<Duration>,
         held: Option<T>,
         // The held item's key and cost, until it is charged (when it is sent on).
@@ -109,12 +109,12 @@ impl<Si: Sink<T>, T, P: Permits<Key = ()>> ThrottledSink<Si, T, P, Each> {
     /// futures::executor::block_on(paced.send(1)).unwrap();
     /// ```
     pub fn new(sink: Si, permits: P) -> Self {
-        ThrottledSink::with_meter(sink, permits, Each)
+        ThrottledSink::with_weigher(sink, permits, Each)
     }
 }
 
-impl<Si: Sink<T>, T, P: Permits, M: Meter<T, P::Key>> ThrottledSink<Si, T, P, M> {
-    /// Paces `sink`, charging each item what `meter` says (a
+impl<Si: Sink<T>, T, P: Permits, W: Weigh<T, P::Key>> ThrottledSink<Si, T, P, W> {
+    /// Paces `sink`, charging each item what `weigher` says (a
     /// [`Weighed`](super::Weighed) cost, or `|item| (key, cost)` for a keyed limiter).
     ///
     /// ```
@@ -125,18 +125,18 @@ impl<Si: Sink<T>, T, P: Permits, M: Meter<T, P::Key>> ThrottledSink<Si, T, P, M>
     /// // 1000 bytes per second.
     /// let limiter = RateLimiter::bursty_with_clock(1000.0, clock.clone()).unwrap();
     /// let (tx, _rx) = mpsc::unbounded::<Vec<u8>>();
-    /// let mut paced = ThrottledSink::with_meter(tx, limiter, Weighed(|chunk: &Vec<u8>| chunk.len() as u64));
+    /// let mut paced = ThrottledSink::with_weigher(tx, limiter, Weighed(|chunk: &Vec<u8>| chunk.len() as u64));
     /// futures::executor::block_on(async {
     ///     paced.send(vec![0; 500]).await.unwrap(); // free (pay later)...
     ///     paced.send(vec![0; 10]).await.unwrap(); // ...this one pays 0.5 s for it
     /// });
     /// assert_eq!(clock.now(), 500_000_000);
     /// ```
-    pub fn with_meter(sink: Si, permits: P, meter: M) -> Self {
+    pub fn with_weigher(sink: Si, permits: P, weigher: W) -> Self {
         ThrottledSink {
             inner: sink,
             permits,
-            meter,
+            weigher,
             max_wait: None,
             held: None,
             charge: None,
@@ -199,11 +199,11 @@ impl<Si: Sink<T>, T, P: Permits, M: Meter<T, P::Key>> ThrottledSink<Si, T, P, M>
     }
 }
 
-impl<Si, T, P, M> ThrottledSink<Si, T, P, M>
+impl<Si, T, P, W> ThrottledSink<Si, T, P, W>
 where
     Si: Sink<T>,
     P: Permits,
-    M: Meter<T, P::Key>,
+    W: Weigh<T, P::Key>,
 {
     /// Drives the held item, if any, through its wait and into the inner sink.
     fn poll_send_held(
@@ -215,7 +215,7 @@ where
             // Charged when it is about to go: at once if the limiter lets it through
             // without a wait, else through a (boxed) wait; a free item not at all.
             if cost != 0 && this.permits.try_now(&key, cost) != Some(true) {
-                *this.waiting = Some(this.permits.acquire(key, cost, *this.max_wait));
+                *this.waiting = Some(this.permits.acquire(&key, cost, *this.max_wait));
             }
         }
         if let Some(waiting) = this.waiting.as_mut() {
@@ -255,11 +255,11 @@ where
     }
 }
 
-impl<Si, T, P, M> Sink<T> for ThrottledSink<Si, T, P, M>
+impl<Si, T, P, W> Sink<T> for ThrottledSink<Si, T, P, W>
 where
     Si: Sink<T>,
     P: Permits,
-    M: Meter<T, P::Key>,
+    W: Weigh<T, P::Key>,
 {
     type Error = SinkError<T, Si::Error>;
 
@@ -269,7 +269,7 @@ where
 
     fn start_send(self: Pin<&mut Self>, item: T) -> Result<(), Self::Error> {
         let this = self.project();
-        *this.charge = Some(this.meter.meter(&item));
+        *this.charge = Some(this.weigher.weigh(&item));
         *this.held = Some(item);
         Ok(())
     }
@@ -283,7 +283,7 @@ where
     }
 }
 
-impl<Si: fmt::Debug, T, P: Permits, M> fmt::Debug for ThrottledSink<Si, T, P, M> {
+impl<Si: fmt::Debug, T, P: Permits, W> fmt::Debug for ThrottledSink<Si, T, P, W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let waiting = self.waiting.is_some();
         super::stream::debug_adapter(f, "ThrottledSink", &self.inner, self.max_wait, waiting)

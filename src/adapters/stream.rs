@@ -1,6 +1,6 @@
 //! A stream whose items are released at a limiter's pace.
 
-use super::{Acquiring, Each, Meter, Permits};
+use super::{Acquiring, Each, Permits, Weigh};
 use crate::error::Error;
 use futures::Stream;
 use pin_project_lite::pin_project;
@@ -41,7 +41,7 @@ impl<T: fmt::Debug> std::error::Error for Rejected<T> {
 
 pin_project! {
     /// A [`Stream`] whose items are released at a limiter's pace: each item is taken
-    /// from the inner stream, charged (its key and cost from a [`Meter`]), and yielded
+    /// from the inner stream, charged (its key and cost from a [`Weigh`]), and yielded
     /// once the limiter grants it, as `Ok(item)`; an item the limiter refuses is
     /// yielded as `Err(`[`Rejected`]`)` and the stream goes on with the next.
     ///
@@ -74,14 +74,14 @@ pin_project! {
     /// assert_eq!(released, [(1, 0), (2, 200_000_000), (3, 400_000_000)]);
     /// ```
     #[must_use = "streams do nothing unless polled"]
-    pub struct Throttled<St, P, M = Each>
+    pub struct Throttled<St, P, W = Each>
     where
         St: Stream,
     {
         #[pin]
         inner: St,
         permits: P,
-        meter: M,
+        weigher: W,
         max_wait: Option<Duration>,
         held: Option<St::Item>,
         waiting: Option<Acquiring>,
@@ -100,12 +100,12 @@ impl<St: Stream, P: Permits<Key = ()>> Throttled<St, P, Each> {
     /// assert_eq!(all.len(), 4);
     /// ```
     pub fn new(stream: St, permits: P) -> Self {
-        Throttled::with_meter(stream, permits, Each)
+        Throttled::with_weigher(stream, permits, Each)
     }
 }
 
-impl<St: Stream, P: Permits, M: Meter<St::Item, P::Key>> Throttled<St, P, M> {
-    /// Paces `stream`, charging each item what `meter` says: a cost
+impl<St: Stream, P: Permits, W: Weigh<St::Item, P::Key>> Throttled<St, P, W> {
+    /// Paces `stream`, charging each item what `weigher` says: a cost
     /// ([`Weighed`](super::Weighed)) or a key and a cost (a closure
     /// `|item| (key, cost)`, for a keyed limiter).
     ///
@@ -123,7 +123,7 @@ impl<St: Stream, P: Permits, M: Meter<St::Item, P::Key>> Throttled<St, P, M> {
     /// let per_host = KeyedRateLimiter::with_clock(SmoothBursty::new(1.0).unwrap(), clock.clone());
     /// let urls = stream::iter(["a.test/1", "a.test/2", "b.test/1"]);
     /// let host = |url: &&str| (url.split('/').next().unwrap_or("").to_owned(), 1);
-    /// let mut paced = Throttled::with_meter(urls, per_host, host);
+    /// let mut paced = Throttled::with_weigher(urls, per_host, host);
     /// let mut log = Vec::new();
     /// futures::executor::block_on(async {
     ///     while let Some(url) = paced.next().await {
@@ -134,11 +134,11 @@ impl<St: Stream, P: Permits, M: Meter<St::Item, P::Key>> Throttled<St, P, M> {
     /// // behind a.test/2 all the same, which waits for a.test's next permit.
     /// assert_eq!(log, [("a.test/1", 0), ("a.test/2", 1), ("b.test/1", 1)]);
     /// ```
-    pub fn with_meter(stream: St, permits: P, meter: M) -> Self {
+    pub fn with_weigher(stream: St, permits: P, weigher: W) -> Self {
         Throttled {
             inner: stream,
             permits,
-            meter,
+            weigher,
             max_wait: None,
             held: None,
             waiting: None,
@@ -196,11 +196,11 @@ impl<St: Stream, P: Permits, M: Meter<St::Item, P::Key>> Throttled<St, P, M> {
     }
 }
 
-impl<St, P, M> Stream for Throttled<St, P, M>
+impl<St, P, W> Stream for Throttled<St, P, W>
 where
     St: Stream,
     P: Permits,
-    M: Meter<St::Item, P::Key>,
+    W: Weigh<St::Item, P::Key>,
 {
     type Item = Result<St::Item, Rejected<St::Item>>;
 
@@ -221,12 +221,12 @@ where
             match ready!(this.inner.as_mut().poll_next(cx)) {
                 None => return Poll::Ready(None),
                 Some(item) => {
-                    let (key, cost) = this.meter.meter(&item);
+                    let (key, cost) = this.weigher.weigh(&item);
                     // A free item, or one the limiter lets through without a wait.
                     if cost == 0 || this.permits.try_now(&key, cost) == Some(true) {
                         return Poll::Ready(Some(Ok(item)));
                     }
-                    *this.waiting = Some(this.permits.acquire(key, cost, *this.max_wait));
+                    *this.waiting = Some(this.permits.acquire(&key, cost, *this.max_wait));
                     *this.held = Some(item);
                 }
             }
@@ -243,7 +243,7 @@ where
     }
 }
 
-impl<St, P, M> fmt::Debug for Throttled<St, P, M>
+impl<St, P, W> fmt::Debug for Throttled<St, P, W>
 where
     St: Stream + fmt::Debug,
 {

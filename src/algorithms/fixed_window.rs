@@ -1,14 +1,14 @@
-//! The fixed window counter: at most `limit` permits per window of length `len`.
+//! The fixed window counter: at most `limit` permits per window of length `window`.
 //!
 //! # The model
 //!
 //! Time is cut into windows aligned to the clock's origin: window `k` is
-//! `[k × len, (k + 1) × len)`. Each window has a counter; a call of cost `c` is
+//! `[k × window, (k + 1) × window)`. Each window has a counter; a call of cost `c` is
 //! allowed if the counter plus `c` stays within the limit, and then adds `c`. A new
 //! window starts at zero. Only the current window's counter matters, so the state is
 //! the window's index and its count, packed into one word (the count in the low bits,
 //! as many as the limit needs). A call in the same window as the last one costs no
-//! division: the window's start is `index × len`, compared with `now`.
+//! division: the window's start is `index × window`, compared with `now`.
 //!
 //! ```text
 //!   limit 3 per 60 s
@@ -29,7 +29,7 @@
 //!
 //! # The boundary burst
 //!
-//! The limit holds *per window*, not over every span of `len`: a client can take
+//! The limit holds *per window*, not over every span of `window`: a client can take
 //! `limit` permits at the very end of one window and `limit` more at the start of the
 //! next, so up to `2 × limit` pass within a span as short as one nanosecond (with
 //! 3 per minute: 3 requests at 12:00:59 and 3 more at 12:01:00). And because every client's window resets at the same instant,
@@ -54,7 +54,7 @@ use crate::clock::Nanos;
 use crate::error::ConfigError;
 use std::time::Duration;
 
-/// At most `limit` permits per window of `len`, windows aligned to the clock's
+/// At most `limit` permits per window of length `window`, windows aligned to the clock's
 /// origin. See the [module docs](self) for the model and the boundary burst.
 ///
 /// ```
@@ -71,12 +71,12 @@ use std::time::Duration;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FixedWindow {
-    len: u64,
+    window: u64,
     limit: u64,
 }
 
 /// The state of a [`FixedWindow`]: one word, the index `k` of the window last counted
-/// in (`[k × len, (k + 1) × len)`) above the permits it granted, in as many low bits
+/// in (`[k × window, (k + 1) × window)`) above the permits it granted, in as many low bits
 /// as the limit needs. Read it with [`FixedWindow::count`].
 ///
 /// ```
@@ -95,7 +95,7 @@ pub struct FixedWindowState {
 }
 
 impl FixedWindow {
-    /// At most `limit` permits per window of `len`.
+    /// At most `limit` permits per window of length `window`.
     ///
     /// # Errors
     /// [`ConfigError::InvalidDuration`] for a zero window or one above about 292 years;
@@ -109,9 +109,9 @@ impl FixedWindow {
     /// assert!(FixedWindow::new(0, Duration::from_secs(60)).is_err());
     /// assert!(FixedWindow::new(100, Duration::ZERO).is_err());
     /// ```
-    pub fn new(limit: u64, len: Duration) -> Result<Self, ConfigError> {
-        let len_nanos = validate_positive_period("window", len)?;
-        if limit == 0 || bits(u64::MAX / len_nanos) + bits(limit) > u64::BITS {
+    pub fn new(limit: u64, window: Duration) -> Result<Self, ConfigError> {
+        let window_nanos = validate_positive_period("window", window)?;
+        if limit == 0 || bits(u64::MAX / window_nanos) + bits(limit) > u64::BITS {
             return Err(ConfigError::InvalidCount {
                 what: "limit",
                 value: limit,
@@ -119,7 +119,7 @@ impl FixedWindow {
             });
         }
         Ok(FixedWindow {
-            len: len_nanos,
+            window: window_nanos,
             limit,
         })
     }
@@ -138,7 +138,7 @@ impl FixedWindow {
 
     /// The window length (see [`limit`](FixedWindow::limit) for an example).
     pub fn window(&self) -> Duration {
-        Duration::from_nanos(self.len)
+        Duration::from_nanos(self.window)
     }
 
     /// The permits counted in the window containing `now` (0 once a later window
@@ -179,11 +179,11 @@ impl FixedWindow {
         let shift = self.shift();
         let index = state.word >> shift;
         let count = state.word & ((1 << shift) - 1);
-        // index ≤ u64::MAX / len, so this does not overflow.
-        let start = index * self.len;
-        if now >= start && now - start >= self.len {
-            let index = now / self.len;
-            (index, index * self.len, 0)
+        // index ≤ u64::MAX / window, so this does not overflow.
+        let start = index * self.window;
+        if now >= start && now - start >= self.window {
+            let index = now / self.window;
+            (index, index * self.window, 0)
         } else {
             (index, start, count)
         }
@@ -229,7 +229,7 @@ impl Settle for FixedWindow {
             count,
             cost,
         } = *settled;
-        let until_end = start.saturating_add(self.len).saturating_sub(now);
+        let until_end = start.saturating_add(self.window).saturating_sub(now);
         let remaining = self.limit - count;
         let reset = if count == 0 { 0 } else { until_end };
         if cost > self.limit {
@@ -247,7 +247,7 @@ impl Algorithm for FixedWindow {
     type Shape = OneWord;
 
     fn initial_state(&self, now: Nanos) -> FixedWindowState {
-        self.pack(now / self.len, 0)
+        self.pack(now / self.window, 0)
     }
 
     // The step is settle (decide, move the state), then describe (the decision).
@@ -320,7 +320,7 @@ impl WordEncoded for FixedWindow {
 
     #[inline(always)]
     fn config_words(&self) -> [u64; 2] {
-        [self.len, self.limit]
+        [self.window, self.limit]
     }
 
     #[inline(always)]
@@ -333,7 +333,7 @@ impl WordEncoded for FixedWindow {
     #[inline(always)]
     fn from_own_config_words(words: [u64; 2]) -> Self {
         FixedWindow {
-            len: words[0],
+            window: words[0],
             limit: words[1],
         }
     }
@@ -367,7 +367,7 @@ mod tests {
         cost: u64,
     ) -> Decision {
         let (index, start, count) = window.current(state, now);
-        let until_end = start.saturating_add(window.len).saturating_sub(now);
+        let until_end = start.saturating_add(window.window).saturating_sub(now);
         let remaining = window.limit - count;
         let reset = if count == 0 { 0 } else { until_end };
         if cost > window.limit {
@@ -389,13 +389,13 @@ mod tests {
         #[test]
         fn the_split_check_is_the_full_step_as_it_was(
             limit in proptest::prop_oneof![1u64..10, 1_000u64..1_000_000],
-            len in proptest::prop_oneof![1_000u64..100_000, 1_000_000u64..10_000_000_000],
+            window in proptest::prop_oneof![1_000u64..100_000, 1_000_000u64..10_000_000_000],
             start in proptest::prop_oneof![proptest::strategy::Just(0u64), 0u64..u64::MAX / 2],
             steps in proptest::collection::vec((-5_000i64..5_000_000, 0u64..1_000), 1..100),
         ) {
-            // A limit must pack beside the window index: at most about len / 2.
-            let limit = limit.min(len / 4);
-            let window = FixedWindow::new(limit, Duration::from_nanos(len)).unwrap();
+            // A limit must pack beside the window index: at most about window / 2.
+            let limit = limit.min(window / 4);
+            let window = FixedWindow::new(limit, Duration::from_nanos(window)).unwrap();
             let mut old = window.initial_state(start);
             let mut split = old;
             let mut general = old;

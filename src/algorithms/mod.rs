@@ -22,7 +22,7 @@
 //! | [`LeakyBucket`] (queue) | callers act one interval apart, in order; at most `b` queued | 1 word | emitting work at a constant rate |
 //! | [`FixedWindow`] | at most `limit` per aligned window (up to 2× across an edge) | 1 word | the cheapest check, or the rule really is per calendar window |
 //! | [`SlidingWindowCounter`] | weighted two-window estimate within the limit; < 2× limit in any window | 1 word | near-sliding accuracy at constant memory |
-//! | [`SlidingWindowBuckets`] | `limit` per `duration` in buckets of `precision`, oldest dropped or weighted | 1 word per bucket | rolling windows with large limits at fixed cost |
+//! | [`SlidingWindowBuckets`] | `limit` per `window` in buckets of `precision`, oldest dropped or weighted | 1 word per bucket | rolling windows with large limits at fixed cost |
 //! | [`SlidingLog`] | exact; optional minimum spacing and recorded refusals | 2 words per permit | exactness for small limits, spacing, banning hammering clients |
 //! | [`AllOf`], [`Limits`] | several limits, all-or-nothing, atomic | the members' | "10/s and 120/min and 240/h" |
 //!

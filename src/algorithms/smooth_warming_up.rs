@@ -60,7 +60,7 @@ use std::time::Duration;
 mod step;
 mod word;
 
-use self::step::Step;
+use self::step::Outcome;
 
 /// Guava's warming-up token bucket. See the [module docs](self) for the model.
 ///
@@ -302,8 +302,8 @@ impl Algorithm for SmoothWarmingUp {
     ) -> (Decision, Receipt) {
         let now = signed(now);
         match self.step(state, now, cost, max_wait) {
-            Step::Never => (Decision::never(self.limit(), 0, u64::MAX), Receipt::NONE),
-            Step::Denied { wait } => {
+            Outcome::Never => (Decision::never(self.limit(), 0, u64::MAX), Receipt::NONE),
+            Outcome::Denied { wait } => {
                 let synced = self.resync(state, now);
                 let reset = self.reset_after(&synced, now);
                 (
@@ -311,7 +311,7 @@ impl Algorithm for SmoothWarmingUp {
                     Receipt::NONE,
                 )
             }
-            Step::Allowed {
+            Outcome::Allowed {
                 wait,
                 next,
                 charge,

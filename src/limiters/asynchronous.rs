@@ -142,10 +142,10 @@ impl<A: CellAlgorithm, C: Clock> AsyncRateLimiter<A, C> {
         self.acquire_n(1)
     }
 
-    /// Takes `permits`, waiting asynchronously as long as needed.
+    /// Takes `cost` permits, waiting asynchronously as long as needed.
     ///
     /// # Errors
-    /// [`Error::ZeroCost`] for 0 permits; [`Error::Never`] if the cost can never be
+    /// [`Error::ZeroCost`] for a cost of 0; [`Error::Never`] if the cost can never be
     /// granted.
     ///
     /// ```
@@ -162,16 +162,16 @@ impl<A: CellAlgorithm, C: Clock> AsyncRateLimiter<A, C> {
     /// ```
     pub fn acquire_n(
         &self,
-        permits: u64,
+        cost: u64,
     ) -> impl Future<Output = Result<Duration, Error>> + Send + 'static {
-        acquire_within(self.limiter.clone(), permits, u64::MAX)
+        acquire_within(self.limiter.clone(), cost, u64::MAX)
     }
 
-    /// Takes `permits` if they can be had within `timeout`, waiting asynchronously;
+    /// Takes `cost` permits if they can be had within `timeout`, waiting asynchronously;
     /// resolves to `false` at once, consuming nothing, if they cannot.
     ///
     /// # Errors
-    /// [`Error::ZeroCost`] for 0 permits.
+    /// [`Error::ZeroCost`] for a cost of 0.
     ///
     /// ```
     /// use sluicegate::{clock::ManualClock, RateLimiter};
@@ -185,10 +185,10 @@ impl<A: CellAlgorithm, C: Clock> AsyncRateLimiter<A, C> {
     /// ```
     pub fn try_acquire_n_timeout(
         &self,
-        permits: u64,
+        cost: u64,
         timeout: Duration,
     ) -> impl Future<Output = Result<bool, Error>> + Send + 'static {
-        let acquired = acquire_within(self.limiter.clone(), permits, duration_to_nanos(timeout));
+        let acquired = acquire_within(self.limiter.clone(), cost, duration_to_nanos(timeout));
         async move { granted_within(acquired.await) }
     }
 

@@ -243,12 +243,12 @@ impl<A: CellAlgorithm, C: Clock> RateLimiter<A, C> {
         self.acquire_n(1)
     }
 
-    /// Takes `permits`, blocking as long as needed; returns the time waited (zero if
+    /// Takes `cost` permits, blocking as long as needed; returns the time waited (zero if
     /// not throttled). Under Guava's limiters the wait pays for the *previous*
     /// request; this request's cost is paid by the next one.
     ///
     /// # Errors
-    /// [`Error::ZeroCost`] for 0 permits; [`Error::Never`] if the cost can never be
+    /// [`Error::ZeroCost`] for a cost of 0; [`Error::Never`] if the cost can never be
     /// granted (above a window's capacity, or the limit is exhausted for good).
     ///
     /// ```
@@ -259,8 +259,8 @@ impl<A: CellAlgorithm, C: Clock> RateLimiter<A, C> {
     /// assert_eq!(limiter.acquire_n(1).unwrap(), Duration::from_secs(2)); // ...by the next caller
     /// assert!(limiter.acquire_n(0).is_err());
     /// ```
-    pub fn acquire_n(&self, permits: u64) -> Result<Duration, Error> {
-        self.acquire_within(permits, u64::MAX)
+    pub fn acquire_n(&self, cost: u64) -> Result<Duration, Error> {
+        self.acquire_within(cost, u64::MAX)
     }
 
     /// Takes one permit if that needs no waiting. Never blocks.
@@ -277,11 +277,11 @@ impl<A: CellAlgorithm, C: Clock> RateLimiter<A, C> {
         self.shared.cell.try_take(now, 1)
     }
 
-    /// Takes `permits` if that needs no waiting. Never blocks. A cost that can never
+    /// Takes `cost` permits if that needs no waiting. Never blocks. A cost that can never
     /// be granted (above a window's capacity) answers `false`, not an error.
     ///
     /// # Errors
-    /// [`Error::ZeroCost`] for 0 permits.
+    /// [`Error::ZeroCost`] for a cost of 0.
     ///
     /// ```
     /// use sluicegate::{algorithms::FixedWindow, clock::ManualClock, RateLimiter};
@@ -294,8 +294,8 @@ impl<A: CellAlgorithm, C: Clock> RateLimiter<A, C> {
     /// assert!(!limiter.try_acquire_n(4).unwrap()); // above capacity: never, so false
     /// assert!(limiter.try_acquire_n(0).is_err());
     /// ```
-    pub fn try_acquire_n(&self, permits: u64) -> Result<bool, Error> {
-        Ok(self.check(permits)?.is_allowed())
+    pub fn try_acquire_n(&self, cost: u64) -> Result<bool, Error> {
+        Ok(self.check(cost)?.is_allowed())
     }
 
     /// Takes one permit if it can be had within `timeout`, waiting for it; answers
@@ -317,12 +317,12 @@ impl<A: CellAlgorithm, C: Clock> RateLimiter<A, C> {
         matches!(self.try_acquire_n_timeout(1, timeout), Ok(true))
     }
 
-    /// Takes `permits` if they can be had within `timeout`, waiting for them; answers
+    /// Takes `cost` permits if they can be had within `timeout`, waiting for them; answers
     /// `false` without consuming anything if they cannot (Guava's `canAcquire` rule:
     /// the wait must fit the timeout).
     ///
     /// # Errors
-    /// [`Error::ZeroCost`] for 0 permits.
+    /// [`Error::ZeroCost`] for a cost of 0.
     ///
     /// ```
     /// use sluicegate::{clock::ManualClock, RateLimiter};
@@ -332,11 +332,11 @@ impl<A: CellAlgorithm, C: Clock> RateLimiter<A, C> {
     /// assert!(!limiter.try_acquire_n_timeout(1, Duration::from_millis(199)).unwrap());
     /// assert!(limiter.try_acquire_n_timeout(1, Duration::from_millis(200)).unwrap());
     /// ```
-    pub fn try_acquire_n_timeout(&self, permits: u64, timeout: Duration) -> Result<bool, Error> {
-        granted_within(self.acquire_within(permits, duration_to_nanos(timeout)))
+    pub fn try_acquire_n_timeout(&self, cost: u64, timeout: Duration) -> Result<bool, Error> {
+        granted_within(self.acquire_within(cost, duration_to_nanos(timeout)))
     }
 
-    /// Takes `permits` if that needs no waiting, and answers with the full
+    /// Takes `cost` permits if that needs no waiting, and answers with the full
     /// [`Decision`]: remaining permits, `retry_after`, `reset_after`. Never blocks.
     /// Costs a little more than [`try_acquire`](Self::try_acquire), which answers
     /// only the verdict: for the bursty limiter, the fixed window and the sliding
@@ -345,7 +345,7 @@ impl<A: CellAlgorithm, C: Clock> RateLimiter<A, C> {
     /// ([`StateCell::check`](crate::cells::StateCell::check)).
     ///
     /// # Errors
-    /// [`Error::ZeroCost`] for 0 permits.
+    /// [`Error::ZeroCost`] for a cost of 0.
     ///
     /// ```
     /// use sluicegate::{clock::ManualClock, RateLimiter, Verdict};
@@ -357,10 +357,10 @@ impl<A: CellAlgorithm, C: Clock> RateLimiter<A, C> {
     /// assert_eq!(refused.retry_after(), Duration::from_millis(250));
     /// ```
     #[inline(always)]
-    pub fn check(&self, permits: u64) -> Result<Decision, Error> {
-        let permits = nonzero(permits)?;
+    pub fn check(&self, cost: u64) -> Result<Decision, Error> {
+        let cost = nonzero(cost)?;
         let now = self.shared.clock.now();
-        Ok(self.shared.cell.check(now, permits))
+        Ok(self.shared.cell.check(now, cost))
     }
 
     /// [`check`](Self::check), also telling `each` how every limit stands after
@@ -374,7 +374,7 @@ impl<A: CellAlgorithm, C: Clock> RateLimiter<A, C> {
     /// one `RateLimit` item per limit.
     ///
     /// # Errors
-    /// [`Error::ZeroCost`] for 0 permits.
+    /// [`Error::ZeroCost`] for a cost of 0.
     ///
     /// ```
     /// use sluicegate::algorithms::{FixedWindow, Limits};
@@ -390,21 +390,17 @@ impl<A: CellAlgorithm, C: Clock> RateLimiter<A, C> {
     /// assert_eq!(left, [2, 99]);
     /// assert!(limiter.check_each(0, &mut |_| {}).is_err());
     /// ```
-    pub fn check_each(
-        &self,
-        permits: u64,
-        each: &mut dyn FnMut(Decision),
-    ) -> Result<Decision, Error> {
-        let permits = nonzero(permits)?;
+    pub fn check_each(&self, cost: u64, each: &mut dyn FnMut(Decision)) -> Result<Decision, Error> {
+        let cost = nonzero(cost)?;
         let now = self.shared.clock.now();
-        Ok(self.shared.cell.check_each(now, permits, each))
+        Ok(self.shared.cell.check_each(now, cost, each))
     }
 
     /// The decision [`check`](Self::check) would give now, without consuming
     /// anything.
     ///
     /// # Errors
-    /// [`Error::ZeroCost`] for 0 permits.
+    /// [`Error::ZeroCost`] for a cost of 0.
     ///
     /// ```
     /// use sluicegate::{clock::ManualClock, RateLimiter};
@@ -415,19 +411,19 @@ impl<A: CellAlgorithm, C: Clock> RateLimiter<A, C> {
     /// assert!(!limiter.peek(1).unwrap().is_allowed());
     /// assert!(limiter.peek(0).is_err());
     /// ```
-    pub fn peek(&self, permits: u64) -> Result<Decision, Error> {
-        let permits = nonzero(permits)?;
+    pub fn peek(&self, cost: u64) -> Result<Decision, Error> {
+        let cost = nonzero(cost)?;
         let now = self.shared.clock.now();
-        Ok(self.shared.cell.peek(now, permits))
+        Ok(self.shared.cell.peek(now, cost))
     }
 
-    /// Reserves `permits` now, for a caller who will act when the reservation says
+    /// Reserves `cost` permits now, for a caller who will act when the reservation says
     /// and may change its mind: see [`Reservation`]. For algorithms that cannot
     /// reserve future capacity, a reservation that is not immediately available is
     /// not ok, and carries its `retry_after`.
     ///
     /// # Errors
-    /// [`Error::ZeroCost`] for 0 permits.
+    /// [`Error::ZeroCost`] for a cost of 0.
     ///
     /// ```
     /// use sluicegate::{clock::ManualClock, RateLimiter};
@@ -440,10 +436,10 @@ impl<A: CellAlgorithm, C: Clock> RateLimiter<A, C> {
     /// r.cancel(); // gives the permit back: the next caller waits 1 s, not 2 s
     /// assert_eq!(limiter.reserve(1).unwrap().delay(), Duration::from_secs(1));
     /// ```
-    pub fn reserve(&self, permits: u64) -> Result<Reservation<A, C>, Error> {
-        let permits = nonzero(permits)?;
+    pub fn reserve(&self, cost: u64) -> Result<Reservation<A, C>, Error> {
+        let cost = nonzero(cost)?;
         let now = self.shared.clock.now();
-        let (decision, receipt) = self.shared.cell.reserve(now, permits, u64::MAX);
+        let (decision, receipt) = self.shared.cell.reserve(now, cost, u64::MAX);
         Ok(Reservation::new(self.clone(), decision, receipt, now))
     }
 

@@ -26,7 +26,7 @@ use crate::algorithms::{Algorithm, Decision, SmoothBursty};
 use crate::clock::{duration_to_nanos, Clock, DefaultClock, Nanos};
 use crate::error::{ConfigError, Error};
 use crate::stores::store::blank;
-use crate::stores::{MemoryStore, Step, Store};
+use crate::stores::{MemoryStore, Operation, Store};
 use std::fmt;
 use std::hash::Hash;
 use std::marker::PhantomData;
@@ -54,7 +54,7 @@ use super::AsyncKeyedRateLimiter;
 /// | [`acquire`](Self::acquire), [`acquire_n`](Self::acquire_n), [`acquire_all`](Self::acquire_all) | as long as needed | the time waited |
 /// | [`try_acquire_n_timeout`](Self::try_acquire_n_timeout) | only if the wait fits | granted or not |
 /// | [`reserve`](Self::reserve), [`reserve_all`](Self::reserve_all) | no: you wait, or cancel | a [`KeyedReservation`](crate::KeyedReservation) |
-/// | [`to_async`](Self::to_async)`().acquire(key).await` | asynchronously | the time waited |
+/// | [`to_async`](Self::to_async)`().acquire(&key).await` | asynchronously | the time waited |
 ///
 /// The `_all` calls take several keys (e.g. the client's IP *and* its user id)
 /// and are all-or-nothing: granted only if every key allows it, and then charged to
@@ -286,7 +286,7 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
         let cost = nonzero(cost)?;
         let shared = &*self.shared;
         let now = shared.clock.now();
-        let step = Step::Reserve { cost, max_wait: 0 };
+        let step = Operation::Reserve { cost, max_wait: 0 };
         Ok(shared.store.apply_key(&shared.algorithm, key, now, step)?.0)
     }
 
@@ -327,7 +327,7 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
         let cost = nonzero(cost)?;
         let shared = &*self.shared;
         let now = shared.clock.now();
-        let step = Step::Reserve { cost, max_wait: 0 };
+        let step = Operation::Reserve { cost, max_wait: 0 };
         let answer = shared
             .store
             .apply_key_each(&shared.algorithm, key, now, step, each)?;
@@ -360,7 +360,7 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     pub fn check_all(&self, keys: &[K], cost: u64) -> Result<Decision, Error> {
         let cost = nonzero(cost)?;
         let now = self.shared.clock.now();
-        self.step(keys, now, Step::Reserve { cost, max_wait: 0 })
+        self.step(keys, now, Operation::Reserve { cost, max_wait: 0 })
     }
 
     /// The decision the key's limit would give a [`check`](Self::check) now,
@@ -402,7 +402,7 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     pub fn peek_all(&self, keys: &[K], cost: u64) -> Result<Decision, Error> {
         let cost = nonzero(cost)?;
         let now = self.shared.clock.now();
-        self.step(keys, now, Step::Peek { cost })
+        self.step(keys, now, Operation::Peek { cost })
     }
 
     /// Takes one permit for `key`, blocking as long as needed; returns the time
@@ -491,15 +491,15 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     }
 
     /// An async handle on this limiter, sharing its store:
-    /// `to_async().acquire(key).await`.
+    /// `to_async().acquire(&key).await`.
     ///
     /// ```
     /// use sluicegate::{algorithms::SmoothBursty, clock::ManualClock, KeyedRateLimiter};
     /// let limiter = KeyedRateLimiter::with_clock(SmoothBursty::new(5.0).unwrap(), ManualClock::new());
     /// let handle = limiter.to_async();
     /// futures::executor::block_on(async {
-    ///     handle.acquire("k").await.unwrap();
-    ///     handle.acquire("k").await.unwrap();
+    ///     handle.acquire(&"k").await.unwrap();
+    ///     handle.acquire(&"k").await.unwrap();
     /// });
     /// assert_eq!(limiter.clock().take_sleeps_secs(), vec![0.0, 0.2]);
     /// assert!(!limiter.try_acquire(&"k")); // the handle shares the store
@@ -510,7 +510,12 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
 
     /// One store step over `keys`, combined into one decision.
     #[inline]
-    pub(crate) fn step(&self, keys: &[K], now: Nanos, step: Step<'_>) -> Result<Decision, Error> {
+    pub(crate) fn step(
+        &self,
+        keys: &[K],
+        now: Nanos,
+        step: Operation<'_>,
+    ) -> Result<Decision, Error> {
         let shared = &*self.shared;
         match keys.len() {
             0 => Err(no_keys()),
@@ -545,7 +550,7 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     fn acquire_within(&self, keys: &[K], cost: u64, budget: Nanos) -> Result<Duration, Error> {
         let cost = nonzero(cost)?;
         wait_blocking(&self.shared.clock, cost, budget, |now, left| {
-            let step = Step::Reserve {
+            let step = Operation::Reserve {
                 cost,
                 max_wait: left,
             };

@@ -10,11 +10,11 @@ use super::{KeyedRateLimiter, KeyedReservation};
 use crate::algorithms::{Algorithm, Decision, Receipt};
 use crate::clock::{duration_to_nanos, Clock, DefaultClock, Nanos};
 use crate::error::Error;
-use crate::stores::{MemoryStore, Step, Store};
+use crate::stores::{MemoryStore, Operation, Store};
 use std::future::Future;
 use std::time::Duration;
 
-/// An async handle on a [`KeyedRateLimiter`]: `limiter.acquire(key).await`.
+/// An async handle on a [`KeyedRateLimiter`]: `limiter.acquire(&key).await`.
 ///
 /// Made with [`KeyedRateLimiter::to_async`] (or `From`); it shares the store with the
 /// limiter, so blocking and async callers mix on the same keys. Cloning is cheap.
@@ -24,7 +24,7 @@ use std::time::Duration;
 /// at once. Waits use the limiter's clock (virtual under a
 /// [`ManualClock`](crate::clock::ManualClock)).
 ///
-/// The futures are `Send + 'static` (they own their keys). **Dropping an acquire
+/// The futures are `Send + 'static` (they hold copies of their keys). **Dropping an acquire
 /// before its wait ends gives its grant back** on every key, so abandoned tasks do
 /// not consume capacity, by the rule of the direct limiter's
 /// [abandoned waits](crate::AsyncRateLimiter#abandoned-waits): waits dropped
@@ -63,9 +63,9 @@ use std::time::Duration;
 /// let limiter = KeyedRateLimiter::with_clock(SmoothBursty::new(5.0).unwrap(), clock.clone()).to_async();
 /// futures::executor::block_on(async {
 ///     for _ in 0..3 {
-///         limiter.acquire("alice").await.unwrap();
+///         limiter.acquire(&"alice").await.unwrap();
 ///     }
-///     limiter.acquire("bob").await.unwrap();
+///     limiter.acquire(&"bob").await.unwrap();
 /// });
 /// assert_eq!(clock.take_sleeps_secs(), vec![0.0, 0.2, 0.2, 0.0]);
 /// ```
@@ -122,7 +122,18 @@ where
     pub fn try_acquire(&self, key: &K) -> bool {
         self.limiter.try_acquire(key)
     }
+}
 
+/// The waiting calls. Each borrows its keys, as the blocking calls do, and its
+/// future holds a copy of them: it outlives the call, and a wait abandoned midway
+/// still names its keys when it gives its grant back.
+impl<K, A, S, C> AsyncKeyedRateLimiter<K, A, S, C>
+where
+    K: Clone + Send + Sync + 'static,
+    A: Algorithm,
+    S: Store<K, A> + 'static,
+    C: Clock,
+{
     /// Takes `cost` permits for `key` if that needs no waiting, answering with the
     /// full [`Decision`], without blocking the executor on the store.
     ///
@@ -132,20 +143,26 @@ where
     /// ```
     /// use sluicegate::{algorithms::SmoothBursty, clock::ManualClock, KeyedRateLimiter};
     /// let limiter = KeyedRateLimiter::with_clock(SmoothBursty::new(1.0).unwrap(), ManualClock::new()).to_async();
-    /// let d = futures::executor::block_on(limiter.check(7u32, 1)).unwrap();
+    /// let d = futures::executor::block_on(limiter.check(&7u32, 1)).unwrap();
     /// assert!(d.is_allowed());
     /// ```
     pub fn check(
         &self,
-        key: K,
+        key: &K,
         cost: u64,
     ) -> impl Future<Output = Result<Decision, Error>> + Send + 'static {
         let limiter = self.limiter.clone();
+        let keys = [key.clone()];
         async move {
             let cost = nonzero(cost)?;
-            let keys = [key];
             let now = limiter.clock().now();
-            step_async(&limiter, &keys, now, Step::Reserve { cost, max_wait: 0 }).await
+            step_async(
+                &limiter,
+                &keys,
+                now,
+                Operation::Reserve { cost, max_wait: 0 },
+            )
+            .await
         }
     }
 
@@ -160,13 +177,13 @@ where
     /// use std::time::Duration;
     /// let handle = KeyedRateLimiter::with_clock(SmoothBursty::new(4.0).unwrap(), ManualClock::new()).to_async();
     /// futures::executor::block_on(async {
-    ///     assert_eq!(handle.acquire("k").await.unwrap(), Duration::ZERO);
-    ///     assert_eq!(handle.acquire("k").await.unwrap(), Duration::from_millis(250));
+    ///     assert_eq!(handle.acquire(&"k").await.unwrap(), Duration::ZERO);
+    ///     assert_eq!(handle.acquire(&"k").await.unwrap(), Duration::from_millis(250));
     /// });
     /// ```
     pub fn acquire(
         &self,
-        key: K,
+        key: &K,
     ) -> impl Future<Output = Result<Duration, Error>> + Send + 'static {
         self.acquire_n(key, 1)
     }
@@ -183,19 +200,19 @@ where
     /// let window = FixedWindow::new(3, Duration::from_secs(1)).unwrap();
     /// let handle = KeyedRateLimiter::with_clock(window, ManualClock::new()).to_async();
     /// futures::executor::block_on(async {
-    ///     assert_eq!(handle.acquire_n("k", 3).await.unwrap(), Duration::ZERO);
-    ///     assert_eq!(handle.acquire_n("k", 2).await.unwrap(), Duration::from_secs(1));
-    ///     assert!(matches!(handle.acquire_n("k", 4).await, Err(Error::Never { .. })));
-    ///     assert!(matches!(handle.acquire_n("k", 0).await, Err(Error::ZeroCost)));
+    ///     assert_eq!(handle.acquire_n(&"k", 3).await.unwrap(), Duration::ZERO);
+    ///     assert_eq!(handle.acquire_n(&"k", 2).await.unwrap(), Duration::from_secs(1));
+    ///     assert!(matches!(handle.acquire_n(&"k", 4).await, Err(Error::Never { .. })));
+    ///     assert!(matches!(handle.acquire_n(&"k", 0).await, Err(Error::ZeroCost)));
     /// });
     /// ```
     pub fn acquire_n(
         &self,
-        key: K,
+        key: &K,
         cost: u64,
     ) -> impl Future<Output = Result<Duration, Error>> + Send + 'static {
         // One key travels in a one-element array: no allocation per call.
-        acquire_within(self.limiter.clone(), [key], cost, u64::MAX)
+        acquire_within(self.limiter.clone(), [key.clone()], cost, u64::MAX)
     }
 
     /// Takes `cost` permits from every key in `keys` (all-or-nothing), waiting
@@ -209,17 +226,17 @@ where
     /// let clock = ManualClock::new();
     /// let limiter = KeyedRateLimiter::with_clock(SmoothBursty::new(2.0).unwrap(), clock.clone()).to_async();
     /// futures::executor::block_on(async {
-    ///     limiter.acquire_all(vec!["ip", "user"], 1).await.unwrap();
-    ///     limiter.acquire_all(vec!["ip", "user"], 1).await.unwrap();
+    ///     limiter.acquire_all(&["ip", "user"], 1).await.unwrap();
+    ///     limiter.acquire_all(&["ip", "user"], 1).await.unwrap();
     /// });
     /// assert_eq!(clock.take_sleeps_secs(), vec![0.0, 0.5]);
     /// ```
     pub fn acquire_all(
         &self,
-        keys: Vec<K>,
+        keys: &[K],
         cost: u64,
     ) -> impl Future<Output = Result<Duration, Error>> + Send + 'static {
-        acquire_within(self.limiter.clone(), keys, cost, u64::MAX)
+        acquire_within(self.limiter.clone(), keys.to_vec(), cost, u64::MAX)
     }
 
     /// Takes `cost` permits for `key` if they can be had within `timeout`, waiting
@@ -233,20 +250,20 @@ where
     /// use std::time::Duration;
     /// let handle = KeyedRateLimiter::with_clock(SmoothBursty::new(5.0).unwrap(), ManualClock::new()).to_async();
     /// futures::executor::block_on(async {
-    ///     assert!(handle.try_acquire_n_timeout("k", 1, Duration::ZERO).await.unwrap());
-    ///     assert!(!handle.try_acquire_n_timeout("k", 1, Duration::from_millis(199)).await.unwrap());
-    ///     assert!(handle.try_acquire_n_timeout("k", 1, Duration::from_millis(200)).await.unwrap());
-    ///     assert!(handle.try_acquire_n_timeout("k", 0, Duration::ZERO).await.is_err());
+    ///     assert!(handle.try_acquire_n_timeout(&"k", 1, Duration::ZERO).await.unwrap());
+    ///     assert!(!handle.try_acquire_n_timeout(&"k", 1, Duration::from_millis(199)).await.unwrap());
+    ///     assert!(handle.try_acquire_n_timeout(&"k", 1, Duration::from_millis(200)).await.unwrap());
+    ///     assert!(handle.try_acquire_n_timeout(&"k", 0, Duration::ZERO).await.is_err());
     /// });
     /// ```
     pub fn try_acquire_n_timeout(
         &self,
-        key: K,
+        key: &K,
         cost: u64,
         timeout: Duration,
     ) -> impl Future<Output = Result<bool, Error>> + Send + 'static {
         let budget = duration_to_nanos(timeout);
-        let acquired = acquire_within(self.limiter.clone(), [key], cost, budget);
+        let acquired = acquire_within(self.limiter.clone(), [key.clone()], cost, budget);
         async move { granted_within(acquired.await) }
     }
 
@@ -271,22 +288,22 @@ where
     /// let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
     /// let windowed = KeyedRateLimiter::with_clock(window, ManualClock::new()).to_async();
     /// futures::executor::block_on(async {
-    ///     assert_eq!(handle.reserve("k", 1).await.unwrap().delay(), Duration::ZERO);
-    ///     let second = handle.reserve("k", 1).await.unwrap();
+    ///     assert_eq!(handle.reserve(&"k", 1).await.unwrap().delay(), Duration::ZERO);
+    ///     let second = handle.reserve(&"k", 1).await.unwrap();
     ///     assert_eq!(second.delay(), Duration::from_millis(500));
-    ///     assert!(matches!(handle.reserve("k", 0).await, Err(Error::ZeroCost)));
-    ///     assert!(windowed.reserve("k", 2).await.unwrap().decision().is_never());
-    ///     windowed.reserve("k", 1).await.unwrap();
-    ///     let refused = windowed.reserve("k", 1).await.unwrap(); // a window cannot reserve the future
+    ///     assert!(matches!(handle.reserve(&"k", 0).await, Err(Error::ZeroCost)));
+    ///     assert!(windowed.reserve(&"k", 2).await.unwrap().decision().is_never());
+    ///     windowed.reserve(&"k", 1).await.unwrap();
+    ///     let refused = windowed.reserve(&"k", 1).await.unwrap(); // a window cannot reserve the future
     ///     assert_eq!(refused.delay(), Duration::from_secs(1));
     /// });
     /// ```
     pub fn reserve(
         &self,
-        key: K,
+        key: &K,
         cost: u64,
     ) -> impl Future<Output = Result<KeyedReservation<K, A, S, C>, Error>> + Send + 'static {
-        reserve_async(self.limiter.clone(), vec![key], cost)
+        reserve_async(self.limiter.clone(), vec![key.clone()], cost)
     }
 
     /// Reserves `cost` permits on every key in `keys`, or on none, as
@@ -301,20 +318,20 @@ where
     /// use std::time::Duration;
     /// let handle = KeyedRateLimiter::with_clock(SmoothBursty::new(2.0).unwrap(), ManualClock::new()).to_async();
     /// futures::executor::block_on(async {
-    ///     handle.acquire("user").await.unwrap();
-    ///     let both = handle.reserve_all(vec!["ip", "user"], 1).await.unwrap();
+    ///     handle.acquire(&"user").await.unwrap();
+    ///     let both = handle.reserve_all(&["ip", "user"], 1).await.unwrap();
     ///     assert_eq!(both.delay(), Duration::from_millis(500)); // the user's turn
     ///     both.cancel_async().await.unwrap(); // given back on both keys
     ///     assert!(handle.try_acquire(&"ip"));
-    ///     assert!(handle.reserve_all(vec![], 1).await.is_err());
+    ///     assert!(handle.reserve_all(&[], 1).await.is_err());
     /// });
     /// ```
     pub fn reserve_all(
         &self,
-        keys: Vec<K>,
+        keys: &[K],
         cost: u64,
     ) -> impl Future<Output = Result<KeyedReservation<K, A, S, C>, Error>> + Send + 'static {
-        reserve_async(self.limiter.clone(), keys, cost)
+        reserve_async(self.limiter.clone(), keys.to_vec(), cost)
     }
 }
 
@@ -323,7 +340,7 @@ async fn step_async<K, A, S, C>(
     limiter: &KeyedRateLimiter<K, A, S, C>,
     keys: &[K],
     now: Nanos,
-    step: Step<'_>,
+    step: Operation<'_>,
 ) -> Result<Decision, Error>
 where
     A: Algorithm,
@@ -438,7 +455,7 @@ where
     }
     let (algorithm, store, clock) = limiter.shared_parts();
     let reserve = |keys: &Keys, now, left| {
-        let step = Step::Reserve {
+        let step = Operation::Reserve {
             cost,
             max_wait: left,
         };

@@ -9,7 +9,7 @@ use crate::algorithms::{Algorithm, Decision, Receipt};
 use crate::clock::{Clock, DefaultClock, Nanos};
 use crate::error::Error;
 use crate::stores::store::blank;
-use crate::stores::{MemoryStore, Step, Store};
+use crate::stores::{MemoryStore, Operation, Store};
 use std::fmt;
 use std::future::Future;
 use std::time::Duration;
@@ -31,7 +31,7 @@ use std::time::Duration;
 /// reservation's on every key.
 ///
 /// **Cancelling** follows Go's `Reservation.Cancel` rule, as
-/// [`Algorithm::cancel`] states it, through one [`Step::Cancel`] on every key of
+/// [`Algorithm::cancel`] states it, through one [`Operation::Cancel`] on every key of
 /// the reservation: up to the time to act, that instant included, the permits come
 /// back *as far as later grants on the same key allow*; after it, nothing does. An
 /// explicit reservation stays on this rule, cancelled at once and alone, because
@@ -219,8 +219,8 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedReservation<K, A, S, C> {
     /// let limiter = KeyedRateLimiter::with_clock(SmoothBursty::new(4.0).unwrap(), clock.clone());
     /// let handle = limiter.to_async();
     /// futures::executor::block_on(async {
-    ///     handle.reserve("k", 1).await.unwrap().wait_async().await;
-    ///     let r = handle.reserve("k", 1).await.unwrap();
+    ///     handle.reserve(&"k", 1).await.unwrap().wait_async().await;
+    ///     let r = handle.reserve(&"k", 1).await.unwrap();
     ///     assert_eq!(r.wait_async().await, Duration::from_millis(250));
     /// });
     /// assert_eq!(clock.now(), 250_000_000);
@@ -293,9 +293,9 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedReservation<K, A, S, C> {
     /// let handle = limiter.to_async();
     /// futures::executor::block_on(async {
     ///     let taken: Vec<_> = vec![
-    ///         handle.reserve("k", 1).await.unwrap(), // acts now
-    ///         handle.reserve("k", 1).await.unwrap(), // at 1 s
-    ///         handle.reserve("k", 1).await.unwrap(), // at 2 s
+    ///         handle.reserve(&"k", 1).await.unwrap(), // acts now
+    ///         handle.reserve(&"k", 1).await.unwrap(), // at 1 s
+    ///         handle.reserve(&"k", 1).await.unwrap(), // at 2 s
     ///     ];
     ///     for r in taken.into_iter().rev() {
     ///         r.cancel_async().await.unwrap(); // latest first: all three come back
@@ -316,8 +316,8 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedReservation<K, A, S, C> {
         }
     }
 
-    fn cancel_step(&self) -> Step<'_> {
-        Step::Cancel {
+    fn cancel_step(&self) -> Operation<'_> {
+        Operation::Cancel {
             receipts: &self.receipts,
             acts_at: self.acts_at,
         }
@@ -326,8 +326,8 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedReservation<K, A, S, C> {
 
 /// The reserve step of every keyed reservation: `cost` permits for a caller who
 /// takes whatever turn comes (as the direct limiter's reserve).
-fn reserve_step(cost: u64) -> Result<Step<'static>, Error> {
-    Ok(Step::Reserve {
+fn reserve_step(cost: u64) -> Result<Operation<'static>, Error> {
+    Ok(Operation::Reserve {
         cost: nonzero(cost)?,
         max_wait: u64::MAX,
     })

@@ -10,7 +10,7 @@
 //!   [`AsyncKeyedRateLimiter`] is its async handle. Its reservations are
 //!   [`KeyedReservation`]s, cancelled by the direct ones' rule.
 //!
-//! All of them wrap one core step, "reserve `n` permits for a caller willing to wait
+//! All of them wrap one core step, "reserve `cost` permits for a caller willing to wait
 //! up to `max_wait`" (Go's `reserveN`); the rest are thin wrappers that choose
 //! `max_wait` and sleep on the limiter's [`Clock`](crate::clock::Clock).
 

@@ -31,4 +31,4 @@ pub mod redis;
 pub mod store;
 
 pub use memory::MemoryStore;
-pub use store::{RenderKey, Reporting, Step, Store};
+pub use store::{Operation, RenderKey, Reporting, Store};

@@ -5,7 +5,7 @@
 //!
 //! A keyed limiter is one [algorithm](crate::algorithms) (a configuration) applied
 //! to many states, one per key. A [`Store`] owns those states and applies one
-//! [`Step`] to the states of one call's keys *as one atomic action*:
+//! [`Operation`] to the states of one call's keys *as one atomic action*:
 //!
 //! ```text
 //!   caller ──(algorithm, [key₁, key₂], now, Reserve{cost, max_wait})──▶ store
@@ -30,7 +30,7 @@
 //! # The contract
 //!
 //! * **Atomicity.** [`Store::apply`] is linearizable per call: no other step on any
-//!   of the call's keys interleaves with it. A [`Step::Reserve`] commits the new
+//!   of the call's keys interleaves with it. An [`Operation::Reserve`] commits the new
 //!   state of *every* key if the algorithm allows the call for every key, and
 //!   changes *nothing* otherwise (all-or-nothing across keys; across limits it is the
 //!   algorithm's own rule, which a multi-limit set also makes all-or-nothing). A key
@@ -81,15 +81,16 @@ use std::fmt::{self, Write};
 use std::future::Future;
 use std::pin::Pin;
 
-/// One algorithm step, applied by a [`Store`] to every key of a call.
+/// What a [`Store`] does to the state of every key of a call: one algorithm step
+/// (reserve, peek or cancel).
 ///
 /// ```
-/// use sluicegate::stores::Step;
-/// let step = Step::Reserve { cost: 2, max_wait: 0 };
-/// assert!(matches!(step, Step::Reserve { cost: 2, .. }));
+/// use sluicegate::stores::Operation;
+/// let step = Operation::Reserve { cost: 2, max_wait: 0 };
+/// assert!(matches!(step, Operation::Reserve { cost: 2, .. }));
 /// ```
 #[derive(Clone, Copy, Debug)]
-pub enum Step<'a> {
+pub enum Operation<'a> {
     /// [`Algorithm::reserve`] on every key; committed only if allowed for all.
     Reserve {
         /// Permits asked for (at least 1).
@@ -131,11 +132,11 @@ pub type Reporting =
 ///
 /// ```
 /// use sluicegate::algorithms::{Decision, Receipt, SmoothBursty};
-/// use sluicegate::stores::{MemoryStore, Step, Store};
+/// use sluicegate::stores::{MemoryStore, Operation, Store};
 /// let bursty = SmoothBursty::new(1.0).unwrap();
 /// let store: MemoryStore<&str, SmoothBursty> = MemoryStore::new();
 /// let mut out = [(Decision::never(0, 0, 0), Receipt::NONE)];
-/// store.apply(&bursty, &["a"], 0, Step::Reserve { cost: 1, max_wait: 0 }, &mut out).unwrap();
+/// store.apply(&bursty, &["a"], 0, Operation::Reserve { cost: 1, max_wait: 0 }, &mut out).unwrap();
 /// assert!(out[0].0.is_allowed());
 /// ```
 pub trait Store<K, A: Algorithm>: Send + Sync {
@@ -156,7 +157,7 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
         algorithm: &A,
         keys: &[K],
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
         out: &mut [(Decision, Receipt)],
     ) -> Result<(), Error>;
 
@@ -172,7 +173,7 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
         algorithm: &A,
         key: &K,
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
     ) -> Result<(Decision, Receipt), Error> {
         let mut out = [blank()];
         self.apply(algorithm, std::slice::from_ref(key), now, step, &mut out)?;
@@ -180,7 +181,7 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
         Ok(answer)
     }
 
-    /// A zero-wait [`Step::Reserve`] of `cost` on one key whose caller reads a
+    /// A zero-wait [`Operation::Reserve`] of `cost` on one key whose caller reads a
     /// grant no further than "granted": `None` if granted, otherwise the refusal in
     /// full (see [`Algorithm::try_take`], the lean step it runs; a cost above what
     /// the limit can ever hold is refused as never). Atomic as `apply` is, and the
@@ -209,12 +210,12 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
         now: Nanos,
         cost: u64,
     ) -> Result<Option<Decision>, Error> {
-        let step = Step::Reserve { cost, max_wait: 0 };
+        let step = Operation::Reserve { cost, max_wait: 0 };
         let (decision, _) = self.apply_key(algorithm, key, now, step)?;
         Ok((!decision.is_allowed()).then_some(decision))
     }
 
-    /// [`apply_key`](Store::apply_key) of a [`Step::Reserve`], also telling `each`
+    /// [`apply_key`](Store::apply_key) of an [`Operation::Reserve`], also telling `each`
     /// how every limit of the algorithm stands after the step, as
     /// [`Algorithm::reserve_each`] does (one decision per member of a set). The
     /// in-memory store reports every limit under the same lock as the step, the
@@ -230,7 +231,7 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
     ///
     /// ```
     /// use sluicegate::algorithms::{AllOf, FixedWindow};
-    /// use sluicegate::stores::{MemoryStore, Step, Store};
+    /// use sluicegate::stores::{MemoryStore, Operation, Store};
     /// use std::time::Duration;
     /// let set = AllOf::new((
     ///     FixedWindow::new(5, Duration::from_secs(1)).unwrap(),
@@ -238,7 +239,7 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
     /// ));
     /// let store: MemoryStore<&str, _> = MemoryStore::new();
     /// let mut left = Vec::new();
-    /// let step = Step::Reserve { cost: 1, max_wait: 0 };
+    /// let step = Operation::Reserve { cost: 1, max_wait: 0 };
     /// store.apply_key_each(&set, &"k", 0, step, &mut |d| left.push(d.remaining())).unwrap();
     /// assert_eq!(left, [4, 49]);
     /// ```
@@ -247,7 +248,7 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
         algorithm: &A,
         key: &K,
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
         each: &mut dyn FnMut(Decision),
     ) -> Result<(Decision, Receipt), Error> {
         let answer = self.apply_key(algorithm, key, now, step)?;
@@ -267,14 +268,14 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
     ///
     /// ```
     /// use sluicegate::algorithms::{AllOf, FixedWindow};
-    /// use sluicegate::stores::{MemoryStore, Step, Store};
+    /// use sluicegate::stores::{MemoryStore, Operation, Store};
     /// use std::time::Duration;
     /// let set = AllOf::new((
     ///     FixedWindow::new(5, Duration::from_secs(1)).unwrap(),
     ///     FixedWindow::new(50, Duration::from_secs(60)).unwrap(),
     /// ));
     /// let store: MemoryStore<&str, _> = MemoryStore::new();
-    /// let step = Step::Reserve { cost: 1, max_wait: 0 };
+    /// let step = Operation::Reserve { cost: 1, max_wait: 0 };
     /// let reporting = store.apply_key_each_async(&set, &"k", 0, step);
     /// let (answer, each) = futures::executor::block_on(reporting).unwrap();
     /// assert!(answer.0.is_allowed());
@@ -285,7 +286,7 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
         algorithm: &A,
         key: &K,
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
     ) -> Reporting {
         let pending = self.apply_async(algorithm, std::slice::from_ref(key), now, step);
         Box::pin(async move {
@@ -316,10 +317,16 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
     /// sends its request at once and the future resolves with the reply, one
     /// decision and receipt per key. Everything the future needs is taken
     /// (rendered, copied) before this returns, so it borrows nothing.
-    fn apply_async(&self, algorithm: &A, keys: &[K], now: Nanos, step: Step<'_>) -> Self::Pending;
+    fn apply_async(
+        &self,
+        algorithm: &A,
+        keys: &[K],
+        now: Nanos,
+        step: Operation<'_>,
+    ) -> Self::Pending;
 
     /// Gives back the grants behind `receipts` (one per key, as
-    /// [`Step::Cancel`]) *without blocking the caller*: it may be called from
+    /// [`Operation::Cancel`]) *without blocking the caller*: it may be called from
     /// `Drop`, on an executor thread. A store that never waits (in memory) applies
     /// it at once. A remote store starts the request and returns; its outcome is
     /// not reported, and should it fail, the permits simply stay taken (the safe

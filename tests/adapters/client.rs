@@ -93,7 +93,7 @@ fn key_and_cost_come_from_the_request() {
     // Per host: 1 per second, no saved burst; writes cost 2.
     let per_host = KeyedRateLimiter::with_clock(unbursting(1.0), clock.clone());
     let (inner, log) = recording(clock.clone(), ok);
-    let client = ClientLayer::with_meter(per_host, |r: &Request<()>| {
+    let client = ClientLayer::with_weigher(per_host, |r: &Request<()>| {
         let host = r.uri().host().unwrap_or_default().to_owned();
         (
             host,
@@ -146,7 +146,7 @@ fn a_keyed_set_of_limits_paces_requests_too() {
     ));
     let limiter = KeyedRateLimiter::with_clock(set, clock.clone());
     let (inner, log) = recording(clock.clone(), ok);
-    let client = ClientLayer::with_meter(limiter, |_: &Request<()>| ("me", 1)).layer(inner);
+    let client = ClientLayer::with_weigher(limiter, |_: &Request<()>| ("me", 1)).layer(inner);
     block_on(async {
         for _ in 0..4 {
             client.clone().oneshot(get("/")).await.unwrap();
@@ -188,7 +188,7 @@ fn a_cost_above_capacity_fails_at_once_as_never() {
     let window = FixedWindow::new(3, Duration::from_secs(1)).unwrap();
     let limiter = RateLimiter::with_clock(window, clock.clone());
     let (inner, log) = recording(clock.clone(), ok);
-    let client = ClientLayer::with_meter(limiter, Weighed(|_: &Request<()>| 5)).layer(inner);
+    let client = ClientLayer::with_weigher(limiter, Weighed(|_: &Request<()>| 5)).layer(inner);
     let outcome = block_on(client.oneshot(get("/big")));
     assert!(matches!(
         outcome,
@@ -393,7 +393,7 @@ fn holds_are_per_key() {
         "/a-limited" => too_many("4"),
         _ => Response::new(()),
     });
-    let client = ClientLayer::with_meter(per_host, |r: &Request<()>| {
+    let client = ClientLayer::with_weigher(per_host, |r: &Request<()>| {
         (r.uri().path().chars().nth(1).unwrap_or('-'), 1)
     })
     .honour_server(HoldBack::new(clock.clone()))
@@ -411,7 +411,7 @@ fn a_keyed_limiter_over_an_asynchronous_store_paces_and_gives_back() {
     let limiter = KeyedRateLimiter::with_store(bursty, store, clock.clone());
     let (inner, log) = recording(clock.clone(), ok);
     let client =
-        ClientLayer::with_meter(limiter.clone(), |_: &Request<()>| ("api", 1)).layer(inner);
+        ClientLayer::with_weigher(limiter.clone(), |_: &Request<()>| ("api", 1)).layer(inner);
     let mut first = pin!(client.clone().oneshot(get("/1")));
     assert!(
         poll_once(first.as_mut()).is_pending(),

@@ -166,7 +166,7 @@ fn sends_after_a_hold<A: Algorithm>(algorithm: A, n: usize) -> Vec<f64> {
     let limiter = KeyedRateLimiter::with_clock(algorithm, clock.clone());
     let hold = HoldBack::new(clock.clone());
     let (inner, sent) = recording(clock.clone());
-    let client = ClientLayer::with_meter(limiter, |_: &Request<()>| ("api.test", 1))
+    let client = ClientLayer::with_weigher(limiter, |_: &Request<()>| ("api.test", 1))
         .honour_server(hold.clone())
         .layer(inner);
     hold.observe("api.test", StatusCode::TOO_MANY_REQUESTS, &retry_after("2"));
@@ -280,7 +280,7 @@ fn a_free_request_takes_no_permit_and_no_turn_but_honours_the_hold() {
     let hold = HoldBack::new(clock.clone());
     let (inner, sent) = recording(clock.clone());
     let free = |_: &Request<()>| ((), 0);
-    let client = ClientLayer::with_meter(limiter.clone(), free)
+    let client = ClientLayer::with_weigher(limiter.clone(), free)
         .honour_server(hold.clone())
         .layer(inner);
     let outcomes = Calls::of(&client, 3).run(&clock, Duration::from_secs(1));

@@ -54,7 +54,7 @@ async fn header_values_over_loopback_are_exact_and_parse_as_structured_fields() 
     let headers = RateLimitHeaders::new()
         .policies([Policy::new("per-minute", 2, Duration::from_secs(60))])
         .legacy(Legacy::XRateLimit);
-    let server = ServerLayer::with_meter(limiter, peer_ip).headers(headers);
+    let server = ServerLayer::with_weigher(limiter, peer_ip).headers(headers);
     let base = serve(hello().layer(server)).await;
     clock.advance(Duration::from_millis(15_250));
     let http = reqwest::Client::new();
@@ -103,7 +103,7 @@ async fn a_set_over_loopback_lists_one_item_per_limit() {
     ));
     let limiter = KeyedRateLimiter::with_clock(set, clock.clone());
     let policies = Policy::describe(limiter.algorithm(), ["burst", "hourly"]);
-    let server = ServerLayer::with_meter(limiter, peer_ip)
+    let server = ServerLayer::with_weigher(limiter, peer_ip)
         .headers(RateLimitHeaders::new().policies(policies));
     let base = serve(hello().layer(server)).await;
     clock.advance(Duration::from_millis(4_500));
@@ -158,7 +158,7 @@ async fn a_client_whose_limit_matches_the_servers_never_gets_a_429() {
         LeakyBucket::meter(4, 20, Duration::from_secs(1)).unwrap(),
         DefaultClock::new(),
     );
-    let base = serve(hello().layer(ServerLayer::with_meter(server_limit, peer_ip))).await;
+    let base = serve(hello().layer(ServerLayer::with_weigher(server_limit, peer_ip))).await;
     let client_limit = RateLimiter::new(adapters_common::unbursting(20.0));
     let client = ClientLayer::new(client_limit).layer(reqwest::Client::new());
     // Three tasks share the client (and so its one limit): 30 requests, 1.5 s.

@@ -100,7 +100,7 @@ fn allowed_and_refused_responses_carry_exact_fields() {
     let window = FixedWindow::new(3, Duration::from_secs(10)).unwrap();
     let limiter = KeyedRateLimiter::with_clock(window, clock.clone());
     let (app, calls) = app();
-    let server = ServerLayer::with_meter(limiter, client_and_cost)
+    let server = ServerLayer::with_weigher(limiter, client_and_cost)
         .headers(RateLimitHeaders::new().policies([Policy::new(
             "ten-seconds",
             3,
@@ -163,7 +163,7 @@ fn a_set_lists_one_item_per_limit_and_every_policy() {
     // The set states its own quotas (bursty 2/s saves 2 over 1 s).
     let policies = RateLimitHeaders::new()
         .policies(Policy::describe(limiter.algorithm(), ["second", "minute"]));
-    let server = ServerLayer::with_meter(limiter, client_and_cost)
+    let server = ServerLayer::with_weigher(limiter, client_and_cost)
         .headers(policies)
         .layer(app);
     let policy = r#""second";q=2;w=1, "minute";q=5;w=60"#;
@@ -237,7 +237,7 @@ where
     seen
 }
 
-/// A direct limiter's meter: the request's body is its cost.
+/// A direct limiter's weigher: the request's body is its cost.
 fn body_cost(r: &Request<u64>) -> ((), u64) {
     ((), *r.body())
 }
@@ -292,11 +292,11 @@ fn four_requests_keyed_and_direct<A: CellAlgorithm>(
 ) {
     let clock = ManualClock::new();
     let keyed = KeyedRateLimiter::with_clock(set.clone(), clock.clone());
-    let server = ServerLayer::with_meter(keyed, client_and_cost).layer(app().0);
+    let server = ServerLayer::with_weigher(keyed, client_and_cost).layer(app().0);
     assert_eq!(four_requests(server, &clock), expected, "keyed {kind}");
     let clock = ManualClock::new();
     let direct = RateLimiter::with_clock(set, clock.clone());
-    let server = ServerLayer::with_meter(direct, body_cost).layer(app().0);
+    let server = ServerLayer::with_weigher(direct, body_cost).layer(app().0);
     assert_eq!(four_requests(server, &clock), expected, "direct {kind}");
 }
 
@@ -307,7 +307,7 @@ fn a_set_of_more_than_four_limits_lists_every_one() {
         set.with(FixedWindow::new(n * 10, Duration::from_secs(n * 60)).unwrap())
     });
     let limiter = RateLimiter::with_clock(limits, clock);
-    let server = ServerLayer::with_meter(limiter, body_cost).layer(app().0);
+    let server = ServerLayer::with_weigher(limiter, body_cost).layer(app().0);
     let response = send(&server, request("ann", 3));
     let items: Vec<String> = (0..6u64)
         .map(|i| {
@@ -334,7 +334,7 @@ fn over_a_remote_store_the_check_is_awaited_and_never_blocks() {
     let window = FixedWindow::new(2, Duration::from_secs(10)).unwrap();
     let limiter = KeyedRateLimiter::with_store(window, store, clock.clone());
     let (app, calls) = app();
-    let mut server = ServerLayer::with_meter(limiter, client_and_cost).layer(app);
+    let mut server = ServerLayer::with_weigher(limiter, client_and_cost).layer(app);
     clock.advance(Duration::from_millis(2_500));
     let mut answers = Vec::new();
     for _ in 0..3 {
@@ -424,7 +424,7 @@ fn a_cost_that_can_never_be_granted_is_400_without_retry_after() {
     let limiter =
         KeyedRateLimiter::with_clock(FixedWindow::new(5, Duration::from_secs(1)).unwrap(), clock);
     let (app, calls) = app();
-    let layer = ServerLayer::with_meter(limiter, client_and_cost);
+    let layer = ServerLayer::with_weigher(limiter, client_and_cost);
     let server = layer.clone().layer(app.clone());
     let huge = send(&server, request("ann", 6));
     assert_eq!(huge.status(), StatusCode::BAD_REQUEST);
@@ -449,7 +449,8 @@ fn a_cost_that_can_never_be_granted_is_400_without_retry_after() {
 fn a_free_request_passes_uncounted_without_fields() {
     let (limiter, _) = windowed(1, 1);
     let (app, calls) = app();
-    let server = ServerLayer::with_meter(limiter, Weighed(|r: &Request<u64>| *r.body())).layer(app);
+    let server =
+        ServerLayer::with_weigher(limiter, Weighed(|r: &Request<u64>| *r.body())).layer(app);
     let free = send(&server, request("x", 0));
     assert_eq!(free.status(), StatusCode::OK);
     assert!(free.headers().is_empty());
@@ -468,12 +469,12 @@ fn a_failing_store_fails_closed_unless_told_to_fail_open() {
     let store = MemoryStore::new().with_max_keys(1).unwrap();
     let limiter = KeyedRateLimiter::with_store(SmoothBursty::new(10.0).unwrap(), store, clock);
     let (app, calls) = app();
-    let closed = ServerLayer::with_meter(limiter.clone(), client_and_cost).layer(app.clone());
+    let closed = ServerLayer::with_weigher(limiter.clone(), client_and_cost).layer(app.clone());
     assert_eq!(send(&closed, request("ann", 1)).status(), StatusCode::OK);
     let full = send(&closed, request("bo", 1));
     assert_eq!(full.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert!(full.headers().is_empty());
-    let open = ServerLayer::with_meter(limiter, client_and_cost)
+    let open = ServerLayer::with_weigher(limiter, client_and_cost)
         .fail_open(true)
         .layer(app);
     let through = send(&open, request("bo", 1));
@@ -493,16 +494,16 @@ fn without_fields_the_lean_check_decides_as_the_full_one() {
         .with_rejected_recorded();
     let keyed = || KeyedRateLimiter::with_clock(log, clock.clone());
     let (app, _) = app();
-    let lean = ServerLayer::with_meter(keyed(), client_and_cost)
+    let lean = ServerLayer::with_weigher(keyed(), client_and_cost)
         .headers(RateLimitHeaders::none())
         .layer(app.clone());
-    let full = ServerLayer::with_meter(keyed(), client_and_cost).layer(app.clone());
+    let full = ServerLayer::with_weigher(keyed(), client_and_cost).layer(app.clone());
     let direct = || RateLimiter::with_clock(log, clock.clone());
     let cost = |r: &Request<u64>| *r.body();
-    let lean_direct = ServerLayer::with_meter(direct(), Weighed(cost))
+    let lean_direct = ServerLayer::with_weigher(direct(), Weighed(cost))
         .headers(RateLimitHeaders::none())
         .layer(app.clone());
-    let full_direct = ServerLayer::with_meter(direct(), Weighed(cost)).layer(app);
+    let full_direct = ServerLayer::with_weigher(direct(), Weighed(cost)).layer(app);
     let mut seen = Vec::new();
     let mut x: u64 = 0x2545_F491;
     for _ in 0..300 {
@@ -562,7 +563,8 @@ fn without_fields_a_failing_store_fails_closed_unless_told_to_fail_open() {
     let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
     let limiter = KeyedRateLimiter::with_store(window, store, ManualClock::new());
     let (app, calls) = app();
-    let layer = ServerLayer::with_meter(limiter, client_and_cost).headers(RateLimitHeaders::none());
+    let layer =
+        ServerLayer::with_weigher(limiter, client_and_cost).headers(RateLimitHeaders::none());
     let closed = layer.clone().layer(app.clone());
     assert_eq!(send(&closed, request("ann", 1)).status(), StatusCode::OK);
     let full = send(&closed, request("bo", 1));

@@ -112,7 +112,7 @@ fn a_policy_states_its_quota_unit() {
     let limiter = RateLimiter::with_clock(bytes, clock);
     let policy = Policy::new("upload", 65_535, Duration::from_secs(10)).quota_unit("content-bytes");
     let server =
-        ServerLayer::with_meter(limiter, |r: &Request<String>| ((), r.body().len() as u64))
+        ServerLayer::with_weigher(limiter, |r: &Request<String>| ((), r.body().len() as u64))
             .headers(RateLimitHeaders::new().policies([policy]))
             .layer(app());
     let response = send(&server, from("some bytes"));

@@ -67,13 +67,13 @@ fn every_server_of<A: CellAlgorithm>(
         };
         let clock = ManualClock::new();
         let direct = RateLimiter::with_clock(set.clone(), clock.clone());
-        let server = ServerLayer::with_meter(direct, Weighed(|r: &Request<u64>| *r.body()))
+        let server = ServerLayer::with_weigher(direct, Weighed(|r: &Request<u64>| *r.body()))
             .headers(headers.clone())
             .layer(app());
         run(&|cost| trio(&server, cost), &clock);
         let clock = ManualClock::new();
         let keyed = KeyedRateLimiter::with_clock(set.clone(), clock.clone());
-        let server = ServerLayer::with_meter(keyed, |r: &Request<u64>| ("k", *r.body()))
+        let server = ServerLayer::with_weigher(keyed, |r: &Request<u64>| ("k", *r.body()))
             .headers(headers)
             .layer(app());
         run(&|cost| trio(&server, cost), &clock);

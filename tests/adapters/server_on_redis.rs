@@ -33,8 +33,8 @@ where
     clock.advance(Duration::from_millis(2_500));
     let limiter = KeyedRateLimiter::with_store(algorithm, store, clock.clone());
     let app = service_fn(|_: Request<()>| async { Ok::<_, Infallible>(Response::new(())) });
-    let meter = |_: &Request<()>| ("ann".to_owned(), 1);
-    let server = ServerLayer::with_meter(limiter, meter).layer(app);
+    let weigher = |_: &Request<()>| ("ann".to_owned(), 1);
+    let server = ServerLayer::with_weigher(limiter, weigher).layer(app);
     let mut seen = Vec::new();
     for &advance in advances {
         clock.advance(Duration::from_millis(advance));

@@ -43,7 +43,7 @@ fn stream_charges_each_item_its_cost() {
     let bucket = LeakyBucket::meter(2, 2, Duration::from_secs(1)).unwrap();
     let limiter = RateLimiter::with_clock(bucket, clock.clone());
     let items = stream::iter([2u64, 1, 1, 2]);
-    let paced = Throttled::with_meter(items, limiter, Weighed(|cost: &u64| *cost));
+    let paced = Throttled::with_weigher(items, limiter, Weighed(|cost: &u64| *cost));
     let times: Vec<f64> = release_times(&clock, paced)
         .into_iter()
         .map(|(_, t)| t)
@@ -57,7 +57,7 @@ fn keyed_stream_paces_each_key_separately() {
     let clock = ManualClock::new();
     let per_host = KeyedRateLimiter::with_clock(unbursting(2.0), clock.clone());
     let jobs = stream::iter([("a", 1), ("a", 2), ("b", 1), ("a", 3), ("b", 2)]);
-    let paced = Throttled::with_meter(jobs, per_host, |job: &(&'static str, i32)| (job.0, 1));
+    let paced = Throttled::with_weigher(jobs, per_host, |job: &(&'static str, i32)| (job.0, 1));
     let out: Vec<((&str, i32), f64)> = release_times(&clock, paced)
         .into_iter()
         .map(|(job, t)| (job.unwrap(), t))
@@ -109,7 +109,7 @@ fn stream_item_above_capacity_is_refused_as_never_and_the_stream_goes_on() {
     let clock = ManualClock::new();
     let window = FixedWindow::new(3, Duration::from_secs(1)).unwrap();
     let limiter = RateLimiter::with_clock(window, clock.clone());
-    let paced = Throttled::with_meter(stream::iter([1u64, 4, 2]), limiter, Weighed(|c: &u64| *c));
+    let paced = Throttled::with_weigher(stream::iter([1u64, 4, 2]), limiter, Weighed(|c: &u64| *c));
     let out: Vec<_> = release_times(&clock, paced)
         .into_iter()
         .map(|(r, _)| r)
@@ -189,7 +189,7 @@ fn sink_send_all_paces_a_whole_stream_per_key() {
         futures::future::ready(Ok::<_, std::convert::Infallible>(msg))
     });
     let mut paced =
-        ThrottledSink::with_meter(recorder, per_user, |m: &(&'static str, u32)| (m.0, 1));
+        ThrottledSink::with_weigher(recorder, per_user, |m: &(&'static str, u32)| (m.0, 1));
     let mut messages = stream::iter([("ann", 1), ("ann", 2), ("bo", 1), ("ann", 3)]).map(Ok);
     futures::executor::block_on(paced.send_all(&mut messages)).unwrap();
     assert_eq!(

@@ -24,7 +24,7 @@ fn a_free_stream_item_passes_at_once_uncounted() {
     let limiter = one_per_second(&clock);
     // The first spends the window; the free ones after it do not wait for the next.
     let items = stream::iter([1u64, 0, 0, 1, 0]);
-    let mut paced = Throttled::with_meter(items, limiter.clone(), Weighed(|c: &u64| *c));
+    let mut paced = Throttled::with_weigher(items, limiter.clone(), Weighed(|c: &u64| *c));
     let out: Vec<(u64, f64)> = futures::executor::block_on(async {
         let mut out = Vec::new();
         while let Some(item) = paced.next().await {
@@ -46,7 +46,7 @@ fn a_free_keyed_stream_item_touches_no_key() {
     let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
     let limiter = KeyedRateLimiter::with_clock(window, clock.clone());
     let jobs = stream::iter([("a", 0u64), ("a", 0), ("a", 1)]);
-    let paced = Throttled::with_meter(jobs, limiter.clone(), |job: &(&'static str, u64)| *job);
+    let paced = Throttled::with_weigher(jobs, limiter.clone(), |job: &(&'static str, u64)| *job);
     let out: Vec<_> = futures::executor::block_on(paced.collect());
     assert!(out.iter().all(Result::is_ok));
     assert_eq!(clock.now(), 0, "no item waited");
@@ -59,7 +59,7 @@ fn a_free_sink_item_is_sent_at_once_uncounted() {
     let clock = ManualClock::new();
     let limiter = one_per_second(&clock);
     let (tx, rx) = mpsc::unbounded::<u64>();
-    let mut paced = ThrottledSink::with_meter(tx, limiter.clone(), Weighed(|c: &u64| *c));
+    let mut paced = ThrottledSink::with_weigher(tx, limiter.clone(), Weighed(|c: &u64| *c));
     let sent_at: Vec<f64> = futures::executor::block_on(async {
         let mut at = Vec::new();
         for cost in [1, 0, 0, 1, 0] {

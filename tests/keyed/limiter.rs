@@ -172,11 +172,8 @@ fn a_dropped_async_acquire_gives_its_grant_back_on_every_key() {
     let handle = limiter.to_async();
     // Time 0: both keys empty (as if created at the origin). The first acquire is
     // free, the second must wait 1 s: poll it once, then abandon it.
-    assert!(handle
-        .acquire_all(vec!["a", "b"], 1)
-        .now_or_never()
-        .is_some());
-    let waiting = handle.acquire_all(vec!["a", "b"], 1).now_or_never();
+    assert!(handle.acquire_all(&["a", "b"], 1).now_or_never().is_some());
+    let waiting = handle.acquire_all(&["a", "b"], 1).now_or_never();
     assert!(waiting.is_none());
     // Cancelled: the next caller waits 1 s (the first grant's debt), not 2 s.
     assert_eq!(
@@ -194,16 +191,16 @@ fn async_and_blocking_share_keys() {
     let limiter = KeyedRateLimiter::with_clock(window(2), clock.clone());
     let handle = limiter.to_async();
     futures::executor::block_on(async {
-        assert!(handle.check("k", 1).await.unwrap().is_allowed());
+        assert!(handle.check(&"k", 1).await.unwrap().is_allowed());
         assert!(handle
-            .try_acquire_n_timeout("k", 1, Duration::ZERO)
+            .try_acquire_n_timeout(&"k", 1, Duration::ZERO)
             .await
             .unwrap());
         assert!(!handle
-            .try_acquire_n_timeout("k", 1, Duration::ZERO)
+            .try_acquire_n_timeout(&"k", 1, Duration::ZERO)
             .await
             .unwrap());
-        assert_eq!(handle.acquire("k").await.unwrap(), Duration::from_secs(1));
+        assert_eq!(handle.acquire(&"k").await.unwrap(), Duration::from_secs(1));
     });
     // The async acquire took the new window's first permit; one is left.
     assert!(limiter.try_acquire(&"k"));

@@ -379,8 +379,8 @@ fn an_async_reserve_owns_what_it_needs_and_sleeps_on_nothing() {
     let handle = limiter.to_async();
     let (first, second) = futures::executor::block_on(async {
         let key = String::from("k");
-        let first = send_static(handle.reserve(key.clone(), 1)).await.unwrap();
-        let second = send_static(handle.reserve_all(vec![key], 1)).await.unwrap();
+        let first = send_static(handle.reserve(&key, 1)).await.unwrap();
+        let second = send_static(handle.reserve_all(&[key], 1)).await.unwrap();
         (first, second)
     });
     let second: KeyedReservation<String, SmoothBursty, _, StuckClock> = send_static(second);

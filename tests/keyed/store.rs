@@ -218,8 +218,8 @@ fn limiters_and_their_futures_cross_threads() {
     send_sync(limiter.store());
     let handle = limiter.to_async();
     send_sync(&handle);
-    send(&handle.acquire("k".to_string()));
-    send(&handle.acquire_all(vec!["a".to_string(), "b".to_string()], 1));
+    send(&handle.acquire(&"k".to_string()));
+    send(&handle.acquire_all(&["a".to_string(), "b".to_string()], 1));
 }
 
 #[test]
@@ -246,11 +246,11 @@ fn a_full_store_makes_room_at_once_when_its_keys_have_replenished() {
 #[test]
 fn an_output_buffer_of_the_wrong_length_is_a_typed_error_and_applies_nothing() {
     use sluicegate::algorithms::{Decision, Receipt};
-    use sluicegate::stores::{Step, Store};
+    use sluicegate::stores::{Operation, Store};
     let algorithm = window(1);
     let store: MemoryStore<u32, _> = one_shard();
     let mut short = [(Decision::never(0, 0, 0), Receipt::NONE); 1];
-    let take = Step::Reserve {
+    let take = Operation::Reserve {
         cost: 1,
         max_wait: 0,
     };

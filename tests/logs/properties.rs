@@ -63,7 +63,7 @@ proptest! {
             let d = log.reserve(&mut state, now, cost, 0);
             prop_assert_eq!(peeked, d);
             prop_assert_eq!(d.is_allowed(), fits, "at {} cost {}", now, cost);
-            prop_assert!(state.len() as u64 <= limit);
+            prop_assert!(state.entry_count() as u64 <= limit);
             if d.is_allowed() {
                 admitted.push((now, cost));
                 prop_assert_eq!(d.remaining(), limit - live_sum(&admitted, now, duration));
@@ -76,7 +76,7 @@ proptest! {
                 prop_assert!(d.is_never());
             }
         }
-        // No window of length `duration` ever held more than the limit.
+        // No window of length `window` ever held more than the limit.
         for &(start, _) in &admitted {
             prop_assert!(held(&admitted, start, duration) <= limit);
         }
@@ -133,7 +133,7 @@ proptest! {
             let fits = cost <= limit && live_sum(&attempts, now, duration) + cost <= limit;
             let d = log.reserve(&mut state, now, cost, 0);
             prop_assert_eq!(d.is_allowed(), fits);
-            prop_assert!(state.len() as u64 <= limit + 1);
+            prop_assert!(state.entry_count() as u64 <= limit + 1);
             if cost <= limit {
                 attempts.push((now, cost));
             }

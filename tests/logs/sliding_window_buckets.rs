@@ -208,10 +208,7 @@ fn bad_parameters_are_typed_errors() {
     ));
     assert!(matches!(
         SlidingWindowBuckets::dropping(1, Duration::ZERO, Duration::ZERO),
-        Err(sluicegate::ConfigError::InvalidDuration {
-            what: "duration",
-            ..
-        })
+        Err(sluicegate::ConfigError::InvalidDuration { what: "window", .. })
     ));
     assert!(matches!(
         SlidingWindowBuckets::weighted(1, m, Duration::ZERO),

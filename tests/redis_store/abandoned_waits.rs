@@ -64,7 +64,7 @@ fn dropped_at_once_leave_no_trace<A: RedisAlgorithm + Clone>(algorithm: A) {
             .build()
             .unwrap();
         let mut waiters: Vec<Waiter> = (0..5)
-            .map(|_| Box::pin(handle.acquire("k")) as Waiter)
+            .map(|_| Box::pin(handle.acquire(&"k")) as Waiter)
             .collect();
         // Each waiter's reserve is one round trip; then it sleeps on virtual time.
         runtime.block_on(futures::future::poll_fn(|cx| {
@@ -126,10 +126,10 @@ fn keyed_waits_timed_out_together_give_their_turns_back_over_redis() {
         .unwrap();
     let handle = limiter.to_async();
     let waited = runtime.block_on(async {
-        assert_eq!(handle.acquire("k").await.unwrap(), Duration::ZERO);
+        assert_eq!(handle.acquire(&"k").await.unwrap(), Duration::ZERO);
         let timeout = Duration::from_millis(200);
         let tasks: Vec<_> = (0..10)
-            .map(|_| tokio::spawn(tokio::time::timeout(timeout, handle.acquire("k"))))
+            .map(|_| tokio::spawn(tokio::time::timeout(timeout, handle.acquire(&"k"))))
             .collect();
         for task in tasks {
             assert!(task.await.unwrap().is_err(), "every wait times out");
@@ -146,7 +146,7 @@ fn keyed_waits_timed_out_together_give_their_turns_back_over_redis() {
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        tokio::time::timeout(Duration::from_secs(3), handle.acquire("k"))
+        tokio::time::timeout(Duration::from_secs(3), handle.acquire(&"k"))
             .await
             .expect("the next acquire waits one turn, not one per abandoned wait")
             .unwrap()

@@ -112,7 +112,7 @@ fn a_cancel_to_a_dead_server_was_not_applied() {
     let runtime = current_thread_runtime();
     let handle = limiter.to_async();
     let blocking = limiter.reserve(&"k", 1).unwrap();
-    let asynchronous = runtime.block_on(handle.reserve("k", 1)).unwrap();
+    let asynchronous = runtime.block_on(handle.reserve(&"k", 1)).unwrap();
     assert!(blocking.is_ok() && asynchronous.is_ok());
     server.kill();
     // The blocking socket is read before each call, so the closed connection is
@@ -177,7 +177,7 @@ where
                     let keys: Vec<String> = mine.iter().map(|k| KEYS[*k].to_owned()).collect();
                     let mut rng = Rng::new(task);
                     while Instant::now() < deadline {
-                        let r = handle.reserve_all(keys.clone(), 1).await.unwrap();
+                        let r = handle.reserve_all(&keys, 1).await.unwrap();
                         assert!(r.is_ok());
                         let delay = r.delay();
                         if delay > ms(250) {

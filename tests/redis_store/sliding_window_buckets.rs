@@ -37,7 +37,7 @@ fn random_traces_decide_as_in_memory() {
     ];
     let starts = [0, 1_763_900_000_000_000, 11, 1 << 52];
     let cases = configs.iter().enumerate().map(|(i, config)| {
-        let window_us = config.duration().as_micros() as u64;
+        let window_us = config.window().as_micros() as u64;
         let start = starts[i % starts.len()];
         (
             config,

@@ -59,13 +59,13 @@ fn threads_hammering_one_key_get_exactly_the_burst() {
 
 #[test]
 fn cancels_that_take_the_state_below_the_origin_match_memory() {
-    use sluicegate::stores::{MemoryStore, Step, Store};
+    use sluicegate::stores::{MemoryStore, Operation, Store};
     let server = RedisServer::start();
     let limiter = SmoothBursty::new(5.0).unwrap();
     let redis: RedisStore<&str, SmoothBursty> =
         RedisStore::open_with(server.url(), caller_time_options(&unique_prefix("sb-neg"))).unwrap();
     let memory: MemoryStore<&str, SmoothBursty> = MemoryStore::new();
-    let both = |now: u64, step: Step<'_>| {
+    let both = |now: u64, step: Operation<'_>| {
         let a = memory.apply_key(&limiter, &"k", now, step).unwrap();
         let b = redis.apply_key(&limiter, &"k", now, step).unwrap();
         assert_eq!(b, a, "{step:?} at {now}");
@@ -73,7 +73,7 @@ fn cancels_that_take_the_state_below_the_origin_match_memory() {
     };
     // Near the origin (now < max_burst), cancelling one grant three times rolls
     // the state back below zero (i64), which later decisions must see the same.
-    let reserve = Step::Reserve {
+    let reserve = Operation::Reserve {
         cost: 2,
         max_wait: u64::MAX,
     };
@@ -81,7 +81,7 @@ fn cancels_that_take_the_state_below_the_origin_match_memory() {
     for _ in 0..3 {
         both(
             2_000,
-            Step::Cancel {
+            Operation::Cancel {
                 receipts: std::slice::from_ref(&grant),
                 acts_at: 5_000_000_000,
             },
@@ -89,6 +89,6 @@ fn cancels_that_take_the_state_below_the_origin_match_memory() {
     }
     for now in [3_000, 400_000_000, 900_000_000, 1_500_000_000] {
         both(now, reserve);
-        both(now, Step::Peek { cost: 1 });
+        both(now, Operation::Peek { cost: 1 });
     }
 }

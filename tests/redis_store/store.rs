@@ -14,7 +14,7 @@ use redis_support::{
 use sluicegate::algorithms::FixedWindow;
 use sluicegate::algorithms::Receipt;
 use sluicegate::stores::redis::{RedisOptions, RedisStore};
-use sluicegate::stores::{Step, Store};
+use sluicegate::stores::{Operation, Store};
 use sluicegate::{Applied, Decision, Error};
 use std::time::{Duration, Instant};
 
@@ -230,7 +230,7 @@ fn peeks_and_refusals_change_nothing_and_idle_keys_expire() {
     let store: RedisStore<String, FixedWindow> = RedisStore::open(server.url()).unwrap();
     for i in 0..50 {
         let d = store
-            .apply_key(&fw, &format!("peek{i}"), 0, Step::Peek { cost: 1 })
+            .apply_key(&fw, &format!("peek{i}"), 0, Operation::Peek { cost: 1 })
             .map(|(d, _)| d)
             .unwrap();
         assert!(d.is_allowed());
@@ -364,7 +364,7 @@ fn async_calls_decide_like_blocking_ones_and_lose_no_update() {
     assert_eq!(granted, 100);
     // The blocking side sees the same state.
     let d = store
-        .apply_key(&fw, &"hot".to_owned(), SECOND, Step::Peek { cost: 1 })
+        .apply_key(&fw, &"hot".to_owned(), SECOND, Operation::Peek { cost: 1 })
         .map(|(d, _)| d)
         .unwrap();
     assert!(!d.is_allowed());
@@ -426,7 +426,7 @@ fn the_keyed_limiters_run_over_the_redis_store() {
     let waited = runtime.block_on(async {
         let mut waited = Vec::new();
         for _ in 0..5 {
-            waited.push(handle.acquire("k").await.unwrap());
+            waited.push(handle.acquire(&"k").await.unwrap());
         }
         waited
     });
@@ -450,7 +450,7 @@ fn a_cancel_at_the_servers_time_gives_the_turn_back() {
     )
     .unwrap();
     let key = ["turns".to_owned()];
-    let reserve = Step::Reserve {
+    let reserve = Operation::Reserve {
         cost: 1,
         max_wait: u64::MAX,
     };
@@ -466,7 +466,7 @@ fn a_cancel_at_the_servers_time_gives_the_turn_back() {
     let wait = second[0].0.wait_nanos();
     assert!(wait > 9_000_000_000, "{wait}");
     // Cancel the second turn (it acts ~10 s from now): the next caller gets it.
-    let cancel = Step::Cancel {
+    let cancel = Operation::Cancel {
         receipts: std::slice::from_ref(&second[0].1),
         acts_at: now + wait,
     };
@@ -506,7 +506,7 @@ fn the_blocking_pool_shrinks_back_after_a_burst_of_threads() {
     // (and the server sees the others closed), plus this admin connection.
     assert_eq!(
         store
-            .apply_key(&fw, &"k", SECOND, Step::Peek { cost: 1 })
+            .apply_key(&fw, &"k", SECOND, Operation::Peek { cost: 1 })
             .unwrap()
             .0
             .remaining(),
@@ -573,7 +573,7 @@ fn long_durations_come_back_exact_in_either_reply_form() {
     let store: RedisStore<&str, LeakyBucket> =
         RedisStore::open_with(server.url(), caller_time_options(&unique_prefix("lb"))).unwrap();
     let memory: MemoryStore<&str, LeakyBucket> = MemoryStore::new();
-    let wait = Step::Reserve {
+    let wait = Operation::Reserve {
         cost: 1,
         max_wait: 10 * SECOND,
     };
@@ -600,12 +600,18 @@ fn durations_past_2_53_microseconds_come_back_as_in_memory() {
         let store: RedisStore<&str, A> =
             RedisStore::open_with(url, caller_time_options(&unique_prefix("huge"))).unwrap();
         let memory: MemoryStore<&str, A> = MemoryStore::new();
-        let forever = Step::Reserve {
+        let forever = Operation::Reserve {
             cost: 1,
             max_wait: u64::MAX,
         };
         let mut past_2_53 = false;
-        for step in [Step::Peek { cost: 1 }, take(1), take(1), forever, take(5)] {
+        for step in [
+            Operation::Peek { cost: 1 },
+            take(1),
+            take(1),
+            forever,
+            take(5),
+        ] {
             let on_redis = store.apply_key(algorithm, &"k", SECOND, step).unwrap().0;
             let in_memory = memory.apply_key(algorithm, &"k", SECOND, step).unwrap().0;
             assert_eq!(on_redis, in_memory, "{name}, {step:?}");
@@ -726,7 +732,7 @@ fn async_calls_run_without_a_tokio_runtime() {
     let clock = ManualClock::new();
     let limiter = KeyedRateLimiter::with_store(queue, store, clock.clone()).to_async();
     let waited = futures::executor::block_on(async {
-        [limiter.acquire("job").await, limiter.acquire("job").await]
+        [limiter.acquire(&"job").await, limiter.acquire(&"job").await]
     });
     assert_eq!(waited, [Ok(Duration::ZERO), Ok(Duration::from_secs(1))]);
 }
@@ -748,7 +754,13 @@ fn windows_just_below_2_53_microseconds_decide_as_in_memory() {
             let store: RedisStore<&str, A> =
                 RedisStore::open_with(url, caller_time_options(&unique_prefix("edge"))).unwrap();
             let memory: MemoryStore<&str, A> = MemoryStore::new();
-            for step in [Step::Peek { cost: 1 }, take(1), take(1), take(1), take(3)] {
+            for step in [
+                Operation::Peek { cost: 1 },
+                take(1),
+                take(1),
+                take(1),
+                take(3),
+            ] {
                 let on_redis = store.apply_key(algorithm, &"k", at, step).unwrap().0;
                 let in_memory = memory.apply_key(algorithm, &"k", at, step).unwrap().0;
                 assert_eq!(on_redis, in_memory, "{name} at {at} ns, {step:?}");

@@ -100,14 +100,14 @@ proptest! {
             }
             prop_assert_eq!(log.reserve(&mut state, now, cost, 0), decision);
             prop_assert_eq!(words_of(&log, &state), full.clone());
-            prop_assert!(state.len() as u64 <= log.capacity());
+            prop_assert!(state.entry_count() as u64 <= log.slots());
         }
     }
 
     /// On arbitrary words (any length, any values, a header far past the ring), the
     /// lean try neither panics nor reads more than the header, the newest entry, the
     /// two oldest entries, the expired ones after them and one live entry's time,
-    /// and an evicted entry's cost (`9 + 2 × min(len, capacity)` words); writing its
+    /// and an evicted entry's cost (`9 + 2 × min(entries, slots)` words); writing its
     /// plan does not panic either.
     #[test]
     fn lean_try_is_total_on_arbitrary_words(
@@ -134,7 +134,7 @@ proptest! {
         let log = if record { log.with_rejected_recorded() } else { log };
         let counted = Counted { words: &words, reads: Cell::new(0) };
         let (granted, take) = log.plan_take(&counted, now, cost);
-        let held = words.word(1).min(log.capacity());
+        let held = words.word(1).min(log.slots());
         let bound = 9 + 2 * held as usize;
         prop_assert!(counted.reads.get() <= bound, "{} reads, bound {}", counted.reads.get(), bound);
         if granted {
@@ -170,9 +170,9 @@ proptest! {
         let mut state = log_of(first.0, first.1, first.2, first.3).initial_state(start);
         let mut old = OldState::default();
         let mut now = start;
-        // One duration throughout: the log drops expired entries lazily, so a log
+        // One window length throughout: the log drops expired entries lazily, so a log
         // given a longer window would count entries the old one had dropped but
-        // this one still holds (see `LogState`); within one duration, an entry
+        // this one still holds (see `LogState`); within one window, an entry
         // that has expired stays expired, and the two agree exactly.
         let duration_ms = first.1;
         for (limit, _, spacing_ms, record, steps) in phases {
@@ -186,7 +186,7 @@ proptest! {
                 // Expired entries are dropped lazily now (when a call needs their
                 // room): the log holds what the old one held, and maybe more that
                 // has expired.
-                prop_assert!(state.len() >= old.entries.len());
+                prop_assert!(state.entry_count() >= old.entries.len());
                 prop_assert_eq!(
                     log.live_entries(&state, now).collect::<Vec<_>>(),
                     old_live_entries(&log, &old, now)
@@ -221,12 +221,12 @@ struct OldView {
 }
 
 fn old_view(log: &SlidingLog, state: &OldState, now: u64) -> OldView {
-    let duration = log.duration().as_nanos() as u64;
+    let window = log.window().as_nanos() as u64;
     let newest = state.entries.back().map_or(0, |entry| entry.0);
     let at = now.max(newest).max(state.last.unwrap_or(0));
     let first_live = state
         .entries
-        .partition_point(|entry| entry.0.saturating_add(duration) <= at);
+        .partition_point(|entry| entry.0.saturating_add(window) <= at);
     let expired: u128 = state
         .entries
         .range(..first_live)
@@ -261,14 +261,14 @@ fn old_fits_at(
     for (at, entry_cost) in live_entries {
         live = live.saturating_sub(u128::from(entry_cost));
         if live <= allowed {
-            return at.saturating_add(log.duration().as_nanos() as u64);
+            return at.saturating_add(log.window().as_nanos() as u64);
         }
     }
     u64::MAX
 }
 
 fn old_reset_at(log: &SlidingLog, newest: Option<u64>, last: Option<u64>) -> u64 {
-    let expired = newest.map_or(0, |at| at.saturating_add(log.duration().as_nanos() as u64));
+    let expired = newest.map_or(0, |at| at.saturating_add(log.window().as_nanos() as u64));
     expired.max(old_spaced_at(log, last))
 }
 
@@ -282,7 +282,7 @@ fn old_append(log: &SlidingLog, state: &mut OldState, view: &OldView, entry: (u6
             state.total = state.total.saturating_sub(u128::from(old.1));
         }
     }
-    if state.entries.len() as u64 >= log.capacity() {
+    if state.entries.len() as u64 >= log.slots() {
         if let Some(old) = state.entries.pop_front() {
             state.total = state.total.saturating_sub(u128::from(old.1));
         }
@@ -331,7 +331,7 @@ fn old_recorded_refusal(
     cost: u64,
 ) -> Decision {
     let held = state.entries.len() - view.first_live;
-    let evicted = usize::from(held as u64 >= log.capacity());
+    let evicted = usize::from(held as u64 >= log.slots());
     let kept = state.entries.range(view.first_live + evicted..).copied();
     let evicted_cost: u128 = state
         .entries
@@ -463,7 +463,7 @@ fn lean_tries_and_full_checks_together_get_exactly_the_limit() {
 }
 
 /// A reconfiguration that keeps the state's size (a new limit with the same
-/// capacity) applies; one that changes it is refused with `InvalidCount` and
+/// number of slots) applies; one that changes it is refused with `InvalidCount` and
 /// changes nothing, configuration or state, even if the change also stepped the state.
 #[test]
 fn reconfiguring_a_log_cell_keeps_its_size() {

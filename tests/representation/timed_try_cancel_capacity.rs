@@ -121,7 +121,7 @@ fn keyed_async_timed_try_on_a_queue_whose_turn_is_too_far_answers_at_once() {
     limiter.acquire_n(&7, 3).unwrap();
     clock.take_sleeps();
     let handle = limiter.to_async();
-    assert!(!block_on(handle.try_acquire_n_timeout(7, 1, secs(2))).unwrap());
+    assert!(!block_on(handle.try_acquire_n_timeout(&7, 1, secs(2))).unwrap());
     assert!(clock.take_sleeps().is_empty());
     assert_eq!(clock.now(), 0);
 }
@@ -150,7 +150,7 @@ fn sets_holding_a_queue_answer_a_timed_try_at_once() {
     let (limiter, clock) = keyed(AllOf::new((queue(3), meter(10))));
     limiter.acquire_n(&1, 2).unwrap();
     assert!(!limiter.try_acquire_n_timeout(&1, 1, secs(1)).unwrap());
-    assert!(!block_on(limiter.to_async().try_acquire_n_timeout(1, 1, secs(1))).unwrap());
+    assert!(!block_on(limiter.to_async().try_acquire_n_timeout(&1, 1, secs(1))).unwrap());
     assert_eq!(clock.take_sleeps(), [Duration::ZERO]); // only the first acquire's
 }
 
@@ -201,7 +201,7 @@ fn windows_still_sleep_and_retry_when_the_retry_fits() {
     let slept = [secs(2), Duration::ZERO];
     assert!(limiter.try_acquire_n_timeout(&3, 1, secs(2)).unwrap());
     assert_eq!(clock.take_sleeps(), slept);
-    assert!(block_on(limiter.to_async().try_acquire_n_timeout(3, 1, secs(2))).unwrap());
+    assert!(block_on(limiter.to_async().try_acquire_n_timeout(&3, 1, secs(2))).unwrap());
     assert_eq!(clock.take_sleeps(), slept);
 }
 

@@ -9,7 +9,7 @@ use sluicegate::algorithms::{
     Algorithm, AllOf, Counting, FixedWindow, LeakyBucket, Limits, SlidingLog, SlidingWindowBuckets,
     SlidingWindowCounter, SmoothBursty, SmoothWarmingUp,
 };
-use sluicegate::stores::{MemoryStore, Step, Store};
+use sluicegate::stores::{MemoryStore, Operation, Store};
 use sluicegate::{Decision, Error};
 use std::fmt::Debug;
 use std::time::Duration;
@@ -152,7 +152,7 @@ proptest! {
         let mut now = 0;
         for (idle, key, cost) in calls {
             now += idle * 1_000_000;
-            let step = Step::Reserve { cost, max_wait: 0 };
+            let step = Operation::Reserve { cost, max_wait: 0 };
             let reserved = full.apply_key(&algorithm, &key, now, step).map(|(d, _)| d);
             let taken = lean.try_take_key(&algorithm, &key, now, cost);
             match (taken, reserved) {
@@ -167,7 +167,7 @@ proptest! {
                 }
             }
             for probe in 0..4u8 {
-                let peek = Step::Peek { cost: 1 };
+                let peek = Operation::Peek { cost: 1 };
                 let seen = |store: &MemoryStore<u8, _>| -> Decision {
                     store.apply_key(&algorithm, &probe, now, peek).unwrap().0
                 };

@@ -125,7 +125,7 @@ where
         algorithm: &A,
         keys: &[K],
         now: u64,
-        step: sluicegate::stores::Step<'_>,
+        step: sluicegate::stores::Operation<'_>,
         out: &mut [(sluicegate::Decision, sluicegate::algorithms::Receipt)],
     ) -> Result<(), Error> {
         self.round_trips
@@ -154,7 +154,7 @@ where
         algorithm: &A,
         keys: &[K],
         now: u64,
-        step: sluicegate::stores::Step<'_>,
+        step: sluicegate::stores::Operation<'_>,
     ) -> Self::Pending {
         self.round_trips
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);

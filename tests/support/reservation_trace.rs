@@ -148,7 +148,7 @@ where
                     (Mode::Blocking, [key]) => limiter.reserve(key, cost),
                     (Mode::Blocking, _) => limiter.reserve_all(keys, cost),
                     (Mode::Async(rt), [key]) => rt.block_on(handle.reserve(key, cost)),
-                    (Mode::Async(rt), _) => rt.block_on(handle.reserve_all(keys.to_vec(), cost)),
+                    (Mode::Async(rt), _) => rt.block_on(handle.reserve_all(keys, cost)),
                 }
                 .unwrap();
                 seen.push(Seen::Reserved {

@@ -360,24 +360,23 @@ where
 }
 
 /// Starts the limiter's acquire with what is left of the maximum wait after the
-/// hold. The key is kept (cloned) only when the back-off needs it afterwards.
+/// hold. The key is kept only when the back-off needs it afterwards.
 fn start_acquire<S, Req, P, R>(this: &mut ResponseFutureProj<'_, S, Req, P, R>) -> Acquiring
 where
     S: Service<Req>,
     P: Permits,
     P::Key: Clone,
 {
-    let key = if this.hold.is_some() {
-        this.key.clone()
-    } else {
-        this.key.take()
-    };
     let left = this
         .max_wait
         .map(|_| nanos_to_duration(budget_left(*this.max_wait, *this.waited)));
-    match key {
+    let acquiring = match this.key.as_ref() {
         Some(key) => this.permits.acquire(key, *this.cost, left),
         // Unreachable: the key is taken only here or after the response.
         None => Box::pin(std::future::ready(Err(Error::ZeroCost))),
+    };
+    if this.hold.is_none() {
+        *this.key = None;
     }
+    acquiring
 }

@@ -12,7 +12,7 @@ use tower_layer::Layer;
 ///
 /// Built from any [`Permits`] (a direct or keyed limiter, any algorithm, set and
 /// store, memory or remote): [`new`](ClientLayer::new) charges one permit of a
-/// direct limiter per request; [`with_meter`](ClientLayer::with_meter) takes the key
+/// direct limiter per request; [`with_weigher`](ClientLayer::with_weigher) takes the key
 /// and cost from the request (per host, per route, heavier writes). Options:
 /// [`with_max_wait`](ClientLayer::with_max_wait) (fail fast instead of waiting
 /// longer), [`with_jitter`](ClientLayer::with_jitter) (spread callers that woke
@@ -43,9 +43,9 @@ use tower_layer::Layer;
 /// assert_eq!(sent_at, [(0, 0), (10, 500), (20, 1000)]); // 2 per second
 /// ```
 #[derive(Clone, Debug)]
-pub struct ClientLayer<P: Permits, M = Each, R = Unobserved> {
+pub struct ClientLayer<P: Permits, W = Each, R = Unobserved> {
     permits: P,
-    meter: M,
+    weigher: W,
     max_wait: Option<Duration>,
     jitter: Option<Jitter>,
     hold: Option<HoldBack<P::Key, P::Clock>>,
@@ -61,28 +61,28 @@ impl<P: Permits<Key = ()>> ClientLayer<P, Each, Unobserved> {
     /// let layer = ClientLayer::new(RateLimiter::bursty(10.0).unwrap());
     /// ```
     pub fn new(permits: P) -> Self {
-        ClientLayer::with_meter(permits, Each)
+        ClientLayer::with_weigher(permits, Each)
     }
 }
 
-impl<P: Permits, M> ClientLayer<P, M, Unobserved> {
-    /// Charges each request what `meter` says: a [`Weighed`](crate::adapters::Weighed)
+impl<P: Permits, W> ClientLayer<P, W, Unobserved> {
+    /// Charges each request what `weigher` says: a [`Weighed`](crate::adapters::Weighed)
     /// cost from a direct limiter, or a closure `|request| (key, cost)` for a keyed one.
     ///
     /// ```
     /// use sluicegate::adapters::client::ClientLayer;
     /// use sluicegate::{algorithms::SmoothBursty, KeyedRateLimiter};
     /// let per_host = KeyedRateLimiter::<String, SmoothBursty>::bursty(5.0).unwrap();
-    /// let layer = ClientLayer::with_meter(per_host, |request: &http::Request<()>| {
+    /// let layer = ClientLayer::with_weigher(per_host, |request: &http::Request<()>| {
     ///     let host = request.uri().host().unwrap_or_default().to_owned();
     ///     let cost = if request.method() == http::Method::POST { 2 } else { 1 };
     ///     (host, cost)
     /// });
     /// ```
-    pub fn with_meter(permits: P, meter: M) -> Self {
+    pub fn with_weigher(permits: P, weigher: W) -> Self {
         ClientLayer {
             permits,
-            meter,
+            weigher,
             max_wait: None,
             jitter: None,
             hold: None,
@@ -91,7 +91,7 @@ impl<P: Permits, M> ClientLayer<P, M, Unobserved> {
     }
 }
 
-impl<P: Permits, M, R> ClientLayer<P, M, R> {
+impl<P: Permits, W, R> ClientLayer<P, W, R> {
     /// A request that would wait longer than `max_wait` (held back by the server and
     /// waiting for permits together) fails at once with
     /// [`ClientError::Throttled`](super::ClientError)`(`[`Error::Timeout`](crate::Error::Timeout)`)`,
@@ -147,7 +147,7 @@ impl<P: Permits, M, R> ClientLayer<P, M, R> {
     pub fn honour_server(
         self,
         hold: HoldBack<P::Key, P::Clock>,
-    ) -> ClientLayer<P, M, HttpResponses> {
+    ) -> ClientLayer<P, W, HttpResponses> {
         self.reading(hold, HttpResponses)
     }
 
@@ -169,17 +169,17 @@ impl<P: Permits, M, R> ClientLayer<P, M, R> {
         self,
         hold: HoldBack<P::Key, P::Clock>,
         read: F,
-    ) -> ClientLayer<P, M, F>
+    ) -> ClientLayer<P, W, F>
     where
         F: for<'a> Fn(&'a T) -> (http::StatusCode, &'a http::HeaderMap),
     {
         self.reading(hold, read)
     }
 
-    fn reading<R2>(self, hold: HoldBack<P::Key, P::Clock>, read: R2) -> ClientLayer<P, M, R2> {
+    fn reading<R2>(self, hold: HoldBack<P::Key, P::Clock>, read: R2) -> ClientLayer<P, W, R2> {
         ClientLayer {
             permits: self.permits,
-            meter: self.meter,
+            weigher: self.weigher,
             max_wait: self.max_wait,
             jitter: self.jitter,
             hold: Some(hold),
@@ -200,14 +200,14 @@ impl<P: Permits, M, R> ClientLayer<P, M, R> {
     }
 }
 
-impl<S, P: Permits, M: Clone, R: Clone> Layer<S> for ClientLayer<P, M, R> {
-    type Service = Client<S, P, M, R>;
+impl<S, P: Permits, W: Clone, R: Clone> Layer<S> for ClientLayer<P, W, R> {
+    type Service = Client<S, P, W, R>;
 
     fn layer(&self, inner: S) -> Self::Service {
         Client {
             inner,
             permits: self.permits.clone(),
-            meter: self.meter.clone(),
+            weigher: self.weigher.clone(),
             max_wait: self.max_wait,
             jitter: self.jitter.clone(),
             hold: self.hold.clone(),

@@ -2,7 +2,7 @@
 //! it is sent (feature `tower`).
 //!
 //! ```text
-//!   call(request) ─► meter: (key, cost) ─► held back by the server? sleep it out
+//!   call(request) ─► weigh: (key, cost) ─► held back by the server? sleep it out
 //!                 ─► just after a hold? wait for its turn at the limiter's steady pace
 //!                 ─► limiter.acquire(key, cost, max_wait) ─► held back meanwhile? back to the top
 //!                 ─► jitter (if it waited)

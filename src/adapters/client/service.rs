@@ -1,7 +1,7 @@
 //! The client service: wraps an inner service, waits in the response future.
 
 use super::future::ResponseFuture;
-use crate::adapters::{HoldBack, Jitter, Meter, Permits};
+use crate::adapters::{HoldBack, Jitter, Permits, Weigh};
 use http::{HeaderMap, StatusCode};
 use std::hash::Hash;
 use std::task::{Context, Poll};
@@ -73,17 +73,17 @@ where
 /// Cloning is cheap when the inner service's is; clones share the limiter, the
 /// jitter sequence and the back-off holds.
 #[derive(Clone, Debug)]
-pub struct Client<S, P: Permits, M, R> {
+pub struct Client<S, P: Permits, W, R> {
     pub(super) inner: S,
     pub(super) permits: P,
-    pub(super) meter: M,
+    pub(super) weigher: W,
     pub(super) max_wait: Option<Duration>,
     pub(super) jitter: Option<Jitter>,
     pub(super) hold: Option<HoldBack<P::Key, P::Clock>>,
     pub(super) read: R,
 }
 
-impl<S, P: Permits, M, R> Client<S, P, M, R> {
+impl<S, P: Permits, W, R> Client<S, P, W, R> {
     /// The inner service.
     pub fn get_ref(&self) -> &S {
         &self.inner
@@ -95,12 +95,12 @@ impl<S, P: Permits, M, R> Client<S, P, M, R> {
     }
 }
 
-impl<S, Req, P, M, R> Service<Req> for Client<S, P, M, R>
+impl<S, Req, P, W, R> Service<Req> for Client<S, P, W, R>
 where
     S: Service<Req> + Clone,
     P: Permits,
     P::Key: Clone + Hash + Eq,
-    M: Meter<Req, P::Key>,
+    W: Weigh<Req, P::Key>,
     R: ReadResponse<S::Response> + Clone,
 {
     type Response = S::Response;
@@ -114,7 +114,7 @@ where
     }
 
     fn call(&mut self, request: Req) -> Self::Future {
-        let (key, cost) = self.meter.meter(&request);
+        let (key, cost) = self.weigher.weigh(&request);
         // The future readies and calls its own clone; `self.inner` stays as it was.
         let service = self.inner.clone();
         ResponseFuture::new(

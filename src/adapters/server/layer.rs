@@ -3,7 +3,7 @@
 use super::headers::RateLimitHeaders;
 use super::partition::Partition;
 use super::service::{Config, Server};
-use crate::adapters::{Each, Meter, Permits};
+use crate::adapters::{Each, Permits, Weigh};
 use http::StatusCode;
 use std::hash::Hash;
 use std::sync::Arc;
@@ -79,9 +79,9 @@ use tower_layer::Layer;
 /// //     .into_make_service_with_connect_info::<SocketAddr>()
 /// ```
 #[derive(Clone, Debug)]
-pub struct ServerLayer<P: Permits, M = Each> {
+pub struct ServerLayer<P: Permits, W = Each> {
     permits: P,
-    meter: M,
+    weigher: W,
     config: Arc<Config>,
     partition: Option<Partition<P::Key>>,
 }
@@ -89,7 +89,7 @@ pub struct ServerLayer<P: Permits, M = Each> {
 impl<P: Permits<Key = ()>> ServerLayer<P, Each> {
     /// One permit of the direct limiter `permits` per request: one limit for the
     /// whole service. A keyed limiter takes [`keyed`](ServerLayer::keyed) (a key
-    /// per request) or [`with_meter`](ServerLayer::with_meter) (a key and a cost).
+    /// per request) or [`with_weigher`](ServerLayer::with_weigher) (a key and a cost).
     ///
     /// ```
     /// use sluicegate::adapters::server::ServerLayer;
@@ -97,26 +97,26 @@ impl<P: Permits<Key = ()>> ServerLayer<P, Each> {
     /// let layer = ServerLayer::new(RateLimiter::bursty(100.0).unwrap());
     /// ```
     pub fn new(permits: P) -> Self {
-        ServerLayer::with_meter(permits, Each)
+        ServerLayer::with_weigher(permits, Each)
     }
 }
 
-/// The meter of [`ServerLayer::keyed`]: the key from a closure, every request
+/// The weigher of [`ServerLayer::keyed`]: the key from a closure, every request
 /// costing one permit.
 ///
 /// ```
 /// use sluicegate::adapters::server::KeyOnly;
-/// use sluicegate::adapters::Meter;
+/// use sluicegate::adapters::Weigh;
 /// let mut by_path = KeyOnly(|r: &http::Request<()>| r.uri().path().to_owned());
 /// let request = http::Request::get("/a").body(()).unwrap();
-/// assert_eq!(by_path.meter(&request), ("/a".to_owned(), 1));
+/// assert_eq!(by_path.weigh(&request), ("/a".to_owned(), 1));
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub struct KeyOnly<F>(pub F);
 
-impl<T, K, F: FnMut(&T) -> K> Meter<T, K> for KeyOnly<F> {
+impl<T, K, F: FnMut(&T) -> K> Weigh<T, K> for KeyOnly<F> {
     #[inline]
-    fn meter(&mut self, item: &T) -> (K, u64) {
+    fn weigh(&mut self, item: &T) -> (K, u64) {
         ((self.0)(item), 1)
     }
 }
@@ -132,12 +132,12 @@ impl<P: Permits, F> ServerLayer<P, KeyOnly<F>> {
     /// let layer = ServerLayer::keyed(per_path, |r: &http::Request<()>| r.uri().path().to_owned());
     /// ```
     pub fn keyed(permits: P, key: F) -> Self {
-        ServerLayer::with_meter(permits, KeyOnly(key))
+        ServerLayer::with_weigher(permits, KeyOnly(key))
     }
 }
 
-impl<P: Permits, M> ServerLayer<P, M> {
-    /// Charges each request what `meter` says: a closure `|request| (key, cost)` for
+impl<P: Permits, W> ServerLayer<P, W> {
+    /// Charges each request what `weigher` says: a closure `|request| (key, cost)` for
     /// a keyed limiter (the key from the peer address, a token, the path...), or a
     /// [`Weighed`](crate::adapters::Weighed) cost for a direct one. A cost of 0 is
     /// free: the request passes at once, uncounted and without fields.
@@ -147,14 +147,14 @@ impl<P: Permits, M> ServerLayer<P, M> {
     /// use sluicegate::{algorithms::SmoothBursty, KeyedRateLimiter};
     /// // Per path; writes cost twice what reads do.
     /// let limiter = KeyedRateLimiter::<String, SmoothBursty>::bursty(10.0).unwrap();
-    /// let layer = ServerLayer::with_meter(limiter, |r: &http::Request<()>| {
+    /// let layer = ServerLayer::with_weigher(limiter, |r: &http::Request<()>| {
     ///     (r.uri().path().to_owned(), if r.method() == http::Method::POST { 2 } else { 1 })
     /// });
     /// ```
-    pub fn with_meter(permits: P, meter: M) -> Self {
+    pub fn with_weigher(permits: P, weigher: W) -> Self {
         ServerLayer {
             permits,
-            meter,
+            weigher,
             config: Arc::new(Config {
                 headers: RateLimitHeaders::new(),
                 never_status: StatusCode::BAD_REQUEST,
@@ -185,7 +185,7 @@ impl<P: Permits, M> ServerLayer<P, M> {
     }
 
     /// The status for a request whose cost can never be granted (default
-    /// `400 Bad Request`; see the [module docs](super) for why). A meter that
+    /// `400 Bad Request`; see the [module docs](super) for why). A weigher that
     /// charges content bytes (a policy with `qu="content-bytes"`) may prefer
     /// `413 Content Too Large`, which is about exactly that.
     ///
@@ -304,14 +304,14 @@ impl<P: Permits, M> ServerLayer<P, M> {
     }
 }
 
-impl<S, P: Permits, M: Clone> Layer<S> for ServerLayer<P, M> {
-    type Service = Server<S, P, M>;
+impl<S, P: Permits, W: Clone> Layer<S> for ServerLayer<P, W> {
+    type Service = Server<S, P, W>;
 
     fn layer(&self, inner: S) -> Self::Service {
         Server {
             inner,
             permits: self.permits.clone(),
-            meter: self.meter.clone(),
+            weigher: self.weigher.clone(),
             config: self.config.clone(),
             partition: self.partition.clone(),
         }

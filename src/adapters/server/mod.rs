@@ -2,7 +2,7 @@
 //! with `429 Too Many Requests` when over the limit (feature `tower`).
 //!
 //! ```text
-//!   request ─► meter: (key, cost) ─► limiter.check_each(key, cost)
+//!   request ─► weigh: (key, cost) ─► limiter.check_each(key, cost)
 //!        cost 0  ─► inner service ─► response, no fields (free, uncounted)
 //!        allowed ─► inner service ─► response + RateLimit, RateLimit-Policy
 //!        denied  ─► 429 + Retry-After, RateLimit, RateLimit-Policy  (inner not called)

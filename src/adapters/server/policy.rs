@@ -13,7 +13,7 @@ use std::time::Duration;
 ///
 /// The quota is in the policy's quota units: permits, which are requests when every
 /// request costs 1 (the draft's default unit, `"requests"`, sent as no `qu`). A
-/// meter that charges something else says so with
+/// weigher that charges something else says so with
 /// [`quota_unit`](Policy::quota_unit) (the draft registers `"content-bytes"` and
 /// `"concurrent-requests"`). The window is in whole seconds (the draft allows no
 /// finer), rounded up; a policy without a window sends no `w`.
@@ -68,7 +68,7 @@ impl Policy {
     }
 
     /// States the quota unit `qu`: what one permit of this limit stands for, e.g.
-    /// `"content-bytes"` for a meter that charges a request its body's length. Sent
+    /// `"content-bytes"` for a weigher that charges a request its body's length. Sent
     /// as an sf-string (characters outside printable ASCII become `?`); an empty
     /// unit sends no `qu`, as does a policy without one (the draft's default,
     /// requests).

@@ -56,23 +56,22 @@ fn from_rate(permits: f64, rate: f64) -> (u64, Duration) {
     (permits as u64, window)
 }
 
-/// A window algorithm's quota is its limit over its window, whichever accessor
-/// names the window's length.
+/// A window algorithm's quota is its limit over its window.
 macro_rules! window_quota {
-    ($($algorithm:ty => $length:ident),* $(,)?) => {$(
+    ($($algorithm:ty),* $(,)?) => {$(
         impl Quotas for $algorithm {
             fn push_quotas(&self, out: &mut Vec<(u64, Duration)>) {
-                out.push((self.limit(), self.$length()));
+                out.push((self.limit(), self.window()));
             }
         }
     )*};
 }
 
 window_quota!(
-    FixedWindow => window,
-    SlidingWindowCounter => window,
-    SlidingWindowBuckets => duration,
-    SlidingLog => duration,
+    FixedWindow,
+    SlidingWindowCounter,
+    SlidingWindowBuckets,
+    SlidingLog
 );
 
 impl Quotas for LeakyBucket {

@@ -4,7 +4,7 @@
 use super::future::{Awaiting, Hold, Holding, Pending, ResponseFuture};
 use super::headers::RateLimitHeaders;
 use super::partition::Partition;
-use crate::adapters::{Meter, Permits};
+use crate::adapters::{Permits, Weigh};
 use crate::algorithms::{standing_with, Decision, Verdict};
 use crate::clock::duration_to_nanos;
 use crate::error::Error;
@@ -144,26 +144,26 @@ pub(super) fn status<RB: Default>(status: StatusCode) -> Response<RB> {
 /// ([`delay_up_to`](super::ServerLayer::delay_up_to)) waits in the response future
 /// the same way.
 #[derive(Clone, Debug)]
-pub struct Server<S, P: Permits, M> {
+pub struct Server<S, P: Permits, W> {
     pub(super) inner: S,
     pub(super) permits: P,
-    pub(super) meter: M,
+    pub(super) weigher: W,
     pub(super) config: Arc<Config>,
     pub(super) partition: Option<Partition<P::Key>>,
 }
 
-impl<S, P: Permits, M> Server<S, P, M> {
+impl<S, P: Permits, W> Server<S, P, W> {
     /// The inner service.
     pub fn get_ref(&self) -> &S {
         &self.inner
     }
 }
 
-impl<S, P, M, B, RB> Service<Request<B>> for Server<S, P, M>
+impl<S, P, W, B, RB> Service<Request<B>> for Server<S, P, W>
 where
     S: Service<Request<B>, Response = Response<RB>> + Clone,
     P: Permits,
-    M: Meter<Request<B>, P::Key>,
+    W: Weigh<Request<B>, P::Key>,
     RB: Default,
 {
     type Response = Response<RB>;
@@ -175,7 +175,7 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        let (key, cost) = self.meter.meter(&request);
+        let (key, cost) = self.weigher.weigh(&request);
         if cost == 0 {
             // A free request is not counted and carries no fields.
             return ResponseFuture::called(self.inner.call(request), None);
@@ -197,7 +197,7 @@ where
             Outcome::Call(described) => ResponseFuture::called(self.inner.call(request), described),
             Outcome::Answer(response) => ResponseFuture::answered(response),
             Outcome::Refused(held) if self.config.holds(&held.fields) => {
-                let acquiring = self.permits.acquire(key, cost, self.config.delay);
+                let acquiring = self.permits.acquire(&key, cost, self.config.delay);
                 let inner = self.take_inner();
                 ResponseFuture::holding(Box::new(Holding {
                     acquiring,
@@ -210,7 +210,7 @@ where
     }
 }
 
-impl<S: Clone, P: Permits, M> Server<S, P, M> {
+impl<S: Clone, P: Permits, W> Server<S, P, W> {
     /// The readied inner service, to go with its request into the response future;
     /// a fresh clone stays.
     fn take_inner(&mut self) -> S {
@@ -239,7 +239,7 @@ impl<S: Clone, P: Permits, M> Server<S, P, M> {
         let partition = self.partition(&key);
         let hold: Option<Hold> = self.config.delay.map(|max| {
             let permits = self.permits.clone();
-            Box::new(move || permits.acquire(key, cost, Some(max))) as Hold
+            Box::new(move || permits.acquire(&key, cost, Some(max))) as Hold
         });
         let inner = self.take_inner();
         // Boxed, as the check is: the future stays small for the paths without.
@@ -253,7 +253,7 @@ impl<S: Clone, P: Permits, M> Server<S, P, M> {
     }
 }
 
-impl<S, P: Permits, M> Server<S, P, M> {
+impl<S, P: Permits, W> Server<S, P, W> {
     /// The partition key of `key`, if the layer sends them.
     fn partition(&self, key: &P::Key) -> Option<[u8; 8]> {
         self.partition.as_ref().map(|partition| partition.of(key))

@@ -1,6 +1,6 @@
 //! [`AllOf`]: a statically typed set of two or three limits.
 
-use super::{first_refusal, Step, Tally};
+use super::{first_refusal, Call, Tally};
 use crate::algorithms::{standing, Algorithm, Decision, Pace, Plain, Receipt};
 use crate::clock::Nanos;
 
@@ -87,7 +87,7 @@ macro_rules! all_of {
             fn step<const REPORT: bool>(
                 &self,
                 state: &mut <Self as Algorithm>::State,
-                step: Step,
+                step: Call,
                 each: &mut dyn FnMut(Decision),
             ) -> (Decision, Receipt) {
                 let ($($m,)+) = &self.members;
@@ -141,7 +141,7 @@ macro_rules! all_of {
                 cost: u64,
                 max_wait: Nanos,
             ) -> Decision {
-                let step = Step { now, cost, max_wait, receipts: false };
+                let step = Call { now, cost, max_wait, receipts: false };
                 self.step::<false>(state, step, &mut |_| {}).0
             }
 
@@ -153,7 +153,7 @@ macro_rules! all_of {
                 cost: u64,
                 max_wait: Nanos,
             ) -> (Decision, Receipt) {
-                let step = Step { now, cost, max_wait, receipts: true };
+                let step = Call { now, cost, max_wait, receipts: true };
                 self.step::<false>(state, step, &mut |_| {})
             }
 
@@ -166,7 +166,7 @@ macro_rules! all_of {
                 each: &mut dyn FnMut(Decision),
             ) -> (Decision, Receipt) {
                 // Reporting serves checks, which give nothing back: no receipt.
-                let step = Step { now, cost, max_wait, receipts: false };
+                let step = Call { now, cost, max_wait, receipts: false };
                 self.step::<true>(state, step, each)
             }
 

@@ -1,7 +1,7 @@
 //! [`Limits`]: a set of any number of limits chosen at run time.
 
 use super::erased::foreign;
-use super::{index_u32, DynLimit, DynState, Step, Tally};
+use super::{index_u32, Call, DynLimit, DynState, Tally};
 use crate::algorithms::{Algorithm, Decision, Pace, Plain, Receipt};
 use crate::clock::Nanos;
 use std::fmt;
@@ -136,12 +136,12 @@ impl Limits {
     fn step<const REPORT: bool>(
         &self,
         state: &mut LimitsState,
-        Step {
+        Call {
             now,
             cost,
             max_wait,
             receipts,
-        }: Step,
+        }: Call,
         each: &mut dyn FnMut(Decision),
     ) -> (Decision, Receipt) {
         if !self.fits(state) {
@@ -292,7 +292,7 @@ impl Algorithm for Limits {
 
     #[inline]
     fn reserve(&self, state: &mut LimitsState, now: Nanos, cost: u64, max_wait: Nanos) -> Decision {
-        let step = Step {
+        let step = Call {
             now,
             cost,
             max_wait,
@@ -308,7 +308,7 @@ impl Algorithm for Limits {
         cost: u64,
         max_wait: Nanos,
     ) -> (Decision, Receipt) {
-        let step = Step {
+        let step = Call {
             now,
             cost,
             max_wait,
@@ -326,7 +326,7 @@ impl Algorithm for Limits {
         each: &mut dyn FnMut(Decision),
     ) -> (Decision, Receipt) {
         // Reporting serves checks, which give nothing back: no receipt.
-        let step = Step {
+        let step = Call {
             now,
             cost,
             max_wait,

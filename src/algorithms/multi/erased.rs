@@ -1,7 +1,7 @@
 //! A limit with its types erased: what lets [`Limits`](super::Limits) hold members
 //! of any algorithms in one vector.
 
-use super::{plain, Step};
+use super::{plain, Call};
 use crate::algorithms::{standing, standing_with, Algorithm, Decision, Pace, Receipt};
 use crate::clock::Nanos;
 use std::any::Any;
@@ -216,7 +216,7 @@ impl<A: Algorithm + Clone> DynLimit for A {
     #[inline]
     fn decide_dyn(&self, state: &DynState, now: Nanos, cost: u64, max_wait: Nanos) -> Decision {
         match state.downcast_ref::<A::State>() {
-            Some(state) => Step {
+            Some(state) => Call {
                 now,
                 cost,
                 max_wait,

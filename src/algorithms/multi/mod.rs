@@ -127,7 +127,7 @@ use crate::clock::Nanos;
 
 /// One call to a set: the arguments every member is asked with.
 #[derive(Clone, Copy)]
-struct Step {
+struct Call {
     now: Nanos,
     cost: u64,
     max_wait: Nanos,
@@ -175,7 +175,7 @@ fn plain<S>() -> bool {
     !std::mem::needs_drop::<S>()
 }
 
-impl Step {
+impl Call {
     /// Pass 1 for one member: reserve at once if its state is plain data and no
     /// member has refused yet; otherwise only ask.
     #[inline(always)]

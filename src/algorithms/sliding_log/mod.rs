@@ -1,22 +1,22 @@
-//! The exact sliding log: `limit` permits in any window of `duration`, checked
+//! The exact sliding log: `limit` permits in any window of length `window`, checked
 //! against the timestamps of past calls.
 //!
 //! # The model
 //!
 //! The log keeps one entry per granted call: its time and its cost. An entry counts
-//! while it is younger than `duration`: an entry at `t` counts at every instant
-//! before `t + duration` and no longer at `t + duration` itself (once exactly
+//! while it is younger than `window`: an entry at `t` counts at every instant
+//! before `t + window` and no longer at `t + window` itself (once exactly
 //! one interval has passed since a request, the next one goes through). A call of cost `c` at `now` is granted iff
 //!
 //! ```text
-//!   Σ cost of entries with now − duration < t ≤ now   +  c   ≤  limit
+//!   Σ cost of entries with now − window < t ≤ now   +  c   ≤  limit
 //!
-//!        expired          │◄──────────── duration ────────────►│
+//!        expired          │◄──────────── window ────────────►│
 //!   ──●────●──────────────┼────●──────●────────────●───────────┼──→ time
-//!                    now − duration                           now
+//!                    now − window                           now
 //! ```
 //!
-//! which is exact: no window of length `duration`, wherever it lies, ever holds more
+//! which is exact: no window of length `window`, wherever it lies, ever holds more
 //! than `limit` granted permits, and a call is never refused if it would fit. The
 //! price is memory proportional to the limit (two words per
 //! permit of the limit).
@@ -78,8 +78,8 @@
 //! [`initial_state`](Algorithm::initial_state); nothing is allocated afterwards.
 //! Three header words (the ring index of the oldest entry, the number of entries,
 //! and the running count of permits logged before the oldest) precede a ring of
-//! [`capacity`](SlidingLog::capacity) entries of two words each (time, running
-//! count after it): `24 + 16 × capacity` bytes. Because the size is fixed by the
+//! [`slots`](SlidingLog::slots) entries of two words each (time, running
+//! count after it): `24 + 16 × slots` bytes. Because the size is fixed by the
 //! configuration, a direct limiter keeps these words as atomics in a lock-free
 //! [`WordsCell`](crate::cells::WordsCell) (see
 //! [`words`](super::words)).
@@ -117,7 +117,7 @@
 //!
 //! # Edges
 //!
-//! * `limit = 0`, `duration = 0`, `limit` above [`MAX_ENTRIES`], or a period
+//! * `limit = 0`, `window = 0`, `limit` above [`MAX_ENTRIES`], or a period
 //!   beyond about 292 years: typed errors.
 //! * A cost above `limit`: [`Verdict::Never`](super::Verdict::Never).
 //! * Time that goes backwards is read as the time of the newest entry (which is also
@@ -147,7 +147,7 @@ pub use ring::LogTake;
 /// ```
 pub const MAX_ENTRIES: u64 = 1 << 20;
 
-/// An exact sliding log: at most `limit` permits in any window of `duration`. See
+/// An exact sliding log: at most `limit` permits in any window of length `window`. See
 /// the [module docs](self).
 ///
 /// ```
@@ -167,7 +167,7 @@ pub const MAX_ENTRIES: u64 = 1 << 20;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlidingLog {
     limit: u64,
-    duration: Nanos,
+    window: Nanos,
     min_spacing: Nanos,
     /// Refused attempts are logged too.
     record_rejected: bool,
@@ -175,7 +175,7 @@ pub struct SlidingLog {
 
 /// The state of a [`SlidingLog`]: a fixed array of words, a header (the ring slot
 /// of the oldest entry, the number of entries, and a *base*) and a ring of
-/// [`capacity`](SlidingLog::capacity) entries `(time, running count)` in time
+/// [`slots`](SlidingLog::slots) entries `(time, running count)` in time
 /// order.
 ///
 /// An entry keeps, instead of its own cost, the running count of permits logged
@@ -193,11 +193,11 @@ pub struct SlidingLog {
 /// Cloning allocates (a copy of the words). Two states are equal when they hold the
 /// same entries, wherever they sit in their rings.
 ///
-/// A log may step a state made by a log of another capacity (say after its limit
+/// A log may step a state made by a log with another number of slots (say after its limit
 /// was changed inside a set of limits) and decides as it would on its own state
-/// holding the same entries. A ring smaller than the log's capacity is first moved
+/// holding the same entries. A ring with fewer slots than the log's is first moved
 /// into one of that size (an allocation, once); a larger one is used as it is. A
-/// log of another *duration* judges the entries held by its own window: an entry
+/// log of another window length judges the entries held by its own window: an entry
 /// that had expired under a shorter window counts again under a longer one if it
 /// is still held.
 ///
@@ -219,13 +219,13 @@ pub struct LogState {
 
 impl LogState {
     /// The number of ring slots these words hold.
-    fn ring_capacity(&self) -> u64 {
+    fn ring_slots(&self) -> u64 {
         (self.words.len().saturating_sub(HEADER) / 2) as u64
     }
 
     /// The entries held, oldest first, as `(time, cost)`.
     fn entries(&self) -> impl Iterator<Item = (Nanos, u64)> + '_ {
-        let ring = self.ring_capacity();
+        let ring = self.ring_slots();
         let head = self.words.word(HEAD);
         let len = self.words.word(LEN).min(ring);
         let mut before = self.words.word(BASE);
@@ -247,10 +247,10 @@ impl LogState {
     /// let log = SlidingLog::new(2, Duration::from_secs(1)).unwrap();
     /// let mut state = log.initial_state(0);
     /// log.reserve(&mut state, 0, 1, 0);
-    /// assert_eq!(state.len(), 1);
+    /// assert_eq!(state.entry_count(), 1);
     /// ```
-    pub fn len(&self) -> usize {
-        self.words.word(LEN).min(self.ring_capacity()) as usize
+    pub fn entry_count(&self) -> usize {
+        self.words.word(LEN).min(self.ring_slots()) as usize
     }
 
     /// True if the log holds no entry.
@@ -270,7 +270,7 @@ impl LogState {
     /// assert!(!state.is_empty()); // expired, but still held
     /// ```
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.entry_count() == 0
     }
 
     /// The bytes the state's words take on the heap: 24 for the header and 16 per
@@ -302,18 +302,18 @@ impl std::fmt::Debug for LogState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LogState")
             .field("entries", &self.entries().collect::<Vec<_>>())
-            .field("capacity", &self.ring_capacity())
+            .field("slots", &self.ring_slots())
             .finish()
     }
 }
 
 impl SlidingLog {
-    /// At most `limit` permits in any window of `duration`, no spacing, refused
+    /// At most `limit` permits in any window of length `window`, no spacing, refused
     /// calls not recorded.
     ///
     /// # Errors
     /// [`ConfigError::InvalidCount`] for a zero `limit` or one above [`MAX_ENTRIES`];
-    /// [`ConfigError::InvalidDuration`] for a zero `duration` or one beyond about 292 years.
+    /// [`ConfigError::InvalidDuration`] for a zero `window` or one beyond about 292 years.
     ///
     /// ```
     /// use sluicegate::{algorithms::SlidingLog, ConfigError};
@@ -322,7 +322,7 @@ impl SlidingLog {
     /// assert!(matches!(SlidingLog::new(0, Duration::from_secs(60)), Err(ConfigError::InvalidCount { .. })));
     /// assert!(matches!(SlidingLog::new(1, Duration::ZERO), Err(ConfigError::InvalidDuration { .. })));
     /// ```
-    pub fn new(limit: u64, duration: Duration) -> Result<Self, ConfigError> {
+    pub fn new(limit: u64, window: Duration) -> Result<Self, ConfigError> {
         if limit == 0 || limit > MAX_ENTRIES {
             return Err(ConfigError::InvalidCount {
                 what: "limit",
@@ -330,10 +330,10 @@ impl SlidingLog {
                 requirement: "between 1 and 2^20 (one log entry per permit)",
             });
         }
-        let nanos = validate_positive_period("duration", duration)?;
+        let nanos = validate_positive_period("window", window)?;
         Ok(SlidingLog {
             limit,
-            duration: nanos,
+            window: nanos,
             min_spacing: 0,
             record_rejected: false,
         })
@@ -378,21 +378,21 @@ impl SlidingLog {
         self
     }
 
-    /// The most permits any window of `duration` holds.
+    /// The most permits any window of length `window` holds.
     ///
     /// ```
     /// use sluicegate::algorithms::SlidingLog;
     /// use std::time::Duration;
     /// let log = SlidingLog::new(3, Duration::from_secs(60)).unwrap();
-    /// assert_eq!((log.limit(), log.duration()), (3, Duration::from_secs(60)));
+    /// assert_eq!((log.limit(), log.window()), (3, Duration::from_secs(60)));
     /// ```
     pub fn limit(&self) -> u64 {
         self.limit
     }
 
     /// The window's length (see [`limit`](SlidingLog::limit) for an example).
-    pub fn duration(&self) -> Duration {
-        Duration::from_nanos(self.duration)
+    pub fn window(&self) -> Duration {
+        Duration::from_nanos(self.window)
     }
 
     /// The minimum time between two calls (zero if none).
@@ -422,18 +422,19 @@ impl SlidingLog {
         self.record_rejected
     }
 
-    /// The most entries the log can hold: `limit`, or `limit + 1` when rejected
-    /// attempts are recorded. The state allocates this many once.
+    /// The entry slots of the log's ring, the most entries it can hold: `limit`, or
+    /// `limit + 1` when rejected attempts are recorded. The state allocates this many
+    /// once.
     ///
     /// ```
     /// use sluicegate::algorithms::SlidingLog;
     /// use std::time::Duration;
     /// let log = SlidingLog::new(3, Duration::from_secs(60)).unwrap();
-    /// assert_eq!(log.capacity(), 3);
-    /// assert_eq!(log.with_rejected_recorded().capacity(), 4);
+    /// assert_eq!(log.slots(), 3);
+    /// assert_eq!(log.with_rejected_recorded().slots(), 4);
     /// ```
     #[inline]
-    pub fn capacity(&self) -> u64 {
+    pub fn slots(&self) -> u64 {
         self.limit + u64::from(self.record_rejected)
     }
 
@@ -456,7 +457,7 @@ impl SlidingLog {
         state: &'a LogState,
         now: Nanos,
     ) -> impl Iterator<Item = (Nanos, u64)> + 'a {
-        let view = self.view(&state.words[..], state.ring_capacity(), now);
+        let view = self.view(&state.words[..], state.ring_slots(), now);
         state.entries().skip(view.first_live as usize)
     }
 }
@@ -465,7 +466,7 @@ impl Algorithm for SlidingLog {
     type State = LogState;
     type Shape = WordArray;
 
-    /// An empty log with room for [`capacity`](SlidingLog::capacity) entries (the
+    /// An empty log with room for [`slots`](SlidingLog::slots) entries (the
     /// one allocation this algorithm makes).
     fn initial_state(&self, now: Nanos) -> LogState {
         let mut words = vec![0; self.state_words()].into_boxed_slice();
@@ -489,32 +490,32 @@ impl Algorithm for SlidingLog {
         cost: u64,
         _max_wait: Nanos,
     ) -> (Decision, Receipt) {
-        if state.ring_capacity() < self.capacity() {
+        if state.ring_slots() < self.slots() {
             *state = self.grown(state);
         }
-        let ring = state.ring_capacity();
+        let ring = state.ring_slots();
         self.reserve_in(&mut state.words[..], ring, now, cost)
     }
 
     /// Removes the grant's entry if it is still the newest (see the
     /// [module docs](self#cancelling)).
     fn cancel(&self, state: &mut LogState, now: Nanos, receipt: &Receipt, acts_at: Nanos) {
-        let ring = state.ring_capacity();
+        let ring = state.ring_slots();
         self.cancel_in(&mut state.words[..], ring, now, receipt, acts_at);
     }
 
     fn peek(&self, state: &LogState, now: Nanos, cost: u64) -> Decision {
-        self.peek_in(&state.words[..], state.ring_capacity(), now, cost)
+        self.peek_in(&state.words[..], state.ring_slots(), now, cost)
     }
 
     fn pace(&self) -> Option<Pace> {
-        let window = Pace::per(self.limit(), self.duration())?;
-        let spacing = Pace::new(self.min_spacing(), self.duration());
+        let window = Pace::per(self.limit(), self.window())?;
+        let spacing = Pace::new(self.min_spacing(), self.window());
         Pace::slowest(Some(window), Some(spacing))
     }
 
     fn is_replenished(&self, state: &LogState, now: Nanos) -> bool {
-        let view = self.view(&state.words[..], state.ring_capacity(), now);
+        let view = self.view(&state.words[..], state.ring_slots(), now);
         view.live == 0 && view.header.at >= self.spaced_at(view.header.last())
     }
 }

@@ -25,7 +25,7 @@ pub(super) fn at_word(slot: u64) -> usize {
 }
 
 /// `slot` brought back into a ring of `ring` slots, for a slot below twice the
-/// ring. A conditional subtract: the capacity is rarely a power of two, and a
+/// ring. A conditional subtract: the number of slots is rarely a power of two, and a
 /// division would cost more than the rest of a try.
 #[inline(always)]
 pub(super) fn wrap(slot: u64, ring: u64) -> u64 {
@@ -80,8 +80,8 @@ pub(super) struct Header {
     /// ring's size).
     pub(super) head: u64,
     pub(super) len: u64,
-    /// The ring's number of slots: the log's capacity, unless the state was made
-    /// by a log of a larger one.
+    /// The ring's number of slots: the log's, unless the state was made by a log
+    /// with more.
     pub(super) ring: u64,
     /// The running count before the oldest entry, and after the newest.
     pub(super) base: u64,
@@ -174,7 +174,7 @@ impl SlidingLog {
     pub(super) fn roomy(&self, header: &Header, cost: u64) -> bool {
         // Every entry costs at least 1, so a total within the limit also means a
         // free slot; the length is checked all the same, should a caller break that.
-        header.total().saturating_add(cost) <= self.limit && header.len < self.capacity()
+        header.total().saturating_add(cost) <= self.limit && header.len < self.slots()
     }
 
     /// The index of the first live entry: the oldest, at once, in the common case,
@@ -183,7 +183,7 @@ impl SlidingLog {
     #[inline(always)]
     pub(super) fn first_live<W: Words + ?Sized>(&self, words: &W, header: &Header) -> u64 {
         let expired =
-            |index: u64| header.time(words, index).saturating_add(self.duration) <= header.at;
+            |index: u64| header.time(words, index).saturating_add(self.window) <= header.at;
         if header.len == 0 || !expired(0) {
             return 0;
         }
@@ -266,12 +266,12 @@ impl SlidingLog {
             Some((at, _)) if low >= header.len => at,
             _ => header.time(words, low),
         };
-        at.saturating_add(self.duration)
+        at.saturating_add(self.window)
     }
 
     /// When everything that blocks a call has gone.
     pub(super) fn reset_at(&self, newest: Option<Nanos>, last: Option<Nanos>) -> Nanos {
-        let expired = newest.map_or(0, |at| at.saturating_add(self.duration));
+        let expired = newest.map_or(0, |at| at.saturating_add(self.window));
         expired.max(self.spaced_at(last))
     }
 
@@ -282,7 +282,7 @@ impl SlidingLog {
     /// What appending the entry `(header.at, cost)` writes, after dropping the
     /// first `dropped` entries (the expired ones, when the call had to find them;
     /// none otherwise), and then the oldest if the log is still full. Total on any
-    /// header; room for the entry needs a ring of at least the log's capacity.
+    /// header; room for the entry needs a ring of at least the log's slots.
     #[inline(always)]
     pub(super) fn plan_append<W: Words + ?Sized>(
         &self,
@@ -292,7 +292,7 @@ impl SlidingLog {
         cost: u64,
     ) -> LogTake {
         let mut dropped = dropped;
-        if header.len.wrapping_sub(dropped) >= self.capacity() {
+        if header.len.wrapping_sub(dropped) >= self.slots() {
             dropped = dropped.wrapping_add(1);
         }
         LogTake {
@@ -368,7 +368,7 @@ impl SlidingLog {
         let header = &view.header;
         // The entries that stay after dropping the expired and evicting for room.
         let held = header.len - view.first_live;
-        let kept = view.first_live + u64::from(held >= self.capacity());
+        let kept = view.first_live + u64::from(held >= self.slots());
         let live = header.from(words, kept).saturating_add(cost);
         let at = self
             .fits_at(words, header, kept, Some((header.at, cost)), cost)
@@ -384,7 +384,7 @@ impl SlidingLog {
         )
     }
 
-    /// `state`'s entries in a ring of this log's capacity, for a state whose ring is
+    /// `state`'s entries in a ring of this log's slots, for a state whose ring is
     /// smaller (so all its entries fit).
     #[cold]
     pub(super) fn grown(&self, state: &LogState) -> LogState {
@@ -478,10 +478,10 @@ impl WordEncoded for SlidingLog {
     type Config = [u64; 4];
     type Take = LogTake;
 
-    /// A 3-word header, then 2 words per entry of [`capacity`](SlidingLog::capacity).
+    /// A 3-word header, then 2 words per [slot](SlidingLog::slots).
     #[inline]
     fn state_words(&self) -> usize {
-        HEADER + 2 * self.capacity() as usize
+        HEADER + 2 * self.slots() as usize
     }
 
     /// An empty log: the header is all 0 (the words are 0 already; time plays no part).
@@ -498,7 +498,7 @@ impl WordEncoded for SlidingLog {
         cost: u64,
         _max_wait: Nanos,
     ) -> (Decision, Receipt) {
-        self.reserve_in(words, self.capacity(), now, cost)
+        self.reserve_in(words, self.slots(), now, cost)
     }
 
     fn cancel_words<W: WordsMut + ?Sized>(
@@ -508,11 +508,11 @@ impl WordEncoded for SlidingLog {
         receipt: &Receipt,
         acts_at: Nanos,
     ) {
-        self.cancel_in(words, self.capacity(), now, receipt, acts_at);
+        self.cancel_in(words, self.slots(), now, receipt, acts_at);
     }
 
     fn peek_words<W: Words + ?Sized>(&self, words: &W, now: Nanos, cost: u64) -> Decision {
-        self.peek_in(words, self.capacity(), now, cost)
+        self.peek_in(words, self.slots(), now, cost)
     }
 
     /// The verdict `reserve_words` gives, without its `retry_after`: reads the
@@ -524,7 +524,7 @@ impl WordEncoded for SlidingLog {
             // Never: refused, and not recorded.
             return (false, None);
         }
-        let header = self.header(words, self.capacity(), now);
+        let header = self.header(words, self.slots(), now);
         let spaced = header.at >= self.spaced_at(header.last());
         let (granted, dropped) = if self.roomy(&header, cost) {
             (spaced, 0)
@@ -556,12 +556,12 @@ impl WordEncoded for SlidingLog {
         words.set_word(BASE, take.base);
     }
 
-    /// `[limit, duration, min_spacing, record_rejected]`.
+    /// `[limit, window, min_spacing, record_rejected]`.
     #[inline(always)]
     fn config_words(&self) -> [u64; 4] {
         [
             self.limit,
-            self.duration,
+            self.window,
             self.min_spacing,
             u64::from(self.record_rejected),
         ]
@@ -569,12 +569,12 @@ impl WordEncoded for SlidingLog {
 
     /// The inverse of [`config_words`](Self::config_words). A limit above
     /// [`MAX_ENTRIES`] is read as `MAX_ENTRIES`, so that no words make a log whose
-    /// capacity overflows.
+    /// number of slots overflows.
     #[inline(always)]
     fn from_config_words(words: [u64; 4]) -> Self {
         SlidingLog {
             limit: words[0].min(MAX_ENTRIES),
-            duration: words[1],
+            window: words[1],
             min_spacing: words[2],
             record_rejected: words[3] != 0,
         }

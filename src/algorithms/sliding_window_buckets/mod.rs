@@ -1,4 +1,4 @@
-//! A sliding window made of sub-buckets: `limit` permits per `duration`, counted in
+//! A sliding window made of sub-buckets: `limit` permits per `window`, counted in
 //! buckets of length `precision` (a window split into, say, 60 one-second buckets:
 //! a finer precision tracks the true sliding window more closely).
 //!
@@ -8,10 +8,10 @@
 //! bucket `i` spans `[i·precision, (i+1)·precision)`. Each bucket counts the permits
 //! *granted* in it (refused calls are not counted: a client that hammers one limit
 //! must not lock itself out of a longer one). The window is
-//! the last `duration`, and it is made of `B = ⌈duration / precision⌉` buckets:
+//! the last `window`, and it is made of `B = ⌈window / precision⌉` buckets:
 //!
 //! ```text
-//!   duration = 60 s, precision = 15 s, B = 4; a call at now = 12:01:50
+//!   window = 60 s, precision = 15 s, B = 4; a call at now = 12:01:50
 //!
 //!          window = (now − 60 s, now]
 //!        ├──────────────────────────────────────┤
@@ -21,7 +21,7 @@
 //!          ╰partial╯ ╰──────────── counted whole ───────╯
 //! ```
 //!
-//! The oldest bucket the window touches (`n−B` above, or `n−B+1` when `duration`
+//! The oldest bucket the window touches (`n−B` above, or `n−B+1` when `window`
 //! is not a multiple of `precision`) lies only partly inside it. We do not know
 //! *when* inside that bucket its calls came, so there are two ways to count it,
 //! chosen by [`OldestBucket`]:
@@ -32,23 +32,23 @@
 //!   `current − B + 1`). What it costs: at 2:50, a window of 1:50-2:50 in 20-minute
 //!   buckets should count 1:50-2:00, but the 1:40-2:00 bucket is ignored.
 //!   **Guarantee**: any span of time that lies within `B` consecutive buckets
-//!   admits at most `limit`; any span of length `duration` (which touches at most
+//!   admits at most `limit`; any span of length `window` (which touches at most
 //!   `B + 1` buckets) admits at most `2·limit`: the dropped bucket's calls plus a
 //!   full window.
 //! * [`OldestBucket::Weighted`]: count the partial bucket in proportion to
 //!   the part of it still inside the window, assuming its calls were spread evenly.
 //!   The estimate is rounded *up* before comparing with the limit, so rounding
-//!   never admits a call. With `precision == duration` this is the classic sliding
+//!   never admits a call. With `precision == window` this is the classic sliding
 //!   window counter (previous window weighted by the unelapsed fraction).
-//!   **Guarantee**: any span of time that lies within `K = ⌊duration / precision⌋`
+//!   **Guarantee**: any span of time that lies within `K = ⌊window / precision⌋`
 //!   consecutive buckets admits at most `limit` (those buckets always count
-//!   whole). When `duration` is a multiple of `precision` (`K = B`, the usual
+//!   whole). When `window` is a multiple of `precision` (`K = B`, the usual
 //!   set-up) it is at least as strict as [`OldestBucket::Drop`], so any span of
-//!   length `duration` admits at most `2·limit`, and at most `limit` when the
+//!   length `window` admits at most `2·limit`, and at most `limit` when the
 //!   partial bucket's calls were in fact spread evenly over it.
 //!
 //! A call of cost `c` is granted iff `counted + c ≤ limit`; nothing is taken
-//! otherwise. `precision == duration` with [`OldestBucket::Drop`] is a fixed window.
+//! otherwise. `precision == window` with [`OldestBucket::Drop`] is a fixed window.
 //!
 //! # Cancelling
 //!
@@ -106,7 +106,7 @@
 //!
 //! # Edges
 //!
-//! * `limit = 0`, `duration = 0`, `precision = 0`, `precision > duration`, more than
+//! * `limit = 0`, `window = 0`, `precision = 0`, `precision > window`, more than
 //!   [`MAX_BUCKETS`] buckets, or a period beyond about 292 years: typed errors.
 //! * A cost above `limit` can never be granted: [`Verdict::Never`](super::Verdict::Never).
 //! * Time that goes backwards is read as the start of the newest bucket seen, which
@@ -125,7 +125,7 @@ mod ring;
 
 pub use ring::BucketsTake;
 
-/// The largest number of buckets in a window (`⌈duration / precision⌉`): 4096,
+/// The largest number of buckets in a window (`⌈window / precision⌉`): 4096,
 /// i.e. at most 64 KiB of counters per state (a ring of 8192).
 ///
 /// ```
@@ -145,14 +145,14 @@ pub const MAX_BUCKETS: u64 = 4096;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum OldestBucket {
-    /// Not at all: only the `⌈duration / precision⌉` newest buckets count.
+    /// Not at all: only the `⌈window / precision⌉` newest buckets count.
     /// Permissive by up to one bucket's worth of calls.
     Drop,
     /// In proportion to the part of it inside the window, rounded up.
     Weighted,
 }
 
-/// A sliding window of `limit` permits per `duration`, kept in buckets of
+/// A sliding window of `limit` permits per `window`, kept in buckets of
 /// `precision`. See the [module docs](self) for the model and its guarantees.
 ///
 /// ```
@@ -173,9 +173,9 @@ pub enum OldestBucket {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlidingWindowBuckets {
     limit: u64,
-    duration: Nanos,
+    window: Nanos,
     precision: Nanos,
-    /// `B = ⌈duration / precision⌉`, at most [`MAX_BUCKETS`].
+    /// `B = ⌈window / precision⌉`, at most [`MAX_BUCKETS`].
     buckets: u64,
     oldest: OldestBucket,
 }
@@ -219,13 +219,13 @@ impl BucketsState {
 }
 
 impl SlidingWindowBuckets {
-    /// `limit` permits per `duration`, in buckets of `precision`, dropping the partial
+    /// `limit` permits per `window`, in buckets of `precision`, dropping the partial
     /// oldest bucket ([`OldestBucket::Drop`]).
     ///
     /// # Errors
     /// [`ConfigError::InvalidCount`] for a zero `limit` or more than [`MAX_BUCKETS`]
-    /// buckets; [`ConfigError::InvalidDuration`] for a zero `duration` or `precision`, a
-    /// `precision` longer than `duration`, or a period beyond about 292 years.
+    /// buckets; [`ConfigError::InvalidDuration`] for a zero `window` or `precision`, a
+    /// `precision` longer than `window`, or a period beyond about 292 years.
     ///
     /// ```
     /// use sluicegate::{algorithms::SlidingWindowBuckets, ConfigError};
@@ -239,13 +239,13 @@ impl SlidingWindowBuckets {
     /// ```
     pub fn dropping(
         limit: u64,
-        duration: Duration,
+        window: Duration,
         precision: Duration,
     ) -> Result<Self, ConfigError> {
-        Self::new(limit, duration, precision, OldestBucket::Drop)
+        Self::new(limit, window, precision, OldestBucket::Drop)
     }
 
-    /// `limit` permits per `duration`, in buckets of `precision`, weighting the
+    /// `limit` permits per `window`, in buckets of `precision`, weighting the
     /// partial oldest bucket ([`OldestBucket::Weighted`]).
     ///
     /// # Errors
@@ -260,13 +260,13 @@ impl SlidingWindowBuckets {
     /// ```
     pub fn weighted(
         limit: u64,
-        duration: Duration,
+        window: Duration,
         precision: Duration,
     ) -> Result<Self, ConfigError> {
-        Self::new(limit, duration, precision, OldestBucket::Weighted)
+        Self::new(limit, window, precision, OldestBucket::Weighted)
     }
 
-    /// `limit` permits per `duration`, in buckets of `precision`, counting the
+    /// `limit` permits per `window`, in buckets of `precision`, counting the
     /// partial oldest bucket as `oldest` says.
     ///
     /// # Errors
@@ -280,7 +280,7 @@ impl SlidingWindowBuckets {
     /// ```
     pub fn new(
         limit: u64,
-        duration: Duration,
+        window: Duration,
         precision: Duration,
         oldest: OldestBucket,
     ) -> Result<Self, ConfigError> {
@@ -291,26 +291,26 @@ impl SlidingWindowBuckets {
                 requirement: "at least 1",
             });
         }
-        let duration_nanos = validate_positive_period("duration", duration)?;
+        let duration_nanos = validate_positive_period("window", window)?;
         let precision_nanos = validate_positive_period("precision", precision)?;
         if precision_nanos > duration_nanos {
             return Err(ConfigError::InvalidDuration {
                 what: "precision",
                 value: precision,
-                requirement: "at most the window's duration",
+                requirement: "at most the window",
             });
         }
         let buckets = duration_nanos.div_ceil(precision_nanos);
         if buckets > MAX_BUCKETS {
             return Err(ConfigError::InvalidCount {
-                what: "buckets per window (duration / precision, rounded up)",
+                what: "buckets per window (window / precision, rounded up)",
                 value: buckets,
                 requirement: "at most 4096",
             });
         }
         Ok(SlidingWindowBuckets {
             limit,
-            duration: duration_nanos,
+            window: duration_nanos,
             precision: precision_nanos,
             buckets,
             oldest,
@@ -324,7 +324,7 @@ impl SlidingWindowBuckets {
     /// use std::time::Duration;
     /// let w = SlidingWindowBuckets::dropping(3, Duration::from_secs(60), Duration::from_secs(15)).unwrap();
     /// assert_eq!(w.limit(), 3);
-    /// assert_eq!((w.duration(), w.precision()), (Duration::from_secs(60), Duration::from_secs(15)));
+    /// assert_eq!((w.window(), w.precision()), (Duration::from_secs(60), Duration::from_secs(15)));
     /// ```
     pub fn limit(&self) -> u64 {
         self.limit
@@ -332,8 +332,8 @@ impl SlidingWindowBuckets {
 
     /// The window's length (see [`limit`](SlidingWindowBuckets::limit) for an
     /// example).
-    pub fn duration(&self) -> Duration {
-        Duration::from_nanos(self.duration)
+    pub fn window(&self) -> Duration {
+        Duration::from_nanos(self.window)
     }
 
     /// The length of one bucket (see [`limit`](SlidingWindowBuckets::limit) for an
@@ -342,7 +342,7 @@ impl SlidingWindowBuckets {
         Duration::from_nanos(self.precision)
     }
 
-    /// The number of buckets in a window, `⌈duration / precision⌉`. The state holds
+    /// The number of buckets in a window, `⌈window / precision⌉`. The state holds
     /// one more.
     ///
     /// ```
@@ -444,7 +444,7 @@ impl Algorithm for SlidingWindowBuckets {
     }
 
     fn pace(&self) -> Option<Pace> {
-        Pace::per(self.limit(), self.duration())
+        Pace::per(self.limit(), self.window())
     }
 
     fn is_replenished(&self, state: &BucketsState, now: Nanos) -> bool {

@@ -120,7 +120,7 @@ impl SlidingWindowBuckets {
     }
 
     /// The oldest bucket that counts whole: `current − B + 1` if dropping; for the
-    /// weighted variant, the one after the bucket holding `at − duration`. Returns
+    /// weighted variant, the one after the bucket holding `at − window`. Returns
     /// `(first whole bucket, partial bucket and the nanoseconds of it inside the
     /// window)`; the partial bucket is `None` when dropping or before the origin.
     #[inline(always)]
@@ -128,11 +128,11 @@ impl SlidingWindowBuckets {
         let next = view.current.saturating_add(1).saturating_sub(self.buckets);
         match self.oldest {
             OldestBucket::Drop => (next, None),
-            OldestBucket::Weighted => match view.at.checked_sub(self.duration) {
+            OldestBucket::Weighted => match view.at.checked_sub(self.window) {
                 // The window starts before the clock's origin: every bucket is whole.
                 None => (0, None),
                 Some(start) => {
-                    // `at` lies in bucket `current` and (B − 1)·precision < duration
+                    // `at` lies in bucket `current` and (B − 1)·precision < window
                     // <= B·precision, so `start` lies in bucket current − B or the
                     // one after: one multiplication finds which, where a division
                     // would cost several times more on every call.
@@ -264,7 +264,7 @@ impl SlidingWindowBuckets {
             OldestBucket::Weighted => bucket
                 .saturating_add(1)
                 .saturating_mul(self.precision)
-                .saturating_add(self.duration),
+                .saturating_add(self.window),
         }
     }
 
@@ -298,7 +298,7 @@ impl SlidingWindowBuckets {
                 let mut excess = excess;
                 let mut start = match partial {
                     Some((partial, inside)) => {
-                        let start = view.at.saturating_sub(self.duration);
+                        let start = view.at.saturating_sub(self.window);
                         let count = u128::from(self.count(words, view, partial));
                         if count * u128::from(inside) >= excess {
                             return self.crossed(start, excess, count);
@@ -318,7 +318,7 @@ impl SlidingWindowBuckets {
                     start = start.saturating_add(self.precision);
                 }
                 // Unreachable while cost <= limit: everything counted leaves.
-                start.saturating_add(self.duration)
+                start.saturating_add(self.window)
             }
         }
     }
@@ -327,7 +327,7 @@ impl SlidingWindowBuckets {
     /// `count` (> 0, since `excess` > 0), has freed `excess`.
     pub(super) fn crossed(&self, start: Nanos, excess: u128, count: u128) -> Nanos {
         let nanos = u64::try_from(excess.div_ceil(count.max(1))).unwrap_or(u64::MAX);
-        start.saturating_add(nanos).saturating_add(self.duration)
+        start.saturating_add(nanos).saturating_add(self.window)
     }
 
     pub(super) fn decide<W: Words + ?Sized>(
@@ -491,7 +491,7 @@ impl WordEncoded for SlidingWindowBuckets {
         };
         [
             self.limit,
-            self.duration,
+            self.window,
             self.precision,
             self.buckets << 1 | oldest,
         ]
@@ -505,7 +505,7 @@ impl WordEncoded for SlidingWindowBuckets {
     fn from_config_words(words: [u64; 4]) -> Self {
         SlidingWindowBuckets {
             limit: words[0],
-            duration: words[1],
+            window: words[1],
             precision: words[2].max(1),
             buckets: (words[3] >> 1).clamp(1, MAX_BUCKETS),
             oldest: if words[3] & 1 == 0 {

@@ -1,20 +1,20 @@
 //! The sliding window counter (also called the "sliding window" or the "sliding
 //! tail"): two fixed-window counters, the previous one weighted by how much of it
-//! still lies inside a window of `len` ending now.
+//! still lies inside a window of length `window` ending now.
 //!
 //! # The model
 //!
 //! Windows are aligned to the clock's origin, as for the
 //! [fixed window](super::fixed_window). At a point `e` into the current window (the
-//! elapsed fraction is `f = e / len`), the number of permits taken over the last
-//! `len` is *estimated* by assuming the previous window's traffic was spread evenly:
+//! elapsed fraction is `f = e / window`), the number of permits taken over the last
+//! `window` is *estimated* by assuming the previous window's traffic was spread evenly:
 //!
 //! ```text
 //!   estimate = previous × (1 − f) + current
 //!
 //!         previous window          current window
 //!   ├─────────────────────────┼──────────────────────────┤
-//!             ├─────────── the last len ──────────┤ now
+//!             ├───────── the last window ────────┤ now
 //!             └ weight 1 − f ─┘└────── f ──────────┘
 //! ```
 //!
@@ -29,8 +29,8 @@
 //! [`WordCell`](crate::cells::WordCell). No call divides in the common case: the
 //! window holding `now` is found by multiplying by a kept reciprocal of the
 //! window's length (exact, not an estimate), and a non-blocking try compares the
-//! weighted count by cross-multiplying (`⌈p · rest / len⌉ ≤ room` is
-//! `p · rest ≤ room · len`).
+//! weighted count by cross-multiplying (`⌈p · rest / window⌉ ≤ room` is
+//! `p · rest ≤ room · window`).
 //!
 //! # Options
 //!
@@ -63,10 +63,10 @@
 //!
 //! # The approximation bound
 //!
-//! With [`Rounding::Exact`] and either counting, over the window of length `len`
+//! With [`Rounding::Exact`] and either counting, over the window of length `window`
 //! ending at any instant, at most `limit + previous × f` permits are granted, where
 //! `previous` is the number granted in the previous fixed window and `f` the elapsed
-//! fraction of the current one; so never more than `2 × limit − 1` in any span of `len` (the fixed
+//! fraction of the current one; so never more than `2 × limit − 1` in any span of `window` (the fixed
 //! window's worst case), and only when the previous window's traffic bunched at its
 //! end. When it was spread evenly the estimate is the true count. [`Rounding::Floor`]
 //! allows one permit more: fewer than `limit + 1 + previous × f`, at most `2 × limit`.
@@ -88,7 +88,7 @@
 //! # The state word
 //!
 //! With `b` bits per count, the word holds the index of the latest window counted in
-//! (window `i` is `[i × len, (i + 1) × len)`), modulo `2ᵏ` where `k = 64 − 2b`, above
+//! (window `i` is `[i × window, (i + 1) × window)`), modulo `2ᵏ` where `k = 64 − 2b`, above
 //! the two counts:
 //!
 //! ```text
@@ -109,7 +109,7 @@
 //!   more the spare bits shrink (to none at 2²⁴ − 1), and so does that part of the
 //!   ban.
 //! * **Window index.** `k` is at least 16 bits (64 − 2 × 24). When every window index
-//!   the clock can reach fits in `k` bits (`len ≥ 2⁶⁴⁻ᵏ` ns: with admitted counting,
+//!   the clock can reach fits in `k` bits (`window ≥ 2⁶⁴⁻ᵏ` ns: with admitted counting,
 //!   e.g. 100 per minute, 1 000 or 10 000 per second), the index is
 //!   stored whole and compared exactly: nothing wraps, ever. Otherwise it is stored
 //!   modulo `2ᵏ` and compared *modularly*: a forward distance `d` from the stored
@@ -187,7 +187,7 @@ pub enum Counting {
     Attempts,
 }
 
-/// At most `limit` permits per sliding window of `len`, estimated from two fixed
+/// At most `limit` permits per sliding window of length `window`, estimated from two fixed
 /// windows. See the [module docs](self) for the model, the options and the bound.
 ///
 /// ```
@@ -204,10 +204,10 @@ pub enum Counting {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlidingWindowCounter {
-    len: u64,
-    /// The multiplier that divides by `len` (a `Divisor`'s): finds the window
+    window: u64,
+    /// The multiplier that divides by `window` (a `Divisor`'s): finds the window
     /// holding an instant with a multiplication instead of a division.
-    len_multiplier: u64,
+    window_multiplier: u64,
     limit: u64,
     rounding: Rounding,
     counting: Counting,
@@ -256,7 +256,7 @@ struct View {
 }
 
 impl SlidingWindowCounter {
-    /// At most `limit` permits per sliding window of `len`, with [`Rounding::Exact`]
+    /// At most `limit` permits per sliding window of length `window`, with [`Rounding::Exact`]
     /// and [`Counting::Admitted`].
     ///
     /// # Errors
@@ -273,8 +273,8 @@ impl SlidingWindowCounter {
     /// assert!(SlidingWindowCounter::new(0, Duration::from_secs(60)).is_err());
     /// assert!(SlidingWindowCounter::new(100, Duration::ZERO).is_err());
     /// ```
-    pub fn new(limit: u64, len: Duration) -> Result<Self, ConfigError> {
-        let len_nanos = validate_positive_period("window", len)?;
+    pub fn new(limit: u64, window: Duration) -> Result<Self, ConfigError> {
+        let window_nanos = validate_positive_period("window", window)?;
         if limit == 0 || limit > MAX_LIMIT {
             return Err(ConfigError::InvalidCount {
                 what: "limit",
@@ -283,8 +283,8 @@ impl SlidingWindowCounter {
             });
         }
         Ok(SlidingWindowCounter {
-            len: len_nanos,
-            len_multiplier: Divisor::new(len_nanos).multiplier(),
+            window: window_nanos,
+            window_multiplier: Divisor::new(window_nanos).multiplier(),
             limit,
             rounding: Rounding::Exact,
             counting: Counting::Admitted,
@@ -301,7 +301,7 @@ impl SlidingWindowCounter {
             Counting::Admitted => bits(self.limit),
             Counting::Attempts => (bits(self.limit) + 8).min(24),
         };
-        self.exact_index = self.len > u64::MAX >> self.index_bits();
+        self.exact_index = self.window > u64::MAX >> self.index_bits();
         self
     }
 
@@ -372,7 +372,7 @@ impl SlidingWindowCounter {
     /// The window length (see [`limit`](SlidingWindowCounter::limit) for an
     /// example).
     pub fn window(&self) -> Duration {
-        Duration::from_nanos(self.len)
+        Duration::from_nanos(self.window)
     }
 
     /// The counts `(previous, current)` of the previous and current fixed windows as
@@ -408,7 +408,7 @@ impl SlidingWindowCounter {
     /// ```
     pub fn estimate(&self, state: &SlidingWindowState, now: Nanos) -> f64 {
         let view = self.view(state, now);
-        let weight = (self.len - view.elapsed) as f64 / self.len as f64;
+        let weight = (self.window - view.elapsed) as f64 / self.window as f64;
         view.previous as f64 * weight + view.current as f64
     }
 }

@@ -60,7 +60,7 @@ impl SlidingWindowCounter {
             index: now_index & (u64::MAX >> (2 * self.count_bits())),
             previous: 0,
             current: 0,
-            elapsed: now - now_index * self.len,
+            elapsed: now - now_index * self.window,
             behind: 0,
         }
     }

@@ -272,7 +272,7 @@ fn window_of_divides_exactly_without_dividing() {
         x ^= x >> 27;
         x.wrapping_mul(0x2545_F491_4F6C_DD1D)
     };
-    let mut lens = vec![
+    let mut windows_ns = vec![
         1,
         2,
         3,
@@ -285,23 +285,27 @@ fn window_of_divides_exactly_without_dividing() {
     ];
     for _ in 0..200 {
         let shift = next() % 64;
-        lens.push((next() >> shift).max(1));
+        windows_ns.push((next() >> shift).max(1));
     }
-    for len in lens {
-        let counter = SlidingWindowCounter::new(1, Duration::from_nanos(len));
+    for window in windows_ns {
+        let counter = SlidingWindowCounter::new(1, Duration::from_nanos(window));
         let Ok(counter) = counter else { continue };
         let mut instants = vec![
             0,
             1,
-            len - 1,
-            len,
-            len.saturating_add(1),
+            window - 1,
+            window,
+            window.saturating_add(1),
             u64::MAX,
             u64::MAX - 1,
         ];
         instants.extend((0..200).map(|_| next()));
         for now in instants {
-            assert_eq!(counter.window_of(now), now / counter.len, "{now} / {len}");
+            assert_eq!(
+                counter.window_of(now),
+                now / counter.window,
+                "{now} / {window}"
+            );
         }
     }
 }
@@ -319,11 +323,11 @@ fn reserve_before(
         if previous == 0 {
             return 0;
         }
-        let weighted = u128::from(previous) * u128::from(counter.len - elapsed);
-        let len = u128::from(counter.len);
+        let weighted = u128::from(previous) * u128::from(counter.window - elapsed);
+        let window = u128::from(counter.window);
         let rounded = match counter.rounding {
-            Rounding::Exact => weighted.div_ceil(len),
-            Rounding::Floor => weighted / len,
+            Rounding::Exact => weighted.div_ceil(window),
+            Rounding::Floor => weighted / window,
         };
         u64::try_from(rounded).unwrap_or(previous)
     };
@@ -363,8 +367,8 @@ fn reserve_before(
 fn the_kept_layout_is_the_one_the_limit_and_counting_need() {
     for counting in [Counting::Admitted, Counting::Attempts] {
         for limit in [1, 2, 3, 255, 256, 65_535, MAX_LIMIT] {
-            for len in [1, 1_000, SECOND, 1 << 50] {
-                let counter = SlidingWindowCounter::new(limit, Duration::from_nanos(len))
+            for window in [1, 1_000, SECOND, 1 << 50] {
+                let counter = SlidingWindowCounter::new(limit, Duration::from_nanos(window))
                     .unwrap()
                     .with_counting(counting);
                 let b = match counting {
@@ -372,15 +376,15 @@ fn the_kept_layout_is_the_one_the_limit_and_counting_need() {
                     Counting::Attempts => (bits(limit) + 8).min(24),
                 };
                 assert_eq!(counter.count_bits(), b);
-                assert_eq!(counter.exact_index(), len > u64::MAX >> (64 - 2 * b));
+                assert_eq!(counter.exact_index(), window > u64::MAX >> (64 - 2 * b));
             }
         }
     }
 }
 
-/// A counter of `limit` per `len` ns, rounding down if `floor` and counting
+/// A counter of `limit` per `window` ns, rounding down if `floor` and counting
 /// attempts if `attempts`: the configurations the properties below range over.
-fn configured(limit: u64, len: u64, floor: bool, attempts: bool) -> SlidingWindowCounter {
+fn configured(limit: u64, window: u64, floor: bool, attempts: bool) -> SlidingWindowCounter {
     let rounding = if floor {
         Rounding::Floor
     } else {
@@ -391,7 +395,7 @@ fn configured(limit: u64, len: u64, floor: bool, attempts: bool) -> SlidingWindo
     } else {
         Counting::Admitted
     };
-    SlidingWindowCounter::new(limit, Duration::from_nanos(len))
+    SlidingWindowCounter::new(limit, Duration::from_nanos(window))
         .unwrap()
         .with_rounding(rounding)
         .with_counting(counting)
@@ -406,13 +410,13 @@ proptest::proptest! {
     #[test]
     fn lean_try_is_the_full_step_without_waiting(
         limit in proptest::prop_oneof![1u64..10, 1_000u64..MAX_LIMIT],
-        len in proptest::prop_oneof![1u64..100, 1_000u64..10_000_000_000],
+        window in proptest::prop_oneof![1u64..100, 1_000u64..10_000_000_000],
         floor in proptest::prelude::any::<bool>(),
         attempts in proptest::prelude::any::<bool>(),
         start in proptest::prop_oneof![proptest::strategy::Just(0u64), 0u64..u64::MAX / 2],
         steps in proptest::collection::vec((-5_000i64..5_000_000, 0u64..1_000), 1..100),
     ) {
-        let counter = configured(limit, len, floor, attempts);
+        let counter = configured(limit, window, floor, attempts);
         let mut full = counter.initial_state(start);
         let mut lean = full;
         let mut now = start;
@@ -434,13 +438,13 @@ proptest::proptest! {
     #[test]
     fn the_step_is_the_step_as_it_was(
         limit in proptest::prop_oneof![1u64..10, 1_000u64..MAX_LIMIT],
-        len in proptest::prop_oneof![1u64..100, 1_000u64..10_000_000_000, (1u64 << 50)..(1u64 << 62)],
+        window in proptest::prop_oneof![1u64..100, 1_000u64..10_000_000_000, (1u64 << 50)..(1u64 << 62)],
         floor in proptest::prelude::any::<bool>(),
         attempts in proptest::prelude::any::<bool>(),
         start in proptest::prop_oneof![proptest::strategy::Just(0u64), 0u64..u64::MAX / 2],
         steps in proptest::collection::vec((-5_000i64..5_000_000, 0u64..1_000, 0i64..4), 1..100),
     ) {
-        let counter = configured(limit, len, floor, attempts);
+        let counter = configured(limit, window, floor, attempts);
         let mut old = counter.initial_state(start);
         let mut new = old;
         let mut split = old;
@@ -449,7 +453,7 @@ proptest::proptest! {
         let mut now = start;
         for (step, fraction, windows) in steps {
             // Now and then a step of a few windows, whatever their length.
-            let step = step.saturating_add((len as i64).saturating_mul(windows) / 2);
+            let step = step.saturating_add((window as i64).saturating_mul(windows) / 2);
             now = now.saturating_add_signed(step);
             let cost = 1 + fraction * limit / 900; // up to a little above the limit
             let expected = reserve_before(&counter, &mut old, now, cost);

@@ -7,19 +7,19 @@ use crate::clock::Nanos;
 
 impl SlidingWindowCounter {
     /// True if the previous count's weight at `elapsed` ([`weighted`](Self::weighted))
-    /// is at most `room`: `⌈p · rest / len⌉ ≤ room` is `p · rest ≤ room · len`, and
-    /// `⌊p · rest / len⌋ ≤ room` is `p · rest < (room + 1) · len`. A count within the
+    /// is at most `room`: `⌈p · rest / window⌉ ≤ room` is `p · rest ≤ room · window`, and
+    /// `⌊p · rest / window⌋ ≤ room` is `p · rest < (room + 1) · window`. A count within the
     /// room fits at once, since the weight never exceeds it.
     #[inline(always)]
     pub(super) fn weight_fits(&self, previous: u64, elapsed: u64, room: u64) -> bool {
         if previous <= room {
             return true;
         }
-        let weighted = u128::from(previous) * u128::from(self.len - elapsed);
-        let len = u128::from(self.len);
+        let weighted = u128::from(previous) * u128::from(self.window - elapsed);
+        let window = u128::from(self.window);
         match self.rounding {
-            Rounding::Exact => weighted <= u128::from(room) * len,
-            Rounding::Floor => weighted < (u128::from(room) + 1) * len,
+            Rounding::Exact => weighted <= u128::from(room) * window,
+            Rounding::Floor => weighted < (u128::from(room) + 1) * window,
         }
     }
 
@@ -31,23 +31,23 @@ impl SlidingWindowCounter {
         if previous == 0 {
             return 0;
         }
-        let rest = self.len - elapsed;
+        let rest = self.window - elapsed;
         if let Some(weighted) = previous.checked_mul(rest) {
-            // ⌊weighted / len⌋ by the kept multiplier (`window_of` divides any value
+            // ⌊weighted / window⌋ by the kept multiplier (`window_of` divides any value
             // by the window's length), rounded up if it was not exact.
             let floor = self.window_of(weighted);
             return match self.rounding {
-                Rounding::Exact => floor + u64::from(floor * self.len != weighted),
+                Rounding::Exact => floor + u64::from(floor * self.window != weighted),
                 Rounding::Floor => floor,
             };
         }
-        let len = u128::from(self.len);
+        let window = u128::from(self.window);
         let weighted = u128::from(previous) * u128::from(rest);
         let rounded = match self.rounding {
-            Rounding::Exact => weighted.div_ceil(len),
-            Rounding::Floor => weighted / len,
+            Rounding::Exact => weighted.div_ceil(window),
+            Rounding::Floor => weighted / window,
         };
-        // rest ≤ len, so the weight is at most `previous`.
+        // rest ≤ window, so the weight is at most `previous`.
         u64::try_from(rounded).unwrap_or(previous)
     }
 
@@ -63,19 +63,19 @@ impl SlidingWindowCounter {
         if room == 0 && self.rounding == Rounding::Exact {
             return None;
         }
-        let len = u128::from(self.len);
-        // previous × (len − e) must be ≤ room × len (exact), or < (room + 1) × len.
+        let window = u128::from(self.window);
+        // previous × (window − e) must be ≤ room × window (exact), or < (room + 1) × window.
         let allowance = match self.rounding {
-            Rounding::Exact => u128::from(room) * len,
-            Rounding::Floor => (u128::from(room) + 1) * len - 1,
+            Rounding::Exact => u128::from(room) * window,
+            Rounding::Floor => (u128::from(room) + 1) * window - 1,
         };
         // The longest unelapsed part that still fits; u64 division when it can.
         let span = match u64::try_from(allowance) {
             Ok(allowance) => u128::from(allowance / previous),
             Err(_) => allowance / u128::from(previous),
         };
-        let first = len.saturating_sub(span);
-        (first < len).then_some(first as u64)
+        let first = window.saturating_sub(span);
+        (first < window).then_some(first as u64)
     }
 
     /// How long after the view's `elapsed` point a call of `cost` would first pass
@@ -91,18 +91,18 @@ impl SlidingWindowCounter {
                 return first.saturating_sub(view.elapsed);
             }
         }
-        let to_next = self.len - view.elapsed;
+        let to_next = self.window - view.elapsed;
         if let Some(first) = self.first_fit(view.current, self.limit - cost) {
             return to_next.saturating_add(first);
         }
-        to_next.saturating_add(self.len)
+        to_next.saturating_add(self.window)
     }
 
     #[inline(always)]
     pub(super) fn reset_after(&self, view: &View) -> Nanos {
-        let to_next = self.len - view.elapsed;
+        let to_next = self.window - view.elapsed;
         if view.current > 0 {
-            to_next.saturating_add(self.len)
+            to_next.saturating_add(self.window)
         } else if view.previous > 0 {
             to_next
         } else {

@@ -23,7 +23,7 @@ impl SlidingWindowCounter {
     }
 
     /// True if every window index the clock can reach fits in the index bits
-    /// (`u64::MAX / len < 2ᵏ`), so that indices are stored whole and never wrap.
+    /// (`u64::MAX / window < 2ᵏ`), so that indices are stored whole and never wrap.
     #[inline(always)]
     pub(super) fn exact_index(&self) -> bool {
         self.exact_index
@@ -67,9 +67,9 @@ impl SlidingWindowCounter {
         };
         let index_mask = u64::MAX >> (2 * b);
         let (now_index, distance) = if self.exact_index() {
-            // index < 2ᵏ ≤ u64::MAX / len + 1; saturate for a word we did not make.
-            let start = index.saturating_mul(self.len);
-            if now >= start && now - start < self.len {
+            // index < 2ᵏ ≤ u64::MAX / window + 1; saturate for a word we did not make.
+            let start = index.saturating_mul(self.window);
+            if now >= start && now - start < self.window {
                 // Still the stored window: the common case costs no division.
                 return stored(now - start, 0);
             }
@@ -87,7 +87,7 @@ impl SlidingWindowCounter {
             if distance == 0 {
                 // Still the stored window: its index and counts as they are, so
                 // that the new state waits for nothing read off the clock.
-                return stored(now - now_index * self.len, 0);
+                return stored(now - now_index * self.window, 0);
             }
             if distance > index_mask >> 1 {
                 // Backwards by 2ᵏ − distance windows (or an old state whose index
@@ -96,7 +96,7 @@ impl SlidingWindowCounter {
                     return self.fresh(now);
                 }
                 let back = index_mask - distance + 1;
-                let start = now_index.saturating_add(back).saturating_mul(self.len);
+                let start = now_index.saturating_add(back).saturating_mul(self.window);
                 return stored(0, start.saturating_sub(now));
             }
             (now_index, distance)
@@ -110,16 +110,16 @@ impl SlidingWindowCounter {
             index: now_index & index_mask,
             previous,
             current,
-            elapsed: now - now_index * self.len,
+            elapsed: now - now_index * self.window,
             behind: 0,
         }
     }
 
-    /// The window holding `now`, `⌊now / len⌋`, by the kept multiplier (see
+    /// The window holding `now`, `⌊now / window⌋`, by the kept multiplier (see
     /// `Divisor`): a multiplication and a shift, exact for any `now`.
     #[inline(always)]
     pub(super) fn window_of(&self, now: Nanos) -> u64 {
-        Divisor::from_parts(self.len, self.len_multiplier).divide(now)
+        Divisor::from_parts(self.window, self.window_multiplier).divide(now)
     }
 }
 
@@ -139,9 +139,9 @@ impl WordEncoded for SlidingWindowCounter {
         let exact = u64::from(self.exact_index);
         let layout = exact << 34 | u64::from(self.count_bits) << 40;
         [
-            self.len,
+            self.window,
             self.limit | floor << 32 | attempts << 33 | layout,
-            self.len_multiplier,
+            self.window_multiplier,
         ]
     }
 
@@ -151,9 +151,9 @@ impl WordEncoded for SlidingWindowCounter {
     /// length, so that `window_of` is exact.
     fn from_config_words(words: [u64; 3]) -> Self {
         let mut counter = Self::from_own_config_words(words);
-        counter.len = counter.len.max(1);
+        counter.window = counter.window.max(1);
         counter.limit = counter.limit.clamp(1, MAX_LIMIT);
-        counter.len_multiplier = Divisor::new(counter.len).multiplier();
+        counter.window_multiplier = Divisor::new(counter.window).multiplier();
         counter
     }
 
@@ -162,8 +162,8 @@ impl WordEncoded for SlidingWindowCounter {
     #[inline]
     fn from_own_config_words(words: [u64; 3]) -> Self {
         SlidingWindowCounter {
-            len: words[0],
-            len_multiplier: words[2],
+            window: words[0],
+            window_multiplier: words[2],
             limit: words[1] & 0xFFFF_FFFF,
             rounding: if words[1] >> 32 & 1 == 1 {
                 Rounding::Floor

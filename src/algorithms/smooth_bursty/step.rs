@@ -13,7 +13,7 @@ use crate::clock::Nanos;
 /// [`WordEncoded::plan_take`](crate::algorithms::WordEncoded::plan_take), so that
 /// they cannot disagree.
 #[derive(Clone, Copy, Debug)]
-pub(super) enum Step {
+pub(super) enum Outcome {
     Never,
     /// Refused: `tat` is the resynced state, `wait` how long the caller would wait.
     Denied {
@@ -30,13 +30,13 @@ pub(super) enum Step {
     },
 }
 
-/// A [`Step`] and the instant (signed) it was taken at, with the burst's span: all
+/// An [`Outcome`] and the instant (signed) it was taken at, with the burst's span: all
 /// that [`describe`](Settle::describe) needs.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct BurstySettled {
     now: i64,
     burst: i64,
-    step: Step,
+    step: Outcome,
 }
 
 /// `max(tat, now − burst) + charge`, saturating, for a valid configuration
@@ -68,14 +68,21 @@ impl SmoothBursty {
     /// moves `tat` past `now`, and the wait and the end of time can be read off `tat`
     /// itself.
     #[inline(always)]
-    pub(super) fn step(&self, tat: i64, now: i64, burst: i64, cost: u64, max_wait: Nanos) -> Step {
+    pub(super) fn step(
+        &self,
+        tat: i64,
+        now: i64,
+        burst: i64,
+        cost: u64,
+        max_wait: Nanos,
+    ) -> Outcome {
         if tat == i64::MAX || (now == i64::MAX && burst == 0) {
-            return Step::Never;
+            return Outcome::Never;
         }
         let wait = until(now, tat);
         let oldest = now.saturating_sub(burst);
         if wait > max_wait {
-            return Step::Denied {
+            return Outcome::Denied {
                 tat: tat.max(oldest),
                 wait,
             };
@@ -85,7 +92,7 @@ impl SmoothBursty {
         } else {
             self.cost_nanos(cost)
         };
-        Step::Allowed {
+        Outcome::Allowed {
             wait,
             next: later_by(tat, now, charge, burst),
             charge,
@@ -105,7 +112,7 @@ impl SmoothBursty {
         let now = signed(now);
         let burst = self.burst_nanos();
         let step = self.step(state.tat, now, burst, cost, max_wait);
-        if let Step::Allowed { next, .. } = step {
+        if let Outcome::Allowed { next, .. } = step {
             state.tat = next;
         }
         BurstySettled { now, burst, step }
@@ -117,12 +124,12 @@ impl SmoothBursty {
         let BurstySettled { now, burst, step } = *settled;
         let limit = self.limit();
         match step {
-            Step::Never => (Decision::never(limit, 0, u64::MAX), Receipt::NONE),
-            Step::Denied { tat, wait } => {
+            Outcome::Never => (Decision::never(limit, 0, u64::MAX), Receipt::NONE),
+            Outcome::Denied { tat, wait } => {
                 let reset = until(now, tat.saturating_add(burst));
                 (Decision::denied(limit, 0, wait, reset), Receipt::NONE)
             }
-            Step::Allowed {
+            Outcome::Allowed {
                 wait,
                 next,
                 charge,

@@ -1,7 +1,7 @@
 //! The bursty bucket's words: its state is its one `i64` (the instant `T`), and
 //! its configuration encodes as six words.
 
-use super::step::Step;
+use super::step::Outcome;
 use super::{BurstyState, SmoothBursty};
 use crate::algorithms::words::{one_word_state, Plan, Settle, Words};
 use crate::algorithms::{signed, Decision, WordEncoded};
@@ -54,8 +54,8 @@ impl WordEncoded for SmoothBursty {
             cost,
             0,
         ) {
-            Step::Allowed { next, .. } => (true, Some(BurstyState { tat: next })),
-            Step::Never | Step::Denied { .. } => (false, None),
+            Outcome::Allowed { next, .. } => (true, Some(BurstyState { tat: next })),
+            Outcome::Never | Outcome::Denied { .. } => (false, None),
         }
     }
 }

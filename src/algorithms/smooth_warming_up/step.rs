@@ -89,7 +89,7 @@ const FILLS_FOR_SURE: f64 = 1.0 + 1.0 / (1u64 << 40) as f64;
 /// [`Algorithm::reserve`](crate::algorithms::Algorithm::reserve) and the lean
 /// [`WordEncoded::plan_take`](crate::algorithms::WordEncoded::plan_take), so the
 /// two cannot disagree.
-pub(super) enum Step {
+pub(super) enum Outcome {
     Never,
     /// Refused: the caller would wait `wait`.
     Denied {
@@ -117,7 +117,7 @@ impl SmoothWarmingUp {
         now: i64,
         cost: u64,
         max_wait: Nanos,
-    ) -> Step {
+    ) -> Outcome {
         let wait = match Self::admit(state, now, max_wait) {
             Ok(wait) => wait,
             Err(refusal) => return refusal,
@@ -129,7 +129,7 @@ impl SmoothWarmingUp {
         let charge = self
             .stored_permits_to_wait(synced.stored, spend)
             .saturating_add((fresh * self.stable_nanos()) as i64);
-        Step::Allowed {
+        Outcome::Allowed {
             wait,
             next: WarmingUpState {
                 stored: synced.stored - spend,
@@ -143,14 +143,18 @@ impl SmoothWarmingUp {
     /// The integer half of [`step`](Self::step): the wait before a grant, or the
     /// refusal. It does not depend on the cost or on the stored permits.
     #[inline(always)]
-    pub(super) fn admit(state: &WarmingUpState, now: i64, max_wait: Nanos) -> Result<Nanos, Step> {
+    pub(super) fn admit(
+        state: &WarmingUpState,
+        now: i64,
+        max_wait: Nanos,
+    ) -> Result<Nanos, Outcome> {
         let next_free = state.next_free.max(now);
         if next_free == i64::MAX {
-            return Err(Step::Never);
+            return Err(Outcome::Never);
         }
         let wait = until(now, next_free);
         if wait > max_wait {
-            return Err(Step::Denied { wait });
+            return Err(Outcome::Denied { wait });
         }
         Ok(wait)
     }

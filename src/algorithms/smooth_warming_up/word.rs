@@ -1,7 +1,7 @@
 //! The warming-up bucket's words: its state is two words (the stored permits'
 //! bits and `nextFreeTicket`), and its configuration encodes as six.
 
-use super::step::Step;
+use super::step::Outcome;
 use super::{SmoothWarmingUp, WarmingUpState};
 use crate::algorithms::words::{Plan, Words, WordsMut};
 use crate::algorithms::{signed, WordEncoded};
@@ -77,7 +77,7 @@ impl WordEncoded for SmoothWarmingUp {
     fn apply_take<W: WordsMut + ?Sized>(&self, words: &mut W, (now, cost): (Nanos, u64)) {
         let state = self.read_state(words);
         // Granted by construction (same words, same integer test as the plan).
-        if let Step::Allowed { next, .. } = self.step(&state, signed(now), cost, 0) {
+        if let Outcome::Allowed { next, .. } = self.step(&state, signed(now), cost, 0) {
             self.write_state(&next, words);
         }
     }

@@ -35,8 +35,8 @@
 //!
 //! * **What is cached.** A refusal (`Denied`, never `Never`) the inner store
 //!   itself made ([`Source::Store`]: a failover policy's answer is not cached) to
-//!   a zero-wait single-key call: a [`Step::Reserve`](super::Step::Reserve) with
-//!   `max_wait` 0, a [`Step::Peek`](super::Step::Peek) or
+//!   a zero-wait single-key call: an [`Operation::Reserve`](super::Operation::Reserve) with
+//!   `max_wait` 0, an [`Operation::Peek`](super::Operation::Peek) or
 //!   [`try_take_key`](super::Store::try_take_key), sync or async.
 //! * **What it answers.** A zero-wait single-key call (as above) whose cost is at
 //!   least the refused cost and at most the refusing limit's `limit` (a larger

@@ -8,16 +8,16 @@ use crate::algorithms::{Algorithm, Decision, Receipt, Source, Verdict};
 use crate::clock::Nanos;
 use crate::error::Error;
 use crate::stores::store::check_output;
-use crate::stores::{Reporting, Step, Store};
+use crate::stores::{Operation, Reporting, Store};
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use std::hash::Hash;
 use std::sync::Arc;
 
 /// The cost of a step the cache may answer: a zero-wait reserve or a peek.
-fn cacheable(step: Step<'_>) -> Option<u64> {
+fn cacheable(step: Operation<'_>) -> Option<u64> {
     match step {
-        Step::Reserve { cost, max_wait: 0 } | Step::Peek { cost } => Some(cost),
+        Operation::Reserve { cost, max_wait: 0 } | Operation::Peek { cost } => Some(cost),
         _ => None,
     }
 }
@@ -51,7 +51,7 @@ where
         algorithm: &A,
         key: &K,
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
     ) -> Result<Decision, (Ticket, Option<u64>)> {
         match cacheable(step) {
             Some(cost) => match self.table.lookup(key, now, cost) {
@@ -66,17 +66,17 @@ where
 
     /// A multi-key step, or a single-key step past the cache: drops the keys'
     /// refusals a cancel or a grant makes stale.
-    fn forget_for(&self, keys: &[K], step: Step<'_>, out: &[(Decision, Receipt)]) {
+    fn forget_for(&self, keys: &[K], step: Operation<'_>, out: &[(Decision, Receipt)]) {
         match step {
-            Step::Cancel { .. } => keys.iter().for_each(|k| self.table.cancelled(k)),
-            Step::Reserve { .. } => {
+            Operation::Cancel { .. } => keys.iter().for_each(|k| self.table.cancelled(k)),
+            Operation::Reserve { .. } => {
                 for (key, (d, _)) in keys.iter().zip(out) {
                     if d.is_allowed() {
                         self.table.forget(key);
                     }
                 }
             }
-            Step::Peek { .. } => {}
+            Operation::Peek { .. } => {}
         }
     }
 }
@@ -94,21 +94,21 @@ where
         algorithm: &A,
         keys: &[K],
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
         out: &mut [(Decision, Receipt)],
     ) -> Result<(), Error> {
         check_output(keys.len(), out.len())?;
         if let ([key], [slot]) = (keys, &mut *out) {
-            if !matches!(step, Step::Cancel { .. }) {
+            if !matches!(step, Operation::Cancel { .. }) {
                 *slot = self.apply_key(algorithm, key, now, step)?;
                 return Ok(());
             }
         }
-        if let Step::Cancel { .. } = step {
+        if let Operation::Cancel { .. } = step {
             self.forget_for(keys, step, out);
         }
         self.inner.apply(algorithm, keys, now, step, out)?;
-        if let Step::Reserve { .. } = step {
+        if let Operation::Reserve { .. } = step {
             self.forget_for(keys, step, out);
         }
         Ok(())
@@ -119,9 +119,9 @@ where
         algorithm: &A,
         key: &K,
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
     ) -> Result<(Decision, Receipt), Error> {
-        if let Step::Cancel { .. } = step {
+        if let Operation::Cancel { .. } = step {
             self.table.cancelled(key);
             return self.inner.apply_key(algorithm, key, now, step);
         }
@@ -144,7 +144,7 @@ where
         now: Nanos,
         cost: u64,
     ) -> Result<Option<Decision>, Error> {
-        let step = Step::Reserve { cost, max_wait: 0 };
+        let step = Operation::Reserve { cost, max_wait: 0 };
         match self.lookup(algorithm, key, now, step) {
             Ok(refusal) => Ok(Some(refusal)),
             Err((ticket, keep)) => {
@@ -168,10 +168,10 @@ where
         algorithm: &A,
         key: &K,
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
         each: &mut dyn FnMut(Decision),
     ) -> Result<(Decision, Receipt), Error> {
-        if let Step::Cancel { .. } = step {
+        if let Operation::Cancel { .. } = step {
             self.table.cancelled(key);
             return self.inner.apply_key_each(algorithm, key, now, step, each);
         }
@@ -195,9 +195,9 @@ where
         algorithm: &A,
         key: &K,
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
     ) -> Reporting {
-        if let Step::Cancel { .. } = step {
+        if let Operation::Cancel { .. } = step {
             self.table.cancelled(key);
             return self.inner.apply_key_each_async(algorithm, key, now, step);
         }
@@ -224,8 +224,14 @@ where
         self.inner.answers_at_once()
     }
 
-    fn apply_async(&self, algorithm: &A, keys: &[K], now: Nanos, step: Step<'_>) -> Self::Pending {
-        if let Step::Cancel { .. } = step {
+    fn apply_async(
+        &self,
+        algorithm: &A,
+        keys: &[K],
+        now: Nanos,
+        step: Operation<'_>,
+    ) -> Self::Pending {
+        if let Operation::Cancel { .. } = step {
             keys.iter().for_each(|k| self.table.cancelled(k));
             return self.inner.apply_async(algorithm, keys, now, step).boxed();
         }
@@ -241,7 +247,7 @@ where
         let pending = self.inner.apply_async(algorithm, keys, now, step);
         let table = Arc::clone(&self.table);
         let keys = keys.to_vec();
-        let reserve = matches!(step, Step::Reserve { .. });
+        let reserve = matches!(step, Operation::Reserve { .. });
         async move {
             let answers = pending.await?;
             if let ([key], [(d, _)]) = (keys.as_slice(), answers.as_slice()) {

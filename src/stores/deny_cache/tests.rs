@@ -7,7 +7,7 @@ use crate::algorithms::{
 };
 use crate::clock::Nanos;
 use crate::error::{ConfigError, Error};
-use crate::stores::{MemoryStore, Step, Store};
+use crate::stores::{MemoryStore, Operation, Store};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -39,7 +39,7 @@ impl<A: Algorithm> Store<u64, A> for Counted<A> {
         algorithm: &A,
         keys: &[u64],
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
         out: &mut [(Decision, Receipt)],
     ) -> Result<(), Error> {
         self.count();
@@ -62,7 +62,7 @@ impl<A: Algorithm> Store<u64, A> for Counted<A> {
         algorithm: &A,
         keys: &[u64],
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
     ) -> Self::Pending {
         self.count();
         self.inner.apply_async(algorithm, keys, now, step)
@@ -82,8 +82,8 @@ fn calls<A: Algorithm>(store: &DenyCache<Counted<A>, u64, A>) -> u64 {
     store.inner().calls.load(Ordering::Relaxed)
 }
 
-fn take(cost: u64) -> Step<'static> {
-    Step::Reserve { cost, max_wait: 0 }
+fn take(cost: u64) -> Operation<'static> {
+    Operation::Reserve { cost, max_wait: 0 }
 }
 
 fn window(limit: u64) -> FixedWindow {
@@ -134,7 +134,7 @@ fn smaller_costs_waits_and_costs_beyond_the_limit_go_to_the_store() {
     // A smaller cost: the store grants it.
     assert_eq!(store.try_take_key(&w, &1, 0, 2).unwrap(), None);
     // A reserve willing to wait: the store.
-    let wait = Step::Reserve {
+    let wait = Operation::Reserve {
         cost: 3,
         max_wait: SECOND,
     };
@@ -182,7 +182,7 @@ fn a_cancel_drops_the_refusal() {
     assert_eq!(store.hits(), 1);
     // Giving the second grant back at its instant: the store grants again.
     let receipts = [receipt];
-    let cancel = Step::Cancel {
+    let cancel = Operation::Cancel {
         receipts: &receipts,
         acts_at: now,
     };
@@ -195,7 +195,7 @@ fn a_cancel_drops_the_refusal() {
 fn a_detached_cancel_drops_the_refusal() {
     let bursty = SmoothBursty::new(1.0).unwrap();
     let store = cache(&bursty);
-    let ahead = Step::Reserve {
+    let ahead = Operation::Reserve {
         cost: 1,
         max_wait: SECOND,
     };
@@ -309,7 +309,7 @@ fn every_single_key_path_answers_from_the_cache_and_reports_once() {
     let reporting = store.apply_key_each_async(&w, &1, 0, take(1));
     let ((d, _), each) = futures::executor::block_on(reporting).unwrap();
     assert_eq!((d, each), (refusal, vec![refusal]));
-    let pending = store.apply_async(&w, &[1], 0, Step::Peek { cost: 1 });
+    let pending = store.apply_async(&w, &[1], 0, Operation::Peek { cost: 1 });
     assert_eq!(futures::executor::block_on(pending).unwrap()[0].0, refusal);
     let mut out = [(Decision::never(0, 0, 0), Receipt::NONE)];
     store.apply(&w, &[1], 0, take(1), &mut out).unwrap();

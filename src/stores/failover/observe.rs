@@ -24,7 +24,7 @@ use std::sync::Arc;
 ///         log.lock().unwrap().push((event.source, event.error.is_some()));
 ///     });
 /// let window = FixedWindow::new(5, std::time::Duration::from_secs(1)).unwrap();
-/// let step = sluicegate::stores::Step::Reserve { cost: 1, max_wait: 0 };
+/// let step = sluicegate::stores::Operation::Reserve { cost: 1, max_wait: 0 };
 /// store.apply_key(&window, &"k", 0, step).unwrap(); // asks, fails, fails open
 /// store.apply_key(&window, &"k", 0, step).unwrap(); // backed off: not asked
 /// assert_eq!(*seen.lock().unwrap(), [(Source::Unchecked, true), (Source::Unchecked, false)]);

@@ -5,7 +5,7 @@
 use crate::algorithms::{Algorithm, Decision, Receipt, Source};
 use crate::clock::Nanos;
 use crate::error::Error;
-use crate::stores::{MemoryStore, Step, Store};
+use crate::stores::{MemoryStore, Operation, Store};
 use std::hash::Hash;
 
 /// What a [`FailoverStore`](super::FailoverStore) answers while its inner store
@@ -102,7 +102,7 @@ impl<K: Hash + Eq, A: Algorithm> Fallback<K, A> {
         &self,
         keys: &[K],
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
         retry_after: Nanos,
         out: &mut [(Decision, Receipt)],
     ) -> Result<(), Error> {
@@ -125,7 +125,7 @@ impl<K: Hash + Eq, A: Algorithm> Fallback<K, A> {
         &self,
         key: &K,
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
         retry_after: Nanos,
         each: &mut dyn FnMut(Decision),
     ) -> Result<(Decision, Receipt), Error> {

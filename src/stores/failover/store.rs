@@ -9,7 +9,7 @@ use crate::algorithms::{Algorithm, Decision, Receipt};
 use crate::clock::{Clock, Nanos};
 use crate::error::Error;
 use crate::stores::store::{blank, check_output};
-use crate::stores::{Reporting, Step, Store};
+use crate::stores::{Operation, Reporting, Store};
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use std::borrow::Cow;
@@ -18,11 +18,11 @@ use std::hash::Hash;
 use std::sync::Arc;
 
 /// A reserve or peek that a future can keep; `None` for a cancel.
-fn owned(step: Step<'_>) -> Option<Step<'static>> {
+fn owned(step: Operation<'_>) -> Option<Operation<'static>> {
     match step {
-        Step::Reserve { cost, max_wait } => Some(Step::Reserve { cost, max_wait }),
-        Step::Peek { cost } => Some(Step::Peek { cost }),
-        Step::Cancel { .. } => None,
+        Operation::Reserve { cost, max_wait } => Some(Operation::Reserve { cost, max_wait }),
+        Operation::Peek { cost } => Some(Operation::Peek { cost }),
+        Operation::Cancel { .. } => None,
     }
 }
 
@@ -195,15 +195,15 @@ where
         algorithm: &A,
         keys: &[K],
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
         out: &mut [(Decision, Receipt)],
     ) -> Result<(), Error> {
         check_output(keys.len(), out.len())?;
-        if let Step::Cancel { receipts, acts_at } = step {
+        if let Operation::Cancel { receipts, acts_at } = step {
             let Some(inner) = self.ctx.split_cancel(keys, now, receipts, acts_at) else {
                 return Ok(());
             };
-            let step = Step::Cancel {
+            let step = Operation::Cancel {
                 receipts: &inner,
                 acts_at,
             };
@@ -223,9 +223,9 @@ where
         algorithm: &A,
         key: &K,
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
     ) -> Result<(Decision, Receipt), Error> {
-        if let Step::Cancel { .. } = step {
+        if let Operation::Cancel { .. } = step {
             let mut out = [blank()];
             self.apply(algorithm, std::slice::from_ref(key), now, step, &mut out)?;
             let [answer] = out;
@@ -264,10 +264,10 @@ where
         algorithm: &A,
         key: &K,
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
         each: &mut dyn FnMut(Decision),
     ) -> Result<(Decision, Receipt), Error> {
-        if let Step::Cancel { .. } = step {
+        if let Operation::Cancel { .. } = step {
             let answer = self.apply_key(algorithm, key, now, step)?;
             each(answer.0);
             return Ok(answer);
@@ -285,7 +285,7 @@ where
         algorithm: &A,
         key: &K,
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
     ) -> Reporting {
         let Some(kept) = owned(step) else {
             let answer = self.apply_key(algorithm, key, now, step);
@@ -312,7 +312,13 @@ where
         self.inner.answers_at_once()
     }
 
-    fn apply_async(&self, algorithm: &A, keys: &[K], now: Nanos, step: Step<'_>) -> Self::Pending {
+    fn apply_async(
+        &self,
+        algorithm: &A,
+        keys: &[K],
+        now: Nanos,
+        step: Operation<'_>,
+    ) -> Self::Pending {
         let Some(kept) = owned(step) else {
             let mut out = vec![blank(); keys.len()];
             let result = self.apply(algorithm, keys, now, step, &mut out);

@@ -4,7 +4,7 @@ use super::*;
 use crate::algorithms::{Decision, FixedWindow, Receipt, Source};
 use crate::clock::{ManualClock, Nanos};
 use crate::error::{Applied, StoreError};
-use crate::stores::{MemoryStore, Step, Store};
+use crate::stores::{MemoryStore, Operation, Store};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -55,10 +55,10 @@ impl Store<&'static str, FixedWindow> for Flaky {
         algorithm: &FixedWindow,
         keys: &[&'static str],
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
         out: &mut [(Decision, Receipt)],
     ) -> Result<(), Error> {
-        if let Step::Cancel { .. } = step {
+        if let Operation::Cancel { .. } = step {
             self.cancels.fetch_add(1, Ordering::SeqCst);
         }
         self.check()?;
@@ -70,7 +70,7 @@ impl Store<&'static str, FixedWindow> for Flaky {
         algorithm: &FixedWindow,
         keys: &[&'static str],
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
     ) -> Self::Pending {
         let mut out = vec![crate::stores::store::blank(); keys.len()];
         let result = self.apply(algorithm, keys, now, step, &mut out);
@@ -85,7 +85,7 @@ impl Store<&'static str, FixedWindow> for Flaky {
         receipts: &[Receipt],
         acts_at: Nanos,
     ) {
-        let step = Step::Cancel { receipts, acts_at };
+        let step = Operation::Cancel { receipts, acts_at };
         let mut out = vec![crate::stores::store::blank(); keys.len()];
         let _ = self.apply(algorithm, keys, now, step, &mut out);
     }
@@ -95,8 +95,8 @@ fn window(limit: u64) -> FixedWindow {
     FixedWindow::new(limit, Duration::from_secs(60)).unwrap()
 }
 
-fn take() -> Step<'static> {
-    Step::Reserve {
+fn take() -> Operation<'static> {
+    Operation::Reserve {
         cost: 1,
         max_wait: 0,
     }
@@ -247,7 +247,7 @@ fn errors_of_the_call_itself_pass_through_and_do_not_back_off() {
 fn local_grants_are_cancelled_locally_and_store_grants_are_dropped_while_backed_off() {
     let clock = ManualClock::new();
     let store = failover(&clock, FailurePolicy::Local(window(1)));
-    let reserve = Step::Reserve {
+    let reserve = Operation::Reserve {
         cost: 1,
         max_wait: 0,
     };

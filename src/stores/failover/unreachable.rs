@@ -3,7 +3,7 @@
 use crate::algorithms::{Algorithm, Decision, Receipt};
 use crate::clock::Nanos;
 use crate::error::{Applied, Error, StoreError};
-use crate::stores::{Step, Store};
+use crate::stores::{Operation, Store};
 
 /// A [`Store`] whose every step fails with [`Error::Store`] ([`Applied::No`]):
 /// a server that refuses connections, without a server. For trying a
@@ -12,10 +12,10 @@ use crate::stores::{Step, Store};
 /// ```
 /// use sluicegate::algorithms::FixedWindow;
 /// use sluicegate::stores::failover::Unreachable;
-/// use sluicegate::stores::{Step, Store};
+/// use sluicegate::stores::{Operation, Store};
 /// use sluicegate::{Applied, Error};
 /// let window = FixedWindow::new(1, std::time::Duration::from_secs(1)).unwrap();
-/// let step = Step::Reserve { cost: 1, max_wait: 0 };
+/// let step = Operation::Reserve { cost: 1, max_wait: 0 };
 /// let err = Store::<&str, _>::apply_key(&Unreachable, &window, &"k", 0, step).unwrap_err();
 /// assert!(matches!(err, Error::Store(e) if e.applied() == Applied::No));
 /// ```
@@ -38,13 +38,13 @@ impl<K, A: Algorithm> Store<K, A> for Unreachable {
         _: &A,
         _: &[K],
         _: Nanos,
-        _: Step<'_>,
+        _: Operation<'_>,
         _: &mut [(Decision, Receipt)],
     ) -> Result<(), Error> {
         Err(down())
     }
 
-    fn apply_async(&self, _: &A, _: &[K], _: Nanos, _: Step<'_>) -> Self::Pending {
+    fn apply_async(&self, _: &A, _: &[K], _: Nanos, _: Operation<'_>) -> Self::Pending {
         futures::future::ready(Err(down()))
     }
 

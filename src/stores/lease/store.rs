@@ -8,15 +8,15 @@ use crate::algorithms::{Algorithm, Decision, Receipt};
 use crate::clock::Nanos;
 use crate::error::Error;
 use crate::stores::store::check_output;
-use crate::stores::{Reporting, Step, Store};
+use crate::stores::{Operation, Reporting, Store};
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use std::hash::Hash;
 use std::sync::Arc;
 
 /// A zero-wait reserve of one call's cost.
-fn take(cost: u64) -> Step<'static> {
-    Step::Reserve { cost, max_wait: 0 }
+fn take(cost: u64) -> Operation<'static> {
+    Operation::Reserve { cost, max_wait: 0 }
 }
 
 /// A call that is taking a key's lease: if it ends without an answer (an error,
@@ -42,9 +42,9 @@ enum Plan {
 impl<S, K: Hash + Eq + Clone, A> LeasedStore<S, K, A> {
     /// The cost of a step a lease can answer: a zero-wait reserve of less than
     /// the lease size (so never with a lease of 1).
-    fn leasable(&self, step: Step<'_>) -> Option<u64> {
+    fn leasable(&self, step: Operation<'_>) -> Option<u64> {
         match step {
-            Step::Reserve { cost, max_wait: 0 } if cost >= 1 && cost < self.size => Some(cost),
+            Operation::Reserve { cost, max_wait: 0 } if cost >= 1 && cost < self.size => Some(cost),
             _ => None,
         }
     }
@@ -173,7 +173,7 @@ where
         algorithm: &A,
         keys: &[K],
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
         out: &mut [(Decision, Receipt)],
     ) -> Result<(), Error> {
         check_output(keys.len(), out.len())?;
@@ -181,7 +181,7 @@ where
             out[0] = self.take_key(algorithm, key, now, cost)?;
             return Ok(());
         }
-        if let Step::Cancel { receipts, .. } = step {
+        if let Operation::Cancel { receipts, .. } = step {
             if !gives_back(receipts) {
                 return Ok(());
             }
@@ -194,12 +194,12 @@ where
         algorithm: &A,
         key: &K,
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
     ) -> Result<(Decision, Receipt), Error> {
         if let Some(cost) = self.leasable(step) {
             return self.take_key(algorithm, key, now, cost);
         }
-        if let Step::Cancel { receipts, .. } = step {
+        if let Operation::Cancel { receipts, .. } = step {
             if !gives_back(receipts) {
                 return Ok(crate::stores::store::blank());
             }
@@ -228,7 +228,7 @@ where
         algorithm: &A,
         key: &K,
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
         each: &mut dyn FnMut(Decision),
     ) -> Result<(Decision, Receipt), Error> {
         self.inner.apply_key_each(algorithm, key, now, step, each)
@@ -239,7 +239,7 @@ where
         algorithm: &A,
         key: &K,
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
     ) -> Reporting {
         self.inner.apply_key_each_async(algorithm, key, now, step)
     }
@@ -248,11 +248,17 @@ where
         self.inner.answers_at_once()
     }
 
-    fn apply_async(&self, algorithm: &A, keys: &[K], now: Nanos, step: Step<'_>) -> Self::Pending {
+    fn apply_async(
+        &self,
+        algorithm: &A,
+        keys: &[K],
+        now: Nanos,
+        step: Operation<'_>,
+    ) -> Self::Pending {
         if let ([key], Some(cost)) = (keys, self.leasable(step)) {
             return self.take_key_async(algorithm, key, now, cost);
         }
-        if let Step::Cancel { receipts, .. } = step {
+        if let Operation::Cancel { receipts, .. } = step {
             if !gives_back(receipts) {
                 let answers = vec![crate::stores::store::blank(); keys.len()];
                 return futures::future::ready(Ok(answers)).boxed();

@@ -6,7 +6,7 @@ use super::LeasedStore;
 use crate::algorithms::{Decision, FixedWindow, Receipt, SmoothBursty};
 use crate::clock::Nanos;
 use crate::error::Error;
-use crate::stores::{MemoryStore, Step, Store};
+use crate::stores::{MemoryStore, Operation, Store};
 use crate::Source;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -53,7 +53,7 @@ impl<A: crate::algorithms::Algorithm> Store<&'static str, A> for Shared<A> {
         algorithm: &A,
         keys: &[&'static str],
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
         out: &mut [(Decision, Receipt)],
     ) -> Result<(), Error> {
         self.calls.fetch_add(1, Ordering::Relaxed);
@@ -65,7 +65,7 @@ impl<A: crate::algorithms::Algorithm> Store<&'static str, A> for Shared<A> {
         algorithm: &A,
         keys: &[&'static str],
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
     ) -> Self::Pending {
         self.calls.fetch_add(1, Ordering::Relaxed);
         self.store.apply_async(algorithm, keys, now, step)
@@ -97,8 +97,8 @@ fn leased<A: crate::algorithms::Algorithm>(
     LeasedStore::new(shared.clone(), size, Duration::from_nanos(period)).unwrap()
 }
 
-fn take(cost: u64) -> Step<'static> {
-    Step::Reserve { cost, max_wait: 0 }
+fn take(cost: u64) -> Operation<'static> {
+    Operation::Reserve { cost, max_wait: 0 }
 }
 
 /// A small deterministic generator for traces.
@@ -240,14 +240,14 @@ fn other_steps_go_to_the_inner_store() {
         .unwrap();
     assert!(out.iter().all(|(d, _)| d.source() == Source::Store));
     let peek = store
-        .apply_key(&limit, &"a", 0, Step::Peek { cost: 1 })
+        .apply_key(&limit, &"a", 0, Operation::Peek { cost: 1 })
         .unwrap();
     assert_eq!(
         (peek.0.source(), peek.0.remaining()),
         (Source::Store, 98),
         "as a reserve would leave"
     );
-    let wait = Step::Reserve {
+    let wait = Operation::Reserve {
         cost: 1,
         max_wait: SECOND,
     };
@@ -268,7 +268,7 @@ fn a_leased_grant_gives_nothing_back_and_costs_no_round_trip_to_cancel() {
     let store = leased(&shared, 10, 60 * SECOND);
     let (decision, receipt) = store.apply_key(&limit, &"k", 0, take(1)).unwrap();
     assert!(decision.is_allowed() && receipt.is_none());
-    let cancel = Step::Cancel {
+    let cancel = Operation::Cancel {
         receipts: std::slice::from_ref(&receipt),
         acts_at: 0,
     };

@@ -8,7 +8,7 @@ use super::MemoryStore;
 use crate::algorithms::{Algorithm, Decision, Receipt};
 use crate::clock::Nanos;
 use crate::error::Error;
-use crate::stores::store::Step;
+use crate::stores::store::Operation;
 use parking_lot::MutexGuard;
 use std::hash::{BuildHasher, Hash};
 use std::sync::atomic::Ordering;
@@ -19,7 +19,7 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
         algorithm: &A,
         keys: &[K],
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
         out: &mut [(Decision, Receipt)],
     ) -> Result<(), Error>
     where
@@ -39,7 +39,7 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
             .map(|&h| shard_ids.binary_search(&self.shard_of(h)).unwrap_or(0))
             .collect();
         let result = match step {
-            Step::Reserve { cost, max_wait } => self.reserve_many(
+            Operation::Reserve { cost, max_wait } => self.reserve_many(
                 algorithm,
                 &hashes,
                 &lock_of,
@@ -48,7 +48,7 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
                 (cost, max_wait),
                 out,
             ),
-            Step::Peek { cost } => {
+            Operation::Peek { cost } => {
                 let work = working_states(algorithm, &hashes, &lock_of, &guards);
                 run_reserves(algorithm, work, &hashes, now, (cost, 0), out);
                 for (_, receipt) in out.iter_mut() {
@@ -56,7 +56,7 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
                 }
                 Ok(())
             }
-            Step::Cancel { receipts, acts_at } => {
+            Operation::Cancel { receipts, acts_at } => {
                 for (index, &hash) in hashes.iter().enumerate() {
                     let receipt = receipts.get(index).cloned().unwrap_or(Receipt::NONE);
                     let table = &mut guards[lock_of[index]].table;

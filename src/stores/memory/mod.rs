@@ -68,7 +68,7 @@ mod shard;
 mod table;
 
 use self::shard::{default_shards, Shard};
-use super::store::{Reporting, Step, Store};
+use super::store::{Operation, Reporting, Store};
 use crate::algorithms::{Algorithm, Decision, Receipt};
 use crate::clock::Nanos;
 use crate::error::{ConfigError, Error};
@@ -224,7 +224,7 @@ where
         algorithm: &A,
         keys: &[K],
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
         out: &mut [(Decision, Receipt)],
     ) -> Result<(), Error> {
         super::store::check_output(keys.len(), out.len())?;
@@ -232,7 +232,7 @@ where
             [] => Ok(()),
             [key] => {
                 let answer = self.apply_one(algorithm, key, now, step)?;
-                if !matches!(step, Step::Cancel { .. }) {
+                if !matches!(step, Operation::Cancel { .. }) {
                     out[0] = answer;
                 }
                 Ok(())
@@ -247,7 +247,7 @@ where
         algorithm: &A,
         key: &K,
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
     ) -> Result<(Decision, Receipt), Error> {
         self.apply_one(algorithm, key, now, step)
     }
@@ -274,10 +274,10 @@ where
         algorithm: &A,
         key: &K,
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
         each: &mut dyn FnMut(Decision),
     ) -> Result<(Decision, Receipt), Error> {
-        let Step::Reserve { .. } = step else {
+        let Operation::Reserve { .. } = step else {
             let answer = self.apply_one(algorithm, key, now, step)?;
             each(answer.0);
             return Ok(answer);
@@ -290,14 +290,20 @@ where
         algorithm: &A,
         key: &K,
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
     ) -> Reporting {
         let mut each = Vec::new();
         let result = self.apply_key_each(algorithm, key, now, step, &mut |d| each.push(d));
         Box::pin(futures::future::ready(result.map(|answer| (answer, each))))
     }
 
-    fn apply_async(&self, algorithm: &A, keys: &[K], now: Nanos, step: Step<'_>) -> Self::Pending {
+    fn apply_async(
+        &self,
+        algorithm: &A,
+        keys: &[K],
+        now: Nanos,
+        step: Operation<'_>,
+    ) -> Self::Pending {
         let mut out = vec![super::store::blank(); keys.len()];
         let result = self
             .apply(algorithm, keys, now, step, &mut out)
@@ -322,7 +328,7 @@ where
             algorithm,
             keys,
             now,
-            Step::Cancel { receipts, acts_at },
+            Operation::Cancel { receipts, acts_at },
             &mut out,
         );
     }

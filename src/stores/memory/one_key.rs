@@ -8,7 +8,7 @@ use super::MemoryStore;
 use crate::algorithms::{Algorithm, Decision, Receipt};
 use crate::clock::Nanos;
 use crate::error::Error;
-use crate::stores::store::{self, Step};
+use crate::stores::store::{self, Operation};
 use std::hash::{BuildHasher, Hash};
 use std::sync::atomic::Ordering;
 
@@ -19,7 +19,7 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
         algorithm: &A,
         key: &K,
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
     ) -> Result<(Decision, Receipt), Error>
     where
         K: Hash,
@@ -35,7 +35,7 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
         algorithm: &A,
         key: &K,
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
         each: &mut dyn FnMut(Decision),
     ) -> Result<(Decision, Receipt), Error>
     where
@@ -125,11 +125,11 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
         algorithm: &A,
         hash: u64,
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
         each: &mut dyn FnMut(Decision),
     ) -> Result<(Decision, Receipt), Error> {
         let answer = match step {
-            Step::Reserve { cost, max_wait } => {
+            Operation::Reserve { cost, max_wait } => {
                 self.reserve_in(shard, algorithm, hash, now, |state| {
                     let answer = if EACH {
                         algorithm.reserve_each(state, now, cost, max_wait, &mut *each)
@@ -140,14 +140,14 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
                     (answer, allowed)
                 })?
             }
-            Step::Peek { cost } => {
+            Operation::Peek { cost } => {
                 let decision = match shard.table.find(hash) {
                     Probe::Found(at) => algorithm.peek(shard.table.state(at), now, cost),
                     Probe::Absent => algorithm.peek(&algorithm.initial_state(0), now, cost),
                 };
                 (decision, Receipt::NONE)
             }
-            Step::Cancel { receipts, acts_at } => {
+            Operation::Cancel { receipts, acts_at } => {
                 let receipt = receipts.first().cloned().unwrap_or(Receipt::NONE);
                 if let Probe::Found(at) = shard.table.find(hash) {
                     algorithm.cancel(shard.table.state_mut(at), now, &receipt, acts_at);

@@ -79,7 +79,7 @@
 //!
 //! # Cancel
 //!
-//! A cancel ([`Step::Cancel`]) runs on the server by the Rust rules, for every
+//! A cancel ([`Operation::Cancel`]) runs on the server by the Rust rules, for every
 //! algorithm and set: Go's rule (a grant gives back what it took up to the instant
 //! it acts; for the windows and the log, whose grants act at once, only a cancel
 //! at that very instant gives anything back), and a set hands each member its own
@@ -248,7 +248,7 @@ pub use options::{RedisOptions, TimeSource};
 use self::cancels::Cancels;
 use self::cluster_routes::ClusterRoutes;
 use self::connection::{cluster_client, Backend, Connections};
-use super::store::{RenderKey, Step};
+use super::store::{Operation, RenderKey};
 use crate::clock::Nanos;
 use crate::error::{ConfigError, Error};
 use std::collections::hash_map::RandomState;
@@ -522,7 +522,7 @@ impl<K, A> RedisStore<K, A> {
         algorithm: &A,
         key: &K,
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
     ) -> Result<(Vec<String>, Vec<String>), Error>
     where
         K: RenderKey,

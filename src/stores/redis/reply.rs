@@ -11,7 +11,7 @@ use super::connection::failure;
 use crate::algorithms::{Decision, Receipt};
 use crate::clock::Nanos;
 use crate::error::{Applied, Error};
-use crate::stores::store::{blank, Step};
+use crate::stores::store::{blank, Operation};
 
 /// Where a key's receipt is in a reply and in a cancel (public in a private
 /// module, as [`ServerStep`](super::algorithm::ServerStep) is): in the key's 16 integers
@@ -228,17 +228,17 @@ pub(super) fn answers_from(
 /// its decision once, and a cancel answers nothing).
 pub(super) fn reported_from(
     reply: &[i64],
-    step: &Step<'_>,
+    step: &Operation<'_>,
     layout: &Layout,
 ) -> Result<((Decision, Receipt), Vec<Decision>), Error> {
     let mut answer = [blank()];
     let (cost, peek) = match *step {
-        Step::Cancel { .. } => {
+        Operation::Cancel { .. } => {
             let [answer] = answer;
             return Ok((answer, Vec::new()));
         }
-        Step::Reserve { cost, .. } => (cost, false),
-        Step::Peek { cost } => (cost, true),
+        Operation::Reserve { cost, .. } => (cost, false),
+        Operation::Peek { cost } => (cost, true),
     };
     let (own, each) = reply.split_at(reply.len().min(layout.width()));
     // A set's reporting step answers no receipt, as in memory

@@ -32,11 +32,11 @@ impl ServerStep for SlidingLog {
     const CANCEL_ON_SERVER: bool = true;
 
     fn config_args(&self, args: &mut Vec<String>) -> Result<(), Error> {
-        let duration = whole_micros("duration", self.duration().as_nanos() as u64)?;
+        let window = whole_micros("window", self.window().as_nanos() as u64)?;
         let spacing = whole_micros("min_spacing", self.min_spacing().as_nanos() as u64)?;
         for word in [
             self.limit(),
-            duration,
+            window,
             spacing,
             u64::from(self.rejected_recorded()),
         ] {

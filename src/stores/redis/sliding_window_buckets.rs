@@ -39,12 +39,12 @@ impl ServerStep for SlidingWindowBuckets {
     const CANCEL_ON_SERVER: bool = true;
 
     fn config_args(&self, args: &mut Vec<String>) -> Result<(), Error> {
-        let duration = whole_micros("duration", self.duration().as_nanos() as u64)?;
+        let window = whole_micros("window", self.window().as_nanos() as u64)?;
         let precision = whole_micros("precision", self.precision().as_nanos() as u64)?;
         let limit = exact_count("limit", self.limit())?;
         let weighted = u64::from(self.oldest_bucket() == OldestBucket::Weighted);
         let ring = (self.buckets() + 1).next_power_of_two();
-        for word in [limit, duration, precision, self.buckets(), weighted, ring] {
+        for word in [limit, window, precision, self.buckets(), weighted, ring] {
             args.push(word.to_string());
         }
         Ok(())

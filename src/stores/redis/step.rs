@@ -9,7 +9,7 @@ use super::{keys, RedisAlgorithm, RedisStore, TimeSource};
 use crate::algorithms::{Decision, Receipt};
 use crate::clock::Nanos;
 use crate::error::Error;
-use crate::stores::store::{blank, check_output, RenderKey, Reporting, Step, Store};
+use crate::stores::store::{blank, check_output, Operation, RenderKey, Reporting, Store};
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use std::hash::BuildHasher;
@@ -34,11 +34,13 @@ impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
         algorithm: &A,
         keys: &[K],
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
         report: bool,
     ) -> Result<Option<Request>, Error> {
         // Nothing to send: no key, or a cancel that gives nothing back.
-        if keys.is_empty() || (matches!(step, Step::Cancel { .. }) && !algorithm.cancel_route()?) {
+        if keys.is_empty()
+            || (matches!(step, Operation::Cancel { .. }) && !algorithm.cancel_route()?)
+        {
             return Ok(None);
         }
         let mut suffixes = Vec::new();
@@ -52,10 +54,10 @@ impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
             keys::check_one_slot(&server_keys)?;
         }
         let (code, cost, max_wait) = match step {
-            Step::Reserve { cost, max_wait } if report => ("e", cost, max_wait),
-            Step::Reserve { cost, max_wait } => ("r", cost, max_wait),
-            Step::Peek { cost } => ("p", cost, 0),
-            Step::Cancel { .. } => ("c", 1, 0),
+            Operation::Reserve { cost, max_wait } if report => ("e", cost, max_wait),
+            Operation::Reserve { cost, max_wait } => ("r", cost, max_wait),
+            Operation::Peek { cost } => ("p", cost, 0),
+            Operation::Cancel { .. } => ("c", 1, 0),
         };
         let grace = self.options.grace().as_millis().min(u128::from(EXACT));
         let mut config = format!("{grace} {}", A::KIND);
@@ -76,7 +78,7 @@ impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
         };
         let mut args = Vec::with_capacity(3);
         args.push(format!("{config};{code} {cost} {max_wait}"));
-        let cancel = matches!(step, Step::Cancel { .. });
+        let cancel = matches!(step, Operation::Cancel { .. });
         args.push(if cancel {
             String::new()
         } else {
@@ -88,7 +90,7 @@ impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
             TimeSource::Server => {}
         }
         let layout = algorithm.layout();
-        if let Step::Cancel { receipts, acts_at } = step {
+        if let Operation::Cancel { receipts, acts_at } = step {
             cancel_args(receipts, &layout, acts_at, now, keys.len(), &mut args);
         }
         Ok(Some(Request {
@@ -112,7 +114,7 @@ where
         algorithm: &A,
         keys: &[K],
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
         out: &mut [(Decision, Receipt)],
     ) -> Result<(), Error> {
         check_output(keys.len(), out.len())?;
@@ -122,10 +124,10 @@ where
         let reply = self
             .connections
             .run_blocking(&request.keys, &request.args)?;
-        if let Step::Cancel { .. } = step {
+        if let Operation::Cancel { .. } = step {
             return Ok(());
         }
-        let peek = matches!(step, Step::Peek { .. });
+        let peek = matches!(step, Operation::Peek { .. });
         answers_from(&reply, out, &request.layout, request.cost, peek)
     }
 
@@ -136,7 +138,7 @@ where
         algorithm: &A,
         key: &K,
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
         each: &mut dyn FnMut(Decision),
     ) -> Result<(Decision, Receipt), Error> {
         let keys = std::slice::from_ref(key);
@@ -156,7 +158,7 @@ where
         algorithm: &A,
         key: &K,
         now: Nanos,
-        step: Step<'_>,
+        step: Operation<'_>,
     ) -> Reporting {
         let request = match self.request(algorithm, std::slice::from_ref(key), now, step, true) {
             Ok(Some(request)) => request,
@@ -164,10 +166,10 @@ where
             Err(e) => return Box::pin(futures::future::ready(Err(e))),
         };
         // The future owns what it needs: the request, and what kind of step it is.
-        let step: Step<'static> = match step {
-            Step::Reserve { cost, max_wait } => Step::Reserve { cost, max_wait },
-            Step::Peek { cost } => Step::Peek { cost },
-            Step::Cancel { .. } => Step::Cancel {
+        let step: Operation<'static> = match step {
+            Operation::Reserve { cost, max_wait } => Operation::Reserve { cost, max_wait },
+            Operation::Peek { cost } => Operation::Peek { cost },
+            Operation::Cancel { .. } => Operation::Cancel {
                 receipts: &[],
                 acts_at: 0,
             },
@@ -179,7 +181,13 @@ where
         })
     }
 
-    fn apply_async(&self, algorithm: &A, keys: &[K], now: Nanos, step: Step<'_>) -> Self::Pending {
+    fn apply_async(
+        &self,
+        algorithm: &A,
+        keys: &[K],
+        now: Nanos,
+        step: Operation<'_>,
+    ) -> Self::Pending {
         let blank = vec![blank(); keys.len()];
         let request = match self.request(algorithm, keys, now, step, false) {
             Ok(Some(request)) => request,
@@ -188,8 +196,8 @@ where
         };
         // The future owns what it needs: the request, and what kind of step it is.
         let (cancel, peek) = (
-            matches!(step, Step::Cancel { .. }),
-            matches!(step, Step::Peek { .. }),
+            matches!(step, Operation::Cancel { .. }),
+            matches!(step, Operation::Peek { .. }),
         );
         let connections = Arc::clone(&self.connections);
         async move {
@@ -218,7 +226,7 @@ where
         receipts: &[Receipt],
         acts_at: Nanos,
     ) {
-        let step = Step::Cancel { receipts, acts_at };
+        let step = Operation::Cancel { receipts, acts_at };
         if let Ok(Some(request)) = self.request(algorithm, keys, now, step, false) {
             self.cancels.send(&self.connections, request);
         }

@@ -642,8 +642,8 @@ impl Drop for RedisCluster {
 pub const SECOND: u64 = 1_000_000_000;
 
 /// A reserve of `cost` that does not wait.
-pub fn take(cost: u64) -> sluicegate::stores::Step<'static> {
-    sluicegate::stores::Step::Reserve { cost, max_wait: 0 }
+pub fn take(cost: u64) -> sluicegate::stores::Operation<'static> {
+    sluicegate::stores::Operation::Reserve { cost, max_wait: 0 }
 }
 
 /// A fixed window of `limit` per minute.

@@ -4,7 +4,7 @@
 
 use sluicegate::algorithms::{Decision, Receipt};
 use sluicegate::stores::redis::{RedisAlgorithm, RedisOptions, RedisStore, TimeSource};
-use sluicegate::stores::{MemoryStore, Step, Store};
+use sluicegate::stores::{MemoryStore, Operation, Store};
 use std::time::Duration;
 
 pub use crate::support::rng::Rng;
@@ -152,13 +152,13 @@ impl<A: sluicegate::algorithms::Algorithm> Reference<A> {
         algorithm: &A,
         keys: &[String],
         now: u64,
-        step: Step<'_>,
+        step: Operation<'_>,
         mut each: Option<&mut Vec<Decision>>,
     ) -> Vec<(Decision, Receipt)> {
         let (cost, max_wait, commit) = match step {
-            Step::Reserve { cost, max_wait } => (cost, max_wait, true),
-            Step::Peek { cost } => (cost, 0, false),
-            Step::Cancel { receipts, acts_at } => {
+            Operation::Reserve { cost, max_wait } => (cost, max_wait, true),
+            Operation::Peek { cost } => (cost, 0, false),
+            Operation::Cancel { receipts, acts_at } => {
                 // As the memory store: each held key gives back its grant, in order.
                 for (index, key) in keys.iter().enumerate() {
                     if let Some(state) = self.states.get_mut(key) {
@@ -168,7 +168,7 @@ impl<A: sluicegate::algorithms::Algorithm> Reference<A> {
                 return vec![(Decision::never(0, 0, 0), Receipt::NONE); keys.len()];
             }
         };
-        if let ([key], Step::Peek { cost }) = (keys, step) {
+        if let ([key], Operation::Peek { cost }) = (keys, step) {
             // One key: the algorithm's own peek (a set's differs from a zero-wait
             // reserve: it marks no grant).
             let state = self
@@ -282,25 +282,25 @@ where
         let step = match rng.below(10) {
             _ if cancelling.is_some() => {
                 let (_, receipts, acts_at) = cancelling.as_ref().unwrap();
-                Step::Cancel {
+                Operation::Cancel {
                     receipts,
                     acts_at: *acts_at,
                 }
             }
-            0 | 1 => Step::Peek { cost },
-            2 => Step::Reserve {
+            0 | 1 => Operation::Peek { cost },
+            2 => Operation::Reserve {
                 cost,
                 max_wait: u64::MAX,
             },
-            3 => Step::Reserve {
+            3 => Operation::Reserve {
                 cost,
                 max_wait: rng.below(2 * shape.max_gap_us + 1) * 1_000,
             },
-            _ => Step::Reserve { cost, max_wait: 0 },
+            _ => Operation::Reserve { cost, max_wait: 0 },
         };
         // Half the reserves on one key also report every limit (what the server
         // layer lists): the Redis store's report must be the algorithm's.
-        let report = count == 1 && matches!(step, Step::Reserve { .. }) && rng.chance(50);
+        let report = count == 1 && matches!(step, Operation::Reserve { .. }) && rng.chance(50);
         let mut expected_each = Vec::new();
         let expected = reference.apply(
             algorithm,
@@ -349,7 +349,7 @@ where
             "event {event} (seed {seed}): {step:?} on {keys:?} at {now_us} us"
         );
         let expected: Vec<Decision> = expected.iter().map(|(d, _)| *d).collect();
-        if let Step::Reserve { .. } = step {
+        if let Operation::Reserve { .. } = step {
             if expected.iter().all(Decision::is_allowed) {
                 let wait = expected.iter().map(Decision::wait_nanos).max().unwrap_or(0);
                 let receipts = got.iter().map(|(_, r)| r.clone()).collect();
@@ -360,7 +360,7 @@ where
             }
         }
         // A cancel answers nothing: only decisions are tallied.
-        let decisions = if matches!(step, Step::Cancel { .. }) {
+        let decisions = if matches!(step, Operation::Cancel { .. }) {
             &expected[..0]
         } else {
             &expected[..]
@@ -400,7 +400,12 @@ where
                     let mut granted = 0;
                     for _ in 0..tries {
                         let (decision, _) = store
-                            .apply_key(&algorithm, &"hot", now, Step::Reserve { cost: 1, max_wait })
+                            .apply_key(
+                                &algorithm,
+                                &"hot",
+                                now,
+                                Operation::Reserve { cost: 1, max_wait },
+                            )
                             .expect("redis call");
                         if decision.is_allowed() {
                             granted += 1;
@@ -441,20 +446,20 @@ pub fn cancel_at_the_instant<A: RedisAlgorithm>(url: &str, limit: &A, prefix: &s
     let store: RedisStore<&str, A> =
         RedisStore::open_with(url, caller_time_options(&super::unique_prefix(prefix))).unwrap();
     let at = 5_000_000_000; // 5 s, a whole microsecond
-    let take = Step::Reserve {
+    let take = Operation::Reserve {
         cost: 2,
         max_wait: 0,
     };
     let (granted, receipt) = store.apply_key(limit, &"k", at, take).unwrap();
     assert_eq!(granted.remaining(), 1);
     let mut out = [(Decision::never(0, 0, 0), Receipt::NONE)];
-    let cancel = Step::Cancel {
+    let cancel = Operation::Cancel {
         receipts: &[receipt],
         acts_at: at,
     };
     let peek = || {
         store
-            .apply_key(limit, &"k", at, Step::Peek { cost: 1 })
+            .apply_key(limit, &"k", at, Operation::Peek { cost: 1 })
             .unwrap()
             .0
             .remaining()
@@ -491,7 +496,7 @@ pub fn assert_an_older_layout_is_refused_and_kept<A: RedisAlgorithm>(
         .arg(old)
         .query(&mut admin)
         .unwrap();
-    let take = Step::Reserve {
+    let take = Operation::Reserve {
         cost: 1,
         max_wait: 0,
     };

@@ -13,29 +13,29 @@
 /// uncounted (see [`adapters`](crate::adapters)).
 ///
 /// ```
-/// use sluicegate::adapters::{Each, Meter, Weighed};
-/// assert_eq!(Each.meter(&"anything"), ((), 1));
-/// assert_eq!(Weighed(|s: &&str| s.len() as u64).meter(&"four"), ((), 4));
+/// use sluicegate::adapters::{Each, Weigh, Weighed};
+/// assert_eq!(Each.weigh(&"anything"), ((), 1));
+/// assert_eq!(Weighed(|s: &&str| s.len() as u64).weigh(&"four"), ((), 4));
 /// let mut per_host = |url: &&str| (url.split('/').nth(2).unwrap_or("").to_owned(), 1);
-/// assert_eq!(per_host.meter(&"https://example.com/a"), ("example.com".to_owned(), 1));
+/// assert_eq!(per_host.weigh(&"https://example.com/a"), ("example.com".to_owned(), 1));
 /// ```
-pub trait Meter<T, K> {
+pub trait Weigh<T, K> {
     /// The key and the cost of `item`.
-    fn meter(&mut self, item: &T) -> (K, u64);
+    fn weigh(&mut self, item: &T) -> (K, u64);
 }
 
 /// Every item costs one permit of a direct limiter.
 ///
 /// ```
-/// use sluicegate::adapters::{Each, Meter};
-/// assert_eq!(Each.meter(&42), ((), 1));
+/// use sluicegate::adapters::{Each, Weigh};
+/// assert_eq!(Each.weigh(&42), ((), 1));
 /// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Each;
 
-impl<T> Meter<T, ()> for Each {
+impl<T> Weigh<T, ()> for Each {
     #[inline]
-    fn meter(&mut self, _item: &T) -> ((), u64) {
+    fn weigh(&mut self, _item: &T) -> ((), u64) {
         ((), 1)
     }
 }
@@ -44,23 +44,23 @@ impl<T> Meter<T, ()> for Each {
 /// a chunk, or writes that cost more than reads).
 ///
 /// ```
-/// use sluicegate::adapters::{Meter, Weighed};
+/// use sluicegate::adapters::{Weigh, Weighed};
 /// let mut by_len = Weighed(|v: &Vec<u8>| v.len() as u64);
-/// assert_eq!(by_len.meter(&vec![0; 3]), ((), 3));
+/// assert_eq!(by_len.weigh(&vec![0; 3]), ((), 3));
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub struct Weighed<F>(pub F);
 
-impl<T, F: FnMut(&T) -> u64> Meter<T, ()> for Weighed<F> {
+impl<T, F: FnMut(&T) -> u64> Weigh<T, ()> for Weighed<F> {
     #[inline]
-    fn meter(&mut self, item: &T) -> ((), u64) {
+    fn weigh(&mut self, item: &T) -> ((), u64) {
         ((), (self.0)(item))
     }
 }
 
-impl<T, K, F: FnMut(&T) -> (K, u64)> Meter<T, K> for F {
+impl<T, K, F: FnMut(&T) -> (K, u64)> Weigh<T, K> for F {
     #[inline]
-    fn meter(&mut self, item: &T) -> (K, u64) {
+    fn weigh(&mut self, item: &T) -> (K, u64) {
         self(item)
     }
 }
