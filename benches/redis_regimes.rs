@@ -12,8 +12,8 @@
 //!
 //! Row selection: every argument that does not start with `--` (cargo passes
 //! `--bench`), or the comma-separated `REGIMES_ROWS`, picks the rows whose name
-//! contains it (case-insensitive); no selection runs every row. The floor runs
-//! whatever the selection. `REGIMES_CALLS` sets the calls per measurement (default
+//! contains it (case-insensitive); no selection runs every row. Each row brings
+//! its own floor (below). `REGIMES_CALLS` sets the calls per measurement (default
 //! [`CALLS`]), `REGIMES_ROUNDS` the rounds (default [`ROUNDS`]).
 //!
 //! # How a figure is taken
@@ -24,10 +24,13 @@
 //! calls made (one `FCALL` per decision, no retry, no library load among them) or
 //! the bench panics. The calls are the store's own (`Store::apply_key` on a blocking
 //! connection, deadline included), one reserve of 1 each; the floor is `FCALL floor`
-//! on one key, from the same kind of connection. Every row is measured once in each
-//! of the rounds, and the rounds run over the whole table in turn (a burst of noise
-//! on a shared machine hits one round of each row, not one row); a row's figure is
-//! its best round, and the floor's is its own best round.
+//! on one key, from the same kind of connection, measured just before each row in
+//! every round. Every row is measured once in each of the rounds, and the rounds
+//! run over the whole table in turn (a burst of noise on a shared machine hits one
+//! round of each row, not one row); a row's figure is its best round, and its ratio
+//! is to the best of the floors measured next to it: on a VM shared with builds the
+//! floor itself moves by 1.5x between minutes, and a floor taken seconds before the
+//! row sees the machine the row saw.
 //!
 //! Time is the caller's ([`TimeSource::Caller`]), a virtual clock from
 //! [`START`] (a whole day since 1970, so every window, bucket and interval starts on
@@ -56,7 +59,7 @@
 //! Fills are sent pipelined, 1,000 calls a batch (the very call the store sends,
 //! from `RedisStore::step_call`), each checked granted. The sliding log is filled
 //! with `limit` entries one `window / limit` apart, as paced grants would leave it
-//! (1,000,000 entries at 10⁶ a day: the largest fill, about 10 s a round on a
+//! (1,000,000 entries at 10⁶ a day: the largest fill, about 20 s a round on a
 //! 2-core VM). A bucketed window is filled with one call per bucket whose cost is
 //! the number of paced grants that bucket would hold, at the first of their
 //! instants: the same ring, header and counts as the paced fill, in one call a
@@ -232,10 +235,12 @@ struct Measured {
     granted: usize,
 }
 
-/// The bench's shared parts: the server, an admin connection, the calls per row.
+/// The bench's shared parts: the server, an admin connection, the floor's
+/// connection (the floor function loaded), the calls per row.
 struct Bench {
     server: Server,
     admin: redis::Connection,
+    floor: Option<redis::Connection>,
     calls: usize,
 }
 
@@ -283,21 +288,10 @@ impl Bench {
         let () = redis::cmd("FLUSHALL").query(&mut self.admin).unwrap();
     }
 
-    /// The floor, on one key.
+    /// The floor, on one key of its own.
     fn floor(&mut self) -> Measured {
-        self.flush();
-        redis_floor::load(&mut self.admin).unwrap();
-        let mut conn = redis::Client::open(self.server.url.as_str())
-            .unwrap()
-            .get_connection()
-            .unwrap();
-        let _: i64 = redis::cmd("FCALL")
-            .arg("floor")
-            .arg(1)
-            .arg("floor")
-            .query(&mut conn)
-            .unwrap();
-        self.measure(FLOOR, |_| {
+        let mut conn = self.floor.take().expect("the floor's connection");
+        let measured = self.measure(FLOOR, |_| {
             let _: i64 = redis::cmd("FCALL")
                 .arg("floor")
                 .arg(1)
@@ -305,7 +299,9 @@ impl Bench {
                 .query(&mut conn)
                 .unwrap();
             true
-        })
+        });
+        self.floor = Some(conn);
+        measured
     }
 }
 
@@ -679,13 +675,19 @@ fn main() {
         .collect();
 
     let server = Server::start("redis-regimes", &[]);
-    let admin = redis::Client::open(server.url.as_str())
-        .unwrap()
-        .get_connection()
-        .unwrap();
+    let connect = || {
+        redis::Client::open(server.url.as_str())
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    };
+    let (mut admin, floor) = (connect(), connect());
+    // A function survives FLUSHALL: loaded once.
+    redis_floor::load(&mut admin).unwrap();
     let mut bench = Bench {
         server,
         admin,
+        floor: Some(floor),
         calls,
     };
     let version: String = redis::cmd("INFO")
@@ -699,18 +701,16 @@ fn main() {
         .to_owned();
 
     let started = Instant::now();
-    let mut floor = f64::INFINITY;
-    let mut best: Vec<[f64; 3]> = vec![[f64::INFINITY; 3]; cases.len()];
+    // Per row, in each round: the floor measured just before it, then its regimes.
+    let mut best: Vec<(f64, [f64; 3])> = vec![(f64::INFINITY, [f64::INFINITY; 3]); cases.len()];
     for round in 1..=rounds {
-        let measured = bench.floor();
-        floor = floor.min(measured.usec);
-        eprintln!("round {round}: {FLOOR} {:.2} µs", measured.usec);
         for (case, best) in cases.iter().zip(&mut best) {
+            let floor = bench.floor();
             let (fill, figures) = case.run(&mut bench);
             eprintln!(
-                "round {round}: {:42} fill {:6.2} s · {} · granted {}/{}/{} of {calls}",
+                "round {round}: {:42} floor {:.2} µs · {} · granted {}/{}/{} of {calls} · fill {:.2} s",
                 case.name(),
-                fill.as_secs_f64(),
+                floor.usec,
                 figures
                     .iter()
                     .zip(REGIMES)
@@ -720,13 +720,18 @@ fn main() {
                 figures[0].granted,
                 figures[1].granted,
                 figures[2].granted,
+                fill.as_secs_f64(),
             );
-            for (b, m) in best.iter_mut().zip(figures) {
+            best.0 = best.0.min(floor.usec);
+            for (b, m) in best.1.iter_mut().zip(figures) {
                 *b = b.min(m.usec);
             }
         }
     }
 
+    let floors: Vec<f64> = best.iter().map(|b| b.0).collect();
+    let lowest = floors.iter().copied().fold(f64::INFINITY, f64::min);
+    let highest = floors.iter().copied().fold(0.0, f64::max);
     println!(
         "\nredis-server {version}, caller's time; best of {rounds} rounds of {calls} calls a row; \
          {:.0} s in all",
@@ -736,20 +741,28 @@ fn main() {
         "hammered: every call refused; granted: every call granted, paced at the limit; \
          fresh: every call on a new key, granted"
     );
-    println!("floor: {floor:.2} µs per call\n");
-    println!("| row | hammered µs (x floor) | granted µs (x floor) | fresh µs (x floor) |");
-    println!("|---|---|---|---|");
-    for (case, best) in cases.iter().zip(&best) {
+    println!(
+        "floor: each row's own (measured just before it in every round, best of {rounds}): \
+         {lowest:.2}-{highest:.2} µs per call\n"
+    );
+    println!(
+        "| row | floor µs | hammered µs (x floor) | granted µs (x floor) | fresh µs (x floor) |"
+    );
+    println!("|---|---|---|---|---|");
+    for (case, (floor, best)) in cases.iter().zip(&best) {
         let cells: Vec<String> = best
             .iter()
             .map(|u| format!("{u:.2} ({:.2}x)", u / floor))
             .collect();
-        println!("| {} | {} |", case.name(), cells.join(" | "));
+        println!("| {} | {floor:.2} | {} |", case.name(), cells.join(" | "));
     }
 
     // Each set against its members alone and their sum.
     let figure = |name: &str| -> Option<[f64; 3]> {
-        cases.iter().position(|c| c.name() == name).map(|i| best[i])
+        cases
+            .iter()
+            .position(|c| c.name() == name)
+            .map(|i| best[i].1)
     };
     for (limit, window) in SET_LIMITS {
         let Some(set) = figure(&set_name(limit, window)) else {
