@@ -18,19 +18,19 @@
 //!
 //! # How a figure is taken
 //!
-//! The bench starts its own `redis-server` (a free port, no persistence). A
-//! measurement is `CONFIG RESETSTAT`, then the calls, then `INFO commandstats`:
-//! `cmdstat_fcall`'s `usec_per_call` is the figure, and its `calls` must equal the
-//! calls made (one `FCALL` per decision, no retry, no library load among them) or
-//! the bench panics. The calls are the store's own (`Store::apply_key` on a blocking
-//! connection, deadline included), one reserve of 1 each; the floor is `FCALL floor`
-//! on one key, from the same kind of connection, measured just before each row in
-//! every round. Every row is measured once in each of the rounds, and the rounds
-//! run over the whole table in turn (a burst of noise on a shared machine hits one
-//! round of each row, not one row); a row's figure is its best round, and its ratio
-//! is to the best of the floors measured next to it: on a VM shared with builds the
-//! floor itself moves by 1.5x between minutes, and a floor taken seconds before the
-//! row sees the machine the row saw.
+//! The bench starts its own `redis-server` (a free port, no persistence). A row's
+//! calls are the store's own (`Store::apply_key` on a blocking connection, deadline
+//! included), one reserve of 1 each; the floor is `FCALL floor` on one key, from the
+//! same kind of connection. They run in turn, in chunks of [`CHUNK`]: the floor's
+//! chunk, then the row's, each in its own window of `CONFIG RESETSTAT` ... `INFO
+//! commandstats`, whose `cmdstat_fcall` gives the chunk's total µs and must count
+//! exactly its calls (one `FCALL` per decision, no retry, no library load among
+//! them, none failed) or the bench panics. So every figure has a floor taken under
+//! the same load, within a few milliseconds: on a VM shared with builds, the floor
+//! itself moves by 1.5x from one minute to the next. Every row is measured once in
+//! each of the rounds, and the rounds run over the whole table in turn (a burst of
+//! noise hits one round of each row, not one row); a figure is the row's best
+//! round, its ratio is to the best round of its own floor.
 //!
 //! Time is the caller's ([`TimeSource::Caller`]), a virtual clock from
 //! [`START`] (a whole day since 1970, so every window, bucket and interval starts on
@@ -90,6 +90,8 @@ use redis_server::Server;
 
 /// Calls per measurement.
 const CALLS: usize = 5_000;
+/// Calls of a row (and of the floor before them) per stats window.
+const CHUNK: usize = 500;
 /// Rounds over the whole table; each row's figure is its best.
 const ROUNDS: usize = 3;
 
@@ -228,10 +230,12 @@ impl Plan {
     }
 }
 
-/// One measurement: the server's µs per call and how many calls were granted.
+/// One measurement: the server's µs per call of the row and of the floor
+/// interleaved with it, and how many of the row's calls were granted.
 #[derive(Clone, Copy, Debug)]
 struct Measured {
     usec: f64,
+    floor: f64,
     granted: usize,
 }
 
@@ -240,19 +244,53 @@ struct Measured {
 struct Bench {
     server: Server,
     admin: redis::Connection,
-    floor: Option<redis::Connection>,
+    floor: redis::Connection,
     calls: usize,
 }
 
 impl Bench {
-    /// `CONFIG RESETSTAT`, `call(i)` for each of the calls (true: granted), then
-    /// `cmdstat_fcall`: panics unless it counted exactly one `FCALL` per call.
+    /// The calls of a row, `call(i)` for each (true: granted), in chunks of
+    /// [`CHUNK`], each chunk preceded by as many calls of the floor: the floor is
+    /// measured under the very load the row meets. Each chunk is its own
+    /// `CONFIG RESETSTAT` ... `INFO commandstats` window.
     fn measure(&mut self, row: &str, mut call: impl FnMut(u64) -> bool) -> Measured {
+        let (mut usec, mut floor, mut granted) = (0, 0, 0);
+        let mut i = 0;
+        while i < self.calls as u64 {
+            let n = (CHUNK as u64).min(self.calls as u64 - i);
+            self.reset();
+            for _ in 0..n {
+                let _: i64 = redis::cmd("FCALL")
+                    .arg("floor")
+                    .arg(1)
+                    .arg("floor")
+                    .query(&mut self.floor)
+                    .unwrap();
+            }
+            floor += self.fcall_usec(FLOOR, n);
+            self.reset();
+            granted += (i..i + n).filter(|&j| call(j)).count();
+            usec += self.fcall_usec(row, n);
+            i += n;
+        }
+        let calls = self.calls as f64;
+        Measured {
+            usec: usec as f64 / calls,
+            floor: floor as f64 / calls,
+            granted,
+        }
+    }
+
+    fn reset(&mut self) {
         let () = redis::cmd("CONFIG")
             .arg("RESETSTAT")
             .query(&mut self.admin)
             .unwrap();
-        let granted = (0..self.calls as u64).filter(|&i| call(i)).count();
+    }
+
+    /// `cmdstat_fcall`'s total µs since the last reset: panics unless it counted
+    /// exactly `calls` `FCALL`s, none failed.
+    fn fcall_usec(&mut self, row: &str, calls: u64) -> u64 {
         let info: String = redis::cmd("INFO")
             .arg("commandstats")
             .query(&mut self.admin)
@@ -261,47 +299,26 @@ impl Bench {
             .lines()
             .find_map(|l| l.strip_prefix("cmdstat_fcall:"))
             .unwrap_or_else(|| panic!("{row}: no cmdstat_fcall in {info}"));
-        let field = |name: &str| -> f64 {
+        let field = |name: &str| -> Option<u64> {
             line.split(',')
                 .find_map(|f| f.strip_prefix(name))
                 .and_then(|v| v.parse().ok())
-                .unwrap_or_else(|| panic!("{row}: no {name} in {line}"))
         };
-        let calls = field("calls=");
+        let counted = field("calls=").unwrap_or_else(|| panic!("{row}: no calls in {line}"));
         assert_eq!(
-            calls as usize, self.calls,
-            "{row}: the server counted {calls} FCALLs for {} decisions ({line})",
-            self.calls
+            counted, calls,
+            "{row}: the server counted {counted} FCALLs for {calls} decisions ({line})"
         );
-        let failed = line
-            .split(',')
-            .find_map(|f| f.strip_prefix("failed_calls="))
-            .map_or(0.0, |v| v.parse().unwrap_or(f64::NAN));
-        assert_eq!(failed, 0.0, "{row}: failed FCALLs ({line})");
-        Measured {
-            usec: field("usec_per_call="),
-            granted,
-        }
+        assert_eq!(
+            field("failed_calls=").unwrap_or(0),
+            0,
+            "{row}: failed FCALLs ({line})"
+        );
+        field("usec=").unwrap_or_else(|| panic!("{row}: no usec in {line}"))
     }
 
     fn flush(&mut self) {
         let () = redis::cmd("FLUSHALL").query(&mut self.admin).unwrap();
-    }
-
-    /// The floor, on one key of its own.
-    fn floor(&mut self) -> Measured {
-        let mut conn = self.floor.take().expect("the floor's connection");
-        let measured = self.measure(FLOOR, |_| {
-            let _: i64 = redis::cmd("FCALL")
-                .arg("floor")
-                .arg(1)
-                .arg("floor")
-                .query(&mut conn)
-                .unwrap();
-            true
-        });
-        self.floor = Some(conn);
-        measured
     }
 }
 
@@ -687,7 +704,7 @@ fn main() {
     let mut bench = Bench {
         server,
         admin,
-        floor: Some(floor),
+        floor,
         calls,
     };
     let version: String = redis::cmd("INFO")
@@ -701,20 +718,18 @@ fn main() {
         .to_owned();
 
     let started = Instant::now();
-    // Per row, in each round: the floor measured just before it, then its regimes.
-    let mut best: Vec<(f64, [f64; 3])> = vec![(f64::INFINITY, [f64::INFINITY; 3]); cases.len()];
+    // Per row and regime, the best round: (the row's µs, its floor's µs).
+    let mut best = vec![[(f64::INFINITY, f64::INFINITY); 3]; cases.len()];
     for round in 1..=rounds {
         for (case, best) in cases.iter().zip(&mut best) {
-            let floor = bench.floor();
             let (fill, figures) = case.run(&mut bench);
             eprintln!(
-                "round {round}: {:42} floor {:.2} µs · {} · granted {}/{}/{} of {calls} · fill {:.2} s",
+                "round {round}: {:42} {} · granted {}/{}/{} of {calls} · fill {:.2} s",
                 case.name(),
-                floor.usec,
                 figures
                     .iter()
                     .zip(REGIMES)
-                    .map(|(m, r)| format!("{} {:.2} µs", r.name(), m.usec))
+                    .map(|(m, r)| format!("{} {:.2} µs (floor {:.2})", r.name(), m.usec, m.floor))
                     .collect::<Vec<_>>()
                     .join(" · "),
                 figures[0].granted,
@@ -722,16 +737,15 @@ fn main() {
                 figures[2].granted,
                 fill.as_secs_f64(),
             );
-            best.0 = best.0.min(floor.usec);
-            for (b, m) in best.1.iter_mut().zip(figures) {
-                *b = b.min(m.usec);
+            for (b, m) in best.iter_mut().zip(figures) {
+                *b = (b.0.min(m.usec), b.1.min(m.floor));
             }
         }
     }
 
-    let floors: Vec<f64> = best.iter().map(|b| b.0).collect();
-    let lowest = floors.iter().copied().fold(f64::INFINITY, f64::min);
-    let highest = floors.iter().copied().fold(0.0, f64::max);
+    let floors = best.iter().flatten().map(|b| b.1);
+    let lowest = floors.clone().fold(f64::INFINITY, f64::min);
+    let highest = floors.fold(0.0, f64::max);
     println!(
         "\nredis-server {version}, caller's time; best of {rounds} rounds of {calls} calls a row; \
          {:.0} s in all",
@@ -742,19 +756,25 @@ fn main() {
          fresh: every call on a new key, granted"
     );
     println!(
-        "floor: each row's own (measured just before it in every round, best of {rounds}): \
-         {lowest:.2}-{highest:.2} µs per call\n"
+        "x floor: against the floor's calls interleaved with the row's, {CHUNK} and {CHUNK} \
+         (best of {rounds}: {lowest:.2}-{highest:.2} µs per call)\n"
     );
     println!(
-        "| row | floor µs | hammered µs (x floor) | granted µs (x floor) | fresh µs (x floor) |"
+        "| row | hammered µs (x floor) | granted µs (x floor) | fresh µs (x floor) | floors µs |"
     );
     println!("|---|---|---|---|---|");
-    for (case, (floor, best)) in cases.iter().zip(&best) {
+    for (case, best) in cases.iter().zip(&best) {
         let cells: Vec<String> = best
             .iter()
-            .map(|u| format!("{u:.2} ({:.2}x)", u / floor))
+            .map(|(u, f)| format!("{u:.2} ({:.2}x)", u / f))
             .collect();
-        println!("| {} | {floor:.2} | {} |", case.name(), cells.join(" | "));
+        let floors: Vec<String> = best.iter().map(|(_, f)| format!("{f:.2}")).collect();
+        println!(
+            "| {} | {} | {} |",
+            case.name(),
+            cells.join(" | "),
+            floors.join(" / ")
+        );
     }
 
     // Each set against its members alone and their sum.
@@ -762,7 +782,7 @@ fn main() {
         cases
             .iter()
             .position(|c| c.name() == name)
-            .map(|i| best[i].1)
+            .map(|i| best[i].map(|b| b.0))
     };
     for (limit, window) in SET_LIMITS {
         let Some(set) = figure(&set_name(limit, window)) else {
