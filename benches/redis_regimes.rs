@@ -73,7 +73,8 @@
 //! all three of one limit and window, filled with paced single grants (the log needs
 //! them), so that one plan puts all three members in the same regime; its members
 //! alone are the table's own rows of the same configurations, and the set is
-//! compared with their sum.
+//! compared with their sum, in floors (each figure over its own floor: the rows
+//! run minutes apart).
 
 use sluicegate::algorithms::{
     AllOf, FixedWindow, LeakyBucket, SlidingLog, SlidingWindowBuckets, SlidingWindowCounter,
@@ -777,47 +778,42 @@ fn main() {
         );
     }
 
-    // Each set against its members alone and their sum.
+    // Each set against its members alone and their sum, in floors (each figure
+    // over its own floor: the rows ran minutes apart, under different loads).
     let figure = |name: &str| -> Option<[f64; 3]> {
         cases
             .iter()
             .position(|c| c.name() == name)
-            .map(|i| best[i].map(|b| b.0))
+            .map(|i| best[i].map(|(u, f)| u / f))
     };
     for (limit, window) in SET_LIMITS {
         let Some(set) = figure(&set_name(limit, window)) else {
             continue;
         };
-        let members: Vec<Option<[f64; 3]>> = member_names(limit, window)
-            .iter()
-            .map(|n| figure(n))
-            .collect();
-        if members.iter().any(Option::is_none) {
+        let names = member_names(limit, window);
+        let Some(members) = names.iter().map(|n| figure(n)).collect::<Option<Vec<_>>>() else {
             println!(
                 "\n{}: run its members' rows too to compare it with them",
                 set_name(limit, window)
             );
             continue;
-        }
+        };
         println!(
-            "\n{} against its members alone (µs per call; ratio to the members' sum)",
+            "\n{} against its members alone (x floor; the set's ratio to the members' sum)",
             set_name(limit, window)
         );
         println!("| | hammered | granted | fresh |");
         println!("|---|---|---|---|");
-        for (name, m) in member_names(limit, window).iter().zip(&members) {
-            let m = m.unwrap();
-            println!("| {name} | {:.2} | {:.2} | {:.2} |", m[0], m[1], m[2]);
+        for (name, m) in names.iter().zip(&members) {
+            println!("| {name} | {:.2}x | {:.2}x | {:.2}x |", m[0], m[1], m[2]);
         }
-        let sum: Vec<f64> = (0..3)
-            .map(|r| members.iter().map(|m| m.unwrap()[r]).sum())
-            .collect();
+        let sum: Vec<f64> = (0..3).map(|r| members.iter().map(|m| m[r]).sum()).collect();
         println!(
-            "| members' sum | {:.2} | {:.2} | {:.2} |",
+            "| members' sum | {:.2}x | {:.2}x | {:.2}x |",
             sum[0], sum[1], sum[2]
         );
         println!(
-            "| the set | {:.2} ({:.2}x) | {:.2} ({:.2}x) | {:.2} ({:.2}x) |",
+            "| the set | {:.2}x ({:.2} of the sum) | {:.2}x ({:.2}) | {:.2}x ({:.2}) |",
             set[0],
             set[0] / sum[0],
             set[1],
