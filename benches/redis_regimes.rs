@@ -63,9 +63,10 @@
 //! 2-core VM). A bucketed window is filled with one call per bucket whose cost is
 //! the number of paced grants that bucket would hold, at the first of their
 //! instants: the same ring, header and counts as the paced fill, in one call a
-//! bucket. The windows, the leaky bucket and the smooth limiters take one call of
-//! the whole limit (their state is a count or an instant: the same state as that
-//! many calls at one instant). The leaky queue's calls and the smooth limiters'
+//! bucket. The windows and the leaky bucket take one call of the whole limit
+//! (their state is a count or an instant: the same state as that many calls at one
+//! instant, byte for byte); the smooth limiters one call of their most stored
+//! permits plus one, which leaves them empty. The leaky queue's calls and the smooth limiters'
 //! fills wait for ever (a queue grants a turn later); every other call waits not at
 //! all.
 //!
