@@ -66,9 +66,9 @@
 //! bucket. The windows and the leaky bucket take one call of the whole limit
 //! (their state is a count or an instant: the same state as that many calls at one
 //! instant, byte for byte); the smooth limiters one call of their most stored
-//! permits plus one, which leaves them empty. The leaky queue's calls and the smooth limiters'
-//! fills wait for ever (a queue grants a turn later); every other call waits not at
-//! all.
+//! permits plus one, which leaves them empty. The leaky queue's calls and the
+//! smooth limiters' fills wait for ever (a queue grants a turn later); every other
+//! call waits not at all.
 //!
 //! The set is `AllOf((FixedWindow, SlidingWindowBuckets::dropping, SlidingLog))`,
 //! all three of one limit and window, filled with paced single grants (the log needs
