@@ -82,7 +82,7 @@ use sluicegate::algorithms::{
     SmoothBursty, SmoothWarmingUp,
 };
 use sluicegate::stores::redis::{RedisAlgorithm, RedisOptions, RedisStore, TimeSource};
-use sluicegate::stores::{Step, Store};
+use sluicegate::stores::{Operation, Store};
 use std::time::{Duration, Instant};
 
 mod redis_floor;
@@ -347,8 +347,8 @@ fn row<A: RedisAlgorithm + 'static>(name: String, algorithm: A, plan: Plan) -> B
     })
 }
 
-fn reserve(cost: u64, max_wait: u64) -> Step<'static> {
-    Step::Reserve { cost, max_wait }
+fn reserve(cost: u64, max_wait: u64) -> Operation<'static> {
+    Operation::Reserve { cost, max_wait }
 }
 
 impl<A: RedisAlgorithm> Case for Row<A> {
@@ -367,7 +367,7 @@ impl<A: RedisAlgorithm> Case for Row<A> {
             .response_timeout(Duration::from_secs(60));
         let store: RedisStore<String, A> =
             RedisStore::open_with(&bench.server.url, options).unwrap();
-        let apply = |key: &String, now: u64, step: Step<'_>| {
+        let apply = |key: &String, now: u64, step: Operation<'_>| {
             store
                 .apply_key(algorithm, key, now, step)
                 .unwrap_or_else(|e| panic!("{name}: {e}"))
@@ -420,7 +420,7 @@ impl<A: RedisAlgorithm> Case for Row<A> {
                 from + i / (limit - 1) * every * limit + (1 + i % (limit - 1)) * every
             }),
             Pace::AfterPeek { every } => {
-                let peek = apply(&hot, hammer, Step::Peek { cost: 1 });
+                let peek = apply(&hot, hammer, Operation::Peek { cost: 1 });
                 assert!(!peek.is_allowed(), "{name}: the filled key admits a call");
                 let from = (hammer + peek.retry_after_nanos()).div_ceil(US) * US;
                 Box::new(move |i| from + i * every)

@@ -30,7 +30,9 @@ fn random_traces_decide_as_in_memory() {
         SlidingWindowBuckets::dropping(100_000, ms(3_600_000), ms(60_000)).unwrap(),
         SlidingWindowBuckets::weighted(100_000, ms(3_600_000), ms(60_000)).unwrap(),
         SlidingWindowBuckets::weighted(1_000_000, ms(86_400_000), ms(600_000)).unwrap(),
-        // Scaled counts past 2^52 us: the server's exact (limb) arithmetic, not
+        SlidingWindowBuckets::dropping(1_000_000, ms(86_400_000), ms(3_600_000)).unwrap(),
+        SlidingWindowBuckets::weighted(1_000_000, ms(86_400_000), ms(3_600_000)).unwrap(),
+        // Scaled counts past 2^53 us: the server's exact (limb) arithmetic, not
         // its doubles.
         SlidingWindowBuckets::weighted(3_000_000, ms(86_400_000), ms(3_600_000)).unwrap(),
         SlidingWindowBuckets::dropping(3_000_000, ms(86_400_000), ms(3_600_000)).unwrap(),

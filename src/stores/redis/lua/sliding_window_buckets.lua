@@ -421,10 +421,11 @@ local function make_sliding_window_buckets(C)
 
   -- The same step on doubles: counts scaled by the precision in us (the scaled count
   -- above is this x 1000), durations in ns relative to now. Exact while a scaled
-  -- count of twice the limit (the ring's total: the window's, at most the limit, and
-  -- the bucket just leaving it) stays below 2^52, and every duration from now does
-  -- in ns; `reserve_near` answers nil (the limbs decide) for a view past that.
-  local NEAR = (2 * LIMIT + 2) * P < 2 ^ 52
+  -- count of twice the limit and a bucket more (the ring's total: the window's, at
+  -- most the limit, and the bucket just leaving it; `div` adds the divisor) is an
+  -- integer below 2^53, and every duration from now is below 2^52 in ns;
+  -- `reserve_near` answers nil (the limbs decide) for a view past that.
+  local NEAR = (2 * LIMIT + 3) * P < 2 ^ 53
 
   -- gone_at in us is bucket x P + GONE: (bucket + B) x P dropping, (bucket + 1) x P
   -- + D weighted (integers below 2^53, so either sum is the same double).
