@@ -70,12 +70,22 @@ local function make_sliding_window_counter(C)
   end
 
   -- The previous window's count weighted by its unelapsed part, rounded as configured.
+  -- A count is below 2^24 (the state's count bits): split at 2^12, as prev = a x 4096
+  -- + b, prev x rest = (a x rest) x 4096 + b x rest, and with a x rest = qa x LEN +
+  -- ra the quotient is qa x 4096 + floor((ra x 4096 + b x rest) / LEN), every value
+  -- below 2^53 while LEN is below 2^40 us (12 days). Longer windows take the limbs.
+  local SPLIT = LEN < 2 ^ 40
   local function weighted(prev, elapsed)
     if prev == 0 then return 0 end
     local rest = LEN - elapsed
     local q, r
     if prev * rest < 9007199254740992 then
       q, r = div(prev * rest, LEN)
+    elseif SPLIT then
+      local b = prev % 4096
+      local qa, ra = div((prev - b) / 4096 * rest, LEN)
+      q, r = div(ra * 4096 + b * rest, LEN)
+      q = qa * 4096 + q
     else
       local qb, rb = divmod(mul(bn(prev), bn(rest)), bn(LEN))
       q, r = num(qb), num(rb)
