@@ -76,9 +76,10 @@ const REPLY_WIDTH: usize = 16;
 
 /// Widens a lone key's short reply (`short` in `lua/driver.lua`: 5 integers for a
 /// refusal, 9 or 11 for a grant, durations as whole ns, -1 for ever, no limit
-/// index) to the full 16; `None` for any other length.
+/// index; a set's refusal: the 5 and its limit index) to the full 16; `None` for
+/// any other length.
 fn widen(reply: &[i64]) -> Option<[i64; REPLY_WIDTH]> {
-    if !matches!(reply.len(), 5 | 9 | 11) {
+    if !matches!(reply.len(), 5 | 6 | 9 | 11) {
         return None;
     }
     let split = |ns: i64| {
@@ -94,7 +95,11 @@ fn widen(reply: &[i64]) -> Option<[i64; REPLY_WIDTH]> {
     (wide[duration], wide[duration + 1]) = split(reply[1]);
     (wide[5], wide[6]) = split(reply[2]);
     wide[7..9].copy_from_slice(&reply[3..5]);
-    wide[10..10 + reply.len() - 5].copy_from_slice(&reply[5..]);
+    if reply.len() == 6 {
+        wide[9] = reply[5];
+    } else {
+        wide[10..10 + reply.len() - 5].copy_from_slice(&reply[5..]);
+    }
     Some(wide)
 }
 
@@ -197,16 +202,16 @@ pub(super) fn answers_from(
     cost: u64,
     peek: bool,
 ) -> Result<(), Error> {
-    // A lone key's short form is read as the full one.
+    // A lone key's short form is read as the full one; a set's (a refusal) carries
+    // no leaves: nothing to give back.
     let wide;
-    let reply = match (out.len(), layout, widen(reply)) {
-        (1, Layout::One, Some(full)) => {
+    let (reply, width) = match (out.len(), widen(reply)) {
+        (1, Some(full)) if reply.len() < REPLY_WIDTH => {
             wide = full;
-            &wide[..]
+            (&wide[..], REPLY_WIDTH)
         }
-        _ => reply,
+        _ => (reply, layout.width()),
     };
-    let width = layout.width();
     if reply.len() != out.len() * width {
         return Err(malformed());
     }
@@ -215,7 +220,7 @@ pub(super) fn answers_from(
         *slot = decode(own).ok_or_else(malformed)?;
         if peek {
             slot.1 = Receipt::NONE;
-        } else if let Layout::Set(_) = layout {
+        } else if let (Layout::Set(_), false) = (layout, leaves.is_empty()) {
             let mut leaves = leaves.chunks_exact(LEAF).map(leaf);
             slot.1 = layout.receipt(&mut leaves, cost);
         }

@@ -153,13 +153,20 @@ local function call(KEYS, ARGV)
       return out
     end
     -- A full decision has all 16 integers; a short one (from a LONE step) fewer. A
-    -- set answers in full: its limit index is the deciding member's.
+    -- set's grant answers in full with its receipt's leaves; its refusal (which
+    -- gives nothing back) as a short refusal and the deciding member's index.
     local reset
     if d[16] == nil then
       reset = d[3]
     else
       reset = reset_of(d)
-      if LONE then d = short(d) end
+      if LONE then
+        d = short(d)
+      elseif ALG.leaves and d[1] ~= 0 and d[4] < 9e12 and d[6] < 9e12 then
+        local index = d[10]
+        d = short(d)
+        d[6], d[7] = index, nil
+      end
     end
     if STEP == 'r' and changed then commit(ALG, KEYS, changed, d[1], reset, held) end
     return d
