@@ -273,22 +273,6 @@ fn bench<A: RedisAlgorithm + Clone>(
         )),
     }
 }
-/// The name of the step library's function on the server (`sluicegate_<digest>`).
-fn function_name(admin: &mut redis::Connection) -> String {
-    fn find(value: &redis::Value) -> Option<String> {
-        match value {
-            redis::Value::BulkString(bytes) => {
-                let text = String::from_utf8_lossy(bytes);
-                text.starts_with("sluicegate_").then(|| text.into_owned())
-            }
-            redis::Value::Array(items) => items.iter().find_map(find),
-            redis::Value::Map(pairs) => pairs.iter().find_map(|(_, v)| find(v)),
-            _ => None,
-        }
-    }
-    let list: redis::Value = redis::cmd("FUNCTION").arg("LIST").query(admin).unwrap();
-    find(&list).expect("the store loaded its library")
-}
 
 /// Sends `calls` times, through `redis-benchmark -P 32` (one connection, 32 calls
 /// in flight), the very call the store sends for one decision on the hot key:
@@ -306,7 +290,7 @@ fn pipelined_rate<A: RedisAlgorithm>(
         max_wait: 0,
     };
     let (keys, args) = store.step_call(algorithm, &"hot", 0, step).unwrap();
-    let function = function_name(admin);
+    let function = redis_server::function_name(admin);
     // The same call once through redis-rs: a well-formed decision, not an error
     // that redis-benchmark would count as a request.
     let reply: Vec<i64> = redis::cmd("FCALL")

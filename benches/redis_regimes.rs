@@ -379,7 +379,7 @@ impl<A: RedisAlgorithm> Case for Row<A> {
 
         // The fill, pipelined, every call granted.
         let started = Instant::now();
-        let function = function_name(&mut bench.admin);
+        let function = redis_server::function_name(&mut bench.admin);
         for batch in plan.fill.chunks(BATCH) {
             let mut pipe = redis::pipe();
             for &(at, cost) in batch {
@@ -445,23 +445,6 @@ impl<A: RedisAlgorithm> Case for Row<A> {
         );
         (fill, [hammered, granted, fresh])
     }
-}
-
-/// The name of the step library's function on the server (`sluicegate_<digest>`).
-fn function_name(admin: &mut redis::Connection) -> String {
-    fn find(value: &redis::Value) -> Option<String> {
-        match value {
-            redis::Value::BulkString(bytes) => {
-                let text = String::from_utf8_lossy(bytes);
-                text.starts_with("sluicegate_").then(|| text.into_owned())
-            }
-            redis::Value::Array(items) => items.iter().find_map(find),
-            redis::Value::Map(pairs) => pairs.iter().find_map(|(_, v)| find(v)),
-            _ => None,
-        }
-    }
-    let list: redis::Value = redis::cmd("FUNCTION").arg("LIST").query(admin).unwrap();
-    find(&list).expect("the store loaded its library")
 }
 
 /// "10/min", "10,000/h", "1,000,000/day".

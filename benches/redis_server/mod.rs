@@ -70,3 +70,21 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
+
+/// The name of the step library's function on the server (`sluicegate_<digest>`).
+#[allow(dead_code)] // the benches that call the step library by name
+pub fn function_name(admin: &mut redis::Connection) -> String {
+    fn find(value: &redis::Value) -> Option<String> {
+        match value {
+            redis::Value::BulkString(bytes) => {
+                let text = String::from_utf8_lossy(bytes);
+                text.starts_with("sluicegate_").then(|| text.into_owned())
+            }
+            redis::Value::Array(items) => items.iter().find_map(find),
+            redis::Value::Map(pairs) => pairs.iter().find_map(|(_, v)| find(v)),
+            _ => None,
+        }
+    }
+    let list: redis::Value = redis::cmd("FUNCTION").arg("LIST").query(admin).unwrap();
+    find(&list).expect("the store loaded its library")
+}
