@@ -35,7 +35,7 @@
 //! `ticks.rs`), its word encoding (`word.rs`, or a ring's `ring.rs`) and its unit
 //! tests. Adding one touches its own file or folder plus its `mod` and re-export
 //! lines; an algorithm defined in another crate needs none of that, only its
-//! [`Shape`](Algorithm::Shape) (see [`cells`](crate::cells)).
+//! [`Shape`](Algorithm::Shape) (see the cells).
 //!
 //! # The step
 //!
@@ -63,7 +63,7 @@ pub mod words;
 pub use decision::{Decision, Source, Verdict};
 pub use fixed_window::FixedWindow;
 pub use leaky_bucket::{LeakyBucket, LeakyMode};
-pub use multi::{AllOf, AllOfState, DynLimit, DynState, Limits, LimitsState};
+pub use multi::{AllOf, AllOfState, Limits, LimitsState};
 pub use pace::Pace;
 pub use receipt::Receipt;
 pub use sliding_log::SlidingLog;
