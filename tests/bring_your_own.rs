@@ -6,7 +6,6 @@ use sluicegate::algorithms::words::{Plan, Words, WordsMut};
 use sluicegate::algorithms::{
     Algorithm, AllOf, Decision, FixedWindow, Limits, OneWord, Plain, WordEncoded,
 };
-use sluicegate::cells::{CellAlgorithm, WordCell};
 use sluicegate::clock::{Clock, ManualClock, Nanos};
 use sluicegate::{Error, KeyedRateLimiter, RateLimiter};
 use std::time::Duration;
@@ -108,15 +107,6 @@ impl Algorithm for Budget {
     fn is_replenished(&self, spent: &u64, _now: Nanos) -> bool {
         *spent == 0
     }
-}
-
-#[test]
-fn a_word_shaped_algorithm_gets_the_lock_free_cell() {
-    fn same<T>(_: Option<T>, _: Option<T>) {}
-    same(
-        None::<<Spacing as CellAlgorithm>::Cell>,
-        None::<WordCell<Spacing>>,
-    );
 }
 
 #[test]

@@ -6,16 +6,8 @@
 
 #[path = "representation/cancel_at_once.rs"]
 mod cancel_at_once;
-#[path = "representation/check_is_reserve.rs"]
-mod check_is_reserve;
 #[path = "representation/config_words.rs"]
 mod config_words;
-#[path = "representation/guava_shortcuts.rs"]
-mod guava_shortcuts;
-#[path = "representation/sliding_log_words.rs"]
-mod sliding_log_words;
-#[path = "representation/sliding_window_buckets_words.rs"]
-mod sliding_window_buckets_words;
 #[path = "representation/sliding_window_word.rs"]
 mod sliding_window_word;
 #[path = "representation/timed_try_cancel_capacity.rs"]

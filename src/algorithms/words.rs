@@ -5,7 +5,7 @@
 //! counters), a fixed array of words ([`WordArray`]: Guava's warm-up with its two
 //! words, the sliding log's and the bucketed window's rings), or plain data
 //! ([`Plain`]: sets of limits, or anything else). A direct limiter picks its cell
-//! from that shape (see [`cells`](crate::cells)): a word is updated by one
+//! from that shape (see the cells): a word is updated by one
 //! compare-and-swap, an array of words under a sequence lock, plain data behind a
 //! mutex. Word-shaped algorithms implement the one encoding, [`WordEncoded`]: the
 //! configuration as a few words, the state as words, and the steps on words.
@@ -85,7 +85,7 @@ pub trait Shape: Send + Sync + 'static {}
 
 /// The state is one word, encoded by [`WordEncoded`]: a direct limiter keeps it in
 /// one atomic word, updated by compare-and-swap, with no lock
-/// ([`WordCell`](crate::cells::WordCell)).
+/// (`WordCell`).
 ///
 /// ```
 /// use sluicegate::algorithms::{Algorithm, FixedWindow, OneWord};
@@ -98,7 +98,7 @@ pub enum OneWord {}
 /// The state is a fixed array of words, encoded by [`WordEncoded`]: a direct
 /// limiter keeps them as atomics under a sequence lock, so a refusal costs loads
 /// only and a grant one compare-and-swap
-/// ([`WordsCell`](crate::cells::WordsCell)).
+/// (`WordsCell`).
 ///
 /// ```
 /// use sluicegate::algorithms::{Algorithm, SlidingLog, WordArray};
@@ -109,7 +109,7 @@ pub enum OneWord {}
 pub enum WordArray {}
 
 /// The state is plain data: a direct limiter keeps it behind a mutex
-/// ([`LockedCell`](crate::cells::LockedCell)). Any algorithm can pick this shape.
+/// (`LockedCell`). Any algorithm can pick this shape.
 ///
 /// ```
 /// use sluicegate::algorithms::{Algorithm, Limits, Plain};

@@ -81,7 +81,7 @@
 //! [`slots`](SlidingLog::slots) entries of two words each (time, running
 //! count after it): `24 + 16 × slots` bytes. Because the size is fixed by the
 //! configuration, a direct limiter keeps these words as atomics in a lock-free
-//! [`WordsCell`](crate::cells::WordsCell) (see
+//! `WordsCell` (see
 //! [`words`](super::words)).
 //!
 //! * Without recorded rejects, the log holds at most `limit` entries: every entry
@@ -519,3 +519,6 @@ impl Algorithm for SlidingLog {
         view.live == 0 && view.header.at >= self.spaced_at(view.header.last())
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -94,7 +94,7 @@
 //! number and the ring's total; nothing is allocated afterwards. The state is
 //! these words and nothing else ([`WordEncoded`]), so a direct limiter
 //! keeps them as atomics in a lock-free
-//! [`WordsCell`](crate::cells::WordsCell).
+//! `WordsCell`.
 //!
 //! Old buckets are cleared lazily when a granted call moves the ring forward, so
 //! an allowed call costs O(1) amortized. A non-blocking try
@@ -452,3 +452,6 @@ impl Algorithm for SlidingWindowBuckets {
         self.used_scaled(&state.words[..], &view) == 0
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -2,11 +2,11 @@
 //! is the full step with `max_wait = 0`, word for word, and it is total on any words
 //! (the lock-free cell runs it on reads that may mix two states).
 
+use crate::algorithms::sliding_window_buckets::OldestBucket;
+use crate::algorithms::words::WordEncoded;
+use crate::algorithms::SlidingWindowBuckets;
+use crate::cells::{StateCell, WordsCell};
 use proptest::prelude::*;
-use sluicegate::algorithms::sliding_window_buckets::OldestBucket;
-use sluicegate::algorithms::words::WordEncoded;
-use sluicegate::algorithms::SlidingWindowBuckets;
-use sluicegate::cells::{StateCell, WordsCell};
 use std::time::Duration;
 
 /// A window of `limit` per `precision · k + extra` (so that durations that are not a
@@ -99,7 +99,7 @@ fn the_cell_reconfigures_only_to_a_state_of_the_same_size() {
     for other in [sixty, three] {
         let with_state = cell.reconfigure(&|algorithm, state| {
             *algorithm = other;
-            *state = sluicegate::algorithms::Algorithm::initial_state(&other, 0);
+            *state = crate::algorithms::Algorithm::initial_state(&other, 0);
             Ok(())
         });
         let alone = cell.reconfigure(&|algorithm, _| {
@@ -108,7 +108,7 @@ fn the_cell_reconfigures_only_to_a_state_of_the_same_size() {
         });
         for refused in [with_state, alone] {
             assert!(
-                matches!(refused, Err(sluicegate::ConfigError::InvalidCount { .. })),
+                matches!(refused, Err(crate::ConfigError::InvalidCount { .. })),
                 "{refused:?}"
             );
         }

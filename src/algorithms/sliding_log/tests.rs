@@ -4,12 +4,12 @@
 //! lock-free cell under threads on a frozen virtual clock, and the cell's
 //! reconfiguration.
 
+use crate::algorithms::words::{WordEncoded, Words};
+use crate::algorithms::{Algorithm, SlidingLog};
+use crate::cells::{StateCell, WordsCell};
+use crate::clock::ManualClock;
+use crate::{Decision, RateLimiter};
 use proptest::prelude::*;
-use sluicegate::algorithms::words::{WordEncoded, Words};
-use sluicegate::algorithms::{Algorithm, SlidingLog};
-use sluicegate::cells::{StateCell, WordsCell};
-use sluicegate::clock::ManualClock;
-use sluicegate::{Decision, RateLimiter};
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -495,7 +495,7 @@ fn reconfiguring_a_log_cell_keeps_its_size() {
     });
     assert!(matches!(
         refused,
-        Err(sluicegate::ConfigError::InvalidCount { .. })
+        Err(crate::ConfigError::InvalidCount { .. })
     ));
     assert_eq!(cell.algorithm(), plain);
     assert_eq!(cell.peek(0, 1), before);
