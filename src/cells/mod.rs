@@ -20,10 +20,10 @@
 //! (in this crate or a user's) goes into a [`RateLimiter`](crate::RateLimiter) as
 //! soon as it names its shape. Both word cells share the configuration words under the
 //! one [`SequenceLock`]; the non-blocking hot path is [`StateCell::try_take`], which
-//! runs the algorithm's lean [`plan_take`](crate::algorithms::WordEncoded::plan_take)
-//! and [`apply_take`](crate::algorithms::WordEncoded::apply_take); the full
+//! runs the algorithm's lean `plan_take`
+//! and `apply_take`; the full
 //! non-blocking [`StateCell::check`] publishes before it describes the decision
-//! ([`check_words`](crate::algorithms::WordEncoded::check_words)).
+//! (`check_words`).
 
 use crate::algorithms::words::MAX_CONFIG_WORDS;
 use crate::algorithms::{
@@ -69,7 +69,7 @@ pub trait StateCell<A: Algorithm + Clone>: Send + Sync + 'static {
     /// without the [`Receipt`] (a granted check acts at once). The default is
     /// exactly that. [`WordCell`] publishes the new state first and describes the
     /// decision after its compare-and-swap, through the algorithm's
-    /// [`WordEncoded::check_words`], so that the swap does not wait for arithmetic
+    /// `WordEncoded::check_words`, so that the swap does not wait for arithmetic
     /// that only feeds the decision's other fields.
     #[inline(always)]
     fn check(&self, now: Nanos, cost: u64) -> Decision {

@@ -123,7 +123,7 @@ impl<A: WordEncoded> StateCell<A> for WordCell<A> {
         }
     }
 
-    /// Publishes what the algorithm's [`check_words`](WordEncoded::check_words)
+    /// Publishes what the algorithm's `check_words`
     /// settled, and lets it describe the decision after the compare-and-swap.
     #[inline(always)]
     fn check(&self, now: Nanos, cost: u64) -> Decision {

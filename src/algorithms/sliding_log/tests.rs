@@ -538,3 +538,23 @@ fn words_of(log: &SlidingLog, state: &<SlidingLog as Algorithm>::State) -> Vec<u
     log.write_state(state, &mut words[..]);
     words
 }
+
+#[test]
+fn a_recorded_refusal_still_plans_a_write() {
+    use crate::algorithms::words::WordEncoded;
+    use crate::algorithms::SlidingLog;
+    use std::time::Duration;
+    let log = SlidingLog::new(1, Duration::from_secs(1))
+        .unwrap()
+        .with_rejected_recorded();
+    let mut words = vec![0; log.state_words()];
+    log.init_words(&mut words[..], 0);
+    let (granted, take) = log.plan_take(&words[..], 0, 1);
+    assert!(granted);
+    log.apply_take(&mut words[..], take.unwrap());
+    // Refused, and recorded: there is still something to write.
+    let (granted, take) = log.plan_take(&words[..], 0, 1);
+    assert!(!granted && take.is_some());
+    // A cost above the limit is never granted, and never recorded.
+    assert_eq!(log.plan_take(&words[..], 0, 2), (false, None));
+}

@@ -141,3 +141,17 @@ fn configuration_words_it_did_not_encode_never_make_a_step_panic() {
         }
     }
 }
+
+#[test]
+fn the_lean_take_fills_a_one_permit_window() {
+    use crate::algorithms::{words::WordEncoded, SlidingWindowBuckets};
+    use std::time::Duration;
+    let w = SlidingWindowBuckets::dropping(1, Duration::from_secs(60), Duration::from_secs(15))
+        .unwrap();
+    let mut words = vec![0; w.state_words()];
+    w.init_words(&mut words[..], 0);
+    let (granted, take) = w.plan_take(&words[..], 0, 1);
+    assert!(granted && take.is_some());
+    w.apply_take(&mut words[..], take.unwrap());
+    assert_eq!(w.plan_take(&words[..], 0, 1), (false, None));
+}
