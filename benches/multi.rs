@@ -13,7 +13,7 @@ use criterion::measurement::WallTime;
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkGroup, Criterion};
 use governor::{Quota, RateLimiter as Governor};
 use sluicegate::algorithms::{AllOf, Limits, SmoothBursty, SmoothWarmingUp};
-use sluicegate::cells::CellAlgorithm;
+use sluicegate::CellAlgorithm;
 use sluicegate::RateLimiter;
 use std::num::NonZeroU32;
 use std::time::Duration;

@@ -14,7 +14,7 @@ use criterion::measurement::WallTime;
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkGroup, Criterion};
 use governor::{Quota, RateLimiter as Governor};
 use sluicegate::algorithms::{FixedWindow, LeakyBucket, SlidingWindowCounter, SmoothBursty};
-use sluicegate::cells::CellAlgorithm;
+use sluicegate::CellAlgorithm;
 use sluicegate::RateLimiter;
 use std::num::NonZeroU32;
 use std::time::Duration;

@@ -17,7 +17,7 @@
 
 use governor::{Quota, RateLimiter as Governor};
 use sluicegate::algorithms::{FixedWindow, LeakyBucket, SlidingWindowCounter};
-use sluicegate::cells::CellAlgorithm;
+use sluicegate::CellAlgorithm;
 use sluicegate::RateLimiter;
 use std::hint::black_box;
 use std::num::NonZeroU32;

@@ -7,8 +7,8 @@
 //! Run with `cargo run --example demo`.
 
 use sluicegate::algorithms::{SmoothBursty, SmoothWarmingUp};
-use sluicegate::cells::CellAlgorithm;
 use sluicegate::clock::{Clock, ManualClock};
+use sluicegate::CellAlgorithm;
 use sluicegate::RateLimiter;
 use std::time::Duration;
 

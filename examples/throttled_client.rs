@@ -43,7 +43,7 @@ use tower::{Layer, ServiceExt};
 /// answers its URL.
 async fn serve<A>(limiter: RateLimiter<A>, headers: RateLimitHeaders) -> reqwest::Url
 where
-    A: sluicegate::cells::CellAlgorithm,
+    A: sluicegate::CellAlgorithm,
 {
     let server = ServerLayer::new(limiter).headers(headers);
     let app = Router::new()

@@ -23,7 +23,7 @@
 //!    `quanta`; [`ManualClock`] is virtual time for tests.
 //! 2. [`algorithms`]: pure state machines: an immutable configuration, a small state,
 //!    a step function that answers a [`Decision`]. No locks, no clock, no I/O.
-//! 3. Where state lives, updated atomically: [`cells`] hold one limit's state (a
+//! 3. Where state lives, updated atomically: cells hold one limit's state (a
 //!    lock-free word, words under a sequence lock, or a mutex: the algorithm's
 //!    shape picks), and [`stores`] hold keyed state: the [`Store`](stores::Store)
 //!    contract and its sharded in-memory default.
@@ -40,7 +40,7 @@
 
 pub mod adapters;
 pub mod algorithms;
-pub mod cells;
+mod cells;
 pub mod clock;
 mod error;
 pub mod limiters;
@@ -49,7 +49,7 @@ pub mod stores;
 pub use algorithms::{Decision, Source, Verdict};
 pub use clock::{Clock, DefaultClock, ManualClock};
 pub use error::{Applied, ConfigError, Error, StoreError};
-pub use limiters::{AsyncKeyedRateLimiter, KeyedRateLimiter, KeyedReservation};
+pub use limiters::{AsyncKeyedRateLimiter, CellAlgorithm, KeyedRateLimiter, KeyedReservation};
 pub use limiters::{AsyncRateLimiter, RateLimiter, Reservation};
 
 /// The README's examples, compiled and run as doctests so they cannot rot. Some use

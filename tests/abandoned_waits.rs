@@ -15,9 +15,9 @@ use sluicegate::algorithms::{
     Algorithm, AllOf, Decision, FixedWindow, LeakyBucket, Limits, Receipt, SmoothBursty,
     SmoothWarmingUp,
 };
-use sluicegate::cells::CellAlgorithm;
 use sluicegate::clock::{Clock, DefaultClock, ManualClock};
 use sluicegate::stores::{MemoryStore, Operation, Store};
+use sluicegate::CellAlgorithm;
 use sluicegate::{Error, KeyedRateLimiter, RateLimiter};
 use std::future::Future;
 use std::pin::Pin;

@@ -1,20 +1,16 @@
 //! An algorithm defined outside the crate, with public items only, runs in the direct
-//! limiter, the keyed limiter and both kinds of multi-limit set, with nothing added
-//! to the crate: choosing its `Shape` is all it takes.
+//! limiter, the keyed limiter (memory store) and both kinds of multi-limit set, with
+//! nothing added to the crate: implementing `Algorithm` with `type Shape = Plain` is
+//! all it takes.
 
-use sluicegate::algorithms::words::{Plan, Words, WordsMut};
-use sluicegate::algorithms::{
-    Algorithm, AllOf, Decision, FixedWindow, Limits, OneWord, Plain, WordEncoded,
-};
-use sluicegate::cells::{CellAlgorithm, WordCell};
+use sluicegate::algorithms::{Algorithm, AllOf, Decision, FixedWindow, Limits, Plain};
 use sluicegate::clock::{Clock, ManualClock, Nanos};
 use sluicegate::{Error, KeyedRateLimiter, RateLimiter};
 use std::time::Duration;
 
 const MS: Nanos = 1_000_000;
 
-/// At most one call per `gap`: the state is the earliest time of the next call, one
-/// word, so it lives in the lock-free word cell.
+/// At most one call per `gap`: the state is the earliest time of the next call.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Spacing {
     gap: Nanos,
@@ -25,7 +21,7 @@ struct Next(Nanos);
 
 impl Algorithm for Spacing {
     type State = Next;
-    type Shape = OneWord;
+    type Shape = Plain;
 
     fn initial_state(&self, _now: Nanos) -> Next {
         Next(0)
@@ -47,41 +43,7 @@ impl Algorithm for Spacing {
     }
 }
 
-impl WordEncoded for Spacing {
-    type Config = [u64; 1];
-    type Take = Next;
-
-    fn config_words(&self) -> [u64; 1] {
-        [self.gap]
-    }
-
-    fn from_config_words(words: [u64; 1]) -> Self {
-        Spacing { gap: words[0] }
-    }
-
-    fn state_words(&self) -> usize {
-        1
-    }
-
-    fn read_state<W: Words + ?Sized>(&self, words: &W) -> Next {
-        Next(words.word(0))
-    }
-
-    fn write_state<W: WordsMut + ?Sized>(&self, state: &Next, words: &mut W) {
-        words.set_word(0, state.0);
-    }
-
-    fn plan_take<W: Words + ?Sized>(&self, words: &W, now: Nanos, cost: u64) -> Plan<Next> {
-        let granted = cost == 1 && now >= words.word(0);
-        (granted, granted.then_some(Next(now + self.gap)))
-    }
-
-    fn apply_take<W: WordsMut + ?Sized>(&self, words: &mut W, take: Next) {
-        self.write_state(&take, words);
-    }
-}
-
-/// `total` permits, ever: plain data behind the mutex cell, no encoding needed.
+/// `total` permits, ever: nothing ever comes back.
 #[derive(Clone, Copy, Debug)]
 struct Budget {
     total: u64,
@@ -111,16 +73,7 @@ impl Algorithm for Budget {
 }
 
 #[test]
-fn a_word_shaped_algorithm_gets_the_lock_free_cell() {
-    fn same<T>(_: Option<T>, _: Option<T>) {}
-    same(
-        None::<<Spacing as CellAlgorithm>::Cell>,
-        None::<WordCell<Spacing>>,
-    );
-}
-
-#[test]
-fn the_direct_limiter_runs_both_shapes() {
+fn the_direct_limiter_runs_both() {
     let clock = ManualClock::new();
     let spacing = RateLimiter::with_clock(Spacing { gap: 100 * MS }, clock.clone());
     assert!(spacing.try_acquire());

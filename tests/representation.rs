@@ -1,21 +1,10 @@
-//! The algorithms' internal representations and shortcuts: each state packed in
-//! words, each lean or lock-free path, and each receipt-taking step, checked against
-//! the full step or a plain model, so that they never decide differently; the edges
-//! of configuration words; the cancel rule at the grant's own instant; timed tries
+//! The algorithms' shortcuts, seen through the public API: each lean path and each
+//! receipt-taking step, checked against the full step or a plain model, so that they
+//! never decide differently; the cancel rule at the grant's own instant; timed tries
 //! measured against the caller's deadline, and a leaky bucket's capacity.
 
 #[path = "representation/cancel_at_once.rs"]
 mod cancel_at_once;
-#[path = "representation/check_is_reserve.rs"]
-mod check_is_reserve;
-#[path = "representation/config_words.rs"]
-mod config_words;
-#[path = "representation/guava_shortcuts.rs"]
-mod guava_shortcuts;
-#[path = "representation/sliding_log_words.rs"]
-mod sliding_log_words;
-#[path = "representation/sliding_window_buckets_words.rs"]
-mod sliding_window_buckets_words;
 #[path = "representation/sliding_window_word.rs"]
 mod sliding_window_word;
 #[path = "representation/timed_try_cancel_capacity.rs"]

@@ -34,8 +34,8 @@
 //! (`step.rs`, with helpers such as the leaky bucket's tick arithmetic in
 //! `ticks.rs`), its word encoding (`word.rs`, or a ring's `ring.rs`) and its unit
 //! tests. Adding one touches its own file or folder plus its `mod` and re-export
-//! lines; an algorithm defined in another crate needs none of that, only its
-//! [`Shape`](Algorithm::Shape) (see [`cells`](crate::cells)).
+//! lines; an algorithm defined in another crate needs none of that: it implements
+//! [`Algorithm`] with [`Plain`] as its [`Shape`](Algorithm::Shape).
 //!
 //! # The step
 //!
@@ -58,12 +58,12 @@ pub mod sliding_window_counter;
 pub mod smooth_bursty;
 pub mod smooth_warming_up;
 mod validate;
-pub mod words;
+pub(crate) mod words;
 
 pub use decision::{Decision, Source, Verdict};
 pub use fixed_window::FixedWindow;
 pub use leaky_bucket::{LeakyBucket, LeakyMode};
-pub use multi::{AllOf, AllOfState, DynLimit, DynState, Limits, LimitsState};
+pub use multi::{AllOf, AllOfState, Limits, LimitsState};
 pub use pace::Pace;
 pub use receipt::Receipt;
 pub use sliding_log::SlidingLog;
@@ -71,7 +71,8 @@ pub use sliding_window_buckets::SlidingWindowBuckets;
 pub use sliding_window_counter::{Counting, Rounding, SlidingWindowCounter};
 pub use smooth_bursty::SmoothBursty;
 pub use smooth_warming_up::SmoothWarmingUp;
-pub use words::{OneWord, Plain, Shape, WordArray, WordEncoded};
+pub use words::{OneWord, Plain, WordArray};
+pub(crate) use words::{Shape, WordEncoded};
 
 use crate::clock::Nanos;
 
@@ -95,7 +96,10 @@ use crate::clock::Nanos;
 ///
 /// An algorithm also says where a direct limiter keeps its state, with its
 /// [`Shape`](Algorithm::Shape): that is all it takes for
-/// [`RateLimiter`](crate::RateLimiter) to hold it (see [`words`]).
+/// [`RateLimiter`](crate::RateLimiter) to hold it. An algorithm of your own names
+/// [`Plain`] (its state then lives behind a mutex); the crate's own algorithms keep
+/// theirs in atomic words ([`OneWord`], [`WordArray`]) through an encoding that is
+/// not public.
 ///
 /// ```
 /// use sluicegate::algorithms::{Algorithm, SmoothBursty};
@@ -109,8 +113,10 @@ pub trait Algorithm: Send + Sync + 'static {
     /// The mutable part: what a store keeps per key.
     type State: Clone + Send + Sync + 'static;
 
-    /// Where a direct limiter keeps the state: [`OneWord`] or [`WordArray`] (the
-    /// algorithm then implements [`WordEncoded`]), or [`Plain`] (behind a mutex).
+    /// Where a direct limiter keeps the state: [`Plain`] (behind a mutex), what an
+    /// algorithm outside the crate names; or, for the crate's own algorithms,
+    /// [`OneWord`] or [`WordArray`] (atomic words, through the crate's private word
+    /// encoding).
     type Shape: Shape;
 
     /// The state of a limit first used at `now`.

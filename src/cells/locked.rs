@@ -11,15 +11,6 @@ use parking_lot::Mutex;
 ///
 /// Each step takes an uncontended `parking_lot` mutex (two atomic operations), runs
 /// the algorithm, and releases it.
-///
-/// ```
-/// use sluicegate::algorithms::SmoothWarmingUp;
-/// use sluicegate::cells::{LockedCell, StateCell};
-/// use std::time::Duration;
-/// let cell = LockedCell::new(SmoothWarmingUp::new(2.0, Duration::from_secs(4)).unwrap(), 0);
-/// assert!(cell.try_take(0, 1));
-/// assert!(!cell.try_take(0, 1)); // the first cold permit costs 1.375 s
-/// ```
 #[derive(Debug)]
 pub struct LockedCell<A: Algorithm> {
     inner: Mutex<(A, A::State)>,

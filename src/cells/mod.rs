@@ -17,13 +17,13 @@
 //!
 //! [`CellAlgorithm`] is that choice as a bound: every `Algorithm + Clone` whose
 //! shape has a cell is one, with no impl to write, so an algorithm defined anywhere
-//! (in this crate or yours) goes into a [`RateLimiter`](crate::RateLimiter) as soon
-//! as it names its shape. Both word cells share the configuration words under the
+//! (in this crate or a user's) goes into a [`RateLimiter`](crate::RateLimiter) as
+//! soon as it names its shape. Both word cells share the configuration words under the
 //! one [`SequenceLock`]; the non-blocking hot path is [`StateCell::try_take`], which
-//! runs the algorithm's lean [`plan_take`](crate::algorithms::WordEncoded::plan_take)
-//! and [`apply_take`](crate::algorithms::WordEncoded::apply_take); the full
+//! runs the algorithm's lean `plan_take`
+//! and `apply_take`; the full
 //! non-blocking [`StateCell::check`] publishes before it describes the decision
-//! ([`check_words`](crate::algorithms::WordEncoded::check_words)).
+//! (`check_words`).
 
 use crate::algorithms::words::MAX_CONFIG_WORDS;
 use crate::algorithms::{
@@ -39,27 +39,12 @@ mod word;
 mod words;
 
 pub use locked::LockedCell;
-pub use sequence::{Claim, SequenceLock};
+pub use sequence::SequenceLock;
 pub use word::WordCell;
 pub use words::WordsCell;
 
 /// A change of configuration and state applied by [`StateCell::reconfigure`]: a pure
 /// function of its inputs that may refuse with an error.
-///
-/// ```
-/// use sluicegate::algorithms::SmoothBursty;
-/// use sluicegate::cells::{StateCell, WordCell};
-/// use sluicegate::ConfigError;
-/// let cell = WordCell::new(SmoothBursty::new(1.0).unwrap(), 0);
-/// assert!(cell.reconfigure(&|_, _| Err(ConfigError::InvalidRate { rate: 0.0 })).is_err());
-/// assert_eq!(cell.algorithm().rate(), 1.0); // a refused change changes nothing
-/// cell.reconfigure(&|algorithm, _| {
-///     *algorithm = SmoothBursty::new(2.0)?;
-///     Ok(())
-/// })
-/// .unwrap();
-/// assert_eq!(cell.algorithm().rate(), 2.0);
-/// ```
 pub type Reconfiguration<'a, A> =
     dyn Fn(&mut A, &mut <A as Algorithm>::State) -> Result<(), ConfigError> + 'a;
 
@@ -68,20 +53,6 @@ pub type Reconfiguration<'a, A> =
 /// Every method applies one algorithm step as a single atomic action: concurrent
 /// callers are serialised (by a lock or a compare-and-swap) and never lose an
 /// update.
-///
-/// ```
-/// use sluicegate::algorithms::{Algorithm, FixedWindow};
-/// use sluicegate::cells::{LockedCell, StateCell, WordCell};
-/// use std::time::Duration;
-/// // Code generic over the cell sees the same decisions from every kind.
-/// fn two_calls<A: Algorithm + Clone, C: StateCell<A>>(algorithm: A) -> (bool, bool) {
-///     let cell = C::new(algorithm, 0);
-///     (cell.reserve(0, 1, 0).0.is_allowed(), cell.try_take(0, 1))
-/// }
-/// let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
-/// assert_eq!(two_calls::<_, WordCell<_>>(window), (true, false));
-/// assert_eq!(two_calls::<_, LockedCell<_>>(window), (true, false));
-/// ```
 pub trait StateCell<A: Algorithm + Clone>: Send + Sync + 'static {
     /// A cell holding `algorithm` with its initial state at `now`.
     fn new(algorithm: A, now: Nanos) -> Self;
@@ -98,20 +69,8 @@ pub trait StateCell<A: Algorithm + Clone>: Send + Sync + 'static {
     /// without the [`Receipt`] (a granted check acts at once). The default is
     /// exactly that. [`WordCell`] publishes the new state first and describes the
     /// decision after its compare-and-swap, through the algorithm's
-    /// [`WordEncoded::check_words`], so that the swap does not wait for arithmetic
+    /// `WordEncoded::check_words`, so that the swap does not wait for arithmetic
     /// that only feeds the decision's other fields.
-    ///
-    /// ```
-    /// use sluicegate::algorithms::FixedWindow;
-    /// use sluicegate::cells::{StateCell, WordCell};
-    /// use std::time::Duration;
-    /// let cell = WordCell::new(FixedWindow::new(2, Duration::from_secs(10)).unwrap(), 0);
-    /// assert_eq!(cell.check(3_000_000_000, 1).remaining(), 1);
-    /// assert_eq!(cell.check(3_000_000_000, 1).remaining(), 0);
-    /// let refused = cell.check(3_000_000_000, 1);
-    /// assert_eq!(refused.retry_after(), Duration::from_secs(7));
-    /// assert_eq!(refused, cell.reserve(3_000_000_000, 1, 0).0); // nothing was taken
-    /// ```
     #[inline(always)]
     fn check(&self, now: Nanos, cost: u64) -> Decision {
         self.reserve(now, cost, 0).0
@@ -124,25 +83,6 @@ pub trait StateCell<A: Algorithm + Clone>: Send + Sync + 'static {
     /// ([`peek`](StateCell::peek)) only for a grant that left the limit short of
     /// whole; [`LockedCell`], which holds the sets, reports every member in the
     /// same locked step.
-    ///
-    /// ```
-    /// use sluicegate::algorithms::{AllOf, FixedWindow};
-    /// use sluicegate::cells::{LockedCell, StateCell};
-    /// use std::time::Duration;
-    /// let second = FixedWindow::new(2, Duration::from_secs(1)).unwrap();
-    /// let minute = FixedWindow::new(10, Duration::from_secs(60)).unwrap();
-    /// let cell = LockedCell::new(AllOf::new((second, minute)), 0);
-    /// let mut left = Vec::new();
-    /// assert!(cell.check_each(0, 1, &mut |d| left.push(d.remaining())).is_allowed());
-    /// assert_eq!(left, [1, 9]);
-    /// // One limit: its last permit granted, it reports when the next one comes.
-    /// use sluicegate::cells::WordCell;
-    /// let lone = WordCell::new(FixedWindow::new(1, Duration::from_secs(1)).unwrap(), 0);
-    /// let mut reported = Vec::new();
-    /// assert!(lone.check_each(0, 1, &mut |d| reported.push(d)).is_allowed());
-    /// assert!(!reported[0].is_allowed());
-    /// assert_eq!(reported[0].retry_after(), Duration::from_secs(1));
-    /// ```
     fn check_each(&self, now: Nanos, cost: u64, each: &mut dyn FnMut(Decision)) -> Decision {
         let decision = self.check(now, cost);
         each(
@@ -169,12 +109,6 @@ pub trait StateCell<A: Algorithm + Clone>: Send + Sync + 'static {
 
 /// Which cell holds a state of this shape: implemented by the shape markers
 /// ([`OneWord`], [`WordArray`], [`Plain`]) for the algorithms each can hold.
-///
-/// ```
-/// use sluicegate::algorithms::{FixedWindow, OneWord};
-/// use sluicegate::cells::{CellFor, WordCell};
-/// let _: Option<<OneWord as CellFor<FixedWindow>>::Cell> = None::<WordCell<FixedWindow>>;
-/// ```
 pub trait CellFor<A: Algorithm + Clone> {
     /// The cell.
     type Cell: StateCell<A>;
@@ -192,29 +126,42 @@ impl<A: Algorithm + Clone> CellFor<A> for Plain {
     type Cell = LockedCell<A>;
 }
 
-/// An algorithm a direct limiter can hold: any `Algorithm + Clone` whose
-/// [`Shape`](Algorithm::Shape) has a cell ([`CellFor`]). Implemented for all of
-/// them; never implement it yourself.
-///
-/// ```
-/// use sluicegate::algorithms::SmoothBursty;
-/// use sluicegate::cells::{CellAlgorithm, StateCell};
-/// let cell = <SmoothBursty as CellAlgorithm>::Cell::new(SmoothBursty::new(1.0).unwrap(), 0);
-/// assert!(cell.try_take(0, 1));
-/// assert!(!cell.try_take(0, 1)); // the next permit is 1 s away
-/// ```
-pub trait CellAlgorithm: Algorithm + Clone {
+/// The cell a direct limiter keeps an algorithm's state in: the one its
+/// [`Shape`](Algorithm::Shape) picks ([`CellFor`]). Implemented for every
+/// `Algorithm + Clone` whose shape has a cell.
+pub trait HasCell: Algorithm + Clone {
     /// The cell the shape picks.
     type Cell: StateCell<Self>;
 }
 
-impl<A> CellAlgorithm for A
+impl<A> HasCell for A
 where
     A: Algorithm + Clone,
     A::Shape: CellFor<A>,
 {
     type Cell = <A::Shape as CellFor<A>>::Cell;
 }
+
+/// An algorithm a direct limiter can hold: every `Algorithm + Clone` of the crate,
+/// and every one of yours whose [`Shape`](Algorithm::Shape) is
+/// [`Plain`](crate::algorithms::Plain). It is implemented for all of them and
+/// cannot be implemented by hand; name it as the bound of your own code generic
+/// over a [`RateLimiter`](crate::RateLimiter).
+///
+/// ```
+/// use sluicegate::algorithms::{FixedWindow, SmoothBursty};
+/// use sluicegate::{CellAlgorithm, ManualClock, RateLimiter};
+/// use std::time::Duration;
+/// fn first_two<A: CellAlgorithm>(algorithm: A) -> (bool, bool) {
+///     let limiter = RateLimiter::with_clock(algorithm, ManualClock::new());
+///     (limiter.try_acquire(), limiter.try_acquire())
+/// }
+/// assert_eq!(first_two(SmoothBursty::new(1.0).unwrap()), (true, false));
+/// assert_eq!(first_two(FixedWindow::new(2, Duration::from_secs(1)).unwrap()), (true, true));
+/// ```
+pub trait CellAlgorithm: HasCell {}
+
+impl<A: HasCell> CellAlgorithm for A {}
 
 /// Sets the rate of the algorithm in a cell (Guava's `setRate`), at `now`.
 pub(crate) fn set_rate<A, S>(cell: &S, now: Nanos, rate: f64) -> Result<(), ConfigError>
@@ -248,3 +195,6 @@ fn store_config<A: WordEncoded>(atomics: &[AtomicU64; MAX_CONFIG_WORDS], algorit
         atomic.store(*word, Ordering::Relaxed);
     }
 }
+
+#[cfg(test)]
+mod tests;

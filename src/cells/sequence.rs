@@ -22,34 +22,12 @@ use std::sync::atomic::{fence, AtomicU64, Ordering};
 ///
 /// Waiting (for an odd sequence) spins briefly, then yields the thread: a writer
 /// holds the sequence for a handful of stores, but may be descheduled mid-write.
-///
-/// ```
-/// use sluicegate::cells::SequenceLock;
-/// let lock = SequenceLock::new();
-/// let seen = lock.begin();
-/// {
-///     let mut claim = lock.claim(seen).expect("nobody else wrote");
-///     claim.wrote();
-/// }
-/// assert!(!lock.unchanged_since(seen)); // a write landed since `seen`
-/// assert!(lock.claim(seen).is_none()); // so a plan made under `seen` is stale
-/// let again = lock.begin();
-/// drop(lock.lock()); // a claim that wrote nothing leaves the sequence as it was
-/// assert!(lock.unchanged_since(again));
-/// ```
 #[derive(Debug, Default)]
 pub struct SequenceLock {
     sequence: AtomicU64,
 }
 
 /// The right to write under a [`SequenceLock`], released when dropped.
-///
-/// ```
-/// use sluicegate::cells::SequenceLock;
-/// let lock = SequenceLock::new();
-/// let mut claim = lock.lock();
-/// claim.wrote(); // the release will tell readers that the words changed
-/// ```
 #[derive(Debug)]
 pub struct Claim<'a> {
     sequence: &'a AtomicU64,
@@ -59,11 +37,6 @@ pub struct Claim<'a> {
 
 impl SequenceLock {
     /// A lock nobody holds.
-    ///
-    /// ```
-    /// use sluicegate::cells::SequenceLock;
-    /// assert_eq!(SequenceLock::new().begin() % 2, 0);
-    /// ```
     pub const fn new() -> Self {
         SequenceLock {
             sequence: AtomicU64::new(0),
@@ -73,12 +46,6 @@ impl SequenceLock {
     /// Waits until no write is in progress and returns the (even) sequence seen.
     /// Loads made after this are valid only if [`unchanged_since`](Self::unchanged_since)
     /// agrees afterwards.
-    ///
-    /// ```
-    /// use sluicegate::cells::SequenceLock;
-    /// let lock = SequenceLock::new();
-    /// assert!(lock.unchanged_since(lock.begin()));
-    /// ```
     #[inline(always)]
     pub fn begin(&self) -> u64 {
         let seen = self.sequence.load(Ordering::Acquire);
@@ -106,14 +73,6 @@ impl SequenceLock {
 
     /// True if nothing was written since `seen` was returned by
     /// [`begin`](Self::begin), so every load made in between saw one consistent state.
-    ///
-    /// ```
-    /// use sluicegate::cells::SequenceLock;
-    /// let lock = SequenceLock::new();
-    /// let seen = lock.begin();
-    /// lock.lock().wrote();
-    /// assert!(!lock.unchanged_since(seen));
-    /// ```
     #[inline(always)]
     pub fn unchanged_since(&self, seen: u64) -> bool {
         // Orders the data loads before the second sequence load: if any of them saw
@@ -126,15 +85,6 @@ impl SequenceLock {
     /// nothing was written since a read began under it; `None` if another writer got
     /// there first. Needs no [`unchanged_since`](Self::unchanged_since) check of its
     /// own: the swap fails just as the check would.
-    ///
-    /// ```
-    /// use sluicegate::cells::SequenceLock;
-    /// let lock = SequenceLock::new();
-    /// let seen = lock.begin();
-    /// let claim = lock.claim(seen);
-    /// assert!(claim.is_some());
-    /// assert!(lock.claim(seen).is_none()); // held: nobody else can claim
-    /// ```
     #[inline(always)]
     pub fn claim(&self, seen: u64) -> Option<Claim<'_>> {
         // Loads made before the claim are ordered before the swap: if one of them
@@ -163,13 +113,6 @@ impl SequenceLock {
 
     /// Claims the right to write whatever the sequence is now, waiting for a writer
     /// to finish.
-    ///
-    /// ```
-    /// use sluicegate::cells::SequenceLock;
-    /// let lock = SequenceLock::new();
-    /// drop(lock.lock());
-    /// drop(lock.lock()); // released on drop, so it can be taken again
-    /// ```
     pub fn lock(&self) -> Claim<'_> {
         let mut spins = 0;
         loop {
@@ -187,14 +130,6 @@ impl SequenceLock {
 impl Claim<'_> {
     /// Records that the words may have changed, so that the release moves the
     /// sequence on and readers that overlapped the write retry.
-    ///
-    /// ```
-    /// use sluicegate::cells::SequenceLock;
-    /// let lock = SequenceLock::new();
-    /// let seen = lock.begin();
-    /// lock.lock().wrote();
-    /// assert_ne!(lock.begin(), seen);
-    /// ```
     #[inline(always)]
     pub fn wrote(&mut self) {
         self.wrote = true;

@@ -21,14 +21,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// and releases. A step whose swap lands before the rewrite is ordered before the
 /// change; one that would land after fails its swap and retries under the new
 /// configuration.
-///
-/// ```
-/// use sluicegate::algorithms::SmoothBursty;
-/// use sluicegate::cells::{StateCell, WordCell};
-/// let cell = WordCell::new(SmoothBursty::new(5.0).unwrap(), 0);
-/// assert!(cell.try_take(0, 1));
-/// assert_eq!(cell.reserve(0, 1, u64::MAX).0.wait_nanos(), 200_000_000);
-/// ```
 #[derive(Debug)]
 pub struct WordCell<A: WordEncoded> {
     /// Written on every grant: alone in its cache line, so that threads contending
@@ -131,7 +123,7 @@ impl<A: WordEncoded> StateCell<A> for WordCell<A> {
         }
     }
 
-    /// Publishes what the algorithm's [`check_words`](WordEncoded::check_words)
+    /// Publishes what the algorithm's `check_words`
     /// settled, and lets it describe the decision after the compare-and-swap.
     #[inline(always)]
     fn check(&self, now: Nanos, cost: u64) -> Decision {

@@ -40,25 +40,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 ///
 /// The number of words is fixed when the cell is made: a reconfiguration whose new
 /// state has another size fails with [`ConfigError::InvalidCount`](crate::ConfigError::InvalidCount) and changes nothing.
-///
-/// ```
-/// use sluicegate::algorithms::SlidingLog;
-/// use sluicegate::cells::{StateCell, WordsCell};
-/// use std::time::Duration;
-/// let log = SlidingLog::new(2, Duration::from_secs(60)).unwrap();
-/// let cell = WordsCell::new(log, 0);
-/// assert!(cell.try_take(0, 1));
-/// assert!(cell.reserve(0, 1, 0).0.is_allowed());
-/// assert!(!cell.try_take(0, 1)); // the log is full
-/// assert_eq!(cell.peek(0, 1).retry_after(), Duration::from_secs(60));
-/// // The state's size is fixed: a new limit must keep the capacity.
-/// let err = cell.reconfigure(&|log, _| {
-///     *log = SlidingLog::new(3, Duration::from_secs(60))?;
-///     Ok(())
-/// });
-/// assert!(err.is_err());
-/// assert_eq!(cell.algorithm(), log); // refused: nothing changed
-/// ```
 #[derive(Debug)]
 // The words every call reads first (sequence and configuration) start a cache line
 // of their own.

@@ -342,7 +342,7 @@ impl<A: CellAlgorithm, C: Clock> RateLimiter<A, C> {
     /// only the verdict: for the bursty limiter, the fixed window and the sliding
     /// window counter, the lock-free cell publishes the new state first and works
     /// out the decision's other fields after its compare-and-swap
-    /// ([`StateCell::check`](crate::cells::StateCell::check)).
+    /// (`StateCell::check`).
     ///
     /// # Errors
     /// [`Error::ZeroCost`] for a cost of 0.

@@ -24,6 +24,7 @@ mod ledger;
 mod reservation;
 mod waiting;
 
+pub use crate::cells::CellAlgorithm;
 pub use asynchronous::AsyncRateLimiter;
 pub use direct::RateLimiter;
 pub use keyed::KeyedRateLimiter;

@@ -18,7 +18,7 @@
 //! * `redis` (feature `redis`) runs the same steps server-side on Redis or Redis
 //!   Cluster, one script call per decision, so that many processes share limits.
 //!
-//! One limit's state (a direct limiter's) lives in a [cell](crate::cells) instead.
+//! One limit's state (a direct limiter's) lives in a cell instead.
 //!
 //! Each store is one folder under `stores/`; adding a store touches nothing else.
 

@@ -2,8 +2,8 @@
 //! a rejected call never changes the limiter's state.
 
 use sluicegate::algorithms::{SmoothBursty, SmoothWarmingUp};
-use sluicegate::cells::CellAlgorithm;
 use sluicegate::clock::ManualClock;
+use sluicegate::CellAlgorithm;
 use sluicegate::{Error, RateLimiter};
 use std::time::Duration;
 

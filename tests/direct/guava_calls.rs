@@ -24,9 +24,7 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-fn count_free_grants<A: sluicegate::cells::CellAlgorithm, C: Clock>(
-    limiter: &RateLimiter<A, C>,
-) -> usize {
+fn count_free_grants<A: sluicegate::CellAlgorithm, C: Clock>(limiter: &RateLimiter<A, C>) -> usize {
     (0..10_000).take_while(|_| limiter.try_acquire()).count()
 }
 

@@ -6,8 +6,8 @@
 
 use proptest::prelude::*;
 use sluicegate::algorithms::{SmoothBursty, SmoothWarmingUp};
-use sluicegate::cells::CellAlgorithm;
 use sluicegate::clock::ManualClock;
+use sluicegate::CellAlgorithm;
 use sluicegate::RateLimiter;
 use std::time::Duration;
 

@@ -6,8 +6,8 @@ use crate::support::virtual_time;
 use virtual_time::{assert_acquires_slept, bursty};
 
 use sluicegate::algorithms::{SmoothBursty, SmoothWarmingUp};
-use sluicegate::cells::CellAlgorithm;
 use sluicegate::clock::{Clock, ManualClock};
+use sluicegate::CellAlgorithm;
 use sluicegate::{RateLimiter, Reservation};
 use std::time::Duration;
 

@@ -5,8 +5,8 @@
 //! `representation/sliding_log_words.rs`).
 
 use sluicegate::algorithms::{SlidingWindowBuckets, SmoothBursty, SmoothWarmingUp};
-use sluicegate::cells::CellAlgorithm;
 use sluicegate::clock::{Clock, DefaultClock, ManualClock};
+use sluicegate::CellAlgorithm;
 use sluicegate::{AsyncRateLimiter, RateLimiter};
 use std::sync::Barrier;
 use std::thread;

@@ -6,8 +6,8 @@ use sluicegate::algorithms::{
     AllOf, FixedWindow, LeakyBucket, Limits, SlidingLog, SlidingWindowBuckets,
     SlidingWindowCounter, SmoothBursty, SmoothWarmingUp,
 };
-use sluicegate::cells::CellAlgorithm;
 use sluicegate::clock::{Clock, ManualClock};
+use sluicegate::CellAlgorithm;
 use sluicegate::{Decision, KeyedRateLimiter, RateLimiter};
 use std::time::Duration;
 

@@ -13,9 +13,9 @@ use reservation_trace::{assert_same, counts, run_direct, run_keyed, trace, Mode,
 use sluicegate::algorithms::{
     Algorithm, AllOf, FixedWindow, LeakyBucket, SlidingWindowCounter, SmoothBursty, SmoothWarmingUp,
 };
-use sluicegate::cells::CellAlgorithm;
 use sluicegate::clock::{Clock, ManualClock};
 use sluicegate::stores::MemoryStore;
+use sluicegate::CellAlgorithm;
 use sluicegate::{Error, KeyedRateLimiter, KeyedReservation, RateLimiter};
 use std::time::Duration;
 use virtual_time::StuckClock;

@@ -10,8 +10,8 @@ use sluicegate::algorithms::{
     Algorithm, AllOf, Counting, FixedWindow, Receipt, SlidingLog, SlidingWindowBuckets,
     SlidingWindowCounter,
 };
-use sluicegate::cells::CellAlgorithm;
 use sluicegate::clock::ManualClock;
+use sluicegate::CellAlgorithm;
 use sluicegate::RateLimiter;
 use std::time::Duration;
 

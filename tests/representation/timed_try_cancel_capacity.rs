@@ -18,9 +18,9 @@ use sluicegate::algorithms::{
     smooth_bursty::BurstyState, Algorithm, AllOf, FixedWindow, LeakyBucket, Limits, SlidingLog,
     SlidingWindowBuckets, SlidingWindowCounter, SmoothBursty, SmoothWarmingUp,
 };
-use sluicegate::cells::CellAlgorithm;
 use sluicegate::clock::{Clock, ManualClock, Nanos};
 use sluicegate::stores::MemoryStore;
+use sluicegate::CellAlgorithm;
 use sluicegate::{KeyedRateLimiter, RateLimiter};
 use std::time::Duration;
 

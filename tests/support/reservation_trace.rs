@@ -5,9 +5,9 @@
 #![allow(dead_code)]
 
 use sluicegate::algorithms::Algorithm;
-use sluicegate::cells::CellAlgorithm;
 use sluicegate::clock::{Clock, ManualClock, Nanos};
 use sluicegate::stores::Store;
+use sluicegate::CellAlgorithm;
 use sluicegate::{Decision, KeyedRateLimiter, RateLimiter};
 use std::time::Duration;
 

@@ -4,8 +4,8 @@
 
 use futures::future::{Either, Pending, Ready};
 use sluicegate::algorithms::SmoothBursty;
-use sluicegate::cells::CellAlgorithm;
 use sluicegate::clock::{Clock, ManualClock, Nanos};
+use sluicegate::CellAlgorithm;
 use sluicegate::RateLimiter;
 use std::time::Duration;
 

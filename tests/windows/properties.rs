@@ -7,8 +7,8 @@ use proptest::prelude::*;
 use sluicegate::algorithms::{
     Algorithm, Counting, FixedWindow, LeakyBucket, Rounding, SlidingWindowCounter,
 };
-use sluicegate::cells::CellAlgorithm;
 use sluicegate::clock::{Clock, ManualClock};
+use sluicegate::CellAlgorithm;
 use sluicegate::{Error, RateLimiter};
 use std::time::Duration;
 

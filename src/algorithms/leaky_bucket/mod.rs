@@ -56,7 +56,7 @@
 //! nanosecond and no conversion happens at all.
 //!
 //! The state is that one tick count: a `u64`, updated by one compare-and-swap in a
-//! [`WordCell`](crate::cells::WordCell). 2⁶⁴ ticks span at least 292 years.
+//! `WordCell`. 2⁶⁴ ticks span at least 292 years.
 //!
 //! Converting `now` into ticks divides: `now` nanoseconds are
 //! `⌊now · K · count / period⌋` ticks. A non-blocking try avoids it: a tick count

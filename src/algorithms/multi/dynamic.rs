@@ -57,7 +57,7 @@ impl Limits {
     }
 
     /// Adds `limit` as the last member. States made before this call belong to a
-    /// different set: steps on them answer never (see [`DynLimit`]).
+    /// different set: steps on them answer never.
     ///
     /// ```
     /// use sluicegate::algorithms::{Algorithm, Limits, SmoothBursty};
@@ -70,17 +70,6 @@ impl Limits {
     /// ```
     pub fn push<A: Algorithm + Clone>(&mut self, limit: A) {
         self.members.push(Box::new(limit));
-    }
-
-    /// A set of already boxed limits, in order.
-    ///
-    /// ```
-    /// use sluicegate::algorithms::{DynLimit, Limits, SmoothBursty};
-    /// let boxed: Vec<Box<dyn DynLimit>> = vec![Box::new(SmoothBursty::new(1.0).unwrap())];
-    /// assert_eq!(Limits::from_boxed(boxed).len(), 1);
-    /// ```
-    pub fn from_boxed(members: Vec<Box<dyn DynLimit>>) -> Self {
-        Limits { members }
     }
 
     /// The number of member limits.
@@ -100,14 +89,7 @@ impl Limits {
     }
 
     /// The member limits, in order.
-    ///
-    /// ```
-    /// use sluicegate::algorithms::{Limits, SmoothBursty};
-    /// let limits = Limits::new().with(SmoothBursty::new(1.0).unwrap());
-    /// let mut state = limits.members()[0].initial_dyn_state(0);
-    /// assert!(limits.members()[0].reserve_dyn(&mut state, 0, 1, 0).0.is_allowed());
-    /// ```
-    pub fn members(&self) -> &[Box<dyn DynLimit>] {
+    pub(crate) fn members(&self) -> &[Box<dyn DynLimit>] {
         &self.members
     }
 
@@ -228,7 +210,7 @@ impl fmt::Debug for Limits {
     }
 }
 
-/// The state of a [`Limits`] set: one [`DynState`] per member, and the scratch
+/// The state of a [`Limits`] set: one boxed state per member, and the scratch
 /// space a call works in, allocated with it.
 ///
 /// ```
@@ -258,15 +240,8 @@ impl LimitsState {
     }
 
     /// The member states, in order.
-    ///
-    /// ```
-    /// use sluicegate::algorithms::{Algorithm, Limits, SmoothBursty};
-    /// let limits = Limits::new()
-    ///     .with(SmoothBursty::new(1.0).unwrap())
-    ///     .with(SmoothBursty::new(2.0).unwrap());
-    /// assert_eq!(limits.initial_state(0).members().len(), 2);
-    /// ```
-    pub fn members(&self) -> &[DynState] {
+    #[cfg(test)]
+    pub(crate) fn members(&self) -> &[DynState] {
         &self.members
     }
 }

@@ -12,13 +12,6 @@ use std::fmt;
 ///
 /// Created once per set state (one allocation per member); cloning it clones the
 /// boxed state (another allocation), which the set's hot path never does.
-///
-/// ```
-/// use sluicegate::algorithms::DynState;
-/// let state = DynState::new(7_u64);
-/// assert_eq!(state.downcast_ref::<u64>(), Some(&7));
-/// assert_eq!(state.downcast_ref::<i32>(), None);
-/// ```
 pub struct DynState(Box<dyn ErasedState>);
 
 /// What a boxed state must offer: a clone and a view as [`Any`].
@@ -52,13 +45,6 @@ impl DynState {
     }
 
     /// The state, mutably, if it is an `S`.
-    ///
-    /// ```
-    /// use sluicegate::algorithms::DynState;
-    /// let mut state = DynState::new(1_u32);
-    /// *state.downcast_mut::<u32>().unwrap() += 1;
-    /// assert_eq!(state.downcast_ref::<u32>(), Some(&2));
-    /// ```
     pub fn downcast_mut<S: 'static>(&mut self) -> Option<&mut S> {
         (*self.0).as_any_mut().downcast_mut()
     }
@@ -85,14 +71,6 @@ impl fmt::Debug for DynState {
 /// [`initial_dyn_state`](DynLimit::initial_dyn_state) of the same algorithm) never
 /// panics: steps answer never (limit 0), `cancel_dyn` does nothing and
 /// `is_replenished_dyn` says true, so that a store would start the state afresh.
-///
-/// ```
-/// use sluicegate::algorithms::{DynLimit, SmoothBursty};
-/// let limit: Box<dyn DynLimit> = Box::new(SmoothBursty::new(1.0).unwrap());
-/// let mut state = limit.initial_dyn_state(0);
-/// assert!(limit.reserve_dyn(&mut state, 0, 1, 0).0.is_allowed());
-/// assert!(!limit.peek_dyn(&state, 0, 1).is_allowed());
-/// ```
 pub trait DynLimit: Send + Sync + 'static {
     /// [`Algorithm::initial_state`], boxed.
     fn initial_dyn_state(&self, now: Nanos) -> DynState;
@@ -112,16 +90,6 @@ pub trait DynLimit: Send + Sync + 'static {
     /// [`Algorithm::standing`] after a step on `state` at `now` that answered
     /// `answer`. The default applies the default rule through
     /// [`peek_dyn`](DynLimit::peek_dyn); every `Algorithm` answers its own.
-    ///
-    /// ```
-    /// use sluicegate::algorithms::{DynLimit, FixedWindow};
-    /// use std::time::Duration;
-    /// let limit: Box<dyn DynLimit> = Box::new(FixedWindow::new(3, Duration::from_secs(1)).unwrap());
-    /// let mut state = limit.initial_dyn_state(0);
-    /// let (grant, _) = limit.reserve_dyn(&mut state, 0, 1, 0);
-    /// let standing = limit.standing_dyn(&state, 0, grant);
-    /// assert_eq!((standing.remaining(), standing.retry_after()), (2, Duration::from_secs(1)));
-    /// ```
     fn standing_dyn(&self, state: &DynState, now: Nanos, answer: Decision) -> Decision {
         standing_with(answer, &mut |cost| self.peek_dyn(state, now, cost))
     }
@@ -165,12 +133,6 @@ pub trait DynLimit: Send + Sync + 'static {
 
     /// The limit itself, to downcast to its concrete type: how a store that runs
     /// known algorithms its own way (the Redis store) recognizes a member.
-    ///
-    /// ```
-    /// use sluicegate::algorithms::{DynLimit, SmoothBursty};
-    /// let limit: Box<dyn DynLimit> = Box::new(SmoothBursty::new(1.0).unwrap());
-    /// assert!(limit.as_any().downcast_ref::<SmoothBursty>().is_some());
-    /// ```
     fn as_any(&self) -> &dyn std::any::Any;
 }
 
@@ -289,5 +251,68 @@ impl<A: Algorithm + Clone> DynLimit for A {
 
     fn as_any(&self) -> &dyn std::any::Any {
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{DynLimit, DynState};
+    use crate::algorithms::{FixedWindow, Limits, SmoothBursty};
+    use std::time::Duration;
+
+    #[test]
+    fn a_boxed_state_downcasts_to_its_own_type_only() {
+        let state = DynState::new(7_u64);
+        assert_eq!(state.downcast_ref::<u64>(), Some(&7));
+        assert_eq!(state.downcast_ref::<i32>(), None);
+        let mut state = DynState::new(1_u32);
+        *state.downcast_mut::<u32>().unwrap() += 1;
+        assert_eq!(state.downcast_ref::<u32>(), Some(&2));
+    }
+
+    #[test]
+    fn a_boxed_limit_steps_its_boxed_state() {
+        let limit: Box<dyn DynLimit> = Box::new(SmoothBursty::new(1.0).unwrap());
+        let mut state = limit.initial_dyn_state(0);
+        assert!(limit.reserve_dyn(&mut state, 0, 1, 0).0.is_allowed());
+        assert!(!limit.peek_dyn(&state, 0, 1).is_allowed());
+        assert!(limit.as_any().downcast_ref::<SmoothBursty>().is_some());
+    }
+
+    #[test]
+    fn a_boxed_limit_reports_its_standing() {
+        let limit: Box<dyn DynLimit> =
+            Box::new(FixedWindow::new(3, Duration::from_secs(1)).unwrap());
+        let mut state = limit.initial_dyn_state(0);
+        let (grant, _) = limit.reserve_dyn(&mut state, 0, 1, 0);
+        let standing = limit.standing_dyn(&state, 0, grant);
+        assert_eq!(
+            (standing.remaining(), standing.retry_after()),
+            (2, Duration::from_secs(1))
+        );
+    }
+
+    #[test]
+    fn a_set_of_boxed_limits_holds_them_in_order() {
+        let limits = Limits::new().with(SmoothBursty::new(1.0).unwrap());
+        let mut state = limits.members()[0].initial_dyn_state(0);
+        assert!(limits.members()[0]
+            .reserve_dyn(&mut state, 0, 1, 0)
+            .0
+            .is_allowed());
+    }
+
+    #[test]
+    fn a_boxed_member_on_a_foreign_state_answers_never() {
+        use crate::algorithms::Algorithm;
+        let two = Limits::new()
+            .with(SmoothBursty::new(1.0).unwrap())
+            .with(FixedWindow::new(1, Duration::from_secs(1)).unwrap());
+        let foreign = two.initial_state(0);
+        let swapped = Limits::new()
+            .with(FixedWindow::new(1, Duration::from_secs(1)).unwrap())
+            .with(SmoothBursty::new(1.0).unwrap());
+        let member: &dyn DynLimit = &*swapped.members()[0];
+        assert!(member.peek_dyn(&foreign.members()[0], 0, 1).is_never());
     }
 }

@@ -88,13 +88,13 @@
 //!   (`AllOf<(AllOf<(A, B)>, C, D)>`); a nested set then counts as one member and its
 //!   index is its position in the outer tuple.
 //! * [`Limits`]: any number of limits chosen at run time (e.g. read from a
-//!   configuration file), each boxed behind the object-safe [`DynLimit`], which every
+//!   configuration file), each boxed behind an object-safe trait that every
 //!   `Algorithm + Clone` implements. Its state is a vector of type-erased member
-//!   states ([`DynState`]) and their saved copies, allocated once when the state is
+//!   states and their saved copies, allocated once when the state is
 //!   created; a call allocates nothing. It costs a virtual call or two per member.
 //!
 //! Both implement [`Algorithm`], so they run under [`RateLimiter`](crate::RateLimiter)
-//! (in a [`LockedCell`](crate::cells::LockedCell)) like any single limit.
+//! (in a `LockedCell`) like any single limit.
 //!
 //! ```
 //! use sluicegate::algorithms::{AllOf, SmoothBursty};
@@ -120,7 +120,7 @@ mod erased;
 
 pub use all_of::{AllOf, AllOfState};
 pub use dynamic::{Limits, LimitsState};
-pub use erased::{DynLimit, DynState};
+pub(crate) use erased::{DynLimit, DynState};
 
 use super::{Algorithm, Decision, Receipt, Verdict};
 use crate::clock::Nanos;

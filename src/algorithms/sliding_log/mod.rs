@@ -81,8 +81,7 @@
 //! [`slots`](SlidingLog::slots) entries of two words each (time, running
 //! count after it): `24 + 16 × slots` bytes. Because the size is fixed by the
 //! configuration, a direct limiter keeps these words as atomics in a lock-free
-//! [`WordsCell`](crate::cells::WordsCell) (see
-//! [`words`](super::words)).
+//! cell.
 //!
 //! * Without recorded rejects, the log holds at most `limit` entries: every entry
 //!   costs at least 1, a call is appended without dropping anything only while the
@@ -112,7 +111,7 @@
 //! * A refused call's exact `retry_after` is another binary search, for the entry
 //!   whose expiry makes room. A direct limiter's non-blocking try needs no
 //!   `retry_after` and skips it
-//!   ([`plan_take`](super::words::WordEncoded::plan_take)): a refusal
+//!   (`plan_take`): a refusal
 //!   costs loads only, a grant (or a recorded refusal) one compare-and-swap.
 //!
 //! # Edges
@@ -133,8 +132,6 @@ use ring::{at_word, wrap, BASE, HEAD, HEADER, LEN};
 use std::time::Duration;
 
 mod ring;
-
-pub use ring::LogTake;
 
 /// The largest `limit` of a log: 2²⁰ entries (16 MiB of ring per state, plus a
 /// 24-byte header; one more entry when rejected attempts are recorded).
@@ -519,3 +516,6 @@ impl Algorithm for SlidingLog {
         view.live == 0 && view.header.at >= self.spaced_at(view.header.last())
     }
 }
+
+#[cfg(test)]
+mod tests;

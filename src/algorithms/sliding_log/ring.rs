@@ -37,28 +37,11 @@ pub(super) fn wrap(slot: u64, ring: u64) -> u64 {
 }
 
 /// What a non-blocking try of a [`SlidingLog`] writes, planned by
-/// [`plan_take`](WordEncoded::plan_take) and written by
-/// [`apply_take`](WordEncoded::apply_take): the header after the step (the
+/// `plan_take` and written by
+/// `apply_take`: the header after the step (the
 /// expired entries dropped if the call needed their room, the oldest evicted if
 /// the log was full) and the entry it appends, a grant or, with
 /// [`with_rejected_recorded`](SlidingLog::with_rejected_recorded), a refusal.
-///
-/// ```
-/// use sluicegate::algorithms::words::WordEncoded;
-/// use sluicegate::algorithms::SlidingLog;
-/// use std::time::Duration;
-/// let log = SlidingLog::new(1, Duration::from_secs(1)).unwrap().with_rejected_recorded();
-/// let mut words = vec![0; log.state_words()];
-/// log.init_words(&mut words[..], 0);
-/// let (granted, take) = log.plan_take(&words[..], 0, 1);
-/// assert!(granted);
-/// log.apply_take(&mut words[..], take.unwrap());
-/// // Refused, and recorded: there is still something to write.
-/// let (granted, take) = log.plan_take(&words[..], 0, 1);
-/// assert!(!granted && take.is_some());
-/// // A cost above the limit is never granted, and never recorded.
-/// assert_eq!(log.plan_take(&words[..], 0, 2), (false, None));
-/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LogTake {
     /// The header after the step.

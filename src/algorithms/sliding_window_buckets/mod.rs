@@ -92,13 +92,12 @@
 //! bucket's slot is a mask rather than a division (8 bytes each: 488 → 512 bytes
 //! for 60 one-minute buckets). Plus two words, the newest bucket's
 //! number and the ring's total; nothing is allocated afterwards. The state is
-//! these words and nothing else ([`WordEncoded`]), so a direct limiter
-//! keeps them as atomics in a lock-free
-//! [`WordsCell`](crate::cells::WordsCell).
+//! these words and nothing else, so a direct limiter keeps them as atomics in a
+//! lock-free cell.
 //!
 //! Old buckets are cleared lazily when a granted call moves the ring forward, so
 //! an allowed call costs O(1) amortized. A non-blocking try
-//! ([`plan_take`](WordEncoded::plan_take)) reads the newest bucket's number,
+//! (`plan_take`) reads the newest bucket's number,
 //! the total and one or two slots, and divides only when the ring moves to a new
 //! bucket. A full decision on a refused call also computes its exact
 //! `retry_after` by walking the ring from the oldest counted bucket: O(B) at
@@ -122,8 +121,6 @@ use crate::error::ConfigError;
 use std::time::Duration;
 
 mod ring;
-
-pub use ring::BucketsTake;
 
 /// The largest number of buckets in a window (`⌈window / precision⌉`): 4096,
 /// i.e. at most 64 KiB of counters per state (a ring of 8192).
@@ -452,3 +449,6 @@ impl Algorithm for SlidingWindowBuckets {
         self.used_scaled(&state.words[..], &view) == 0
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -14,21 +14,9 @@ pub(super) const TOTAL: usize = 1;
 pub(super) const SLOTS: usize = 2;
 
 /// What a granted lean try of a [`SlidingWindowBuckets`] writes, planned by
-/// [`WordEncoded::plan_take`]: where the ring moves and the cost to count.
+/// `WordEncoded::plan_take`: where the ring moves and the cost to count.
 /// Opaque; it is only handed back to
-/// [`apply_take`](WordEncoded::apply_take).
-///
-/// ```
-/// use sluicegate::algorithms::{words::WordEncoded, SlidingWindowBuckets};
-/// use std::time::Duration;
-/// let w = SlidingWindowBuckets::dropping(1, Duration::from_secs(60), Duration::from_secs(15)).unwrap();
-/// let mut words = vec![0; w.state_words()];
-/// w.init_words(&mut words[..], 0);
-/// let (granted, take) = w.plan_take(&words[..], 0, 1);
-/// assert!(granted && take.is_some());
-/// w.apply_take(&mut words[..], take.unwrap());
-/// assert_eq!(w.plan_take(&words[..], 0, 1), (false, None));
-/// ```
+/// `apply_take`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BucketsTake {
     view: View,
@@ -497,7 +485,7 @@ impl WordEncoded for SlidingWindowBuckets {
         ]
     }
 
-    /// The inverse of [`config_words`](WordEncoded::config_words). Words this
+    /// The inverse of `config_words`. Words this
     /// type did not encode are brought into range (a precision of at least 1 ns,
     /// 1 to [`MAX_BUCKETS`] buckets), so that no step on them divides by zero or
     /// sizes an absurd ring.

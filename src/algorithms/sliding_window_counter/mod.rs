@@ -26,7 +26,7 @@
 //!
 //! The state is one 64-bit word (see [the state word](#the-state-word)): memory and
 //! time per call are constant, and a direct limiter keeps it in a lock-free
-//! [`WordCell`](crate::cells::WordCell). No call divides in the common case: the
+//! `WordCell`. No call divides in the common case: the
 //! window holding `now` is found by multiplying by a kept reciprocal of the
 //! window's length (exact, not an estimate), and a non-blocking try compares the
 //! weighted count by cross-multiplying (`⌈p · rest / window⌉ ≤ room` is

@@ -10,7 +10,7 @@ use crate::clock::Nanos;
 /// What one reservation decided, before it is dressed as a [`Decision`]: the core
 /// shared by [`Algorithm::reserve`](crate::algorithms::Algorithm::reserve), the
 /// check ([`Settle`]) and the lean
-/// [`WordEncoded::plan_take`](crate::algorithms::WordEncoded::plan_take), so that
+/// `WordEncoded::plan_take`, so that
 /// they cannot disagree.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Outcome {

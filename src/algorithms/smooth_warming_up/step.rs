@@ -87,7 +87,7 @@ const FILLS_FOR_SURE: f64 = 1.0 + 1.0 / (1u64 << 40) as f64;
 /// What one reservation decided, before it is dressed as a
 /// [`Decision`](crate::algorithms::Decision): the core shared by
 /// [`Algorithm::reserve`](crate::algorithms::Algorithm::reserve) and the lean
-/// [`WordEncoded::plan_take`](crate::algorithms::WordEncoded::plan_take), so the
+/// `WordEncoded::plan_take`, so the
 /// two cannot disagree.
 pub(super) enum Outcome {
     Never,

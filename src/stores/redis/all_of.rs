@@ -11,14 +11,15 @@
 //! members'.
 //!
 //! A [`Limits`] member runs on the server if it is one of the crate's algorithms
-//! (or a `Limits` of them), recognized by its type ([`DynLimit::as_any`]); any
+//! (or a `Limits` of them), recognized by its type (`DynLimit::as_any`); any
 //! other member makes the call a typed error before anything is sent.
 
 use super::algorithm::{RedisAlgorithm, ServerStep};
 use super::connection::failure;
 use super::reply::Layout;
+use crate::algorithms::multi::DynLimit;
 use crate::algorithms::{
-    AllOf, DynLimit, FixedWindow, LeakyBucket, Limits, SlidingLog, SlidingWindowBuckets,
+    AllOf, FixedWindow, LeakyBucket, Limits, SlidingLog, SlidingWindowBuckets,
     SlidingWindowCounter, SmoothBursty, SmoothWarmingUp,
 };
 use crate::error::{Applied, Error};

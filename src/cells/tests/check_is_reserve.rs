@@ -2,16 +2,15 @@
 //! calls) must answer exactly `reserve(now, cost, 0)`, every field of the
 //! `Decision`, and leave the same state, for the one-word algorithms (the lock-free
 //! cell publishes before it describes), through the cell and through the limiter.
-//! (Each algorithm's unit tests pin its split step to the step as it was before
-//! issue 8; this pins the plumbing.)
+//! (Each algorithm's unit tests pin its split step; this pins the plumbing.)
 
-use proptest::prelude::*;
-use sluicegate::algorithms::{
+use crate::algorithms::{
     Counting, FixedWindow, LeakyBucket, Rounding, SlidingWindowCounter, SmoothBursty,
 };
-use sluicegate::cells::{CellAlgorithm, StateCell};
-use sluicegate::clock::{Clock, ManualClock};
-use sluicegate::RateLimiter;
+use crate::cells::{CellAlgorithm, StateCell};
+use crate::clock::{Clock, ManualClock};
+use crate::RateLimiter;
+use proptest::prelude::*;
 use std::fmt::Debug;
 
 /// Runs `steps` (time moved by the first, possibly backwards; the cost the second)

@@ -4,12 +4,12 @@
 //! lock-free cell under threads on a frozen virtual clock, and the cell's
 //! reconfiguration.
 
+use crate::algorithms::words::{WordEncoded, Words};
+use crate::algorithms::{Algorithm, SlidingLog};
+use crate::cells::{StateCell, WordsCell};
+use crate::clock::ManualClock;
+use crate::{Decision, RateLimiter};
 use proptest::prelude::*;
-use sluicegate::algorithms::words::{WordEncoded, Words};
-use sluicegate::algorithms::{Algorithm, SlidingLog};
-use sluicegate::cells::{StateCell, WordsCell};
-use sluicegate::clock::ManualClock;
-use sluicegate::{Decision, RateLimiter};
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -495,7 +495,7 @@ fn reconfiguring_a_log_cell_keeps_its_size() {
     });
     assert!(matches!(
         refused,
-        Err(sluicegate::ConfigError::InvalidCount { .. })
+        Err(crate::ConfigError::InvalidCount { .. })
     ));
     assert_eq!(cell.algorithm(), plain);
     assert_eq!(cell.peek(0, 1), before);
@@ -537,4 +537,24 @@ fn words_of(log: &SlidingLog, state: &<SlidingLog as Algorithm>::State) -> Vec<u
     let mut words = vec![0; log.state_words()];
     log.write_state(state, &mut words[..]);
     words
+}
+
+#[test]
+fn a_recorded_refusal_still_plans_a_write() {
+    use crate::algorithms::words::WordEncoded;
+    use crate::algorithms::SlidingLog;
+    use std::time::Duration;
+    let log = SlidingLog::new(1, Duration::from_secs(1))
+        .unwrap()
+        .with_rejected_recorded();
+    let mut words = vec![0; log.state_words()];
+    log.init_words(&mut words[..], 0);
+    let (granted, take) = log.plan_take(&words[..], 0, 1);
+    assert!(granted);
+    log.apply_take(&mut words[..], take.unwrap());
+    // Refused, and recorded: there is still something to write.
+    let (granted, take) = log.plan_take(&words[..], 0, 1);
+    assert!(!granted && take.is_some());
+    // A cost above the limit is never granted, and never recorded.
+    assert_eq!(log.plan_take(&words[..], 0, 2), (false, None));
 }

@@ -6,10 +6,10 @@
 //!   every step (reserve, peek, cancel, rate change);
 //! * under concurrency, no update is lost and no reader sees a torn configuration.
 
+use crate::algorithms::{AdjustableRate, Algorithm, SmoothBursty, SmoothWarmingUp};
+use crate::cells::{CellAlgorithm, LockedCell, StateCell, WordsCell};
+use crate::clock::Nanos;
 use proptest::prelude::*;
-use sluicegate::algorithms::{AdjustableRate, Algorithm, SmoothBursty, SmoothWarmingUp};
-use sluicegate::cells::{CellAlgorithm, LockedCell, StateCell, WordsCell};
-use sluicegate::clock::Nanos;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 

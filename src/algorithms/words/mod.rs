@@ -5,7 +5,7 @@
 //! counters), a fixed array of words ([`WordArray`]: Guava's warm-up with its two
 //! words, the sliding log's and the bucketed window's rings), or plain data
 //! ([`Plain`]: sets of limits, or anything else). A direct limiter picks its cell
-//! from that shape (see [`cells`](crate::cells)): a word is updated by one
+//! from that shape (see the cells): a word is updated by one
 //! compare-and-swap, an array of words under a sequence lock, plain data behind a
 //! mutex. Word-shaped algorithms implement the one encoding, [`WordEncoded`]: the
 //! configuration as a few words, the state as words, and the steps on words.
@@ -37,27 +37,12 @@ use super::{Algorithm, Decision, Receipt};
 use crate::clock::Nanos;
 
 /// Read access to a state's words.
-///
-/// ```
-/// use sluicegate::algorithms::words::Words;
-/// let words: &[u64] = &[7, 8];
-/// assert_eq!(words.word(1), 8);
-/// assert_eq!(words.word(2), 0); // past the end: 0, never a panic
-/// ```
 pub trait Words {
     /// The word at `index`, or 0 if `index` is past the end.
     fn word(&self, index: usize) -> u64;
 }
 
 /// Write access to a state's words.
-///
-/// ```
-/// use sluicegate::algorithms::words::{Words, WordsMut};
-/// let mut words = [0u64; 2];
-/// words.as_mut_slice().set_word(1, 9);
-/// words.as_mut_slice().set_word(5, 9); // past the end: ignored
-/// assert_eq!(words, [0, 9]);
-/// ```
 pub trait WordsMut: Words {
     /// Sets the word at `index` to `value`; does nothing if `index` is past the end.
     fn set_word(&mut self, index: usize, value: u64);
@@ -83,9 +68,9 @@ impl WordsMut for [u64] {
 /// [`Algorithm::Shape`]. One of [`OneWord`], [`WordArray`] or [`Plain`].
 pub trait Shape: Send + Sync + 'static {}
 
-/// The state is one word, encoded by [`WordEncoded`]: a direct limiter keeps it in
+/// The state is one word, in the crate's private word encoding: a direct limiter keeps it in
 /// one atomic word, updated by compare-and-swap, with no lock
-/// ([`WordCell`](crate::cells::WordCell)).
+/// (`WordCell`).
 ///
 /// ```
 /// use sluicegate::algorithms::{Algorithm, FixedWindow, OneWord};
@@ -95,10 +80,10 @@ pub trait Shape: Send + Sync + 'static {}
 #[derive(Debug)]
 pub enum OneWord {}
 
-/// The state is a fixed array of words, encoded by [`WordEncoded`]: a direct
+/// The state is a fixed array of words, in the crate's private word encoding: a direct
 /// limiter keeps them as atomics under a sequence lock, so a refusal costs loads
 /// only and a grant one compare-and-swap
-/// ([`WordsCell`](crate::cells::WordsCell)).
+/// (`WordsCell`).
 ///
 /// ```
 /// use sluicegate::algorithms::{Algorithm, SlidingLog, WordArray};
@@ -109,7 +94,8 @@ pub enum OneWord {}
 pub enum WordArray {}
 
 /// The state is plain data: a direct limiter keeps it behind a mutex
-/// ([`LockedCell`](crate::cells::LockedCell)). Any algorithm can pick this shape.
+/// (`LockedCell`). Any algorithm can pick this shape; one defined outside the
+/// crate picks this one.
 ///
 /// ```
 /// use sluicegate::algorithms::{Algorithm, Limits, Plain};
@@ -132,12 +118,6 @@ pub type Plan<T> = (bool, Option<T>);
 pub const MAX_CONFIG_WORDS: usize = 6;
 
 /// A configuration's words: `[u64; N]` for `N` from 1 to [`MAX_CONFIG_WORDS`].
-///
-/// ```
-/// use sluicegate::algorithms::words::ConfigWords;
-/// fn len<C: ConfigWords>() -> usize { C::default().as_ref().len() }
-/// assert_eq!(len::<[u64; 3]>(), 3);
-/// ```
 pub trait ConfigWords:
     Copy + Default + AsRef<[u64]> + AsMut<[u64]> + Send + Sync + std::fmt::Debug + 'static
 {
@@ -164,21 +144,6 @@ impl ConfigWords for [u64; 6] {}
 /// The lean non-blocking try, *take*, is split in two so that a lock-free cell can
 /// look first and write only if the look still holds: [`plan_take`](Self::plan_take)
 /// reads and decides, [`apply_take`](Self::apply_take) writes what it decided.
-///
-/// ```
-/// use sluicegate::algorithms::{SlidingWindowBuckets, WordEncoded};
-/// use std::time::Duration;
-/// let window = SlidingWindowBuckets::dropping(1, Duration::from_secs(1), Duration::from_millis(100)).unwrap();
-/// let mut words = vec![0; window.state_words()];
-/// window.init_words(&mut words[..], 0);
-/// let (granted, take) = window.plan_take(&words[..], 0, 1);
-/// assert!(granted);
-/// window.apply_take(&mut words[..], take.unwrap());
-/// assert_eq!(window.plan_take(&words[..], 0, 1), (false, None)); // full: refused, nothing to write
-/// // The same step, with the full decision:
-/// let (refused, _) = window.reserve_words(&mut words[..], 0, 1, 0);
-/// assert_eq!(refused.retry_after(), Duration::from_secs(1));
-/// ```
 pub trait WordEncoded: Algorithm + Copy {
     /// The configuration's words (`[u64; N]`).
     type Config: ConfigWords;
@@ -199,13 +164,6 @@ pub trait WordEncoded: Algorithm + Copy {
     /// hold a configuration that a constructor or
     /// [`from_config_words`](Self::from_config_words) made, so this may skip the
     /// clamping `from_config_words` needs. The default is `from_config_words`.
-    ///
-    /// ```
-    /// use sluicegate::algorithms::words::WordEncoded;
-    /// use sluicegate::algorithms::FixedWindow;
-    /// let window = FixedWindow::new(3, std::time::Duration::from_secs(1)).unwrap();
-    /// assert_eq!(FixedWindow::from_own_config_words(window.config_words()), window);
-    /// ```
     #[inline(always)]
     fn from_own_config_words(words: Self::Config) -> Self {
         Self::from_config_words(words)
@@ -261,21 +219,6 @@ pub trait WordEncoded: Algorithm + Copy {
     /// after publishing) measured more instructions and more time than its plain
     /// step, so it keeps the default. (A locked compare-and-swap waits for
     /// the instructions before it; those after it overlap the next call.)
-    ///
-    /// ```
-    /// use sluicegate::algorithms::{SmoothBursty, WordEncoded};
-    /// let bursty = SmoothBursty::new(2.0).unwrap();
-    /// let mut words = [0u64];
-    /// bursty.init_words(&mut words[..], 0);
-    /// // A publication that failed (another thread wrote first): no decision; a
-    /// // cell starts again from the words it shares.
-    /// let mut copy = words;
-    /// assert_eq!(bursty.check_words(&mut copy[..], 0, 1, |_| false), None);
-    /// let granted = bursty.check_words(&mut words[..], 0, 1, |_| true).unwrap();
-    /// assert!(granted.is_allowed());
-    /// let refused = bursty.check_words(&mut words[..], 0, 1, |_| true).unwrap();
-    /// assert_eq!(refused.retry_after_nanos(), 500_000_000);
-    /// ```
     #[inline(always)]
     fn check_words<W: WordsMut + ?Sized>(
         &self,
@@ -449,3 +392,6 @@ pub(crate) fn write_all<W: WordsMut + ?Sized>(state: &[u64], words: &mut W) {
         words.set_word(index, *word);
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -2,11 +2,11 @@
 //! is the full step with `max_wait = 0`, word for word, and it is total on any words
 //! (the lock-free cell runs it on reads that may mix two states).
 
+use crate::algorithms::sliding_window_buckets::OldestBucket;
+use crate::algorithms::words::WordEncoded;
+use crate::algorithms::SlidingWindowBuckets;
+use crate::cells::{StateCell, WordsCell};
 use proptest::prelude::*;
-use sluicegate::algorithms::sliding_window_buckets::OldestBucket;
-use sluicegate::algorithms::words::WordEncoded;
-use sluicegate::algorithms::SlidingWindowBuckets;
-use sluicegate::cells::{StateCell, WordsCell};
 use std::time::Duration;
 
 /// A window of `limit` per `precision · k + extra` (so that durations that are not a
@@ -99,7 +99,7 @@ fn the_cell_reconfigures_only_to_a_state_of_the_same_size() {
     for other in [sixty, three] {
         let with_state = cell.reconfigure(&|algorithm, state| {
             *algorithm = other;
-            *state = sluicegate::algorithms::Algorithm::initial_state(&other, 0);
+            *state = crate::algorithms::Algorithm::initial_state(&other, 0);
             Ok(())
         });
         let alone = cell.reconfigure(&|algorithm, _| {
@@ -108,7 +108,7 @@ fn the_cell_reconfigures_only_to_a_state_of_the_same_size() {
         });
         for refused in [with_state, alone] {
             assert!(
-                matches!(refused, Err(sluicegate::ConfigError::InvalidCount { .. })),
+                matches!(refused, Err(crate::ConfigError::InvalidCount { .. })),
                 "{refused:?}"
             );
         }
@@ -140,4 +140,18 @@ fn configuration_words_it_did_not_encode_never_make_a_step_panic() {
             }
         }
     }
+}
+
+#[test]
+fn the_lean_take_fills_a_one_permit_window() {
+    use crate::algorithms::{words::WordEncoded, SlidingWindowBuckets};
+    use std::time::Duration;
+    let w = SlidingWindowBuckets::dropping(1, Duration::from_secs(60), Duration::from_secs(15))
+        .unwrap();
+    let mut words = vec![0; w.state_words()];
+    w.init_words(&mut words[..], 0);
+    let (granted, take) = w.plan_take(&words[..], 0, 1);
+    assert!(granted && take.is_some());
+    w.apply_take(&mut words[..], take.unwrap());
+    assert_eq!(w.plan_take(&words[..], 0, 1), (false, None));
 }

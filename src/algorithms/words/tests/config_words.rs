@@ -4,12 +4,12 @@
 //! rich in the edges (0, 1, `u64::MAX`, one bit set, float bits of ±1, infinity,
 //! NaN and the tiniest double), then every step at random times and costs.
 
-use proptest::prelude::*;
-use sluicegate::algorithms::words::WordEncoded;
-use sluicegate::algorithms::{
+use crate::algorithms::words::WordEncoded;
+use crate::algorithms::{
     FixedWindow, LeakyBucket, SlidingLog, SlidingWindowBuckets, SlidingWindowCounter, SmoothBursty,
     SmoothWarmingUp,
 };
+use proptest::prelude::*;
 
 /// Decodes the first words as `A`'s configuration and runs every step on it.
 fn steps<A: WordEncoded>(words: &[u64], nows: &[u64], cost: u64) {
