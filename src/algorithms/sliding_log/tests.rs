@@ -1,6 +1,6 @@
 //! The sliding log on words: the lean try (`plan_take` then `apply_take`) against the
 //! full step on random traces, the lean try on arbitrary words, the whole log
-//! against its implementation before words (also across changes of limit), the
+//! against a plain reference log (also across changes of limit), the
 //! lock-free cell under threads on a frozen virtual clock, and the cell's
 //! reconfiguration.
 
@@ -147,13 +147,13 @@ proptest! {
         }
     }
 
-    /// The log decides exactly as it did before its state became words (the
-    /// reference below is that implementation): every field of every decision, the
+    /// The log decides exactly as a plain reference log (below: entries in a
+    /// `VecDeque`, no words): every field of every decision, the
     /// peeks, the replenishment and the live entries, including when the state is
     /// stepped by logs of other limits, spacings and modes in turn (a state whose
     /// ring is too small is moved into a larger one; a larger one is kept).
     #[test]
-    fn decides_exactly_as_the_log_before_words(
+    fn decides_exactly_as_a_plain_reference_log(
         phases in prop::collection::vec(
             (
                 prop_oneof![1u64..8, 8u64..20],
@@ -168,10 +168,10 @@ proptest! {
     ) {
         let first = &phases[0];
         let mut state = log_of(first.0, first.1, first.2, first.3).initial_state(start);
-        let mut old = OldState::default();
+        let mut reference = RefLog::default();
         let mut now = start;
         // One window length throughout: the log drops expired entries lazily, so a log
-        // given a longer window would count entries the old one had dropped but
+        // given a longer window would count entries the reference one had dropped but
         // this one still holds (see `LogState`); within one window, an entry
         // that has expired stays expired, and the two agree exactly.
         let duration_ms = first.1;
@@ -180,47 +180,47 @@ proptest! {
             for (ms, fraction) in steps {
                 now = step(now, ms);
                 let cost = 1 + fraction * (limit + 1) / 1000;
-                prop_assert_eq!(log.peek(&state, now, cost), old_peek(&log, &old, now, cost));
+                prop_assert_eq!(log.peek(&state, now, cost), ref_peek(&log, &reference, now, cost));
                 let d = log.reserve(&mut state, now, cost, 0);
-                prop_assert_eq!(d, old_reserve(&log, &mut old, now, cost), "at {} cost {}", now, cost);
+                prop_assert_eq!(d, ref_reserve(&log, &mut reference, now, cost), "at {} cost {}", now, cost);
                 // Expired entries are dropped lazily now (when a call needs their
-                // room): the log holds what the old one held, and maybe more that
+                // room): the log holds what the reference one held, and maybe more that
                 // has expired.
-                prop_assert!(state.entry_count() >= old.entries.len());
+                prop_assert!(state.entry_count() >= reference.entries.len());
                 prop_assert_eq!(
                     log.live_entries(&state, now).collect::<Vec<_>>(),
-                    old_live_entries(&log, &old, now)
+                    ref_live_entries(&log, &reference, now)
                 );
                 prop_assert_eq!(
                     log.is_replenished(&state, now),
-                    old_is_replenished(&log, &old, now)
+                    ref_is_replenished(&log, &reference, now)
                 );
                 let later = now.saturating_add(fraction * MS);
                 prop_assert_eq!(
                     log.live_entries(&state, later).collect::<Vec<_>>(),
-                    old_live_entries(&log, &old, later)
+                    ref_live_entries(&log, &reference, later)
                 );
             }
         }
     }
 }
 
-/// The sliding log as it was before its state became words (a `VecDeque` of
-/// entries, a u128 total, the time of the last entry added), step for step.
+/// A plain reference log (a `VecDeque` of entries, a u128 total, the time of the
+/// last entry added), the model the words must match step for step.
 #[derive(Clone, Debug, Default)]
-struct OldState {
+struct RefLog {
     entries: VecDeque<(u64, u64)>,
     total: u128,
     last: Option<u64>,
 }
 
-struct OldView {
+struct RefView {
     at: u64,
     first_live: usize,
     live: u128,
 }
 
-fn old_view(log: &SlidingLog, state: &OldState, now: u64) -> OldView {
+fn ref_view(log: &SlidingLog, state: &RefLog, now: u64) -> RefView {
     let window = log.window().as_nanos() as u64;
     let newest = state.entries.back().map_or(0, |entry| entry.0);
     let at = now.max(newest).max(state.last.unwrap_or(0));
@@ -232,14 +232,14 @@ fn old_view(log: &SlidingLog, state: &OldState, now: u64) -> OldView {
         .range(..first_live)
         .map(|entry| u128::from(entry.1))
         .sum();
-    OldView {
+    RefView {
         at,
         first_live,
         live: state.total.saturating_sub(expired),
     }
 }
 
-fn old_spaced_at(log: &SlidingLog, last: Option<u64>) -> u64 {
+fn ref_spaced_at(log: &SlidingLog, last: Option<u64>) -> u64 {
     let spacing = log.min_spacing().as_nanos() as u64;
     match last {
         Some(last) if spacing > 0 => last.saturating_add(spacing),
@@ -247,7 +247,7 @@ fn old_spaced_at(log: &SlidingLog, last: Option<u64>) -> u64 {
     }
 }
 
-fn old_fits_at(
+fn ref_fits_at(
     log: &SlidingLog,
     live_entries: impl Iterator<Item = (u64, u64)>,
     live: u128,
@@ -267,24 +267,24 @@ fn old_fits_at(
     u64::MAX
 }
 
-fn old_reset_at(log: &SlidingLog, newest: Option<u64>, last: Option<u64>) -> u64 {
+fn ref_reset_at(log: &SlidingLog, newest: Option<u64>, last: Option<u64>) -> u64 {
     let expired = newest.map_or(0, |at| at.saturating_add(log.window().as_nanos() as u64));
-    expired.max(old_spaced_at(log, last))
+    expired.max(ref_spaced_at(log, last))
 }
 
-fn old_remaining(log: &SlidingLog, live: u128) -> u64 {
+fn ref_remaining(log: &SlidingLog, live: u128) -> u64 {
     u64::try_from(u128::from(log.limit()).saturating_sub(live)).unwrap_or(0)
 }
 
-fn old_append(log: &SlidingLog, state: &mut OldState, view: &OldView, entry: (u64, u64)) {
+fn ref_append(log: &SlidingLog, state: &mut RefLog, view: &RefView, entry: (u64, u64)) {
     for _ in 0..view.first_live {
-        if let Some(old) = state.entries.pop_front() {
-            state.total = state.total.saturating_sub(u128::from(old.1));
+        if let Some(reference) = state.entries.pop_front() {
+            state.total = state.total.saturating_sub(u128::from(reference.1));
         }
     }
     if state.entries.len() as u64 >= log.slots() {
-        if let Some(old) = state.entries.pop_front() {
-            state.total = state.total.saturating_sub(u128::from(old.1));
+        if let Some(reference) = state.entries.pop_front() {
+            state.total = state.total.saturating_sub(u128::from(reference.1));
         }
     }
     state.entries.push_back(entry);
@@ -292,29 +292,29 @@ fn old_append(log: &SlidingLog, state: &mut OldState, view: &OldView, entry: (u6
     state.last = Some(entry.0);
 }
 
-fn old_judge(
+fn ref_judge(
     log: &SlidingLog,
-    state: &OldState,
-    view: &OldView,
+    state: &RefLog,
+    view: &RefView,
     now: u64,
     cost: u64,
 ) -> Result<Decision, Decision> {
     let limit = log.limit();
     let newest = state.entries.back().map(|entry| entry.0);
-    let reset = old_reset_at(log, newest, state.last).saturating_sub(now);
-    let remaining = old_remaining(log, view.live);
+    let reset = ref_reset_at(log, newest, state.last).saturating_sub(now);
+    let remaining = ref_remaining(log, view.live);
     if cost > limit {
         return Err(Decision::never(limit, remaining, reset));
     }
     let fits = view.live.saturating_add(u128::from(cost)) <= u128::from(limit);
-    let spaced = view.at >= old_spaced_at(log, state.last);
+    let spaced = view.at >= ref_spaced_at(log, state.last);
     if fits && spaced {
-        let reset = old_reset_at(log, Some(view.at), Some(view.at)).saturating_sub(now);
-        let remaining = old_remaining(log, view.live.saturating_add(u128::from(cost)));
+        let reset = ref_reset_at(log, Some(view.at), Some(view.at)).saturating_sub(now);
+        let remaining = ref_remaining(log, view.live.saturating_add(u128::from(cost)));
         return Ok(Decision::allowed(limit, remaining, reset));
     }
     let live_entries = state.entries.range(view.first_live..).copied();
-    let at = old_fits_at(log, live_entries, view.live, cost).max(old_spaced_at(log, state.last));
+    let at = ref_fits_at(log, live_entries, view.live, cost).max(ref_spaced_at(log, state.last));
     Err(Decision::denied(
         limit,
         remaining,
@@ -323,10 +323,10 @@ fn old_judge(
     ))
 }
 
-fn old_recorded_refusal(
+fn ref_recorded_refusal(
     log: &SlidingLog,
-    state: &OldState,
-    view: &OldView,
+    state: &RefLog,
+    view: &RefView,
     now: u64,
     cost: u64,
 ) -> Decision {
@@ -342,54 +342,54 @@ fn old_recorded_refusal(
         .live
         .saturating_sub(evicted_cost)
         .saturating_add(u128::from(cost));
-    let at = old_fits_at(
+    let at = ref_fits_at(
         log,
         kept.chain(std::iter::once((view.at, cost))),
         live,
         cost,
     )
-    .max(old_spaced_at(log, Some(view.at)));
-    let reset = old_reset_at(log, Some(view.at), Some(view.at)).saturating_sub(now);
+    .max(ref_spaced_at(log, Some(view.at)));
+    let reset = ref_reset_at(log, Some(view.at), Some(view.at)).saturating_sub(now);
     Decision::denied(
         log.limit(),
-        old_remaining(log, live),
+        ref_remaining(log, live),
         at.saturating_sub(now),
         reset,
     )
 }
 
-fn old_reserve(log: &SlidingLog, state: &mut OldState, now: u64, cost: u64) -> Decision {
-    let view = old_view(log, state, now);
-    match old_judge(log, state, &view, now, cost) {
+fn ref_reserve(log: &SlidingLog, state: &mut RefLog, now: u64, cost: u64) -> Decision {
+    let view = ref_view(log, state, now);
+    match ref_judge(log, state, &view, now, cost) {
         Ok(granted) => {
-            old_append(log, state, &view, (view.at, cost));
+            ref_append(log, state, &view, (view.at, cost));
             granted
         }
         Err(refused) if refused.is_never() || !log.rejected_recorded() => refused,
         Err(_) => {
-            let decision = old_recorded_refusal(log, state, &view, now, cost);
-            old_append(log, state, &view, (view.at, cost));
+            let decision = ref_recorded_refusal(log, state, &view, now, cost);
+            ref_append(log, state, &view, (view.at, cost));
             decision
         }
     }
 }
 
-fn old_peek(log: &SlidingLog, state: &OldState, now: u64, cost: u64) -> Decision {
-    let view = old_view(log, state, now);
-    match old_judge(log, state, &view, now, cost) {
+fn ref_peek(log: &SlidingLog, state: &RefLog, now: u64, cost: u64) -> Decision {
+    let view = ref_view(log, state, now);
+    match ref_judge(log, state, &view, now, cost) {
         Ok(decision) => decision,
         Err(refused) if refused.is_never() || !log.rejected_recorded() => refused,
-        Err(_) => old_recorded_refusal(log, state, &view, now, cost),
+        Err(_) => ref_recorded_refusal(log, state, &view, now, cost),
     }
 }
 
-fn old_is_replenished(log: &SlidingLog, state: &OldState, now: u64) -> bool {
-    let view = old_view(log, state, now);
-    view.live == 0 && view.at >= old_spaced_at(log, state.last)
+fn ref_is_replenished(log: &SlidingLog, state: &RefLog, now: u64) -> bool {
+    let view = ref_view(log, state, now);
+    view.live == 0 && view.at >= ref_spaced_at(log, state.last)
 }
 
-fn old_live_entries(log: &SlidingLog, state: &OldState, now: u64) -> Vec<(u64, u64)> {
-    let view = old_view(log, state, now);
+fn ref_live_entries(log: &SlidingLog, state: &RefLog, now: u64) -> Vec<(u64, u64)> {
+    let view = ref_view(log, state, now);
     state.entries.range(view.first_live..).copied().collect()
 }
 
