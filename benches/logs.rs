@@ -135,9 +135,9 @@ fn try_acquire<A: CellAlgorithm>(group: &mut Group, name: &str, algorithm: A, sp
 /// A reserve of 1 at 5 ns on a state that reserved `spent` permits at 0.
 fn pure_step<A: Algorithm>(group: &mut Group, name: &str, algorithm: A, spent: u64) {
     let mut state = algorithm.initial_state(0);
-    algorithm.reserve(&mut state, 0, spent, 0);
+    algorithm.reserve::<Decision>(&mut state, 0, spent, 0);
     group.bench_function(name, |b| {
-        b.iter(|| black_box(algorithm.reserve(&mut state, black_box(5), 1, 0)))
+        b.iter(|| black_box(algorithm.reserve::<Decision>(&mut state, black_box(5), 1, 0)))
     });
 }
 

@@ -3,7 +3,9 @@
 //! nothing added to the crate: implementing `Algorithm` with `type Shape = Plain` is
 //! all it takes.
 
-use sluicegate::algorithms::{Algorithm, AllOf, Decision, FixedWindow, Limits, Plain};
+use sluicegate::algorithms::{
+    Algorithm, AllOf, Decision, FixedWindow, Limits, Plain, Receipt, Report,
+};
 use sluicegate::clock::{Clock, ManualClock, Nanos};
 use sluicegate::{Error, KeyedRateLimiter, RateLimiter};
 use std::time::Duration;
@@ -27,15 +29,16 @@ impl Algorithm for Spacing {
         Next(0)
     }
 
-    fn reserve(&self, state: &mut Next, now: Nanos, cost: u64, _max_wait: Nanos) -> Decision {
+    fn reserve<R: Report>(&self, state: &mut Next, now: Nanos, cost: u64, _max_wait: Nanos) -> R {
         if cost > 1 {
-            return Decision::never(1, 0, 0);
+            return R::refused(Decision::never(1, 0, 0));
         }
         if now < state.0 {
-            return Decision::denied(1, 0, state.0 - now, state.0 - now);
+            return R::refused(Decision::denied(1, 0, state.0 - now, state.0 - now));
         }
         *state = Next(now + self.gap);
-        Decision::allowed(1, 0, self.gap)
+        // The grant's decision is built only for a caller that reads it.
+        R::granted(|| Decision::allowed(1, 0, self.gap), || Receipt::NONE)
     }
 
     fn is_replenished(&self, state: &Next, now: Nanos) -> bool {
@@ -57,14 +60,17 @@ impl Algorithm for Budget {
         0
     }
 
-    fn reserve(&self, spent: &mut u64, _now: Nanos, cost: u64, _max_wait: Nanos) -> Decision {
+    fn reserve<R: Report>(&self, spent: &mut u64, _now: Nanos, cost: u64, _max_wait: Nanos) -> R {
         let remaining = self.total - *spent;
-        if cost > remaining {
+        let decision = if cost > remaining {
             // Nothing ever comes back, so waiting cannot help.
-            return Decision::never(self.total, remaining, u64::MAX);
-        }
-        *spent += cost;
-        Decision::allowed(self.total, remaining - cost, u64::MAX)
+            Decision::never(self.total, remaining, u64::MAX)
+        } else {
+            *spent += cost;
+            Decision::allowed(self.total, remaining - cost, u64::MAX)
+        };
+        // Both halves built: `decided` reports them as the caller asks.
+        R::decided(decision, Receipt::NONE)
     }
 
     fn is_replenished(&self, spent: &u64, _now: Nanos) -> bool {

@@ -1,6 +1,7 @@
 //! Seed 001's leaky-bucket table (a bucket of 3, 1 per 20 s), seed 003's queue, and
 //! the driftless property: exact admissions over a million virtual seconds.
 
+use sluicegate::algorithms::Decision;
 use sluicegate::algorithms::{Algorithm, LeakyBucket, LeakyMode};
 use sluicegate::clock::{Clock, ManualClock};
 use sluicegate::{Error, RateLimiter, Verdict};
@@ -41,7 +42,7 @@ fn seed_001_leaky_bucket_table() {
     let meter = seed_meter();
     let mut state = meter.initial_state(0);
     for (now, level, remaining, reset) in SEED_001 {
-        let decision = meter.reserve(&mut state, now, 1, 0);
+        let decision = meter.reserve::<Decision>(&mut state, now, 1, 0);
         assert!(decision.is_allowed(), "at {}s", now / SECOND);
         assert_eq!(decision.wait_nanos(), 0);
         assert_eq!(meter.level(&state, now), level, "at {}s", now / SECOND);
@@ -58,14 +59,16 @@ fn seed_001_leaky_bucket_table() {
     // permit left), the second would make 3.05 > 3: refused until 1/20 of a permit
     // has drained, 1 s later.
     let now = at(2, 20);
-    let filled = meter.reserve(&mut state, now, 1, 0);
+    let filled = meter.reserve::<Decision>(&mut state, now, 1, 0);
     assert!(filled.is_allowed());
     assert_eq!(filled.remaining(), 0);
-    let refused = meter.reserve(&mut state, now, 1, 0);
+    let refused = meter.reserve::<Decision>(&mut state, now, 1, 0);
     assert_eq!(refused.verdict(), Verdict::Denied);
     assert_eq!(refused.retry_after(), Duration::from_secs(1));
     assert_eq!(refused.reset_after(), Duration::from_secs(41));
-    assert!(meter.reserve(&mut state, now + SECOND, 1, 0).is_allowed());
+    assert!(meter
+        .reserve::<Decision>(&mut state, now + SECOND, 1, 0)
+        .is_allowed());
     assert!(!meter.is_replenished(&state, at(3, 21) - 1));
     assert!(meter.is_replenished(&state, at(3, 21)));
 }
@@ -88,18 +91,26 @@ fn seed_001_table_through_the_limiter() {
 fn the_meter_lets_a_burst_of_its_capacity_through_then_one_per_interval() {
     let meter = seed_meter();
     let mut state = meter.initial_state(0);
-    assert!(meter.reserve(&mut state, 0, 3, 0).is_allowed());
-    let refused = meter.reserve(&mut state, 0, 1, u64::MAX);
+    assert!(meter.reserve::<Decision>(&mut state, 0, 3, 0).is_allowed());
+    let refused = meter.reserve::<Decision>(&mut state, 0, 1, u64::MAX);
     // A meter never makes a caller wait: max_wait does not change its answer.
     assert_eq!(refused.verdict(), Verdict::Denied);
     assert_eq!(refused.retry_after(), Duration::from_secs(20));
     assert_eq!(
-        meter.reserve(&mut state, 0, 4, u64::MAX).verdict(),
+        meter
+            .reserve::<Decision>(&mut state, 0, 4, u64::MAX)
+            .verdict(),
         Verdict::Never
     );
-    assert!(meter.reserve(&mut state, 20 * SECOND, 1, 0).is_allowed());
-    assert!(!meter.reserve(&mut state, 39 * SECOND, 1, 0).is_allowed());
-    assert!(meter.reserve(&mut state, 40 * SECOND, 1, 0).is_allowed());
+    assert!(meter
+        .reserve::<Decision>(&mut state, 20 * SECOND, 1, 0)
+        .is_allowed());
+    assert!(!meter
+        .reserve::<Decision>(&mut state, 39 * SECOND, 1, 0)
+        .is_allowed());
+    assert!(meter
+        .reserve::<Decision>(&mut state, 40 * SECOND, 1, 0)
+        .is_allowed());
 }
 
 #[test]
@@ -110,35 +121,43 @@ fn seed_003_queue_serves_in_order_at_a_constant_rate_and_rejects_when_full() {
     assert_eq!(queue.mode(), LeakyMode::Queue);
     let mut state = queue.initial_state(0);
     let grants: Vec<_> = (0..3)
-        .map(|_| queue.reserve(&mut state, 0, 1, u64::MAX))
+        .map(|_| queue.reserve::<Decision>(&mut state, 0, 1, u64::MAX))
         .collect();
     let waits: Vec<_> = grants.iter().map(|d| d.wait()).collect();
     assert_eq!(waits, [0, 1, 2].map(Duration::from_secs));
     let remaining: Vec<_> = grants.iter().map(|d| d.remaining()).collect();
     assert_eq!(remaining, [2, 1, 0]);
     // Full: refused at once, not queued, and told when a slot frees up.
-    let full = queue.reserve(&mut state, 0, 1, u64::MAX);
+    let full = queue.reserve::<Decision>(&mut state, 0, 1, u64::MAX);
     assert_eq!(full.verdict(), Verdict::Denied);
     assert_eq!(full.retry_after(), Duration::from_secs(1));
     assert_eq!(full.reset_after(), Duration::from_secs(3));
     // One second later the first has been served: the newcomer waits behind two.
-    let later = queue.reserve(&mut state, SECOND, 1, u64::MAX);
+    let later = queue.reserve::<Decision>(&mut state, SECOND, 1, u64::MAX);
     assert!(later.is_allowed());
     assert_eq!(later.wait(), Duration::from_secs(2));
     // A caller that will not wait (try_acquire) only passes when the queue is empty...
-    assert!(!queue.reserve(&mut state, 2 * SECOND, 1, 0).is_allowed());
-    let at_empty = queue.reserve(&mut state, 2 * SECOND, 1, 0).retry_after();
+    assert!(!queue
+        .reserve::<Decision>(&mut state, 2 * SECOND, 1, 0)
+        .is_allowed());
+    let at_empty = queue
+        .reserve::<Decision>(&mut state, 2 * SECOND, 1, 0)
+        .retry_after();
     assert_eq!(at_empty, Duration::from_secs(2));
-    assert!(queue.reserve(&mut state, 4 * SECOND, 1, 0).is_allowed());
+    assert!(queue
+        .reserve::<Decision>(&mut state, 4 * SECOND, 1, 0)
+        .is_allowed());
     // ...and a caller that accepts only 0.5 s of waiting is refused: the queue holds
     // the one served until 5 s, so 2 more fit but would start in 1 s, past its
     // deadline. No retry before that deadline can help, so it is told when a caller
     // who does not wait passes: at 5 s, when the queue is empty.
-    let impatient = queue.reserve(&mut state, 4 * SECOND, 2, SECOND / 2);
+    let impatient = queue.reserve::<Decision>(&mut state, 4 * SECOND, 2, SECOND / 2);
     assert_eq!(impatient.verdict(), Verdict::Denied);
     assert_eq!(impatient.retry_after(), Duration::from_secs(1));
     assert_eq!(
-        queue.reserve(&mut state, 4 * SECOND, 4, u64::MAX).verdict(),
+        queue
+            .reserve::<Decision>(&mut state, 4 * SECOND, 4, u64::MAX)
+            .verdict(),
         Verdict::Never
     );
 }
@@ -256,7 +275,7 @@ fn driftless_three_per_second_for_a_million_seconds() {
     let meter = LeakyBucket::meter(3, 3, Duration::from_secs(1)).unwrap();
     let mut state = meter.initial_state(0);
     let exact = saturate(HORIZON, |now| {
-        let decision = meter.reserve(&mut state, now, 1, 0);
+        let decision = meter.reserve::<Decision>(&mut state, now, 1, 0);
         (!decision.is_allowed()).then(|| decision.retry_after_nanos())
     });
     assert_eq!(exact, 3 * 1_000_000 + 3);
@@ -289,12 +308,16 @@ fn driftless_over_a_billion_seconds() {
     let mut state = meter.initial_state(0);
     let mut now = 0;
     for _ in 0..1000 {
-        assert!(meter.reserve(&mut state, now, capacity, 0).is_allowed());
-        let refused = meter.reserve(&mut state, now, capacity, 0);
+        assert!(meter
+            .reserve::<Decision>(&mut state, now, capacity, 0)
+            .is_allowed());
+        let refused = meter.reserve::<Decision>(&mut state, now, capacity, 0);
         assert_eq!(refused.retry_after_nanos(), 1_000_000 * SECOND);
         now += refused.retry_after_nanos();
         assert!(!meter.peek(&state, now - 1, capacity).is_allowed());
     }
     assert_eq!(now, 1_000_000_000 * SECOND);
-    assert!(meter.reserve(&mut state, now, capacity, 0).is_allowed());
+    assert!(meter
+        .reserve::<Decision>(&mut state, now, capacity, 0)
+        .is_allowed());
 }

@@ -9,5 +9,3 @@ mod cancel_at_once;
 mod sliding_window_word;
 #[path = "representation/timed_try_cancel_capacity.rs"]
 mod timed_try_cancel_capacity;
-#[path = "representation/try_take_is_reserve.rs"]
-mod try_take_is_reserve;

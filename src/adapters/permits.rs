@@ -104,7 +104,7 @@ pub trait Permits: Clone + Send + Sync + 'static {
 
     /// [`check`](Permits::check) for a caller that reads a grant no further than
     /// "granted": `None` if granted, otherwise the refusal in full, as
-    /// [`Algorithm::try_take`](crate::algorithms::Algorithm::try_take) answers. What
+    /// [`Algorithm::reserve`](crate::algorithms::Algorithm::reserve) answers in its lean report. What
     /// the server layer runs when it sends no fields on grants. A keyed limiter
     /// runs its store's lean step ([`Store::try_take_key`]); the default runs
     /// `check`.

@@ -48,8 +48,8 @@
 //!   nothing.
 
 use super::validate::validate_positive_period;
-use super::words::{one_word_state, try_take_by_words, Plan, Settle, Words};
-use super::{bits, Algorithm, Decision, OneWord, Pace, Receipt, WordEncoded};
+use super::words::{one_word_state, Plan, Settle, Words};
+use super::{bits, Algorithm, Decision, OneWord, Pace, Receipt, Report, WordEncoded};
 use crate::clock::Nanos;
 use crate::error::ConfigError;
 use std::time::Duration;
@@ -63,9 +63,9 @@ use std::time::Duration;
 /// let window = FixedWindow::new(3, Duration::from_secs(60)).unwrap();
 /// let mut state = window.initial_state(0);
 /// for remaining in [2, 1, 0] {
-///     assert_eq!(window.reserve(&mut state, 5_000_000_000, 1, 0).remaining(), remaining);
+///     assert_eq!(window.reserve::<Decision>(&mut state, 5_000_000_000, 1, 0).remaining(), remaining);
 /// }
-/// let refused = window.reserve(&mut state, 5_000_000_000, 1, 0);
+/// let refused = window.reserve::<Decision>(&mut state, 5_000_000_000, 1, 0);
 /// assert!(!refused.is_allowed());
 /// assert_eq!(refused.retry_after(), Duration::from_secs(55));
 /// ```
@@ -84,9 +84,9 @@ pub struct FixedWindow {
 /// use std::time::Duration;
 /// let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
 /// let mut state = window.initial_state(0);
-/// assert!(window.reserve(&mut state, 0, 1, 0).is_allowed());
+/// assert!(window.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
 /// let before = state;
-/// assert!(!window.reserve(&mut state, 0, 1, 0).is_allowed());
+/// assert!(!window.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
 /// assert_eq!(state, before); // a refusal leaves the word as it was
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -149,7 +149,7 @@ impl FixedWindow {
     /// use std::time::Duration;
     /// let window = FixedWindow::new(3, Duration::from_secs(60)).unwrap();
     /// let mut state = window.initial_state(0);
-    /// window.reserve(&mut state, 5_000_000_000, 2, 0);
+    /// window.reserve::<Decision>(&mut state, 5_000_000_000, 2, 0);
     /// assert_eq!(window.count(&state, 59_000_000_000), 2);
     /// assert_eq!(window.count(&state, 60_000_000_000), 0);
     /// ```
@@ -250,36 +250,28 @@ impl Algorithm for FixedWindow {
         self.pack(now / self.window, 0)
     }
 
-    // The step is settle (decide, move the state), then describe (the decision).
+    /// The step is settle (decide, move the state), then describe (the decision),
+    /// with a receipt naming the window the grant was counted in (the state's
+    /// window right after it) and its cost.
     #[inline]
-    fn reserve(
+    fn reserve<R: Report>(
         &self,
         state: &mut FixedWindowState,
         now: Nanos,
         cost: u64,
         _max_wait: Nanos,
-    ) -> Decision {
+    ) -> R {
         let settled = self.settle(state, now, cost);
-        self.describe(&settled)
-    }
-
-    /// [`reserve`](Algorithm::reserve), unchanged, with a receipt naming the window
-    /// the grant was counted in (the state's window right after it) and its cost.
-    #[inline]
-    fn reserve_with_receipt(
-        &self,
-        state: &mut FixedWindowState,
-        now: Nanos,
-        cost: u64,
-        max_wait: Nanos,
-    ) -> (Decision, Receipt) {
-        let decision = self.reserve(state, now, cost, max_wait);
-        if !decision.is_allowed() {
-            return (decision, Receipt::NONE);
+        // What `settle` compared: the call was counted if it fit.
+        if settled.cost > self.limit - settled.count {
+            return R::refused(self.describe(&settled));
         }
         // The count takes at least one bit, so the index is below 2⁶³: it fits the mark.
         let index = state.word >> self.shift();
-        (decision, Receipt::new(index as i64, cost))
+        R::granted(
+            || self.describe(&settled),
+            || Receipt::new(index as i64, cost),
+        )
     }
 
     /// The rule of [`Algorithm::cancel`]: up to `acts_at`, that instant included,
@@ -297,11 +289,6 @@ impl Algorithm for FixedWindow {
         }
         let count = state.word & ((1 << shift) - 1);
         *state = self.pack(index, count.saturating_sub(receipt.charge()));
-    }
-
-    #[inline]
-    fn try_take(&self, state: &mut FixedWindowState, now: Nanos, cost: u64) -> Option<Decision> {
-        try_take_by_words::<_, 1>(self, state, now, cost)
     }
 
     fn pace(&self) -> Option<Pace> {
@@ -348,7 +335,9 @@ impl WordEncoded for FixedWindow {
         cost: u64,
     ) -> Plan<FixedWindowState> {
         let mut state = self.read_state(words);
-        let granted = self.reserve(&mut state, now, cost, 0).is_allowed();
+        let granted = self
+            .reserve::<Result<(), Decision>>(&mut state, now, cost, 0)
+            .is_ok();
         (granted, granted.then_some(state))
     }
 }
@@ -409,7 +398,7 @@ mod tests {
                 let settled = window.settle(&mut split, now, cost);
                 proptest::prop_assert_eq!(window.describe(&settled), expected, "at {} cost {}", now, cost);
                 proptest::prop_assert_eq!(split, old);
-                proptest::prop_assert_eq!(window.reserve(&mut general, now, cost, 0), expected);
+                proptest::prop_assert_eq!(window.reserve::<Decision>(&mut general, now, cost, 0), expected);
                 proptest::prop_assert_eq!(general, old);
                 let checked = window.check_words(&mut words[..], now, cost, |_| true);
                 proptest::prop_assert_eq!(checked, Some(expected));
@@ -449,8 +438,10 @@ mod tests {
     fn time_going_backwards_stays_in_the_latest_window() {
         let window = FixedWindow::new(2, Duration::from_secs(10)).unwrap();
         let mut state = window.initial_state(0);
-        assert!(window.reserve(&mut state, 25 * SECOND, 2, 0).is_allowed());
-        let refused = window.reserve(&mut state, 5 * SECOND, 1, 0);
+        assert!(window
+            .reserve::<Decision>(&mut state, 25 * SECOND, 2, 0)
+            .is_allowed());
+        let refused = window.reserve::<Decision>(&mut state, 5 * SECOND, 1, 0);
         assert!(!refused.is_allowed());
         assert_eq!(refused.retry_after_nanos(), 25 * SECOND);
         assert_eq!(window.count(&state, 5 * SECOND), 2);
@@ -461,9 +452,11 @@ mod tests {
         let window = FixedWindow::new(3, Duration::from_secs(7)).unwrap();
         let mut state = window.initial_state(u64::MAX);
         for _ in 0..4 {
-            let decision = window.reserve(&mut state, u64::MAX, 1, 0);
+            let decision = window.reserve::<Decision>(&mut state, u64::MAX, 1, 0);
             assert!(decision.remaining() <= 3);
         }
-        assert!(window.reserve(&mut state, u64::MAX, 4, 0).is_never());
+        assert!(window
+            .reserve::<Decision>(&mut state, u64::MAX, 4, 0)
+            .is_never());
     }
 }

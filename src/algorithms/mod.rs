@@ -43,7 +43,11 @@
 //! permits to a caller who is willing to wait up to `max_wait`". Everything else is a
 //! thin wrapper: a non-blocking try is `max_wait = 0`; a blocking acquire is
 //! `max_wait = ∞`, sleeping for the returned wait (or, for algorithms that cannot
-//! reserve the future, sleeping for `retry_after` and trying again).
+//! reserve the future, sleeping for `retry_after` and trying again). The step is
+//! generic over what its caller reads (a [`Report`]): a try that only asks
+//! "granted?", a check that reads the [`Decision`], a reservation that keeps the
+//! [`Receipt`] to cancel it. It is one function, compiled once per report; a report
+//! that does not read a grant's description does not build it.
 
 mod decision;
 mod divisor;
@@ -52,6 +56,7 @@ pub mod leaky_bucket;
 pub mod multi;
 mod pace;
 mod receipt;
+mod report;
 pub mod sliding_log;
 pub mod sliding_window_buckets;
 pub mod sliding_window_counter;
@@ -66,6 +71,7 @@ pub use leaky_bucket::{LeakyBucket, LeakyMode};
 pub use multi::{AllOf, AllOfState, Limits, LimitsState};
 pub use pace::Pace;
 pub use receipt::Receipt;
+pub use report::Report;
 pub use sliding_log::SlidingLog;
 pub use sliding_window_buckets::SlidingWindowBuckets;
 pub use sliding_window_counter::{Counting, Rounding, SlidingWindowCounter};
@@ -80,7 +86,7 @@ use crate::clock::Nanos;
 /// separate, plain-data [`State`](Algorithm::State).
 ///
 /// Contract for implementors:
-/// * [`reserve_with_receipt`](Algorithm::reserve_with_receipt) changes the state
+/// * [`reserve`](Algorithm::reserve) changes the state
 ///   only when it returns an allowed decision; a denied or never decision leaves it
 ///   untouched. The one exception is an algorithm *configured* to record refused
 ///   attempts (the sliding log's recorded refusals, the counter's counted attempts),
@@ -102,12 +108,13 @@ use crate::clock::Nanos;
 /// not public.
 ///
 /// ```
-/// use sluicegate::algorithms::{Algorithm, SmoothBursty};
+/// use sluicegate::algorithms::{Algorithm, Decision, SmoothBursty};
 /// let bursty = SmoothBursty::new(5.0).unwrap();
 /// let mut state = bursty.initial_state(0);
 /// // Guava's pay-later rule: the first call is free, the next one pays for it.
-/// assert_eq!(bursty.reserve(&mut state, 0, 1, u64::MAX).wait_nanos(), 0);
-/// assert_eq!(bursty.reserve(&mut state, 0, 1, u64::MAX).wait_nanos(), 200_000_000);
+/// let first: Decision = bursty.reserve::<Decision>(&mut state, 0, 1, u64::MAX);
+/// let second: Decision = bursty.reserve::<Decision>(&mut state, 0, 1, u64::MAX);
+/// assert_eq!((first.wait_nanos(), second.wait_nanos()), (0, 200_000_000));
 /// ```
 pub trait Algorithm: Send + Sync + 'static {
     /// The mutable part: what a store keeps per key.
@@ -122,32 +129,40 @@ pub trait Algorithm: Send + Sync + 'static {
     /// The state of a limit first used at `now`.
     fn initial_state(&self, now: Nanos) -> Self::State;
 
-    /// The core step, modelled on Go's `reserveN`: grants `cost` permits if the
+    /// The one step, modelled on Go's `reserveN`: grants `cost` permits if the
     /// caller would have to wait at most `max_wait` nanoseconds, updating `state`;
     /// otherwise answers denied (or never, when no amount of waiting would do) and
     /// leaves `state` untouched, unless configured to record refused attempts (see
     /// the trait docs). A denial's `retry_after` follows the rule of
     /// [`Decision::retry_after`]: relative to the caller's deadline
     /// `now + max_wait`, not to a `max_wait` that stays the same.
-    fn reserve(&self, state: &mut Self::State, now: Nanos, cost: u64, max_wait: Nanos) -> Decision;
-
-    /// [`reserve`](Algorithm::reserve), also answering the [`Receipt`] that
-    /// [`cancel`](Algorithm::cancel) needs to give the grant back. The default
-    /// answers [`Receipt::NONE`], right for an algorithm whose grants cannot be
-    /// given back; one that overrides [`cancel`](Algorithm::cancel) overrides this
-    /// too, and its `reserve` must answer this method's decision.
-    #[inline(always)]
-    fn reserve_with_receipt(
+    ///
+    /// The step is written once and answers in the caller's [`Report`]: a try reads
+    /// `Result<(), Decision>` (a grant is not described), a check the [`Decision`],
+    /// a reservation the decision with the [`Receipt`] that
+    /// [`cancel`](Algorithm::cancel) needs to give it back. A grant is reported with
+    /// [`Report::granted`], whose closures run only for a report that reads them; an
+    /// algorithm whose grants cannot be given back answers [`Receipt::NONE`].
+    /// Whatever the report, the state moves the same way.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, Decision, SmoothBursty};
+    /// let bursty = SmoothBursty::new(5.0).unwrap();
+    /// let mut state = bursty.initial_state(0);
+    /// let taken: Result<(), Decision> = bursty.reserve::<Decision>(&mut state, 0, 1, 0);
+    /// assert!(taken.is_ok());
+    /// let next: Decision = bursty.reserve::<Decision>(&mut state, 0, 1, u64::MAX);
+    /// assert_eq!(next.wait_nanos(), 200_000_000);
+    /// ```
+    fn reserve<R: Report>(
         &self,
         state: &mut Self::State,
         now: Nanos,
         cost: u64,
         max_wait: Nanos,
-    ) -> (Decision, Receipt) {
-        (self.reserve(state, now, cost, max_wait), Receipt::NONE)
-    }
+    ) -> R;
 
-    /// [`reserve_with_receipt`](Algorithm::reserve_with_receipt), also telling
+    /// [`reserve`](Algorithm::reserve) with its receipt, also telling
     /// `each` how every limit stands after the step: one decision per limit, in
     /// order (what an HTTP server lists as one `RateLimit` item per limit). A single
     /// limit reports its own answer; a set ([`AllOf`], [`Limits`]) reports each
@@ -164,13 +179,13 @@ pub trait Algorithm: Send + Sync + 'static {
     ///   was taken from them, so their `remaining` is after a grant that did not
     ///   happen).
     ///
-    /// The step is the same as `reserve_with_receipt`'s; reporting costs one more
+    /// The step is the same as `reserve`'s; reporting costs one more
     /// [`peek`](Algorithm::peek) per limit that is not whole after a grant. The
     /// receipt is too, but for a set: reporting serves checks (a server's, a
     /// limiter's `check_each`), which give nothing back, so a set answers
     /// [`Receipt::NONE`] here rather than build its members' receipt (one
-    /// allocation a call). Reserve with
-    /// [`reserve_with_receipt`](Algorithm::reserve_with_receipt) to keep one.
+    /// allocation a call). Reserve with [`reserve`](Algorithm::reserve) to keep
+    /// one.
     ///
     /// ```
     /// use sluicegate::algorithms::{Algorithm, AllOf, FixedWindow, SmoothBursty};
@@ -196,7 +211,7 @@ pub trait Algorithm: Send + Sync + 'static {
         max_wait: Nanos,
         each: &mut dyn FnMut(Decision),
     ) -> (Decision, Receipt) {
-        let answer = self.reserve_with_receipt(state, now, cost, max_wait);
+        let answer: (Decision, Receipt) = self.reserve(state, now, cost, max_wait);
         each(standing(self, state, now, answer.0));
         answer
     }
@@ -221,11 +236,11 @@ pub trait Algorithm: Send + Sync + 'static {
     /// grow instead.
     ///
     /// ```
-    /// use sluicegate::algorithms::{Algorithm, FixedWindow};
+    /// use sluicegate::algorithms::{Algorithm, Decision, FixedWindow};
     /// use std::time::Duration;
     /// let window = FixedWindow::new(5, Duration::from_secs(10)).unwrap();
     /// let mut state = window.initial_state(0);
-    /// let grant = window.reserve(&mut state, 4_000_000_000, 2, 0);
+    /// let grant: Decision = window.reserve::<Decision>(&mut state, 4_000_000_000, 2, 0);
     /// let standing = window.standing(grant, &mut |cost| window.peek(&state, 4_000_000_000, cost));
     /// // 3 left; a 4th comes when the window ends, 6 s later.
     /// assert_eq!((standing.remaining(), standing.retry_after()), (3, Duration::from_secs(6)));
@@ -234,40 +249,11 @@ pub trait Algorithm: Send + Sync + 'static {
         standing_with(answer, peek)
     }
 
-    /// The lean zero-wait step, for a caller that reads a grant no further than
-    /// "granted": `None` if `cost` permits were taken, the state changed exactly as
-    /// a zero-wait [`reserve`](Algorithm::reserve) would change it, but the grant
-    /// not described; otherwise that reserve's refusal (denied or never) in full,
-    /// the state changed as it changes it (not at all, unless refusals are
-    /// recorded). Every cost is answered as that reserve answers it, 0 and a cost
-    /// above what the limit can ever hold (refused as never) included. What a keyed
-    /// `try_acquire` and a server that sends no fields on grants run.
-    ///
-    /// The default runs `reserve` and drops a grant's description. The crate's
-    /// one- and two-word algorithms skip building it: a grant then costs what the
-    /// direct limiter's `try_acquire` does, a refusal one more full step.
-    ///
-    /// ```
-    /// use sluicegate::algorithms::{Algorithm, FixedWindow};
-    /// use std::time::Duration;
-    /// let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
-    /// let mut state = window.initial_state(0);
-    /// assert!(window.try_take(&mut state, 0, 1).is_none()); // granted
-    /// let refusal = window.try_take(&mut state, 0, 1).unwrap();
-    /// assert_eq!(refusal.retry_after(), Duration::from_secs(1));
-    /// assert!(window.try_take(&mut state, 0, 2).unwrap().is_never());
-    /// ```
-    #[inline]
-    fn try_take(&self, state: &mut Self::State, now: Nanos, cost: u64) -> Option<Decision> {
-        let decision = self.reserve(state, now, cost, 0);
-        (!decision.is_allowed()).then_some(decision)
-    }
-
     /// The decision a zero-wait [`reserve`](Algorithm::reserve) would give now,
     /// without consuming anything.
     fn peek(&self, state: &Self::State, now: Nanos, cost: u64) -> Decision {
         let mut scratch = state.clone();
-        self.reserve(&mut scratch, now, cost, 0)
+        self.reserve::<Decision>(&mut scratch, now, cost, 0)
     }
 
     /// Gives back the permits of a grant whose caller has not acted on it, given
@@ -285,9 +271,7 @@ pub trait Algorithm: Send + Sync + 'static {
     /// cancel a receipt at most once (as
     /// [`Reservation::cancel`](crate::Reservation::cancel), which consumes the
     /// reservation): a second cancel may give back again. The default restores
-    /// nothing, right for an algorithm whose
-    /// [`reserve_with_receipt`](Algorithm::reserve_with_receipt) answers
-    /// [`Receipt::NONE`].
+    /// nothing, right for an algorithm whose grants answer [`Receipt::NONE`].
     fn cancel(&self, state: &mut Self::State, now: Nanos, receipt: &Receipt, acts_at: Nanos) {
         let _ = (state, now, receipt, acts_at);
     }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 /// The bookkeeping an algorithm needs to cancel one of its grants later: returned
 /// next to the [`Decision`](super::Decision) by
-/// [`Algorithm::reserve_with_receipt`](super::Algorithm::reserve_with_receipt), held
+/// [`Algorithm::reserve`](super::Algorithm::reserve) to a caller that keeps it, held
 /// by a [`Reservation`](crate::Reservation) (or a keyed async acquire), and handed
 /// back to [`Algorithm::cancel`](super::Algorithm::cancel).
 ///

@@ -48,8 +48,7 @@
 //!   nanoseconds, so waits agree with Guava's to within a microsecond.
 
 use super::validate::{validate_period, validate_rate};
-use super::words::try_take_by_words;
-use super::{signed, until, AdjustableRate, Algorithm, Decision, OneWord, Pace, Receipt};
+use super::{signed, until, AdjustableRate, Algorithm, Decision, OneWord, Pace, Receipt, Report};
 use crate::clock::Nanos;
 use crate::error::ConfigError;
 use std::time::Duration;
@@ -98,9 +97,9 @@ pub struct SmoothBursty {
 /// use sluicegate::algorithms::{Algorithm, SmoothBursty};
 /// let bursty = SmoothBursty::new(1.0).unwrap();
 /// let mut state = bursty.initial_state(0);
-/// assert!(bursty.reserve(&mut state, 0, 1, 0).is_allowed());
+/// assert!(bursty.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
 /// let after = state;
-/// assert!(!bursty.reserve(&mut state, 0, 1, 0).is_allowed());
+/// assert!(!bursty.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
 /// assert_eq!(state, after); // a refusal leaves `T` where it was
 /// assert_eq!(std::mem::size_of::<sluicegate::algorithms::smooth_bursty::BurstyState>(), 8);
 /// ```
@@ -177,8 +176,8 @@ impl SmoothBursty {
     /// let strict = SmoothBursty::new(2.0).unwrap().with_max_burst(Duration::ZERO).unwrap();
     /// let mut state = strict.initial_state(0);
     /// // After 10 idle seconds nothing was saved: the second call still pays 0.5 s.
-    /// strict.reserve(&mut state, 10_000_000_000, 1, u64::MAX);
-    /// assert_eq!(strict.reserve(&mut state, 10_000_000_000, 1, u64::MAX).wait_nanos(), 500_000_000);
+    /// strict.reserve::<Decision>(&mut state, 10_000_000_000, 1, u64::MAX);
+    /// assert_eq!(strict.reserve::<Decision>(&mut state, 10_000_000_000, 1, u64::MAX).wait_nanos(), 500_000_000);
     /// assert!(SmoothBursty::new(2.0).unwrap().with_max_burst(Duration::MAX).is_err());
     /// ```
     pub fn with_max_burst(self, max_burst: Duration) -> Result<Self, ConfigError> {
@@ -275,25 +274,20 @@ impl Algorithm for SmoothBursty {
     }
 
     #[inline(always)]
-    fn reserve(&self, state: &mut BurstyState, now: Nanos, cost: u64, max_wait: Nanos) -> Decision {
-        self.reserve_with_receipt(state, now, cost, max_wait).0
-    }
-
-    #[inline(always)]
-    fn reserve_with_receipt(
+    fn reserve<R: Report>(
         &self,
         state: &mut BurstyState,
         now: Nanos,
         cost: u64,
         max_wait: Nanos,
-    ) -> (Decision, Receipt) {
+    ) -> R {
         let settled = self.settle_within(state, now, cost, max_wait);
-        self.describe_with_receipt(&settled)
+        self.report(&settled)
     }
 
     fn peek(&self, state: &BurstyState, now: Nanos, cost: u64) -> Decision {
         let mut scratch = *state;
-        self.reserve(&mut scratch, now, cost, 0)
+        self.reserve::<Decision>(&mut scratch, now, cost, 0)
     }
 
     /// With debt to pay (`reset_after` beyond a burst), the default rule: the next
@@ -334,11 +328,6 @@ impl Algorithm for SmoothBursty {
             .tat
             .saturating_sub(i64::try_from(restore).unwrap_or(i64::MAX));
         state.tat = restored.max(now.saturating_sub(self.burst_nanos()));
-    }
-
-    #[inline]
-    fn try_take(&self, state: &mut BurstyState, now: Nanos, cost: u64) -> Option<Decision> {
-        try_take_by_words::<_, 1>(self, state, now, cost)
     }
 
     fn pace(&self) -> Option<Pace> {

@@ -51,8 +51,7 @@
 //!   clock can count leaves the limit exhausted for good.
 
 use super::validate::{validate_period, validate_rate};
-use super::words::try_take_by_words;
-use super::{signed, until, AdjustableRate, Algorithm, Decision, Pace, Receipt, WordArray};
+use super::{signed, until, AdjustableRate, Algorithm, Decision, Pace, Receipt, Report, WordArray};
 use crate::clock::Nanos;
 use crate::error::ConfigError;
 use std::time::Duration;
@@ -92,9 +91,9 @@ pub struct SmoothWarmingUp {
 /// use std::time::Duration;
 /// let w = SmoothWarmingUp::new(2.0, Duration::from_secs(4)).unwrap();
 /// let mut state = w.initial_state(0);
-/// w.reserve(&mut state, 0, 1, 0);
+/// w.reserve::<Decision>(&mut state, 0, 1, 0);
 /// let after = state;
-/// assert!(!w.reserve(&mut state, 0, 1, 0).is_allowed());
+/// assert!(!w.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
 /// assert_eq!(state, after); // a refusal changes nothing
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -112,7 +111,7 @@ impl WarmingUpState {
     /// let w = SmoothWarmingUp::new(2.0, Duration::from_secs(4)).unwrap();
     /// let mut state = w.initial_state(0);
     /// assert_eq!(state.stored_permits(), 8.0); // starts cold: full
-    /// w.reserve(&mut state, 0, 1, 0);
+    /// w.reserve::<Decision>(&mut state, 0, 1, 0);
     /// assert_eq!(state.stored_permits(), 7.0);
     /// ```
     pub fn stored_permits(&self) -> f64 {
@@ -282,34 +281,20 @@ impl Algorithm for SmoothWarmingUp {
     }
 
     #[inline(always)]
-    fn reserve(
+    fn reserve<R: Report>(
         &self,
         state: &mut WarmingUpState,
         now: Nanos,
         cost: u64,
         max_wait: Nanos,
-    ) -> Decision {
-        self.reserve_with_receipt(state, now, cost, max_wait).0
-    }
-
-    #[inline(always)]
-    fn reserve_with_receipt(
-        &self,
-        state: &mut WarmingUpState,
-        now: Nanos,
-        cost: u64,
-        max_wait: Nanos,
-    ) -> (Decision, Receipt) {
+    ) -> R {
         let now = signed(now);
         match self.step(state, now, cost, max_wait) {
-            Outcome::Never => (Decision::never(self.limit(), 0, u64::MAX), Receipt::NONE),
+            Outcome::Never => R::refused(Decision::never(self.limit(), 0, u64::MAX)),
             Outcome::Denied { wait } => {
                 let synced = self.resync(state, now);
                 let reset = self.reset_after(&synced, now);
-                (
-                    Decision::denied(self.limit(), 0, wait, reset),
-                    Receipt::NONE,
-                )
+                R::refused(Decision::denied(self.limit(), 0, wait, reset))
             }
             Outcome::Allowed {
                 wait,
@@ -318,15 +303,17 @@ impl Algorithm for SmoothWarmingUp {
                 spend,
             } => {
                 *state = next;
-                let remaining = if next.next_free <= now {
-                    next.stored as u64
-                } else {
-                    0
-                };
-                let reset = self.reset_after(&next, now);
-                (
-                    Decision::allowed_after(wait, self.limit(), remaining, reset),
-                    Receipt::new(next.next_free, charge as u64).with_stored_spent(spend),
+                R::granted(
+                    || {
+                        let remaining = if next.next_free <= now {
+                            next.stored as u64
+                        } else {
+                            0
+                        };
+                        let reset = self.reset_after(&next, now);
+                        Decision::allowed_after(wait, self.limit(), remaining, reset)
+                    },
+                    || Receipt::new(next.next_free, charge as u64).with_stored_spent(spend),
                 )
             }
         }
@@ -359,11 +346,6 @@ impl Algorithm for SmoothWarmingUp {
             state.next_free = now;
         }
         state.stored = self.max_permits.min(stored);
-    }
-
-    #[inline]
-    fn try_take(&self, state: &mut WarmingUpState, now: Nanos, cost: u64) -> Option<Decision> {
-        try_take_by_words::<_, 2>(self, state, now, cost)
     }
 
     fn pace(&self) -> Option<Pace> {

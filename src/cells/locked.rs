@@ -28,7 +28,7 @@ impl<A: Algorithm + Clone> StateCell<A> for LockedCell<A> {
     fn reserve(&self, now: Nanos, cost: u64, max_wait: Nanos) -> (Decision, Receipt) {
         let mut guard = self.inner.lock();
         let (algorithm, state) = &mut *guard;
-        algorithm.reserve_with_receipt(state, now, cost, max_wait)
+        algorithm.reserve(state, now, cost, max_wait)
     }
 
     /// A check gives nothing back, so it asks for no receipt (a set's would
@@ -44,7 +44,9 @@ impl<A: Algorithm + Clone> StateCell<A> for LockedCell<A> {
     fn try_take(&self, now: Nanos, cost: u64) -> bool {
         let mut guard = self.inner.lock();
         let (algorithm, state) = &mut *guard;
-        algorithm.reserve(state, now, cost, 0).is_allowed()
+        algorithm
+            .reserve::<Result<(), Decision>>(state, now, cost, 0)
+            .is_ok()
     }
 
     fn check_each(&self, now: Nanos, cost: u64, each: &mut dyn FnMut(Decision)) -> Decision {

@@ -57,7 +57,7 @@ pub trait StateCell<A: Algorithm + Clone>: Send + Sync + 'static {
     /// A cell holding `algorithm` with its initial state at `now`.
     fn new(algorithm: A, now: Nanos) -> Self;
 
-    /// [`Algorithm::reserve_with_receipt`], atomically.
+    /// [`Algorithm::reserve`] with its receipt, atomically.
     fn reserve(&self, now: Nanos, cost: u64, max_wait: Nanos) -> (Decision, Receipt);
 
     /// The lean non-blocking take: `reserve(now, cost, 0).0.is_allowed()`, with the

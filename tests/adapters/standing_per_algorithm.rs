@@ -214,7 +214,7 @@ proptest::proptest! {
         let mut now = 0;
         for (advance, cost) in calls {
             now += advance * MS;
-            let (answer, _) = bucket.reserve_with_receipt(&mut state, now, cost, 0);
+            let answer = bucket.reserve::<Decision>(&mut state, now, cost, 0);
             let own = bucket.standing(answer, &mut |n| bucket.peek(&state, now, n));
             proptest::prop_assert_eq!(own, by_peek(&bucket, &state, now, answer));
         }

@@ -4,6 +4,7 @@
 
 use proptest::prelude::*;
 use sluicegate::algorithms::sliding_window_buckets::OldestBucket;
+use sluicegate::algorithms::Decision;
 use sluicegate::algorithms::{Algorithm, SlidingLog, SlidingWindowBuckets};
 use std::time::Duration;
 
@@ -60,7 +61,7 @@ proptest! {
         for (now, cost) in times(&steps) {
             let fits = cost <= limit && live_sum(&admitted, now, duration) + cost <= limit;
             let peeked = log.peek(&state, now, cost);
-            let d = log.reserve(&mut state, now, cost, 0);
+            let d = log.reserve::<Decision>(&mut state, now, cost, 0);
             prop_assert_eq!(peeked, d);
             prop_assert_eq!(d.is_allowed(), fits, "at {} cost {}", now, cost);
             prop_assert!(state.entry_count() as u64 <= limit);
@@ -100,7 +101,7 @@ proptest! {
         for (now, cost) in times(&steps) {
             let spaced = admitted.last().is_none_or(|&(t, _)| now >= t + spacing);
             let fits = cost <= limit && live_sum(&admitted, now, duration) + cost <= limit;
-            let d = log.reserve(&mut state, now, cost, 0);
+            let d = log.reserve::<Decision>(&mut state, now, cost, 0);
             prop_assert_eq!(d.is_allowed(), fits && spaced);
             if d.is_allowed() {
                 admitted.push((now, cost));
@@ -131,7 +132,7 @@ proptest! {
         let mut attempts: Vec<(u64, u64)> = vec![];
         for (now, cost) in times(&steps) {
             let fits = cost <= limit && live_sum(&attempts, now, duration) + cost <= limit;
-            let d = log.reserve(&mut state, now, cost, 0);
+            let d = log.reserve::<Decision>(&mut state, now, cost, 0);
             prop_assert_eq!(d.is_allowed(), fits);
             prop_assert!(state.entry_count() as u64 <= limit + 1);
             if cost <= limit {
@@ -198,7 +199,7 @@ proptest! {
             let fits = cost <= limit
                 && scaled(&admitted, now) + u128::from(cost * p) <= u128::from(limit * p);
             let peeked = w.peek(&state, now, cost);
-            let dec = w.reserve(&mut state, now, cost, 0);
+            let dec = w.reserve::<Decision>(&mut state, now, cost, 0);
             prop_assert_eq!(peeked, dec);
             prop_assert_eq!(dec.is_allowed(), fits, "at {} cost {}", now, cost);
             if dec.is_allowed() {

@@ -22,7 +22,7 @@ fn replay(log: &SlidingLog, steps: &[(u64, bool, u64, &[u64])]) -> Vec<Decision>
     let mut state = log.initial_state(0);
     let mut decisions = Vec::new();
     for &(t, allowed, remaining, set) in steps {
-        let d = log.reserve(&mut state, t * S, 1, 0);
+        let d = log.reserve::<Decision>(&mut state, t * S, 1, 0);
         assert_eq!(d.is_allowed(), allowed, "at {t} s");
         assert_eq!(d.remaining(), remaining, "remaining at {t} s");
         assert_eq!(live(log, &state, t * S), set, "set at {t} s");
@@ -98,16 +98,18 @@ fn seed_001_retry_after_is_exact_in_both_modes() {
     ] {
         let mut state = log.initial_state(0);
         for t in [5, 15, 61, 70, 100] {
-            assert!(log.reserve(&mut state, t * S, 1, 0).is_allowed());
+            assert!(log
+                .reserve::<Decision>(&mut state, t * S, 1, 0)
+                .is_allowed());
         }
         let peeked = log.peek(&state, 110 * S, 1);
-        let d = log.reserve(&mut state, 110 * S, 1, 0);
+        let d = log.reserve::<Decision>(&mut state, 110 * S, 1, 0);
         assert_eq!(peeked, d, "peek answers what reserve does");
         assert_eq!(d.verdict(), Verdict::Denied);
         assert_eq!(d.retry_after(), secs(retry));
         let at = (110 + retry) * S;
         assert!(!log.peek(&state, at - 1, 1).is_allowed());
-        assert!(log.reserve(&mut state, at, 1, 0).is_allowed());
+        assert!(log.reserve::<Decision>(&mut state, at, 1, 0).is_allowed());
     }
 }
 
@@ -121,7 +123,10 @@ fn seed_004_hammering_client_stays_blocked_until_it_pauses() {
     let mut state = log.initial_state(0);
     let mut granted = vec![];
     for t in 0..=60 {
-        if log.reserve(&mut state, t * S, 1, 0).is_allowed() {
+        if log
+            .reserve::<Decision>(&mut state, t * S, 1, 0)
+            .is_allowed()
+        {
             granted.push(t);
         }
         assert!(
@@ -136,13 +141,19 @@ fn seed_004_hammering_client_stays_blocked_until_it_pauses() {
     // A peek answers what a reserve would: one more attempt at 60 s would itself be
     // recorded, pushing the end of the ban to 69 s.
     assert_eq!(log.peek(&state, 60 * S, 1).retry_after(), secs(9));
-    assert!(log.reserve(&mut state, 68 * S, 1, 0).is_allowed());
+    assert!(log
+        .reserve::<Decision>(&mut state, 68 * S, 1, 0)
+        .is_allowed());
 
     // The default log lets a hammering client through 3 times every 10 s.
     let plain = SlidingLog::new(3, secs(10)).unwrap();
     let mut state = plain.initial_state(0);
     let granted: Vec<u64> = (0..=30)
-        .filter(|&t| plain.reserve(&mut state, t * S, 1, 0).is_allowed())
+        .filter(|&t| {
+            plain
+                .reserve::<Decision>(&mut state, t * S, 1, 0)
+                .is_allowed()
+        })
         .collect();
     assert_eq!(granted, vec![0, 1, 2, 10, 11, 12, 20, 21, 22, 30]);
 }
@@ -180,11 +191,13 @@ fn recorded_refusals_restart_the_spacing() {
         .with_min_spacing(secs(1))
         .with_rejected_recorded();
     let mut state = log.initial_state(0);
-    assert!(log.reserve(&mut state, 0, 1, 0).is_allowed());
-    let d = log.reserve(&mut state, S / 2, 1, 0);
+    assert!(log.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
+    let d = log.reserve::<Decision>(&mut state, S / 2, 1, 0);
     assert_eq!(d.retry_after(), secs(1)); // from the refused attempt at 0.5 s
-    assert!(!log.reserve(&mut state, S, 1, 0).is_allowed());
-    assert!(log.reserve(&mut state, 2 * S, 1, 0).is_allowed());
+    assert!(!log.reserve::<Decision>(&mut state, S, 1, 0).is_allowed());
+    assert!(log
+        .reserve::<Decision>(&mut state, 2 * S, 1, 0)
+        .is_allowed());
 }
 
 #[test]
@@ -225,26 +238,34 @@ fn replenishment_and_exact_expiry_boundary() {
         .with_min_spacing(secs(15));
     let mut state = log.initial_state(0);
     assert!(log.is_replenished(&state, 0));
-    assert!(log.reserve(&mut state, S, 1, 0).is_allowed());
+    assert!(log.reserve::<Decision>(&mut state, S, 1, 0).is_allowed());
     // The entry stops counting at exactly 11 s, but the spacing runs to 16 s.
     assert!(!log.is_replenished(&state, 11 * S));
     assert_eq!(log.peek(&state, 11 * S, 1).retry_after(), secs(5));
     assert!(log.is_replenished(&state, 16 * S));
     let plain = SlidingLog::new(1, secs(10)).unwrap();
     let mut state = plain.initial_state(0);
-    assert!(plain.reserve(&mut state, S, 1, 0).is_allowed());
-    assert!(!plain.reserve(&mut state, 11 * S - 1, 1, 0).is_allowed());
+    assert!(plain.reserve::<Decision>(&mut state, S, 1, 0).is_allowed());
+    assert!(!plain
+        .reserve::<Decision>(&mut state, 11 * S - 1, 1, 0)
+        .is_allowed());
     assert!(plain.is_replenished(&state, 11 * S));
-    assert!(plain.reserve(&mut state, 11 * S, 1, 0).is_allowed());
+    assert!(plain
+        .reserve::<Decision>(&mut state, 11 * S, 1, 0)
+        .is_allowed());
 }
 
 #[test]
 fn time_going_backwards_grants_nothing_extra() {
     let log = SlidingLog::new(2, secs(10)).unwrap();
     let mut state = log.initial_state(0);
-    assert!(log.reserve(&mut state, 20 * S, 2, 0).is_allowed());
-    assert!(!log.reserve(&mut state, 5 * S, 1, 0).is_allowed());
-    assert!(!log.reserve(&mut state, 0, 1, 0).is_allowed());
+    assert!(log
+        .reserve::<Decision>(&mut state, 20 * S, 2, 0)
+        .is_allowed());
+    assert!(!log
+        .reserve::<Decision>(&mut state, 5 * S, 1, 0)
+        .is_allowed());
+    assert!(!log.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
     assert_eq!(live(&log, &state, 20 * S), vec![20]);
 }
 
@@ -276,7 +297,7 @@ fn the_log_allocates_once_for_its_slots() {
     let bytes = state.heap_bytes();
     assert!(bytes >= 100 * 16);
     for t in 0..1000u64 {
-        log.reserve(&mut state, t * 7_000_000, 1, 0);
+        log.reserve::<Decision>(&mut state, t * 7_000_000, 1, 0);
         assert!(state.entry_count() <= 100);
     }
     assert_eq!(state.heap_bytes(), bytes, "no growth on the hot path");
@@ -284,7 +305,7 @@ fn the_log_allocates_once_for_its_slots() {
     let mut state = recording.initial_state(0);
     let bytes = state.heap_bytes();
     for t in 0..1000u64 {
-        recording.reserve(&mut state, t * 7_000_000, 1, 0);
+        recording.reserve::<Decision>(&mut state, t * 7_000_000, 1, 0);
         assert!(state.entry_count() <= 101);
     }
     assert_eq!(state.heap_bytes(), bytes);
@@ -299,7 +320,7 @@ fn extreme_times_and_costs_do_not_panic() {
     let mut state = log.initial_state(u64::MAX);
     for now in [u64::MAX - 5, u64::MAX, 0] {
         for cost in [1, 3, 4, u64::MAX] {
-            let d = log.reserve(&mut state, now, cost, 0);
+            let d = log.reserve::<Decision>(&mut state, now, cost, 0);
             let _ = (d.retry_after(), d.reset_after(), d.remaining());
             let _ = log.peek(&state, now, cost);
             let _ = log.is_replenished(&state, now);

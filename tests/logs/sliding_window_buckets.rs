@@ -2,6 +2,7 @@
 //! on virtual time. The clock's origin stands for the first instant of each example
 //! (12:00:00 in seed 001, 2:00 AM in seed 003 minus the offset noted there).
 
+use sluicegate::algorithms::Decision;
 use sluicegate::algorithms::{Algorithm, SlidingWindowBuckets};
 use sluicegate::clock::ManualClock;
 use sluicegate::{Clock, Error, RateLimiter, Verdict};
@@ -39,7 +40,7 @@ fn seed_001_sliding_window_table() {
         (140, true, 1, &[(90, 1), (135, 1)]),
     ];
     for (t, allowed, remaining, buckets) in steps {
-        let d = w.reserve(&mut state, t * S, 1, 0);
+        let d = w.reserve::<Decision>(&mut state, t * S, 1, 0);
         assert_eq!(d.is_allowed(), allowed, "at {t} s");
         assert_eq!(d.remaining(), remaining, "remaining at {t} s");
         assert_eq!(d.limit(), 3);
@@ -58,14 +59,18 @@ fn seed_001_refusal_carries_exact_retry_after() {
     let w = SlidingWindowBuckets::dropping(3, secs(60), secs(15)).unwrap();
     let mut state = w.initial_state(0);
     for t in [5, 15, 61, 70, 100] {
-        assert!(w.reserve(&mut state, t * S, 1, 0).is_allowed());
+        assert!(w.reserve::<Decision>(&mut state, t * S, 1, 0).is_allowed());
     }
-    let d = w.reserve(&mut state, 110 * S, 1, 0);
+    let d = w.reserve::<Decision>(&mut state, 110 * S, 1, 0);
     assert_eq!(d.verdict(), Verdict::Denied);
     assert_eq!(d.retry_after(), secs(10)); // 12:02:00
     assert_eq!(d.reset_after(), secs(60 + 90 - 110)); // bucket 12:01:30 leaves at 12:02:30
-    assert!(!w.reserve(&mut state, 120 * S - 1, 1, 0).is_allowed());
-    assert!(w.reserve(&mut state, 120 * S, 1, 0).is_allowed());
+    assert!(!w
+        .reserve::<Decision>(&mut state, 120 * S - 1, 1, 0)
+        .is_allowed());
+    assert!(w
+        .reserve::<Decision>(&mut state, 120 * S, 1, 0)
+        .is_allowed());
 }
 
 /// Seed 000's 100 per minute in weighted 30 s buckets, on a manual clock.
@@ -126,21 +131,29 @@ fn seed_000_one_bucket_per_window_is_the_sliding_window_counter() {
     let w = SlidingWindowBuckets::weighted(100, secs(60), secs(60)).unwrap();
     let drain = |state: &mut _, at: u64| {
         let mut n = 0;
-        while w.reserve(state, at, 1, 0).is_allowed() {
+        while w.reserve::<Decision>(state, at, 1, 0).is_allowed() {
             n += 1;
         }
         n
     };
     let mut state = w.initial_state(0);
-    assert_eq!(w.reserve(&mut state, 10 * S, 100, 0).remaining(), 0);
+    assert_eq!(
+        w.reserve::<Decision>(&mut state, 10 * S, 100, 0)
+            .remaining(),
+        0
+    );
     assert_eq!(drain(&mut state, 75 * S), 25);
 
     let mut state = w.initial_state(0);
-    assert!(w.reserve(&mut state, 10 * S, 100, 0).is_allowed());
+    assert!(w
+        .reserve::<Decision>(&mut state, 10 * S, 100, 0)
+        .is_allowed());
     assert_eq!(drain(&mut state, 105 * S), 75);
 
     let mut state = w.initial_state(0);
-    assert!(w.reserve(&mut state, 59_400_000_000, 100, 0).is_allowed());
+    assert!(w
+        .reserve::<Decision>(&mut state, 59_400_000_000, 100, 0)
+        .is_allowed());
     assert_eq!(drain(&mut state, 75 * S), 25);
 }
 
@@ -155,11 +168,11 @@ fn seed_003_hundred_per_hour_in_twenty_minute_buckets() {
     let mut state = w.initial_state(0);
     for (at, n) in [(5, 10), (25, 20), (45, 30)] {
         assert!(w
-            .reserve(&mut state, two_am + at * minute, n, 0)
+            .reserve::<Decision>(&mut state, two_am + at * minute, n, 0)
             .is_allowed());
     }
     let at = two_am + 50 * minute;
-    let d = w.reserve(&mut state, at, 1, 0);
+    let d = w.reserve::<Decision>(&mut state, at, 1, 0);
     assert!(d.is_allowed());
     assert_eq!(d.remaining(), 100 - 61);
     let held: Vec<(u64, u64)> = w
@@ -181,22 +194,26 @@ fn seed_003_note_the_dropped_ten_minutes() {
     let mut d_state = dropping.initial_state(0);
     let mut w_state = weighted.initial_state(0);
     assert!(dropping
-        .reserve(&mut d_state, two_am - 5 * minute, 100, 0)
+        .reserve::<Decision>(&mut d_state, two_am - 5 * minute, 100, 0)
         .is_allowed());
     assert!(weighted
-        .reserve(&mut w_state, two_am - 5 * minute, 100, 0)
+        .reserve::<Decision>(&mut w_state, two_am - 5 * minute, 100, 0)
         .is_allowed());
     // At 2:05 both still count the 1:40 bucket whole.
     assert!(!dropping.peek(&d_state, two_am + 5 * minute, 1).is_allowed());
     assert!(!weighted.peek(&w_state, two_am + 5 * minute, 1).is_allowed());
     // At 2:50 the dropping window has forgotten them: a burst of 100 goes through.
     let at = two_am + 50 * minute;
-    assert!(dropping.reserve(&mut d_state, at, 100, 0).is_allowed());
+    assert!(dropping
+        .reserve::<Decision>(&mut d_state, at, 100, 0)
+        .is_allowed());
     // The weighted window counts half of the 1:40-2:00 bucket: 50 left.
-    let d = weighted.reserve(&mut w_state, at, 50, 0);
+    let d = weighted.reserve::<Decision>(&mut w_state, at, 50, 0);
     assert!(d.is_allowed());
     assert_eq!(d.remaining(), 0);
-    assert!(!weighted.reserve(&mut w_state, at, 1, 0).is_allowed());
+    assert!(!weighted
+        .reserve::<Decision>(&mut w_state, at, 1, 0)
+        .is_allowed());
 }
 
 #[test]
@@ -272,14 +289,14 @@ fn blocking_acquire_sleeps_exactly_until_a_bucket_leaves() {
 fn variable_cost_and_every_decision_field() {
     let w = SlidingWindowBuckets::dropping(10, secs(4), secs(1)).unwrap();
     let mut state = w.initial_state(0);
-    let d = w.reserve(&mut state, 500_000_000, 7, 0);
+    let d = w.reserve::<Decision>(&mut state, 500_000_000, 7, 0);
     assert!(d.is_allowed());
     assert_eq!((d.limit(), d.remaining()), (10, 3));
     assert_eq!(d.reset_after(), Duration::from_millis(3500)); // bucket 0-1 leaves at 4 s
-    let d = w.reserve(&mut state, 2 * S, 4, 0);
+    let d = w.reserve::<Decision>(&mut state, 2 * S, 4, 0);
     assert_eq!(d.verdict(), Verdict::Denied);
     assert_eq!((d.remaining(), d.retry_after()), (3, secs(2)));
-    assert!(w.reserve(&mut state, 2 * S, 3, 0).is_allowed());
+    assert!(w.reserve::<Decision>(&mut state, 2 * S, 3, 0).is_allowed());
     assert_eq!(w.peek(&state, 2 * S, 1).reset_after(), secs(4)); // bucket 2-3 leaves at 6 s
     assert!(!w.is_replenished(&state, 6 * S - 1));
     assert!(w.is_replenished(&state, 6 * S));
@@ -289,10 +306,10 @@ fn variable_cost_and_every_decision_field() {
 fn time_going_backwards_grants_nothing_extra() {
     let w = SlidingWindowBuckets::weighted(2, secs(10), secs(1)).unwrap();
     let mut state = w.initial_state(0);
-    assert!(w.reserve(&mut state, 20 * S, 2, 0).is_allowed());
+    assert!(w.reserve::<Decision>(&mut state, 20 * S, 2, 0).is_allowed());
     // A stale reading from before the grant must not see an empty window.
-    assert!(!w.reserve(&mut state, 5 * S, 1, 0).is_allowed());
-    assert!(!w.reserve(&mut state, 0, 1, 0).is_allowed());
+    assert!(!w.reserve::<Decision>(&mut state, 5 * S, 1, 0).is_allowed());
+    assert!(!w.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
 }
 
 #[test]
@@ -304,13 +321,13 @@ fn extreme_times_and_costs_do_not_panic() {
     ] {
         let mut state = w.initial_state(u64::MAX - 5);
         assert!(w
-            .reserve(&mut state, u64::MAX - 5, u64::MAX / 2, 0)
+            .reserve::<Decision>(&mut state, u64::MAX - 5, u64::MAX / 2, 0)
             .is_allowed());
         assert!(!w
-            .reserve(&mut state, u64::MAX - 4, u64::MAX, 0)
+            .reserve::<Decision>(&mut state, u64::MAX - 4, u64::MAX, 0)
             .is_allowed());
         for now in [u64::MAX - 1, u64::MAX, 0] {
-            let d = w.reserve(&mut state, now, u64::MAX, 0);
+            let d = w.reserve::<Decision>(&mut state, now, u64::MAX, 0);
             let _ = (d.retry_after(), d.reset_after(), d.remaining());
             let _ = w.peek(&state, now, 1);
             let _ = w.is_replenished(&state, now);

@@ -60,7 +60,7 @@ fn threads_hammering_one_key_get_exactly_what_memory_grants() {
     let now = 1_763_900_000_000_000_000;
     let expected = (0..480)
         .filter(|_| {
-            sluicegate::algorithms::Algorithm::reserve(
+            sluicegate::algorithms::Algorithm::reserve::<sluicegate::Decision>(
                 &limiter,
                 &mut memory,
                 now,

@@ -6,6 +6,7 @@
 //! exactly as the plain one.
 
 use proptest::prelude::*;
+use sluicegate::algorithms::Decision;
 use sluicegate::algorithms::{
     Algorithm, AllOf, Counting, FixedWindow, Receipt, SlidingLog, SlidingWindowBuckets,
     SlidingWindowCounter,
@@ -116,11 +117,13 @@ fn a_fixed_window_gives_back_an_older_grant_and_keeps_the_later_ones() {
 fn a_fixed_window_gives_nothing_back_once_the_state_counts_in_a_later_window() {
     let window = fixed(2);
     let mut state = window.initial_state(0);
-    let (grant, receipt) = window.reserve_with_receipt(&mut state, 5 * SEC, 1, 0);
+    let (grant, receipt) = window.reserve::<(Decision, Receipt)>(&mut state, 5 * SEC, 1, 0);
     assert!(grant.is_allowed());
     assert_eq!((receipt.mark(), receipt.charge()), (0, 1));
     // A caller whose clock is ahead counts in window 1 before the cancel arrives.
-    assert!(window.reserve(&mut state, 61 * SEC, 1, 0).is_allowed());
+    assert!(window
+        .reserve::<Decision>(&mut state, 61 * SEC, 1, 0)
+        .is_allowed());
     let before = state;
     window.cancel(&mut state, 5 * SEC, &receipt, 5 * SEC);
     assert_eq!(state, before);
@@ -136,17 +139,19 @@ fn a_fixed_window_gives_nothing_back_once_the_state_counts_in_a_later_window() {
 fn a_bucketed_window_gives_back_from_a_bucket_the_ring_still_holds() {
     let window = buckets(3);
     let mut state = window.initial_state(0);
-    let (_, older) = window.reserve_with_receipt(&mut state, 5 * SEC, 1, 0);
+    let (_, older) = window.reserve::<(Decision, Receipt)>(&mut state, 5 * SEC, 1, 0);
     assert_eq!((older.mark(), older.charge()), (0, 1));
     // A later grant, in a later bucket (a clock ahead of the canceller's).
-    assert!(window.reserve(&mut state, 20 * SEC, 2, 0).is_allowed());
+    assert!(window
+        .reserve::<Decision>(&mut state, 20 * SEC, 2, 0)
+        .is_allowed());
     assert!(!window.peek(&state, 20 * SEC, 1).is_allowed());
     window.cancel(&mut state, 5 * SEC, &older, 5 * SEC);
     let counted: Vec<_> = window.counted_buckets(&state, 20 * SEC).collect();
     assert_eq!(counted, vec![(15 * SEC, 2)]); // the later grant stays
     assert!(window.peek(&state, 20 * SEC, 1).is_allowed());
     // Cancelling the same way after its instant gives nothing.
-    let (_, later) = window.reserve_with_receipt(&mut state, 20 * SEC, 1, 0);
+    let (_, later) = window.reserve::<(Decision, Receipt)>(&mut state, 20 * SEC, 1, 0);
     let before = state.clone();
     window.cancel(&mut state, 20 * SEC + 1, &later, 20 * SEC);
     assert_eq!(state, before);
@@ -156,9 +161,11 @@ fn a_bucketed_window_gives_back_from_a_bucket_the_ring_still_holds() {
 fn a_bucketed_window_gives_nothing_back_from_a_slot_a_later_bucket_reuses() {
     let window = buckets(3);
     let mut state = window.initial_state(0);
-    let (_, older) = window.reserve_with_receipt(&mut state, 5 * SEC, 1, 0);
+    let (_, older) = window.reserve::<(Decision, Receipt)>(&mut state, 5 * SEC, 1, 0);
     // Bucket 8 (120 s) takes bucket 0's slot in the ring of 8.
-    assert!(window.reserve(&mut state, 125 * SEC, 2, 0).is_allowed());
+    assert!(window
+        .reserve::<Decision>(&mut state, 125 * SEC, 2, 0)
+        .is_allowed());
     let before = state.clone();
     window.cancel(&mut state, 5 * SEC, &older, 5 * SEC);
     assert_eq!(state, before);
@@ -199,9 +206,9 @@ fn a_sliding_log_cancel_gives_the_spacing_back() {
 fn a_sliding_log_keeps_a_refusal_recorded_after_the_grant() {
     let recording = log(1).with_rejected_recorded();
     let mut state = recording.initial_state(0);
-    let (grant, receipt) = recording.reserve_with_receipt(&mut state, 0, 1, 0);
+    let (grant, receipt) = recording.reserve::<(Decision, Receipt)>(&mut state, 0, 1, 0);
     assert!(grant.is_allowed());
-    let (refused, none) = recording.reserve_with_receipt(&mut state, 0, 1, 0);
+    let (refused, none) = recording.reserve::<(Decision, Receipt)>(&mut state, 0, 1, 0);
     assert!(!refused.is_allowed());
     assert!(none.is_none()); // a refusal has nothing to give back
     let before = state.clone();
@@ -214,7 +221,7 @@ fn a_sliding_log_keeps_a_refusal_recorded_after_the_grant() {
 fn a_sliding_log_receipt_of_another_entry_gives_nothing_back() {
     let log = log(3);
     let mut state = log.initial_state(0);
-    let (_, receipt) = log.reserve_with_receipt(&mut state, 0, 2, 0);
+    let (_, receipt) = log.reserve::<(Decision, Receipt)>(&mut state, 0, 2, 0);
     let before = state.clone();
     for other in [
         Receipt::new(receipt.mark(), 1),
@@ -250,15 +257,19 @@ fn a_sliding_window_counter_gives_back_an_older_grant_and_keeps_the_later_ones()
 fn a_sliding_window_counter_gives_back_from_the_previous_window_and_no_older() {
     let counter = counter(4);
     let mut state = counter.initial_state(0);
-    let (_, receipt) = counter.reserve_with_receipt(&mut state, 5 * SEC, 3, 0);
+    let (_, receipt) = counter.reserve::<(Decision, Receipt)>(&mut state, 5 * SEC, 3, 0);
     assert_eq!((receipt.mark(), receipt.charge()), (0, 3));
     // A caller whose clock is ahead moves the state into window 1.
-    assert!(counter.reserve(&mut state, 61 * SEC, 1, 0).is_allowed());
+    assert!(counter
+        .reserve::<Decision>(&mut state, 61 * SEC, 1, 0)
+        .is_allowed());
     counter.cancel(&mut state, 5 * SEC, &receipt, 5 * SEC);
     assert_eq!(counter.counts(&state, 61 * SEC), (0, 1)); // the later grant stays
                                                           // Two windows on, the grant's window no longer counts: nothing to give back.
-    let (_, receipt) = counter.reserve_with_receipt(&mut state, 61 * SEC, 2, 0);
-    assert!(counter.reserve(&mut state, 181 * SEC, 1, 0).is_allowed());
+    let (_, receipt) = counter.reserve::<(Decision, Receipt)>(&mut state, 61 * SEC, 2, 0);
+    assert!(counter
+        .reserve::<Decision>(&mut state, 181 * SEC, 1, 0)
+        .is_allowed());
     let before = state;
     counter.cancel(&mut state, 61 * SEC, &receipt, 61 * SEC);
     assert_eq!(state, before);
@@ -268,15 +279,17 @@ fn a_sliding_window_counter_gives_back_from_the_previous_window_and_no_older() {
 fn a_sliding_window_counter_counting_attempts_gives_back_the_grant_only() {
     let attempts = counter(2).with_counting(Counting::Attempts);
     let mut state = attempts.initial_state(0);
-    let (_, receipt) = attempts.reserve_with_receipt(&mut state, 0, 2, 0);
-    assert!(!attempts.reserve(&mut state, 0, 1, 0).is_allowed()); // counted: 3
+    let (_, receipt) = attempts.reserve::<(Decision, Receipt)>(&mut state, 0, 2, 0);
+    assert!(!attempts
+        .reserve::<Decision>(&mut state, 0, 1, 0)
+        .is_allowed()); // counted: 3
     attempts.cancel(&mut state, 0, &receipt, 0);
     assert_eq!(attempts.counts(&state, 0), (0, 1)); // the refused attempt stays
                                                     // A count saturated by hammering may have forgotten more than the grant: kept.
     let mut state = attempts.initial_state(0);
-    let (_, receipt) = attempts.reserve_with_receipt(&mut state, 0, 1, 0);
+    let (_, receipt) = attempts.reserve::<(Decision, Receipt)>(&mut state, 0, 1, 0);
     for _ in 0..2000 {
-        attempts.reserve(&mut state, 0, 2, 0);
+        attempts.reserve::<Decision>(&mut state, 0, 2, 0);
     }
     let saturated = state;
     attempts.cancel(&mut state, 0, &receipt, 0);
@@ -307,8 +320,8 @@ where
     let mut with = algorithm.initial_state(now);
     for &(gap, cost, cancel) in steps {
         now = now.saturating_add_signed(gap);
-        let decision = algorithm.reserve(&mut plain, now, cost, 0);
-        let (same, receipt) = algorithm.reserve_with_receipt(&mut with, now, cost, 0);
+        let decision = algorithm.reserve::<Decision>(&mut plain, now, cost, 0);
+        let (same, receipt) = algorithm.reserve::<(Decision, Receipt)>(&mut with, now, cost, 0);
         prop_assert_eq!(decision, same);
         prop_assert_eq!(&plain, &with);
         prop_assert_eq!(receipt.is_none(), !decision.is_allowed());

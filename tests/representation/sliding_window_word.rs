@@ -3,6 +3,7 @@
 //! lock-free cell publishing counted refusals; and its keys in the in-memory store.
 
 use proptest::prelude::*;
+use sluicegate::algorithms::Decision;
 use sluicegate::algorithms::{Algorithm, Counting, Rounding, SlidingWindowCounter, Verdict};
 use sluicegate::clock::ManualClock;
 use sluicegate::stores::MemoryStore;
@@ -169,7 +170,7 @@ fn check_against_reference(
     let mut model = reference.fresh(now).0;
     for (movement, cost) in calls {
         now = now.saturating_add_signed(movement);
-        let decision = counter.reserve(&mut state, now, cost, 0);
+        let decision = counter.reserve::<Decision>(&mut state, now, cost, 0);
         let (verdict, remaining, reset) = reference.reserve(&mut model, now, cost);
         prop_assert_eq!(decision.verdict(), verdict, "at {}", now);
         prop_assert_eq!(decision.remaining(), remaining, "at {}", now);

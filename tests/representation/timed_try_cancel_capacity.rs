@@ -18,6 +18,7 @@ use sluicegate::algorithms::{
     smooth_bursty::BurstyState, Algorithm, AllOf, FixedWindow, LeakyBucket, Limits, SlidingLog,
     SlidingWindowBuckets, SlidingWindowCounter, SmoothBursty, SmoothWarmingUp,
 };
+use sluicegate::algorithms::{Decision, Receipt};
 use sluicegate::clock::{Clock, ManualClock, Nanos};
 use sluicegate::stores::MemoryStore;
 use sluicegate::CellAlgorithm;
@@ -229,7 +230,7 @@ fn retry_after_keeps_the_deadline<A: Algorithm>(
         now += gap;
         let max_wait = max_wait.unwrap_or(u64::MAX);
         let before = state.clone();
-        let decision = algorithm.reserve(&mut state, now, cost, max_wait);
+        let decision = algorithm.reserve::<Decision>(&mut state, now, cost, max_wait);
         if decision.is_allowed() || decision.is_never() {
             continue;
         }
@@ -238,7 +239,7 @@ fn retry_after_keeps_the_deadline<A: Algorithm>(
         let at = |s: Nanos| {
             let mut probe = before.clone();
             algorithm
-                .reserve(&mut probe, now + s, cost, left(s))
+                .reserve::<Decision>(&mut probe, now + s, cost, left(s))
                 .is_allowed()
         };
         prop_assert!(at(retry), "{} ns after {}: not granted", retry, now);
@@ -367,7 +368,7 @@ fn sets_of_bursty_limiters_cancelled_at_once_restore_every_member() {
     let set = AllOf::new((bursty(1.0), bursty(2.0)));
     let mut state = set.initial_state(0);
     let fresh = *state.members();
-    let (_, receipt) = set.reserve_with_receipt(&mut state, 0, 1, 0);
+    let (_, receipt) = set.reserve::<(Decision, Receipt)>(&mut state, 0, 1, 0);
     set.cancel(&mut state, 0, &receipt, 0);
     assert_eq!(*state.members(), fresh);
 
@@ -377,7 +378,7 @@ fn sets_of_bursty_limiters_cancelled_at_once_restore_every_member() {
         [0, 1].map(|i| *s.member::<BurstyState>(i).unwrap())
     };
     let fresh = members(&state);
-    let (_, receipt) = set.reserve_with_receipt(&mut state, 0, 1, 0);
+    let (_, receipt) = set.reserve::<(Decision, Receipt)>(&mut state, 0, 1, 0);
     set.cancel(&mut state, 0, &receipt, 0);
     assert_eq!(members(&state), fresh);
 }
@@ -436,7 +437,9 @@ fn magnitude() -> impl Strategy<Value = u64> {
 fn grants_its_capacity<A: Algorithm>(algorithm: &A, now: Nanos) -> bool {
     let mut state = algorithm.initial_state(now);
     let limit = algorithm.peek(&state, now, 1).limit();
-    algorithm.reserve(&mut state, now, limit, 0).is_allowed()
+    algorithm
+        .reserve::<Decision>(&mut state, now, limit, 0)
+        .is_allowed()
 }
 
 /// Instants a fresh state may start at: the clock's origin, a day, and 146 years.

@@ -8,7 +8,8 @@ use virtual_time::assert_slept;
 use proptest::prelude::*;
 use sluicegate::algorithms::smooth_bursty::BurstyState;
 use sluicegate::algorithms::{
-    Algorithm, AllOf, Decision, FixedWindow, Limits, Plain, SmoothBursty, SmoothWarmingUp, Verdict,
+    Algorithm, AllOf, Decision, FixedWindow, Limits, Plain, Receipt, Report, SmoothBursty,
+    SmoothWarmingUp, Verdict,
 };
 use sluicegate::clock::{Clock, ManualClock, Nanos};
 use sluicegate::{Error, RateLimiter};
@@ -48,7 +49,13 @@ impl Algorithm for SlidingLog {
         Vec::new()
     }
 
-    fn reserve(&self, log: &mut Vec<Nanos>, now: Nanos, cost: u64, _max_wait: Nanos) -> Decision {
+    fn reserve<R: Report>(
+        &self,
+        log: &mut Vec<Nanos>,
+        now: Nanos,
+        cost: u64,
+        _max_wait: Nanos,
+    ) -> R {
         let live = self.live(log, now).count() as u64;
         let remaining = self.limit.saturating_sub(live);
         let reset = self
@@ -56,16 +63,18 @@ impl Algorithm for SlidingLog {
             .last()
             .map_or(0, |t| t + self.window - now);
         if cost > self.limit {
-            return Decision::never(self.limit, remaining, reset);
+            return R::refused(Decision::never(self.limit, remaining, reset));
         }
         if cost > remaining {
             let need = (live + cost - self.limit) as usize;
             let frees = self.live(log, now).nth(need - 1).unwrap();
-            return Decision::denied(self.limit, remaining, frees + self.window - now, reset);
+            let retry = frees + self.window - now;
+            return R::refused(Decision::denied(self.limit, remaining, retry, reset));
         }
         log.retain(|&t| t + self.window > now);
         log.extend(std::iter::repeat_n(now, cost as usize));
-        Decision::allowed(self.limit, remaining - cost, self.window)
+        let grant = Decision::allowed(self.limit, remaining - cost, self.window);
+        R::granted(|| grant, || Receipt::NONE)
     }
 
     fn is_replenished(&self, log: &Vec<Nanos>, now: Nanos) -> bool {
@@ -84,8 +93,8 @@ impl Algorithm for Liar {
     fn initial_state(&self, _now: Nanos) -> Vec<u8> {
         Vec::new()
     }
-    fn reserve(&self, _: &mut Vec<u8>, _now: Nanos, _cost: u64, _max_wait: Nanos) -> Decision {
-        Decision::denied(1, 0, SEC, SEC)
+    fn reserve<R: Report>(&self, _: &mut Vec<u8>, _now: Nanos, _cost: u64, _max_wait: Nanos) -> R {
+        R::refused(Decision::denied(1, 0, SEC, SEC))
     }
     fn peek(&self, _: &Vec<u8>, _now: Nanos, _cost: u64) -> Decision {
         Decision::allowed(1, 0, 0)
@@ -116,8 +125,10 @@ fn cadence(rate: f64) -> SmoothBursty {
 fn a_refused_call_moves_no_member() {
     let set = AllOf::new((per(2, 1), per(5, 60), bursty(100.0)));
     let mut state = set.initial_state(0);
-    assert!(set.reserve(&mut state, 0, 1, 0).is_allowed());
-    assert!(set.reserve(&mut state, 100 * MS, 1, 0).is_allowed());
+    assert!(set.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
+    assert!(set
+        .reserve::<Decision>(&mut state, 100 * MS, 1, 0)
+        .is_allowed());
 
     let before = state.clone();
     let minute_left =
@@ -129,7 +140,7 @@ fn a_refused_call_moves_no_member() {
         };
     assert_eq!(minute_left(&before), 2); // 5 - 2 taken - this 1
     for _ in 0..10 {
-        let refused = set.reserve(&mut state, 200 * MS, 1, 0);
+        let refused = set.reserve::<Decision>(&mut state, 200 * MS, 1, 0);
         assert_eq!(refused.verdict(), Verdict::Denied);
         assert_eq!(refused.limit_index(), 0);
         assert_eq!(refused.retry_after_nanos(), 800 * MS);
@@ -140,9 +151,9 @@ fn a_refused_call_moves_no_member() {
     // A refusal by the last member leaves the earlier, admitting ones untouched too.
     let set = AllOf::new((per(10, 1), bursty(1.0)));
     let mut state = set.initial_state(0);
-    assert!(set.reserve(&mut state, 0, 1, 0).is_allowed());
+    assert!(set.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
     let before = state.clone();
-    let refused = set.reserve(&mut state, 500 * MS, 1, 0);
+    let refused = set.reserve::<Decision>(&mut state, 500 * MS, 1, 0);
     assert_eq!(
         (refused.limit_index(), refused.retry_after_nanos()),
         (1, 500 * MS)
@@ -161,8 +172,8 @@ fn a_refused_call_moves_no_member() {
 fn the_refusal_names_the_limit_with_the_longest_retry_after() {
     let set = AllOf::new((per(1, 1), per(1, 10), per(5, 60)));
     let mut state = set.initial_state(0);
-    assert!(set.reserve(&mut state, 0, 1, 0).is_allowed());
-    let refused = set.reserve(&mut state, 500 * MS, 1, 0);
+    assert!(set.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
+    let refused = set.reserve::<Decision>(&mut state, 500 * MS, 1, 0);
     assert_eq!(refused.verdict(), Verdict::Denied);
     assert_eq!(refused.limit_index(), 1);
     assert_eq!(refused.retry_after(), Duration::from_millis(9_500));
@@ -173,22 +184,25 @@ fn the_refusal_names_the_limit_with_the_longest_retry_after() {
     // On a tie the first refusing member is named.
     let set = AllOf::new((per(1, 10), per(1, 10)));
     let mut state = set.initial_state(0);
-    set.reserve(&mut state, 0, 1, 0);
-    assert_eq!(set.reserve(&mut state, SEC, 1, 0).limit_index(), 0);
+    set.reserve::<Decision>(&mut state, 0, 1, 0);
+    assert_eq!(
+        set.reserve::<Decision>(&mut state, SEC, 1, 0).limit_index(),
+        0
+    );
 }
 
 #[test]
 fn never_from_any_member_makes_the_set_answer_never() {
     let set = AllOf::new((per(5, 1), per(3, 60)));
     let mut state = set.initial_state(0);
-    let d = set.reserve(&mut state, 0, 4, 0);
+    let d = set.reserve::<Decision>(&mut state, 0, 4, 0);
     assert_eq!(d.verdict(), Verdict::Never);
     assert_eq!((d.limit_index(), d.limit()), (1, 3));
     assert_eq!(d.retry_after_nanos(), u64::MAX);
 
     // Never beats a denial that comes first and has a finite retry_after.
-    set.reserve(&mut state, 0, 3, 0);
-    let d = set.reserve(&mut state, 0, 4, 0);
+    set.reserve::<Decision>(&mut state, 0, 3, 0);
+    let d = set.reserve::<Decision>(&mut state, 0, 4, 0);
     assert_eq!((d.verdict(), d.limit_index()), (Verdict::Never, 1));
 
     // Through the front end: blocking calls fail at once, without sleeping.
@@ -210,17 +224,17 @@ fn never_from_any_member_makes_the_set_answer_never() {
 fn an_allowed_call_reports_the_longest_wait_and_the_tightest_member() {
     let set = AllOf::new((bursty(1.0), bursty(2.0), per(3, 60)));
     let mut state = set.initial_state(0);
-    assert!(set.reserve(&mut state, 0, 1, 0).is_allowed());
+    assert!(set.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
     let members = *state.members();
-    let d = set.reserve(&mut state, 0, 1, u64::MAX);
+    let d = set.reserve::<Decision>(&mut state, 0, 1, u64::MAX);
     assert!(d.is_allowed());
     assert_eq!(d.wait(), Duration::from_secs(1)); // 1/s's wait, not 2/s's 0.5 s
 
     // Each field against what the members answer alone.
     let (mut a, mut b, mut c) = members;
-    let da = set.members().0.reserve(&mut a, 0, 1, u64::MAX);
-    let db = set.members().1.reserve(&mut b, 0, 1, u64::MAX);
-    let dc = set.members().2.reserve(&mut c, 0, 1, u64::MAX);
+    let da = set.members().0.reserve::<Decision>(&mut a, 0, 1, u64::MAX);
+    let db = set.members().1.reserve::<Decision>(&mut b, 0, 1, u64::MAX);
+    let dc = set.members().2.reserve::<Decision>(&mut c, 0, 1, u64::MAX);
     assert_eq!(
         (da.wait_nanos(), db.wait_nanos(), dc.wait_nanos()),
         (SEC, SEC / 2, 0)
@@ -239,7 +253,7 @@ fn an_allowed_call_reports_the_longest_wait_and_the_tightest_member() {
     // With a 100-permit burst saved, the window is the tightest.
     let set = AllOf::new((bursty(100.0), per(3, 60)));
     let mut state = set.initial_state(0);
-    let d = set.reserve(&mut state, 10 * SEC, 1, 0);
+    let d = set.reserve::<Decision>(&mut state, 10 * SEC, 1, 0);
     assert_eq!((d.limit_index(), d.remaining(), d.limit()), (1, 2, 3));
 }
 
@@ -249,7 +263,7 @@ fn an_empty_set_limits_nothing() {
     assert!(limits.is_empty());
     let mut state = limits.initial_state(0);
     for _ in 0..1000 {
-        let d = limits.reserve(&mut state, 0, u64::MAX, 0);
+        let d = limits.reserve::<Decision>(&mut state, 0, u64::MAX, 0);
         assert!(d.is_allowed());
         assert_eq!(d.remaining(), u64::MAX);
     }
@@ -266,7 +280,7 @@ fn seed_002_trace<A: Algorithm>(set: &A, index_of: impl Fn(u32) -> u32) -> Vec<N
     let mut state = set.initial_state(0);
     let mut admitted = Vec::new();
     let mut attempt = |t: Nanos, state: &mut A::State| {
-        let d = set.reserve(state, t, 1, 0);
+        let d: Decision = set.reserve(state, t, 1, 0);
         if d.is_allowed() {
             admitted.push(t);
         }
@@ -338,7 +352,7 @@ fn seed_002_the_hour_counts_only_admitted_calls() {
     let set = AllOf::new((per(10, 1), per(120, 60), per(240, 3600)));
     let mut state = set.initial_state(0);
     for k in 0..1000 {
-        set.reserve(&mut state, k * MS, 1, 0);
+        set.reserve::<Decision>(&mut state, k * MS, 1, 0);
     }
     // 1000 attempts, 10 admitted: the minute and the hour each counted 10.
     let (_, minute, hour) = state.members();
@@ -357,7 +371,7 @@ fn seed_000_minimum_distance_is_a_second_limit() {
     // A client that tries every 100 ms for 70 s.
     for step in 0..700 {
         let t = step * 100 * MS;
-        let d = set.reserve(&mut state, t, 1, 0);
+        let d = set.reserve::<Decision>(&mut state, t, 1, 0);
         if d.is_allowed() {
             admitted.push(t);
         } else if t < 49_500 * MS {
@@ -420,11 +434,11 @@ fn async_acquire_waits_for_every_member() {
 fn a_timed_try_needs_every_member_within_the_timeout() {
     let set = AllOf::new((bursty(1.0), bursty(2.0)));
     let mut state = set.initial_state(0);
-    assert!(set.reserve(&mut state, 0, 1, 0).is_allowed());
+    assert!(set.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
     let before = *state.members();
 
     // 2/s could grant within 0.7 s, 1/s could not: nothing is reserved anywhere.
-    let refused = set.reserve(&mut state, 0, 1, 700 * MS);
+    let refused = set.reserve::<Decision>(&mut state, 0, 1, 700 * MS);
     assert_eq!(refused.verdict(), Verdict::Denied);
     assert_eq!(
         (refused.limit_index(), refused.retry_after_nanos()),
@@ -433,11 +447,11 @@ fn a_timed_try_needs_every_member_within_the_timeout() {
     assert_eq!(*state.members(), before);
 
     // Within 1 s both can: the grant waits the longer wait, each member books its slot.
-    let granted = set.reserve(&mut state, 0, 1, SEC);
+    let granted = set.reserve::<Decision>(&mut state, 0, 1, SEC);
     assert_eq!(granted.wait_nanos(), SEC);
     let (mut one, mut two) = before;
-    set.members().0.reserve(&mut one, 0, 1, SEC);
-    set.members().1.reserve(&mut two, 0, 1, SEC);
+    set.members().0.reserve::<Decision>(&mut one, 0, 1, SEC);
+    set.members().1.reserve::<Decision>(&mut two, 0, 1, SEC);
     assert_eq!(*state.members(), (one, two));
 
     // The same through the limiter.
@@ -459,9 +473,9 @@ fn cancel_gives_back_every_members_permits() {
         SmoothWarmingUp::new(2.0, Duration::ZERO).unwrap(),
     ));
     let mut state = set.initial_state(0);
-    set.reserve(&mut state, 0, 1, 0);
+    set.reserve::<Decision>(&mut state, 0, 1, 0);
     let before = *state.members();
-    let (grant, grant_receipt) = set.reserve_with_receipt(&mut state, 0, 1, u64::MAX);
+    let (grant, grant_receipt) = set.reserve::<(Decision, Receipt)>(&mut state, 0, 1, u64::MAX);
     assert_eq!(grant.wait_nanos(), SEC);
     assert_ne!(*state.members(), before);
     set.cancel(&mut state, 100 * MS, &grant_receipt, grant.wait_nanos());
@@ -483,9 +497,9 @@ fn cancel_gives_back_every_members_permits() {
 fn cancel_restores_nothing_for_an_older_grant_or_one_that_acted() {
     let set = Limits::new().with(bursty(1.0)).with(bursty(2.0));
     let mut state = set.initial_state(0);
-    let (first, first_receipt) = set.reserve_with_receipt(&mut state, 0, 1, u64::MAX);
-    let (second, second_receipt) = set.reserve_with_receipt(&mut state, 0, 1, u64::MAX);
-    let (third, third_receipt) = set.reserve_with_receipt(&mut state, 0, 1, u64::MAX);
+    let (first, first_receipt) = set.reserve::<(Decision, Receipt)>(&mut state, 0, 1, u64::MAX);
+    let (second, second_receipt) = set.reserve::<(Decision, Receipt)>(&mut state, 0, 1, u64::MAX);
+    let (third, third_receipt) = set.reserve::<(Decision, Receipt)>(&mut state, 0, 1, u64::MAX);
     let snapshot = |s: &sluicegate::algorithms::LimitsState| {
         (
             *s.member::<BurstyState>(0).unwrap(),
@@ -506,7 +520,11 @@ fn cancel_restores_nothing_for_an_older_grant_or_one_that_acted() {
     // Before that, it comes back from both members.
     set.cancel(&mut state, SEC, &third_receipt, third.wait_nanos());
     assert_ne!(snapshot(&state), after);
-    assert_eq!(set.reserve(&mut state, SEC, 1, u64::MAX).wait_nanos(), SEC);
+    assert_eq!(
+        set.reserve::<Decision>(&mut state, SEC, 1, u64::MAX)
+            .wait_nanos(),
+        SEC
+    );
 }
 
 #[test]
@@ -516,7 +534,7 @@ fn a_member_that_breaks_its_contract_is_undone() {
     let set = AllOf::new((bursty(1.0), per(5, 1), Liar));
     let mut state = set.initial_state(0);
     let before = state.members().clone();
-    let d = set.reserve(&mut state, 0, 1, 0);
+    let d = set.reserve::<Decision>(&mut state, 0, 1, 0);
     assert_eq!((d.verdict(), d.limit_index()), (Verdict::Denied, 2));
     assert_eq!(*state.members(), before);
     assert_eq!(set.members().1.count(&state.members().1, 0), 0);
@@ -524,7 +542,7 @@ fn a_member_that_breaks_its_contract_is_undone() {
     let limits = Limits::new().with(bursty(1.0)).with(Liar);
     let mut state = limits.initial_state(5 * SEC);
     let before = *state.member::<BurstyState>(0).unwrap();
-    let d = limits.reserve(&mut state, 5 * SEC, 1, 0);
+    let d = limits.reserve::<Decision>(&mut state, 5 * SEC, 1, 0);
     assert_eq!((d.verdict(), d.limit_index()), (Verdict::Denied, 1));
     assert_eq!(*state.member::<BurstyState>(0).unwrap(), before);
 }
@@ -537,13 +555,15 @@ fn a_state_from_another_set_answers_never_without_panicking() {
     let two = Limits::new().with(bursty(1.0)).with(per(1, 1));
     let three = two.clone().with(per(1, 1));
     let mut foreign = two.initial_state(0);
-    assert!(three.reserve(&mut foreign, 0, 1, 0).is_never());
+    assert!(three.reserve::<Decision>(&mut foreign, 0, 1, 0).is_never());
     assert!(three.peek(&foreign, 0, 1).is_never());
     assert!(three.is_replenished(&foreign, 0));
 
     // Same length, wrong member types.
     let swapped = Limits::new().with(per(1, 1)).with(bursty(1.0));
-    assert!(swapped.reserve(&mut foreign, 0, 1, 0).is_never());
+    assert!(swapped
+        .reserve::<Decision>(&mut foreign, 0, 1, 0)
+        .is_never());
     assert!(swapped.peek(&foreign, 0, 1).is_never());
 }
 
@@ -608,9 +628,9 @@ where
         let before = state.members().clone();
         let (mut sa, mut sb, mut sc) = before.clone();
         let alone = [
-            a.reserve(&mut sa, now, cost, max_wait),
-            b.reserve(&mut sb, now, cost, max_wait),
-            c.reserve(&mut sc, now, cost, max_wait),
+            a.reserve::<Decision>(&mut sa, now, cost, max_wait),
+            b.reserve::<Decision>(&mut sb, now, cost, max_wait),
+            c.reserve::<Decision>(&mut sc, now, cost, max_wait),
         ];
         // A peek that admits is followed by a reserve that admits.
         let peeks = [
@@ -624,8 +644,8 @@ where
             }
         }
 
-        let d = set.reserve(&mut state, now, cost, max_wait);
-        let dd = limits.reserve(&mut dyn_state, now, cost, max_wait);
+        let d = set.reserve::<Decision>(&mut state, now, cost, max_wait);
+        let dd = limits.reserve::<Decision>(&mut dyn_state, now, cost, max_wait);
         prop_assert_eq!(d, dd);
         let (mut each, mut dyn_each) = (Vec::new(), Vec::new());
         let (r, _) = set.reserve_each(&mut reported, now, cost, max_wait, &mut |x| each.push(x));
@@ -697,8 +717,8 @@ proptest! {
         let mut now = 0;
         for (dt, cost) in trace {
             now += dt * MS;
-            let df = forward.reserve(&mut f, now, cost, 0);
-            let db = backward.reserve(&mut b, now, cost, 0);
+            let df = forward.reserve::<Decision>(&mut f, now, cost, 0);
+            let db = backward.reserve::<Decision>(&mut b, now, cost, 0);
             prop_assert_eq!(df.verdict(), db.verdict());
             prop_assert_eq!(df.retry_after_nanos(), db.retry_after_nanos());
         }
@@ -723,7 +743,7 @@ proptest! {
         let mut now = 0;
         for (advance, cost) in calls {
             now += advance * MS;
-            let expected = set.reserve_with_receipt(&mut plain, now, cost, 0);
+            let expected = set.reserve::<(Decision, Receipt)>(&mut plain, now, cost, 0);
             let mut each = Vec::new();
             let answer = set.reserve_each(&mut reporting, now, cost, 0, &mut |d| each.push(d));
             // The same step and decision; reporting serves checks, so a set keeps
@@ -732,9 +752,9 @@ proptest! {
             prop_assert!(answer.1.is_none());
             prop_assert_eq!(each.len(), 3);
             if answer.0.is_allowed() {
-                let ga = a.reserve(&mut alone_a, now, cost, 0);
-                let gb = b.reserve(&mut alone_b, now, cost, 0);
-                let gc = c.reserve(&mut alone_c, now, cost, 0);
+                let ga = a.reserve::<Decision>(&mut alone_a, now, cost, 0);
+                let gb = b.reserve::<Decision>(&mut alone_b, now, cost, 0);
+                let gc = c.reserve::<Decision>(&mut alone_c, now, cost, 0);
                 prop_assert_eq!(each[0], a.standing(ga, &mut |n| a.peek(&alone_a, now, n)));
                 prop_assert_eq!(each[1], b.standing(gb, &mut |n| b.peek(&alone_b, now, n)));
                 prop_assert_eq!(each[2], c.standing(gc, &mut |n| c.peek(&alone_c, now, n)));

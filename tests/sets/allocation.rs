@@ -2,7 +2,7 @@
 //! allocations of the current thread only (so the test harness's own threads do
 //! not interfere).
 
-use sluicegate::algorithms::{Algorithm, AllOf, Limits, SmoothBursty, SmoothWarmingUp};
+use sluicegate::algorithms::{Algorithm, AllOf, Decision, Limits, SmoothBursty, SmoothWarmingUp};
 use sluicegate::clock::ManualClock;
 use sluicegate::RateLimiter;
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -59,8 +59,8 @@ fn the_hot_path_does_not_allocate() {
         for step in 0..2_000u64 {
             let now = step * 50_000_000;
             for _ in 0..3 {
-                let d = limits.reserve(&mut dyn_state, now, 1, 0);
-                let s = set.reserve(&mut state, now, 1, 0);
+                let d = limits.reserve::<Decision>(&mut dyn_state, now, 1, 0);
+                let s = set.reserve::<Decision>(&mut state, now, 1, 0);
                 assert_eq!(d, s);
                 if d.is_allowed() {
                     allowed += 1;

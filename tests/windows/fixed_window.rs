@@ -1,6 +1,7 @@
 //! Seed 001's fixed-window table (3 requests per 60 s), replayed step by step, and
 //! the boundary burst that seeds 001 and 003 warn about.
 
+use sluicegate::algorithms::Decision;
 use sluicegate::algorithms::{Algorithm, FixedWindow};
 use sluicegate::clock::{Clock, ManualClock};
 use sluicegate::{RateLimiter, Verdict};
@@ -34,7 +35,7 @@ fn seed_001_table_on_the_algorithm() {
     let window = FixedWindow::new(3, Duration::from_secs(60)).unwrap();
     let mut state = window.initial_state(0);
     for (now, allowed, counter, remaining, retry_secs) in TABLE {
-        let decision = window.reserve(&mut state, now, 1, 0);
+        let decision = window.reserve::<Decision>(&mut state, now, 1, 0);
         assert_eq!(decision.is_allowed(), allowed, "at {}s", now / SECOND);
         assert_eq!(window.count(&state, now), counter, "at {}s", now / SECOND);
         assert_eq!(decision.remaining(), remaining, "at {}s", now / SECOND);
@@ -72,13 +73,21 @@ fn the_boundary_burst_lets_twice_the_limit_through_in_a_nanosecond() {
     let window = FixedWindow::new(3, Duration::from_secs(60)).unwrap();
     let mut state = window.initial_state(0);
     for _ in 0..3 {
-        assert!(window.reserve(&mut state, at(1, 0) - 1, 1, 0).is_allowed());
+        assert!(window
+            .reserve::<Decision>(&mut state, at(1, 0) - 1, 1, 0)
+            .is_allowed());
     }
-    assert!(!window.reserve(&mut state, at(1, 0) - 1, 1, 0).is_allowed());
+    assert!(!window
+        .reserve::<Decision>(&mut state, at(1, 0) - 1, 1, 0)
+        .is_allowed());
     for _ in 0..3 {
-        assert!(window.reserve(&mut state, at(1, 0), 1, 0).is_allowed());
+        assert!(window
+            .reserve::<Decision>(&mut state, at(1, 0), 1, 0)
+            .is_allowed());
     }
-    assert!(!window.reserve(&mut state, at(1, 0), 1, 0).is_allowed());
+    assert!(!window
+        .reserve::<Decision>(&mut state, at(1, 0), 1, 0)
+        .is_allowed());
 }
 
 #[test]
@@ -88,12 +97,12 @@ fn seed_003_five_per_minute_at_eleven() {
     let eleven = 11 * 3600 * SECOND;
     let mut state = window.initial_state(eleven);
     assert!(window
-        .reserve(&mut state, eleven + 59 * SECOND, 5, 0)
+        .reserve::<Decision>(&mut state, eleven + 59 * SECOND, 5, 0)
         .is_allowed());
     assert!(window
-        .reserve(&mut state, eleven + 60 * SECOND, 5, 0)
+        .reserve::<Decision>(&mut state, eleven + 60 * SECOND, 5, 0)
         .is_allowed());
-    let refused = window.reserve(&mut state, eleven + 60 * SECOND, 1, 0);
+    let refused = window.reserve::<Decision>(&mut state, eleven + 60 * SECOND, 1, 0);
     assert_eq!(refused.verdict(), Verdict::Denied);
     assert_eq!(refused.retry_after(), Duration::from_secs(60));
 }
@@ -103,12 +112,15 @@ fn costs_and_never() {
     let window = FixedWindow::new(3, Duration::from_secs(60)).unwrap();
     let mut state = window.initial_state(0);
     // Seed 001: POST /user costs 2 tokens where GET costs 1.
-    assert_eq!(window.reserve(&mut state, 0, 2, 0).remaining(), 1);
-    let refused = window.reserve(&mut state, 0, 2, 0);
+    assert_eq!(
+        window.reserve::<Decision>(&mut state, 0, 2, 0).remaining(),
+        1
+    );
+    let refused = window.reserve::<Decision>(&mut state, 0, 2, 0);
     assert_eq!(refused.verdict(), Verdict::Denied);
     assert_eq!(refused.remaining(), 1);
-    assert!(window.reserve(&mut state, 0, 1, 0).is_allowed());
-    let never = window.reserve(&mut state, 0, 4, u64::MAX);
+    assert!(window.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
+    let never = window.reserve::<Decision>(&mut state, 0, 4, u64::MAX);
     assert_eq!(never.verdict(), Verdict::Never);
     assert_eq!(never.retry_after_nanos(), u64::MAX);
     assert!(!window.is_replenished(&state, 59 * SECOND));

@@ -4,6 +4,7 @@
 //! limiter (on the manual clock) keep the same bounds.
 
 use proptest::prelude::*;
+use sluicegate::algorithms::Decision;
 use sluicegate::algorithms::{
     Algorithm, Counting, FixedWindow, LeakyBucket, Rounding, SlidingWindowCounter,
 };
@@ -89,7 +90,7 @@ proptest! {
                 model_window = now / len;
                 model_count = 0;
             }
-            let decision = window.reserve(&mut state, now, cost, 0);
+            let decision = window.reserve::<Decision>(&mut state, now, cost, 0);
             if cost > limit {
                 prop_assert!(decision.is_never());
             } else if model_count + cost <= limit {
@@ -127,7 +128,7 @@ proptest! {
             now += gap;
             let max_wait = max_wait.unwrap_or(u64::MAX);
             let peeked = bucket.peek(&state, now, cost);
-            let decision = bucket.reserve(&mut state, now, cost, max_wait);
+            let decision = bucket.reserve::<Decision>(&mut state, now, cost, max_wait);
             if cost > capacity {
                 prop_assert!(decision.is_never());
                 continue;
@@ -144,9 +145,9 @@ proptest! {
                 let retry = decision.retry_after_nanos();
                 let left = |s: u64| max_wait.saturating_sub(s);
                 let mut probe = state;
-                prop_assert!(bucket.reserve(&mut probe, now + retry, cost, left(retry)).is_allowed());
+                prop_assert!(bucket.reserve::<Decision>(&mut probe, now + retry, cost, left(retry)).is_allowed());
                 let mut probe = state;
-                prop_assert!(!bucket.reserve(&mut probe, now + retry - 1, cost, left(retry - 1)).is_allowed());
+                prop_assert!(!bucket.reserve::<Decision>(&mut probe, now + retry - 1, cost, left(retry - 1)).is_allowed());
             }
             // A peek is a zero-wait reserve: the same for a meter; for a queue, a
             // caller that accepts a wait can only do better.
@@ -185,7 +186,7 @@ proptest! {
         for (gap, cost) in calls {
             now += gap * 100;
             let (previous, _) = counter.counts(&state, now);
-            let decision = counter.reserve(&mut state, now, cost, 0);
+            let decision = counter.reserve::<Decision>(&mut state, now, cost, 0);
             if cost > limit {
                 prop_assert!(decision.is_never());
                 continue;

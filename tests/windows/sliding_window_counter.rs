@@ -1,6 +1,7 @@
 //! Seed 001's "sliding tail" table and seed 000's examples (100 per minute),
 //! replayed step by step on the sliding window counter.
 
+use sluicegate::algorithms::Decision;
 use sluicegate::algorithms::{Algorithm, Counting, Rounding, SlidingWindowCounter};
 use sluicegate::clock::{Clock, ManualClock};
 use sluicegate::{RateLimiter, Verdict};
@@ -57,7 +58,7 @@ fn seed_001_sliding_tail_table_under_its_own_rules() {
     let counter = seed_001_rules();
     let mut state = counter.initial_state(0);
     for (now, allowed, counts, printed, exact) in SEED_001 {
-        let decision = counter.reserve(&mut state, now, 1, 0);
+        let decision = counter.reserve::<Decision>(&mut state, now, 1, 0);
         assert_eq!(decision.is_allowed(), allowed, "at {}s", now / SECOND);
         assert_eq!(counter.counts(&state, now), counts, "at {}s", now / SECOND);
         let estimate = counter.estimate(&state, now);
@@ -74,7 +75,7 @@ fn seed_001_sliding_tail_table_under_its_own_rules() {
     assert!(counter.peek(&state, at(2, 31), 1).is_allowed());
     // But a refused attempt counts, so the retry it is told about must fit it too:
     // ⌊4 × (60 − e)/60⌋ + 2 + 1 ≤ 3 ⇔ e > 45 s. (Peek answers what a reserve would.)
-    let refused = counter.reserve(&mut state, at(2, 20), 1, 0);
+    let refused = counter.reserve::<Decision>(&mut state, at(2, 20), 1, 0);
     assert_eq!(refused.retry_after_nanos(), 25 * SECOND + 1);
     assert_eq!(counter.counts(&state, at(2, 20)), (4, 2));
     assert!(!counter.peek(&state, at(2, 45), 1).is_allowed());
@@ -100,7 +101,7 @@ fn seed_001_sliding_tail_table_under_the_defaults() {
     ];
     let mut state = counter.initial_state(0);
     for ((now, ..), (allowed, counts, remaining)) in SEED_001.into_iter().zip(expected) {
-        let decision = counter.reserve(&mut state, now, 1, 0);
+        let decision = counter.reserve::<Decision>(&mut state, now, 1, 0);
         assert_eq!(decision.is_allowed(), allowed, "at {}s", now / SECOND);
         assert_eq!(counter.counts(&state, now), counts, "at {}s", now / SECOND);
         assert_eq!(decision.remaining(), remaining, "at {}s", now / SECOND);
@@ -109,9 +110,9 @@ fn seed_001_sliding_tail_table_under_the_defaults() {
     // 2 × (60 − e)/60 ≤ 1, i.e. 12:01:30.
     let mut state = counter.initial_state(0);
     for (now, ..) in &SEED_001[..3] {
-        counter.reserve(&mut state, *now, 1, 0);
+        counter.reserve::<Decision>(&mut state, *now, 1, 0);
     }
-    let refused = counter.reserve(&mut state, at(1, 10), 1, 0);
+    let refused = counter.reserve::<Decision>(&mut state, at(1, 10), 1, 0);
     assert_eq!(refused.retry_after(), Duration::from_secs(20));
     assert!(counter.peek(&state, at(1, 30), 1).is_allowed());
     assert!(!counter.peek(&state, at(1, 30) - 1, 1).is_allowed());
@@ -121,10 +122,15 @@ fn seed_001_sliding_tail_table_under_the_defaults() {
 fn admitted_after_early_burst(counter: &SlidingWindowCounter, burst_at: &[u64], when: u64) -> u64 {
     let mut state = counter.initial_state(0);
     for &t in burst_at {
-        assert!(counter.reserve(&mut state, t, 1, 0).is_allowed());
+        assert!(counter
+            .reserve::<Decision>(&mut state, t, 1, 0)
+            .is_allowed());
     }
     let mut admitted = 0;
-    while counter.reserve(&mut state, when, 1, 0).is_allowed() {
+    while counter
+        .reserve::<Decision>(&mut state, when, 1, 0)
+        .is_allowed()
+    {
         admitted += 1;
     }
     admitted
@@ -179,22 +185,28 @@ fn seed_000_the_same_twenty_five_after_a_burst_at_the_end_of_the_window() {
 fn seed_000_decision_fields_at_one_and_a_quarter_minutes() {
     let counter = SlidingWindowCounter::new(100, Duration::from_secs(60)).unwrap();
     let mut state = counter.initial_state(0);
-    assert!(counter.reserve(&mut state, MINUTE / 4, 100, 0).is_allowed());
+    assert!(counter
+        .reserve::<Decision>(&mut state, MINUTE / 4, 100, 0)
+        .is_allowed());
     let now = MINUTE + MINUTE / 4;
-    let first = counter.reserve(&mut state, now, 1, 0);
+    let first = counter.reserve::<Decision>(&mut state, now, 1, 0);
     assert_eq!(first.remaining(), 24);
     assert_eq!(first.limit(), 100);
     // The current window's count reaches zero weight two windows from its start.
     assert_eq!(first.reset_after_nanos(), 3 * MINUTE - now);
     assert_eq!(counter.counts(&state, now), (100, 1));
-    assert!(counter.reserve(&mut state, now, 24, 0).is_allowed());
-    let refused = counter.reserve(&mut state, now, 1, 0);
+    assert!(counter
+        .reserve::<Decision>(&mut state, now, 24, 0)
+        .is_allowed());
+    let refused = counter.reserve::<Decision>(&mut state, now, 1, 0);
     assert_eq!(refused.verdict(), Verdict::Denied);
     // 100 × (60 − e)/60 + 25 + 1 ≤ 100 ⇔ e ≥ 15.6 s: 0.6 s from now.
     assert_eq!(refused.retry_after(), Duration::from_millis(600));
     // Cost above the limit: never.
     assert_eq!(
-        counter.reserve(&mut state, now, 101, u64::MAX).verdict(),
+        counter
+            .reserve::<Decision>(&mut state, now, 101, u64::MAX)
+            .verdict(),
         Verdict::Never
     );
     assert!(!counter.is_replenished(&state, 3 * MINUTE - 1));
@@ -207,15 +219,19 @@ fn counting_attempts_extends_the_ban_of_a_hammering_client() {
     let attempts = admitted.with_counting(Counting::Attempts);
     for (counter, passes_next_minute) in [(admitted, true), (attempts, false)] {
         let mut state = counter.initial_state(0);
-        assert!(counter.reserve(&mut state, 0, 3, 0).is_allowed());
+        assert!(counter
+            .reserve::<Decision>(&mut state, 0, 3, 0)
+            .is_allowed());
         for second in 1..60 {
             assert!(!counter
-                .reserve(&mut state, second * SECOND, 1, 0)
+                .reserve::<Decision>(&mut state, second * SECOND, 1, 0)
                 .is_allowed());
         }
         // At 1:30, Admitted: previous = 3 weighs ⌈1.5⌉ = 2, and 2 + 0 + 1 ≤ 3 passes.
         // Attempts: previous = 3 + 59 refused = 62 weighs 31.
-        let at_90 = counter.reserve(&mut state, at(1, 30), 1, 0).is_allowed();
+        let at_90 = counter
+            .reserve::<Decision>(&mut state, at(1, 30), 1, 0)
+            .is_allowed();
         assert_eq!(at_90, passes_next_minute);
     }
 }

@@ -80,7 +80,7 @@
 //!   below what it held at the latest time seen.
 
 use super::validate::validate_positive_period;
-use super::{Algorithm, Decision, OneWord, Pace, Receipt};
+use super::{Algorithm, Decision, OneWord, Pace, Receipt, Report};
 use crate::clock::Nanos;
 use crate::error::ConfigError;
 use std::time::Duration;
@@ -97,9 +97,9 @@ mod word;
 /// let queue = LeakyBucket::queue(2, 1, Duration::from_secs(1)).unwrap();
 /// assert_eq!(queue.mode(), LeakyMode::Queue);
 /// let mut state = queue.initial_state(0);
-/// queue.reserve(&mut state, 0, 1, u64::MAX);
+/// queue.reserve::<Decision>(&mut state, 0, 1, u64::MAX);
 /// // A queue makes the second caller wait its turn; a meter would let it act at once.
-/// assert_eq!(queue.reserve(&mut state, 0, 1, u64::MAX).wait_nanos(), 1_000_000_000);
+/// assert_eq!(queue.reserve::<Decision>(&mut state, 0, 1, u64::MAX).wait_nanos(), 1_000_000_000);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LeakyMode {
@@ -119,9 +119,9 @@ pub enum LeakyMode {
 /// let meter = LeakyBucket::meter(3, 1, Duration::from_secs(20)).unwrap();
 /// let mut state = meter.initial_state(0);
 /// for _ in 0..3 {
-///     assert!(meter.reserve(&mut state, 0, 1, 0).is_allowed());
+///     assert!(meter.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
 /// }
-/// let refused = meter.reserve(&mut state, 0, 1, 0);
+/// let refused = meter.reserve::<Decision>(&mut state, 0, 1, 0);
 /// assert_eq!(refused.retry_after(), Duration::from_secs(20));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,9 +144,9 @@ pub struct LeakyBucket {
 /// use std::time::Duration;
 /// let meter = LeakyBucket::meter(1, 1, Duration::from_secs(1)).unwrap();
 /// let mut state = meter.initial_state(0);
-/// assert!(meter.reserve(&mut state, 0, 1, 0).is_allowed());
+/// assert!(meter.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
 /// let full = state;
-/// assert!(!meter.reserve(&mut state, 0, 1, 0).is_allowed());
+/// assert!(!meter.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
 /// assert_eq!(state, full); // a refusal leaves the state untouched
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -198,10 +198,10 @@ impl LeakyBucket {
     /// let queue = LeakyBucket::queue(3, 1, Duration::from_secs(1)).unwrap();
     /// let mut state = queue.initial_state(0);
     /// let waits: Vec<u64> = (0..3)
-    ///     .map(|_| queue.reserve(&mut state, 0, 1, u64::MAX).wait_nanos())
+    ///     .map(|_| queue.reserve::<Decision>(&mut state, 0, 1, u64::MAX).wait_nanos())
     ///     .collect();
     /// assert_eq!(waits, [0, 1_000_000_000, 2_000_000_000]);
-    /// assert!(!queue.reserve(&mut state, 0, 1, u64::MAX).is_allowed()); // full
+    /// assert!(!queue.reserve::<Decision>(&mut state, 0, 1, u64::MAX).is_allowed()); // full
     /// ```
     pub fn queue(capacity: u64, count: u64, period: Duration) -> Result<Self, ConfigError> {
         Self::build(LeakyMode::Queue, capacity, count, period)
@@ -311,7 +311,7 @@ impl LeakyBucket {
     /// use std::time::Duration;
     /// let meter = LeakyBucket::meter(3, 1, Duration::from_secs(20)).unwrap();
     /// let mut state = meter.initial_state(0);
-    /// meter.reserve(&mut state, 0, 2, 0);
+    /// meter.reserve::<Decision>(&mut state, 0, 2, 0);
     /// assert_eq!(meter.level(&state, 10_000_000_000), 2); // 1.5 permits left
     /// assert_eq!(meter.level(&state, 40_000_000_000), 0);
     /// ```
@@ -333,23 +333,18 @@ impl Algorithm for LeakyBucket {
     }
 
     #[inline(always)]
-    fn reserve(&self, state: &mut LeakyState, now: Nanos, cost: u64, max_wait: Nanos) -> Decision {
-        self.reserve_with_receipt(state, now, cost, max_wait).0
-    }
-
-    #[inline(always)]
-    fn reserve_with_receipt(
+    fn reserve<R: Report>(
         &self,
         state: &mut LeakyState,
         now: Nanos,
         cost: u64,
         max_wait: Nanos,
-    ) -> (Decision, Receipt) {
+    ) -> R {
         // One step, compiled twice: ticks that are nanoseconds convert nothing.
         if self.count == 1 {
-            self.reserve_in::<true>(state, now, cost, max_wait)
+            self.reserve_in::<true, R>(state, now, cost, max_wait)
         } else {
-            self.reserve_in::<false>(state, now, cost, max_wait)
+            self.reserve_in::<false, R>(state, now, cost, max_wait)
         }
     }
 
@@ -390,17 +385,6 @@ impl Algorithm for LeakyBucket {
             LeakyMode::Queue => drained.max(reset),
         };
         super::short_of_whole(answer, retry)
-    }
-
-    #[inline]
-    fn try_take(&self, state: &mut LeakyState, now: Nanos, cost: u64) -> Option<Decision> {
-        match self.take(*state, now, cost) {
-            Some(next) => {
-                *state = next;
-                None
-            }
-            None => Some(self.reserve(state, now, cost, 0)),
-        }
     }
 
     fn pace(&self) -> Option<Pace> {

@@ -3,7 +3,7 @@
 
 use super::ticks::whole_permits;
 use super::{LeakyBucket, LeakyMode, LeakyState};
-use crate::algorithms::{Decision, Receipt};
+use crate::algorithms::{Decision, Receipt, Report};
 use crate::clock::Nanos;
 
 impl LeakyBucket {
@@ -54,8 +54,7 @@ impl LeakyBucket {
 }
 
 impl LeakyBucket {
-    /// The step of
-    /// [`Algorithm::reserve_with_receipt`](crate::algorithms::Algorithm::reserve_with_receipt),
+    /// The step of [`Algorithm::reserve`](crate::algorithms::Algorithm::reserve),
     /// with `WHOLE` true when ticks are nanoseconds (`count == 1`), so that
     /// reading the clock and every duration of the decision compile to plain
     /// subtractions there.
@@ -65,17 +64,18 @@ impl LeakyBucket {
     /// overflows is above the capacity, and an end that overflows lies beyond the
     /// end of time: either way the call can never pass.
     #[inline(always)]
-    pub(super) fn reserve_in<const WHOLE: bool>(
+    pub(super) fn reserve_in<const WHOLE: bool, R: Report>(
         &self,
         state: &mut LeakyState,
         now: Nanos,
         cost: u64,
         max_wait: Nanos,
-    ) -> (Decision, Receipt) {
+    ) -> R {
         let ticks = self.ticks();
         let limit = u64::from(self.capacity);
         let now_ticks = if WHOLE { now } else { ticks.reading(now) };
-        let start = state.tat.max(now_ticks);
+        let tat = state.tat;
+        let start = tat.max(now_ticks);
         let until = |tick: u64| {
             if WHOLE {
                 tick.saturating_sub(now_ticks)
@@ -85,7 +85,7 @@ impl LeakyBucket {
         };
         // `start − now`, read off the state rather than after `start`: a grant's
         // compare-and-swap waits for every value computed before it.
-        let backlog = state.tat.saturating_sub(now_ticks);
+        let backlog = tat.saturating_sub(now_ticks);
         let capacity = limit.saturating_mul(ticks.per_permit);
         let free = || whole_permits(capacity.saturating_sub(backlog), ticks.per_permit);
         let fits = cost
@@ -93,10 +93,7 @@ impl LeakyBucket {
             .filter(|&charge| charge <= capacity)
             .and_then(|charge| Some((charge, start.checked_add(charge)?)));
         let Some((charge, end)) = fits else {
-            return (
-                Decision::never(limit, free(), until(state.tat)),
-                Receipt::NONE,
-            );
+            return R::refused(Decision::never(limit, free(), until(tat)));
         };
         // The level after the call, `end − now` in ticks: at most `end`.
         let level = backlog + charge;
@@ -106,7 +103,7 @@ impl LeakyBucket {
         // likewise, as `until(now)` is 0).
         let until_end_less = |less: u64| {
             if backlog > 0 {
-                until((state.tat + charge).saturating_sub(less))
+                until((tat + charge).saturating_sub(less))
             } else {
                 until(end.saturating_sub(less))
             }
@@ -114,7 +111,7 @@ impl LeakyBucket {
         let wait = match self.mode {
             LeakyMode::Meter => 0,
             LeakyMode::Queue if WHOLE => backlog,
-            LeakyMode::Queue => until(state.tat),
+            LeakyMode::Queue => until(tat),
         };
         if level > capacity || wait > max_wait {
             // When the bucket will have drained enough (level ≤ capacity once `now`
@@ -128,22 +125,21 @@ impl LeakyBucket {
             } else {
                 drained
             };
-            return (
-                Decision::denied(limit, free(), retry, until(state.tat)),
-                Receipt::NONE,
-            );
+            return R::refused(Decision::denied(limit, free(), retry, until(tat)));
         }
-        let reset = if WHOLE { level } else { until_end_less(0) };
         state.tat = end;
-        let remaining = if backlog == 0 {
-            // An idle bucket: no division needed.
-            limit - cost
-        } else {
-            whole_permits(capacity - level, ticks.per_permit)
-        };
-        (
-            Decision::allowed_after(wait, limit, remaining, reset),
-            Receipt::new(end as i64, charge),
+        R::granted(
+            || {
+                let reset = if WHOLE { level } else { until_end_less(0) };
+                let remaining = if backlog == 0 {
+                    // An idle bucket: no division needed.
+                    limit - cost
+                } else {
+                    whole_permits(capacity - level, ticks.per_permit)
+                };
+                Decision::allowed_after(wait, limit, remaining, reset)
+            },
+            || Receipt::new(end as i64, charge),
         )
     }
 }

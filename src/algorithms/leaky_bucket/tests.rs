@@ -121,17 +121,23 @@ fn bad_parameters_are_typed_errors() {
 fn time_going_backwards_grants_nothing() {
     let meter = LeakyBucket::meter(2, 1, Duration::from_secs(1)).unwrap();
     let mut state = meter.initial_state(10 * SECOND);
-    assert!(meter.reserve(&mut state, 10 * SECOND, 2, 0).is_allowed());
-    assert!(!meter.reserve(&mut state, 5 * SECOND, 1, 0).is_allowed());
+    assert!(meter
+        .reserve::<Decision>(&mut state, 10 * SECOND, 2, 0)
+        .is_allowed());
+    assert!(!meter
+        .reserve::<Decision>(&mut state, 5 * SECOND, 1, 0)
+        .is_allowed());
 }
 
 #[test]
 fn saturation_at_the_end_of_time_is_never_not_a_panic() {
     let meter = LeakyBucket::meter(3, 1, Duration::from_secs(1)).unwrap();
     let mut state = meter.initial_state(u64::MAX);
-    assert!(meter.reserve(&mut state, u64::MAX, 1, 0).is_never());
     assert!(meter
-        .reserve(&mut state, u64::MAX, u64::MAX, u64::MAX)
+        .reserve::<Decision>(&mut state, u64::MAX, 1, 0)
+        .is_never());
+    assert!(meter
+        .reserve::<Decision>(&mut state, u64::MAX, u64::MAX, u64::MAX)
         .is_never());
 }
 
@@ -218,7 +224,7 @@ proptest::proptest! {
         let mut now = start;
         for (step, cost) in steps {
             now = now.saturating_add_signed(step);
-            let decision = bucket.reserve(&mut full, now, cost, 0);
+            let decision = bucket.reserve::<Decision>(&mut full, now, cost, 0);
             let granted = lean_take(&bucket, &mut lean, now, cost);
             proptest::prop_assert_eq!(granted, decision.is_allowed(), "at {} cost {}", now, cost);
             proptest::prop_assert_eq!(lean, full, "at {} cost {}", now, cost);
@@ -261,7 +267,7 @@ proptest::proptest! {
         for (step, cost, max_wait) in steps {
             now = now.saturating_add_signed(step);
             let expected = reserve_before(&bucket, &mut old, now, cost, max_wait);
-            proptest::prop_assert_eq!(bucket.reserve_with_receipt(&mut new, now, cost, max_wait), expected, "at {} cost {}", now, cost);
+            proptest::prop_assert_eq!(bucket.reserve::<(Decision, Receipt)>(&mut new, now, cost, max_wait), expected, "at {} cost {}", now, cost);
             proptest::prop_assert_eq!(new, old);
         }
     }

@@ -1,7 +1,7 @@
 //! [`AllOf`]: a statically typed set of two or three limits.
 
 use super::{first_refusal, Call, Tally};
-use crate::algorithms::{standing, Algorithm, Decision, Pace, Plain, Receipt};
+use crate::algorithms::{standing, Algorithm, Decision, Pace, Plain, Receipt, Report};
 use crate::clock::Nanos;
 
 /// Two or three limits that must all admit a call: `AllOf<(A, B)>` or
@@ -19,8 +19,8 @@ use crate::clock::Nanos;
 /// use sluicegate::algorithms::{Algorithm, AllOf, SmoothBursty};
 /// let set = AllOf::new((SmoothBursty::new(1.0).unwrap(), SmoothBursty::new(5.0).unwrap()));
 /// let mut state = set.initial_state(0);
-/// assert!(set.reserve(&mut state, 0, 1, 0).is_allowed());
-/// let refused = set.reserve(&mut state, 0, 1, 0);
+/// assert!(set.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
+/// let refused = set.reserve::<Decision>(&mut state, 0, 1, 0);
 /// assert_eq!(refused.limit_index(), 0); // 1/s needs a second, 5/s only 0.2 s
 /// assert_eq!(refused.retry_after_nanos(), 1_000_000_000);
 /// ```
@@ -58,7 +58,7 @@ impl<M> AllOf<M> {
 /// use sluicegate::algorithms::{Algorithm, AllOf, SmoothBursty};
 /// let set = AllOf::new((SmoothBursty::new(1.0).unwrap(), SmoothBursty::new(2.0).unwrap()));
 /// let mut state = set.initial_state(0);
-/// set.reserve(&mut state, 0, 1, 0);
+/// set.reserve::<Decision>(&mut state, 0, 1, 0);
 /// let (one, two) = state.members();
 /// assert!(!set.members().0.peek(one, 0, 1).is_allowed());
 /// assert!(!set.members().1.peek(two, 0, 1).is_allowed());
@@ -134,27 +134,16 @@ macro_rules! all_of {
             }
 
             #[inline]
-            fn reserve(
+            fn reserve<R: Report>(
                 &self,
                 state: &mut Self::State,
                 now: Nanos,
                 cost: u64,
                 max_wait: Nanos,
-            ) -> Decision {
-                let step = Call { now, cost, max_wait, receipts: false };
-                self.step::<false>(state, step, &mut |_| {}).0
-            }
-
-            #[inline]
-            fn reserve_with_receipt(
-                &self,
-                state: &mut Self::State,
-                now: Nanos,
-                cost: u64,
-                max_wait: Nanos,
-            ) -> (Decision, Receipt) {
-                let step = Call { now, cost, max_wait, receipts: true };
-                self.step::<false>(state, step, &mut |_| {})
+            ) -> R {
+                let step = Call { now, cost, max_wait, receipts: R::KEEPS_RECEIPT };
+                let (decision, receipt) = self.step::<false>(state, step, &mut |_| {});
+                R::decided(decision, receipt)
             }
 
             fn reserve_each(

@@ -2,7 +2,7 @@
 
 use super::erased::foreign;
 use super::{index_u32, Call, DynLimit, DynState, Tally};
-use crate::algorithms::{Algorithm, Decision, Pace, Plain, Receipt};
+use crate::algorithms::{Algorithm, Decision, Pace, Plain, Receipt, Report};
 use crate::clock::Nanos;
 use std::fmt;
 
@@ -24,8 +24,8 @@ use std::fmt;
 ///     .with(SmoothWarmingUp::new(2.0, Duration::from_secs(4)).unwrap());
 /// assert_eq!(limits.len(), 2);
 /// let mut state = limits.initial_state(0);
-/// assert!(limits.reserve(&mut state, 0, 1, 0).is_allowed());
-/// let refused = limits.reserve(&mut state, 0, 1, 0);
+/// assert!(limits.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
+/// let refused = limits.reserve::<Decision>(&mut state, 0, 1, 0);
 /// assert_eq!(refused.limit_index(), 1); // the cold limiter: 1.375 s
 /// assert_eq!(refused.retry_after_nanos(), 1_375_000_000);
 /// ```
@@ -42,7 +42,7 @@ impl Limits {
     /// use sluicegate::algorithms::{Algorithm, Limits};
     /// let empty = Limits::new();
     /// let mut state = empty.initial_state(0);
-    /// let d = empty.reserve(&mut state, 0, 1_000_000, 0);
+    /// let d = empty.reserve::<Decision>(&mut state, 0, 1_000_000, 0);
     /// assert!(d.is_allowed());
     /// assert_eq!((d.limit(), d.remaining()), (u64::MAX, u64::MAX));
     /// ```
@@ -64,9 +64,9 @@ impl Limits {
     /// let mut limits = Limits::new();
     /// let mut stale = limits.initial_state(0);
     /// limits.push(SmoothBursty::new(1.0).unwrap());
-    /// assert!(limits.reserve(&mut stale, 0, 1, 0).is_never()); // made for the empty set
+    /// assert!(limits.reserve::<Decision>(&mut stale, 0, 1, 0).is_never()); // made for the empty set
     /// let mut fresh = limits.initial_state(0);
-    /// assert!(limits.reserve(&mut fresh, 0, 1, 0).is_allowed());
+    /// assert!(limits.reserve::<Decision>(&mut fresh, 0, 1, 0).is_allowed());
     /// ```
     pub fn push<A: Algorithm + Clone>(&mut self, limit: A) {
         self.members.push(Box::new(limit));
@@ -266,30 +266,21 @@ impl Algorithm for Limits {
     }
 
     #[inline]
-    fn reserve(&self, state: &mut LimitsState, now: Nanos, cost: u64, max_wait: Nanos) -> Decision {
-        let step = Call {
-            now,
-            cost,
-            max_wait,
-            receipts: false,
-        };
-        self.step::<false>(state, step, &mut |_| {}).0
-    }
-
-    fn reserve_with_receipt(
+    fn reserve<R: Report>(
         &self,
         state: &mut LimitsState,
         now: Nanos,
         cost: u64,
         max_wait: Nanos,
-    ) -> (Decision, Receipt) {
+    ) -> R {
         let step = Call {
             now,
             cost,
             max_wait,
-            receipts: true,
+            receipts: R::KEEPS_RECEIPT,
         };
-        self.step::<false>(state, step, &mut |_| {})
+        let (decision, receipt) = self.step::<false>(state, step, &mut |_| {});
+        R::decided(decision, receipt)
     }
 
     fn reserve_each(

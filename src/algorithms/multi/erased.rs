@@ -75,7 +75,7 @@ pub trait DynLimit: Send + Sync + 'static {
     /// [`Algorithm::initial_state`], boxed.
     fn initial_dyn_state(&self, now: Nanos) -> DynState;
 
-    /// [`Algorithm::reserve_with_receipt`].
+    /// [`Algorithm::reserve`] with its receipt.
     fn reserve_dyn(
         &self,
         state: &mut DynState,
@@ -155,7 +155,7 @@ impl<A: Algorithm + Clone> DynLimit for A {
         max_wait: Nanos,
     ) -> (Decision, Receipt) {
         match state.downcast_mut::<A::State>() {
-            Some(state) => self.reserve_with_receipt(state, now, cost, max_wait),
+            Some(state) => self.reserve(state, now, cost, max_wait),
             None => (foreign(), Receipt::NONE),
         }
     }
@@ -210,7 +210,7 @@ impl<A: Algorithm + Clone> DynLimit for A {
             return (foreign(), Receipt::NONE, false);
         };
         backup.clone_from(state);
-        let (decision, receipt) = self.reserve_with_receipt(state, now, cost, max_wait);
+        let (decision, receipt): (Decision, Receipt) = self.reserve(state, now, cost, max_wait);
         if decision.is_allowed() {
             (decision, receipt, true)
         } else {

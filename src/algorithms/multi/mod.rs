@@ -76,8 +76,8 @@
 //! Go's rule lets it, for any grant of the set, not only its latest: waits abandoned
 //! together, cancelled latest first, give all their permits back, as they do on one
 //! limit. Building that receipt allocates once per grant, and only when the receipt
-//! is asked for ([`Algorithm::reserve_with_receipt`]); a try, a check and a blocking
-//! acquire never ask.
+//! is asked for (a [`Report`](crate::algorithms::Report) that keeps it); a try, a
+//! check and a blocking acquire never ask.
 //!
 //! # Two shapes
 //!
@@ -213,16 +213,16 @@ impl Call {
             return peeked;
         }
         let mut scratch = state.clone();
-        algorithm.reserve(&mut scratch, self.now, self.cost, self.max_wait)
+        algorithm.reserve::<Decision>(&mut scratch, self.now, self.cost, self.max_wait)
     }
 
     /// Reserves in `algorithm`, with its receipt if the caller wants one.
     #[inline(always)]
     fn commit<A: Algorithm>(&self, algorithm: &A, state: &mut A::State) -> (Decision, Receipt) {
         if self.receipts {
-            algorithm.reserve_with_receipt(state, self.now, self.cost, self.max_wait)
+            algorithm.reserve(state, self.now, self.cost, self.max_wait)
         } else {
-            let decision = algorithm.reserve(state, self.now, self.cost, self.max_wait);
+            let decision: Decision = algorithm.reserve(state, self.now, self.cost, self.max_wait);
             (decision, Receipt::NONE)
         }
     }

@@ -125,7 +125,7 @@
 
 use super::validate::validate_positive_period;
 use super::words::{WordEncoded, Words};
-use super::{Algorithm, Decision, Pace, Receipt, WordArray};
+use super::{Algorithm, Decision, Pace, Receipt, Report, WordArray};
 use crate::clock::Nanos;
 use crate::error::ConfigError;
 use ring::{at_word, wrap, BASE, HEAD, HEADER, LEN};
@@ -154,9 +154,9 @@ pub const MAX_ENTRIES: u64 = 1 << 20;
 /// let mut state = log.initial_state(0);
 /// let s = 1_000_000_000;
 /// for t in [5, 15, 61] {
-///     assert!(log.reserve(&mut state, t * s, 1, 0).is_allowed());
+///     assert!(log.reserve::<Decision>(&mut state, t * s, 1, 0).is_allowed());
 /// }
-/// let refused = log.reserve(&mut state, 62 * s, 1, 0);
+/// let refused = log.reserve::<Decision>(&mut state, 62 * s, 1, 0);
 /// assert!(!refused.is_allowed());
 /// // The 5 s entry expires at 65 s.
 /// assert_eq!(refused.retry_after(), Duration::from_secs(3));
@@ -203,9 +203,9 @@ pub struct SlidingLog {
 /// use std::time::Duration;
 /// let log = SlidingLog::new(2, Duration::from_secs(1)).unwrap();
 /// let mut state = log.initial_state(0);
-/// log.reserve(&mut state, 0, 2, 0);
+/// log.reserve::<Decision>(&mut state, 0, 2, 0);
 /// let copy = state.clone(); // a second ring
-/// assert!(!log.reserve(&mut state, 0, 1, 0).is_allowed());
+/// assert!(!log.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
 /// assert_eq!(state, copy); // not recording rejects: a refusal changes nothing
 /// ```
 #[derive(Clone)]
@@ -243,7 +243,7 @@ impl LogState {
     /// use std::time::Duration;
     /// let log = SlidingLog::new(2, Duration::from_secs(1)).unwrap();
     /// let mut state = log.initial_state(0);
-    /// log.reserve(&mut state, 0, 1, 0);
+    /// log.reserve::<Decision>(&mut state, 0, 1, 0);
     /// assert_eq!(state.entry_count(), 1);
     /// ```
     pub fn entry_count(&self) -> usize {
@@ -261,7 +261,7 @@ impl LogState {
     /// let log = SlidingLog::new(2, Duration::from_secs(1)).unwrap();
     /// let mut state = log.initial_state(0);
     /// assert!(state.is_empty());
-    /// log.reserve(&mut state, 0, 1, 0);
+    /// log.reserve::<Decision>(&mut state, 0, 1, 0);
     /// assert!(!state.is_empty());
     /// assert_eq!(log.live_entries(&state, 5_000_000_000).count(), 0);
     /// assert!(!state.is_empty()); // expired, but still held
@@ -346,8 +346,8 @@ impl SlidingLog {
     /// let log = SlidingLog::new(100, Duration::from_secs(60)).unwrap()
     ///     .with_min_spacing(Duration::from_millis(500));
     /// let mut state = log.initial_state(0);
-    /// assert!(log.reserve(&mut state, 0, 1, 0).is_allowed());
-    /// let refused = log.reserve(&mut state, 200_000_000, 1, 0);
+    /// assert!(log.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
+    /// let refused = log.reserve::<Decision>(&mut state, 200_000_000, 1, 0);
     /// assert_eq!(refused.retry_after(), Duration::from_millis(300));
     /// ```
     pub fn with_min_spacing(mut self, min_spacing: Duration) -> Self {
@@ -365,10 +365,10 @@ impl SlidingLog {
     /// let log = SlidingLog::new(1, Duration::from_secs(10)).unwrap().with_rejected_recorded();
     /// let mut state = log.initial_state(0);
     /// let s = 1_000_000_000;
-    /// assert!(log.reserve(&mut state, 0, 1, 0).is_allowed());
-    /// assert!(!log.reserve(&mut state, 9 * s, 1, 0).is_allowed()); // recorded at 9 s
-    /// assert!(!log.reserve(&mut state, 10 * s, 1, 0).is_allowed()); // still banned
-    /// assert!(log.reserve(&mut state, 20 * s, 1, 0).is_allowed());
+    /// assert!(log.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
+    /// assert!(!log.reserve::<Decision>(&mut state, 9 * s, 1, 0).is_allowed()); // recorded at 9 s
+    /// assert!(!log.reserve::<Decision>(&mut state, 10 * s, 1, 0).is_allowed()); // still banned
+    /// assert!(log.reserve::<Decision>(&mut state, 20 * s, 1, 0).is_allowed());
     /// ```
     pub fn with_rejected_recorded(mut self) -> Self {
         self.record_rejected = true;
@@ -445,8 +445,8 @@ impl SlidingLog {
     /// let log = SlidingLog::new(3, Duration::from_secs(60)).unwrap();
     /// let mut state = log.initial_state(0);
     /// let s = 1_000_000_000;
-    /// log.reserve(&mut state, 5 * s, 1, 0);
-    /// log.reserve(&mut state, 15 * s, 2, 0);
+    /// log.reserve::<Decision>(&mut state, 5 * s, 1, 0);
+    /// log.reserve::<Decision>(&mut state, 15 * s, 2, 0);
     /// assert_eq!(log.live_entries(&state, 70 * s).collect::<Vec<_>>(), vec![(15 * s, 2)]);
     /// ```
     pub fn live_entries<'a>(
@@ -473,25 +473,21 @@ impl Algorithm for SlidingLog {
 
     /// Grants `cost` now if the window has room (and the spacing has passed), else
     /// denies with the exact `retry_after`. It never reserves future capacity, so
-    /// `max_wait` is unused. With recorded rejects, a denial appends the attempt.
-    #[inline]
-    fn reserve(&self, state: &mut LogState, now: Nanos, cost: u64, max_wait: Nanos) -> Decision {
-        self.reserve_with_receipt(state, now, cost, max_wait).0
-    }
-
-    /// [`reserve`](Algorithm::reserve), with a receipt naming the grant's entry.
-    fn reserve_with_receipt(
+    /// `max_wait` is unused. With recorded rejects, a denial appends the attempt. A
+    /// grant's receipt names its entry.
+    fn reserve<R: Report>(
         &self,
         state: &mut LogState,
         now: Nanos,
         cost: u64,
         _max_wait: Nanos,
-    ) -> (Decision, Receipt) {
+    ) -> R {
         if state.ring_slots() < self.slots() {
             *state = self.grown(state);
         }
         let ring = state.ring_slots();
-        self.reserve_in(&mut state.words[..], ring, now, cost)
+        let (decision, receipt) = self.reserve_in(&mut state.words[..], ring, now, cost);
+        R::decided(decision, receipt)
     }
 
     /// Removes the grant's entry if it is still the newest (see the

@@ -386,8 +386,8 @@ impl SlidingLog {
         LogState { words }
     }
 
-    /// [`Algorithm::reserve_with_receipt`](crate::algorithms::Algorithm::reserve_with_receipt)
-    /// on words holding a ring of `ring` slots. A grant's receipt names its entry
+    /// [`Algorithm::reserve`](crate::algorithms::Algorithm::reserve), with its
+    /// receipt, on words holding a ring of `ring` slots. A grant's receipt names its entry
     /// by the running count after it (unique among the entries held, bit for bit)
     /// and records its cost; a refusal, recorded or not, has none.
     pub(super) fn reserve_in<W: WordsMut + ?Sized>(

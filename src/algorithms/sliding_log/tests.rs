@@ -98,7 +98,7 @@ proptest! {
             if take.is_none() {
                 prop_assert!(!granted && (!record || cost > limit));
             }
-            prop_assert_eq!(log.reserve(&mut state, now, cost, 0), decision);
+            prop_assert_eq!(log.reserve::<Decision>(&mut state, now, cost, 0), decision);
             prop_assert_eq!(words_of(&log, &state), full.clone());
             prop_assert!(state.entry_count() as u64 <= log.slots());
         }
@@ -181,7 +181,7 @@ proptest! {
                 now = step(now, ms);
                 let cost = 1 + fraction * (limit + 1) / 1000;
                 prop_assert_eq!(log.peek(&state, now, cost), ref_peek(&log, &reference, now, cost));
-                let d = log.reserve(&mut state, now, cost, 0);
+                let d = log.reserve::<Decision>(&mut state, now, cost, 0);
                 prop_assert_eq!(d, ref_reserve(&log, &mut reference, now, cost), "at {} cost {}", now, cost);
                 // Expired entries are dropped lazily now (when a call needs their
                 // room): the log holds what the reference one held, and maybe more that
@@ -490,7 +490,7 @@ fn reconfiguring_a_log_cell_keeps_its_size() {
     let larger = SlidingLog::new(5, s(60)).unwrap();
     let refused = cell.reconfigure(&|log, state| {
         *log = larger;
-        log.reserve(state, 0, 1, 0);
+        log.reserve::<Decision>(state, 0, 1, 0);
         Ok(())
     });
     assert!(matches!(

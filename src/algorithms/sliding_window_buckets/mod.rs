@@ -115,7 +115,7 @@
 
 use super::validate::validate_positive_period;
 use super::words::WordEncoded;
-use super::{Algorithm, Decision, Pace, Receipt, WordArray};
+use super::{Algorithm, Decision, Pace, Receipt, Report, WordArray};
 use crate::clock::Nanos;
 use crate::error::ConfigError;
 use std::time::Duration;
@@ -159,10 +159,10 @@ pub enum OldestBucket {
 /// let window = SlidingWindowBuckets::dropping(3, Duration::from_secs(60), Duration::from_secs(15)).unwrap();
 /// let mut state = window.initial_state(0);
 /// let s = 1_000_000_000;
-/// assert!(window.reserve(&mut state, 5 * s, 1, 0).is_allowed());
-/// assert!(window.reserve(&mut state, 15 * s, 1, 0).is_allowed());
-/// assert!(window.reserve(&mut state, 20 * s, 1, 0).is_allowed());
-/// let refused = window.reserve(&mut state, 21 * s, 1, 0);
+/// assert!(window.reserve::<Decision>(&mut state, 5 * s, 1, 0).is_allowed());
+/// assert!(window.reserve::<Decision>(&mut state, 15 * s, 1, 0).is_allowed());
+/// assert!(window.reserve::<Decision>(&mut state, 20 * s, 1, 0).is_allowed());
+/// let refused = window.reserve::<Decision>(&mut state, 21 * s, 1, 0);
 /// assert!(!refused.is_allowed());
 /// // The 12:00:05 call's bucket (0-15 s) leaves the window at 60 s.
 /// assert_eq!(refused.retry_after(), Duration::from_secs(39));
@@ -189,9 +189,9 @@ pub struct SlidingWindowBuckets {
 /// use std::time::Duration;
 /// let w = SlidingWindowBuckets::dropping(1, Duration::from_secs(60), Duration::from_secs(15)).unwrap();
 /// let mut state = w.initial_state(0);
-/// assert!(w.reserve(&mut state, 0, 1, 0).is_allowed());
+/// assert!(w.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
 /// let full = state.clone();
-/// assert!(!w.reserve(&mut state, 0, 1, 0).is_allowed());
+/// assert!(!w.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
 /// assert_eq!(state, full); // a refusal leaves the ring as it was
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -369,8 +369,8 @@ impl SlidingWindowBuckets {
     /// let w = SlidingWindowBuckets::dropping(3, Duration::from_secs(60), Duration::from_secs(15)).unwrap();
     /// let mut state = w.initial_state(0);
     /// let s = 1_000_000_000;
-    /// w.reserve(&mut state, 5 * s, 1, 0);
-    /// w.reserve(&mut state, 15 * s, 1, 0);
+    /// w.reserve::<Decision>(&mut state, 5 * s, 1, 0);
+    /// w.reserve::<Decision>(&mut state, 15 * s, 1, 0);
     /// assert_eq!(w.counted_buckets(&state, 61 * s).collect::<Vec<_>>(), vec![(15 * s, 1)]);
     /// ```
     pub fn counted_buckets<'a>(
@@ -407,27 +407,16 @@ impl Algorithm for SlidingWindowBuckets {
 
     /// Grants `cost` now if the window has room, else denies with the exact
     /// `retry_after` (it never reserves future capacity, so `max_wait` is unused).
-    fn reserve(
+    /// A grant's receipt names the bucket it was counted in and its cost.
+    fn reserve<R: Report>(
         &self,
         state: &mut BucketsState,
         now: Nanos,
         cost: u64,
         max_wait: Nanos,
-    ) -> Decision {
-        self.reserve_words(&mut state.words[..], now, cost, max_wait)
-            .0
-    }
-
-    /// [`reserve`](Algorithm::reserve), with a receipt naming the bucket the grant
-    /// was counted in and its cost.
-    fn reserve_with_receipt(
-        &self,
-        state: &mut BucketsState,
-        now: Nanos,
-        cost: u64,
-        max_wait: Nanos,
-    ) -> (Decision, Receipt) {
-        self.reserve_words(&mut state.words[..], now, cost, max_wait)
+    ) -> R {
+        let (decision, receipt) = self.reserve_words(&mut state.words[..], now, cost, max_wait);
+        R::decided(decision, receipt)
     }
 
     /// Gives the grant's cost back from its bucket while the ring still holds it

@@ -149,7 +149,7 @@ const MAX_LIMIT: u64 = (1 << 24) - 1;
 /// assert_eq!(Rounding::default(), Rounding::Exact);
 /// let floor = SlidingWindowCounter::new(2, Duration::from_secs(60)).unwrap().with_rounding(Rounding::Floor);
 /// let mut state = floor.initial_state(0);
-/// floor.reserve(&mut state, 0, 2, 0);
+/// floor.reserve::<Decision>(&mut state, 0, 2, 0);
 /// // 45 s into the next minute the previous 2 weigh 0.5, rounded down to 0.
 /// assert!(floor.peek(&state, 105_000_000_000, 2).is_allowed());
 /// ```
@@ -172,8 +172,8 @@ pub enum Rounding {
 /// assert_eq!(Counting::default(), Counting::Admitted);
 /// let counter = SlidingWindowCounter::new(1, Duration::from_secs(60)).unwrap();
 /// let mut state = counter.initial_state(0);
-/// counter.reserve(&mut state, 0, 1, 0);
-/// assert!(!counter.reserve(&mut state, 0, 1, 0).is_allowed());
+/// counter.reserve::<Decision>(&mut state, 0, 1, 0);
+/// assert!(!counter.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
 /// assert_eq!(counter.counts(&state, 0), (0, 1)); // the refusal was not counted
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -196,11 +196,11 @@ pub enum Counting {
 /// let minute = 60_000_000_000;
 /// let counter = SlidingWindowCounter::new(100, Duration::from_secs(60)).unwrap();
 /// let mut state = counter.initial_state(0);
-/// assert!(counter.reserve(&mut state, 0, 100, 0).is_allowed());
+/// assert!(counter.reserve::<Decision>(&mut state, 0, 100, 0).is_allowed());
 /// // 1.25 minutes: the previous minute weighs 0.75, so 25 permits remain.
 /// assert_eq!(counter.peek(&state, minute + minute / 4, 1).remaining(), 24);
-/// assert!(counter.reserve(&mut state, minute + minute / 4, 25, 0).is_allowed());
-/// assert!(!counter.reserve(&mut state, minute + minute / 4, 1, 0).is_allowed());
+/// assert!(counter.reserve::<Decision>(&mut state, minute + minute / 4, 25, 0).is_allowed());
+/// assert!(!counter.reserve::<Decision>(&mut state, minute + minute / 4, 1, 0).is_allowed());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlidingWindowCounter {
@@ -230,7 +230,7 @@ pub struct SlidingWindowCounter {
 /// use std::time::Duration;
 /// let counter = SlidingWindowCounter::new(5, Duration::from_secs(1)).unwrap();
 /// let mut state = counter.initial_state(0);
-/// counter.reserve(&mut state, 0, 3, 0);
+/// counter.reserve::<Decision>(&mut state, 0, 3, 0);
 /// assert_eq!(std::mem::size_of_val(&state), 8); // one word
 /// assert_eq!(counter.counts(&state, 0), (0, 3));
 /// ```
@@ -313,7 +313,7 @@ impl SlidingWindowCounter {
     /// let exact = SlidingWindowCounter::new(3, Duration::from_secs(60)).unwrap();
     /// let floor = exact.with_rounding(Rounding::Floor);
     /// let mut state = exact.initial_state(0);
-    /// exact.reserve(&mut state, 0, 3, 0);
+    /// exact.reserve::<Decision>(&mut state, 0, 3, 0);
     /// // 30 s into the next minute the previous 3 weigh 1.5: 1.5 + 2 > 3 ≥ ⌊1.5⌋ + 2.
     /// assert!(!exact.peek(&state, 90_000_000_000, 2).is_allowed());
     /// assert!(floor.peek(&state, 90_000_000_000, 2).is_allowed());
@@ -334,8 +334,8 @@ impl SlidingWindowCounter {
     ///     .unwrap()
     ///     .with_counting(Counting::Attempts);
     /// let mut state = counter.initial_state(0);
-    /// counter.reserve(&mut state, 0, 1, 0);
-    /// assert!(!counter.reserve(&mut state, 0, 1, 0).is_allowed());
+    /// counter.reserve::<Decision>(&mut state, 0, 1, 0);
+    /// assert!(!counter.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
     /// assert_eq!(counter.counts(&state, 0), (0, 2)); // the refused call counted
     /// ```
     pub fn with_counting(mut self, counting: Counting) -> Self {
@@ -385,7 +385,7 @@ impl SlidingWindowCounter {
     /// use std::time::Duration;
     /// let counter = SlidingWindowCounter::new(10, Duration::from_secs(60)).unwrap();
     /// let mut state = counter.initial_state(0);
-    /// counter.reserve(&mut state, 0, 4, 0);
+    /// counter.reserve::<Decision>(&mut state, 0, 4, 0);
     /// assert_eq!(counter.counts(&state, 0), (0, 4));
     /// assert_eq!(counter.counts(&state, 60_000_000_000), (4, 0));
     /// assert_eq!(counter.counts(&state, 120_000_000_000), (0, 0));
@@ -403,7 +403,7 @@ impl SlidingWindowCounter {
     /// use std::time::Duration;
     /// let counter = SlidingWindowCounter::new(3, Duration::from_secs(60)).unwrap();
     /// let mut state = counter.initial_state(0);
-    /// counter.reserve(&mut state, 5_000_000_000, 2, 0);
+    /// counter.reserve::<Decision>(&mut state, 5_000_000_000, 2, 0);
     /// assert_eq!(counter.estimate(&state, 75_000_000_000), 1.5);
     /// ```
     pub fn estimate(&self, state: &SlidingWindowState, now: Nanos) -> f64 {

@@ -3,8 +3,8 @@
 //! decision after, and the [`Algorithm`] impl built on the two.
 
 use super::{Counting, SlidingWindowCounter, SlidingWindowState, View};
-use crate::algorithms::words::{try_take_by_words, Settle};
-use crate::algorithms::{Algorithm, Decision, OneWord, Pace, Receipt};
+use crate::algorithms::words::Settle;
+use crate::algorithms::{Algorithm, Decision, OneWord, Pace, Receipt, Report};
 use crate::clock::Nanos;
 
 impl SlidingWindowCounter {
@@ -72,6 +72,7 @@ impl SlidingWindowCounter {
 pub(crate) struct CounterSettled {
     view: View,
     cost: u64,
+    granted: bool,
 }
 
 impl Settle for SlidingWindowCounter {
@@ -83,14 +84,18 @@ impl Settle for SlidingWindowCounter {
     #[inline(always)]
     fn settle(&self, state: &mut SlidingWindowState, now: Nanos, cost: u64) -> CounterSettled {
         let view = self.view_inlined(state, now);
-        self.admit(state, view, cost);
-        CounterSettled { view, cost }
+        let granted = self.admit(state, view, cost);
+        CounterSettled {
+            view,
+            cost,
+            granted,
+        }
     }
 
     #[inline(always)]
     fn describe(&self, settled: &CounterSettled) -> Decision {
         // Immediate or denied: an estimate cannot promise future capacity.
-        let CounterSettled { mut view, cost } = *settled;
+        let CounterSettled { mut view, cost, .. } = *settled;
         // Counts are below 2³¹ and the weight is at most the previous count, so
         // neither this sum nor `used + cost` (cost ≤ limit) overflows. `admit`
         // granted exactly when `used + cost ≤ limit`.
@@ -133,22 +138,27 @@ impl Algorithm for SlidingWindowCounter {
         self.pack(self.fresh(now).index, 0, 0)
     }
 
-    // The step is settle (decide, move the state), then describe (the decision).
+    /// The step is settle (decide, move the state), then describe (the decision),
+    /// with a receipt naming the window the grant was counted in (the state's
+    /// window right after it, as stored) and its cost.
     #[inline]
-    fn reserve(
+    fn reserve<R: Report>(
         &self,
         state: &mut SlidingWindowState,
         now: Nanos,
         cost: u64,
         _max_wait: Nanos,
-    ) -> Decision {
+    ) -> R {
         let settled = self.settle(state, now, cost);
-        self.describe(&settled)
-    }
-
-    #[inline]
-    fn try_take(&self, state: &mut SlidingWindowState, now: Nanos, cost: u64) -> Option<Decision> {
-        try_take_by_words::<_, 1>(self, state, now, cost)
+        if !settled.granted {
+            return R::refused(self.describe(&settled));
+        }
+        // Each count takes at least one bit, so the index is below 2⁶²: it fits the mark.
+        let index = state.word >> (2 * self.count_bits());
+        R::granted(
+            || self.describe(&settled),
+            || Receipt::new(index as i64, cost),
+        )
     }
 
     #[inline]
@@ -159,26 +169,6 @@ impl Algorithm for SlidingWindowCounter {
     fn is_replenished(&self, state: &SlidingWindowState, now: Nanos) -> bool {
         let view = self.view(state, now);
         view.previous == 0 && view.current == 0
-    }
-
-    /// [`reserve`](Algorithm::reserve), unchanged, with a receipt naming the window
-    /// the grant was counted in (the state's window right after it, as stored) and
-    /// its cost.
-    #[inline]
-    fn reserve_with_receipt(
-        &self,
-        state: &mut SlidingWindowState,
-        now: Nanos,
-        cost: u64,
-        max_wait: Nanos,
-    ) -> (Decision, Receipt) {
-        let decision = self.reserve(state, now, cost, max_wait);
-        if !decision.is_allowed() {
-            return (decision, Receipt::NONE);
-        }
-        // Each count takes at least one bit, so the index is below 2⁶²: it fits the mark.
-        let index = state.word >> (2 * self.count_bits());
-        (decision, Receipt::new(index as i64, cost))
     }
 
     /// The rule of [`Algorithm::cancel`], as the [module docs](super#cancelling)

@@ -13,7 +13,9 @@ fn retry_after_is_the_first_instant_that_passes() {
             .unwrap()
             .with_rounding(rounding);
         let mut state = counter.initial_state(0);
-        assert!(counter.reserve(&mut state, 50 * SECOND, 10, 0).is_allowed());
+        assert!(counter
+            .reserve::<Decision>(&mut state, 50 * SECOND, 10, 0)
+            .is_allowed());
         for now in [60 * SECOND, 61 * SECOND, 100 * SECOND, 119 * SECOND] {
             for cost in [1, 4, 10] {
                 let refused = counter.peek(&state, now, cost);
@@ -38,9 +40,13 @@ fn retry_after_is_the_first_instant_that_passes() {
 fn time_going_backwards_weighs_the_previous_window_fully() {
     let counter = SlidingWindowCounter::new(4, Duration::from_secs(10)).unwrap();
     let mut state = counter.initial_state(0);
-    assert!(counter.reserve(&mut state, 5 * SECOND, 4, 0).is_allowed());
-    assert!(counter.reserve(&mut state, 15 * SECOND, 2, 0).is_allowed());
-    let refused = counter.reserve(&mut state, 2 * SECOND, 1, 0);
+    assert!(counter
+        .reserve::<Decision>(&mut state, 5 * SECOND, 4, 0)
+        .is_allowed());
+    assert!(counter
+        .reserve::<Decision>(&mut state, 15 * SECOND, 2, 0)
+        .is_allowed());
+    let refused = counter.reserve::<Decision>(&mut state, 2 * SECOND, 1, 0);
     assert!(!refused.is_allowed());
     // Measured from the real `now` (2 s): the state's point is 10 s, and at 15 s
     // the previous window weighs 2, leaving room for 0 more after the 2 current.
@@ -53,21 +59,23 @@ fn huge_costs_and_times_saturate() {
         SlidingWindowCounter::new(MAX_LIMIT, Duration::from_nanos(i64::MAX as u64)).unwrap();
     let mut state = counter.initial_state(u64::MAX);
     assert!(counter
-        .reserve(&mut state, u64::MAX, MAX_LIMIT, 0)
+        .reserve::<Decision>(&mut state, u64::MAX, MAX_LIMIT, 0)
         .is_allowed());
-    assert!(!counter.reserve(&mut state, u64::MAX, 1, 0).is_allowed());
+    assert!(!counter
+        .reserve::<Decision>(&mut state, u64::MAX, 1, 0)
+        .is_allowed());
     assert!(counter
-        .reserve(&mut state, u64::MAX, u64::MAX, 0)
+        .reserve::<Decision>(&mut state, u64::MAX, u64::MAX, 0)
         .is_never());
     let one = SlidingWindowCounter::new(1, Duration::from_secs(1)).unwrap();
     assert!(one
-        .reserve(&mut one.initial_state(0), 0, u64::MAX, 0)
+        .reserve::<Decision>(&mut one.initial_state(0), 0, u64::MAX, 0)
         .is_never());
     // A word this type did not make decodes without panicking.
     let odd = SlidingWindowCounter::from_config_words([0, u64::MAX, u64::MAX]);
     let mut state = odd.read_state(&[u64::MAX][..]);
-    odd.reserve(&mut state, u64::MAX, 1, 0);
-    odd.reserve(&mut state, 0, 1, 0);
+    odd.reserve::<Decision>(&mut state, u64::MAX, 1, 0);
+    odd.reserve::<Decision>(&mut state, 0, 1, 0);
 }
 
 #[test]
@@ -106,18 +114,26 @@ fn the_limit_at_the_maximum_fills_and_rolls_exactly() {
     assert!(!counter.exact_index());
     let mut state = counter.initial_state(0);
     assert!(counter
-        .reserve(&mut state, 0, MAX_LIMIT - 1, 0)
+        .reserve::<Decision>(&mut state, 0, MAX_LIMIT - 1, 0)
         .is_allowed());
-    assert!(counter.reserve(&mut state, SECOND - 1, 1, 0).is_allowed());
-    assert!(!counter.reserve(&mut state, SECOND - 1, 1, 0).is_allowed());
+    assert!(counter
+        .reserve::<Decision>(&mut state, SECOND - 1, 1, 0)
+        .is_allowed());
+    assert!(!counter
+        .reserve::<Decision>(&mut state, SECOND - 1, 1, 0)
+        .is_allowed());
     assert_eq!(counter.counts(&state, SECOND - 1), (0, MAX_LIMIT));
     // Half a second later the full previous window weighs half the limit, rounded up.
     let half = SECOND + SECOND / 2;
     assert_eq!(counter.counts(&state, half), (MAX_LIMIT, 0));
     let room = counter.peek(&state, half, 1).remaining() + 1;
     assert_eq!(room, MAX_LIMIT - MAX_LIMIT.div_ceil(2));
-    assert!(counter.reserve(&mut state, half, room, 0).is_allowed());
-    assert!(!counter.reserve(&mut state, half, 1, 0).is_allowed());
+    assert!(counter
+        .reserve::<Decision>(&mut state, half, room, 0)
+        .is_allowed());
+    assert!(!counter
+        .reserve::<Decision>(&mut state, half, 1, 0)
+        .is_allowed());
     assert_eq!(counter.counts(&state, half), (MAX_LIMIT, room));
 }
 
@@ -128,14 +144,18 @@ fn attempts_saturate_at_the_count_width_and_still_refuse() {
         .unwrap()
         .with_counting(Counting::Attempts);
     let mut state = counter.initial_state(0);
-    assert!(counter.reserve(&mut state, 0, 3, 0).is_allowed());
+    assert!(counter
+        .reserve::<Decision>(&mut state, 0, 3, 0)
+        .is_allowed());
     for _ in 0..2000 {
-        assert!(!counter.reserve(&mut state, SECOND, 3, 0).is_allowed());
+        assert!(!counter
+            .reserve::<Decision>(&mut state, SECOND, 3, 0)
+            .is_allowed());
     }
     assert_eq!(counter.counts(&state, SECOND), (0, 1023));
     // Next window: 1023 × (60 s − e)/60 s + 1 ≤ 3 needs e ≥ 60 s × 1021/1023: the
     // ban covers all but 2/1023 of the window, and retry_after says exactly when.
-    let refused = counter.reserve(&mut state, 60 * SECOND, 1, 0);
+    let refused = counter.reserve::<Decision>(&mut state, 60 * SECOND, 1, 0);
     assert!(!refused.is_allowed());
     assert_eq!(counter.counts(&state, 60 * SECOND), (1023, 1));
     // That refusal counted too: 1023 × (60 s − e)/60 s + 1 + 1 ≤ 3.
@@ -148,13 +168,19 @@ fn attempts_saturate_at_the_count_width_and_still_refuse() {
         .unwrap()
         .with_counting(Counting::Attempts);
     let mut state = big.initial_state(0);
-    assert!(big.reserve(&mut state, 0, MAX_LIMIT, 0).is_allowed());
-    assert!(!big.reserve(&mut state, 0, MAX_LIMIT, 0).is_allowed());
+    assert!(big
+        .reserve::<Decision>(&mut state, 0, MAX_LIMIT, 0)
+        .is_allowed());
+    assert!(!big
+        .reserve::<Decision>(&mut state, 0, MAX_LIMIT, 0)
+        .is_allowed());
     assert_eq!(big.counts(&state, 0), (0, MAX_LIMIT));
     // A saturated window weighs as a full window of admitted permits.
     let admitted = SlidingWindowCounter::new(MAX_LIMIT, Duration::from_secs(1)).unwrap();
     let mut full = admitted.initial_state(0);
-    assert!(admitted.reserve(&mut full, 0, MAX_LIMIT, 0).is_allowed());
+    assert!(admitted
+        .reserve::<Decision>(&mut full, 0, MAX_LIMIT, 0)
+        .is_allowed());
     for now in [SECOND, SECOND + SECOND / 3, 2 * SECOND - 1] {
         assert_eq!(
             big.peek(&state, now, 1).remaining(),
@@ -179,9 +205,13 @@ fn the_window_index_wraps_forward_across_its_modulus() {
     // The last window before the index wraps, then the first one after it.
     let last = (WRAP - 1) * MICRO;
     let mut state = counter.initial_state(last);
-    assert!(counter.reserve(&mut state, last, 10, 0).is_allowed());
+    assert!(counter
+        .reserve::<Decision>(&mut state, last, 10, 0)
+        .is_allowed());
     assert_eq!(counter.counts(&state, last + MICRO), (10, 0));
-    assert!(counter.reserve(&mut state, last + MICRO, 5, 0).is_allowed());
+    assert!(counter
+        .reserve::<Decision>(&mut state, last + MICRO, 5, 0)
+        .is_allowed());
     assert_eq!(state.word >> 48, 0); // stored as index 0
     assert_eq!(counter.counts(&state, last + MICRO), (10, 5));
     assert_eq!(counter.counts(&state, last + 2 * MICRO), (5, 0));
@@ -200,11 +230,13 @@ fn the_window_index_wraps_forward_across_its_modulus() {
 fn a_wrapped_index_in_the_backward_half_keeps_its_counts() {
     let counter = wrapping();
     let mut state = counter.initial_state(0);
-    assert!(counter.reserve(&mut state, 0, MAX_LIMIT, 0).is_allowed());
+    assert!(counter
+        .reserve::<Decision>(&mut state, 0, MAX_LIMIT, 0)
+        .is_allowed());
     // 2¹⁵ windows on is ambiguous (as far back as forward): counts kept, read as
     // the start of a window 2¹⁵ µs in the future, and the retry measured from now.
     let ambiguous = (WRAP / 2) * MICRO;
-    let refused = counter.reserve(&mut state, ambiguous, 1, 0);
+    let refused = counter.reserve::<Decision>(&mut state, ambiguous, 1, 0);
     assert!(!refused.is_allowed());
     assert_eq!(counter.counts(&state, ambiguous), (0, MAX_LIMIT));
     assert!(!counter.is_replenished(&state, ambiguous));
@@ -233,10 +265,12 @@ fn time_going_backwards_never_grants_more_in_either_index_mode() {
         let limit = counter.limit();
         let mut state = counter.initial_state(0);
         let now = 10 * MICRO + 300;
-        assert!(counter.reserve(&mut state, now, limit, 0).is_allowed());
+        assert!(counter
+            .reserve::<Decision>(&mut state, now, limit, 0)
+            .is_allowed());
         for back in [1, 300, MICRO, 5 * MICRO, 10 * MICRO] {
             let earlier = now - back;
-            let refused = counter.reserve(&mut state, earlier, 1, 0);
+            let refused = counter.reserve::<Decision>(&mut state, earlier, 1, 0);
             assert!(!refused.is_allowed(), "{back}");
             assert_eq!(counter.counts(&state, earlier), (0, limit), "{back}");
             // Measured from the real `now`: not before the latest window ends.
@@ -244,9 +278,11 @@ fn time_going_backwards_never_grants_more_in_either_index_mode() {
         }
         // An allowed call from the past is counted in the latest window.
         let mut state = counter.initial_state(0);
-        assert!(counter.reserve(&mut state, now, 1, 0).is_allowed());
         assert!(counter
-            .reserve(&mut state, now - 5 * MICRO, 1, 0)
+            .reserve::<Decision>(&mut state, now, 1, 0)
+            .is_allowed());
+        assert!(counter
+            .reserve::<Decision>(&mut state, now - 5 * MICRO, 1, 0)
             .is_allowed());
         assert_eq!(counter.counts(&state, now), (0, 2));
     }
@@ -423,7 +459,7 @@ proptest::proptest! {
         for (step, fraction) in steps {
             now = now.saturating_add_signed(step);
             let cost = 1 + fraction * limit / 900; // up to a little above the limit
-            let decision = counter.reserve(&mut full, now, cost, 0);
+            let decision = counter.reserve::<Decision>(&mut full, now, cost, 0);
             let granted = counter.take(&mut lean, now, cost);
             proptest::prop_assert_eq!(granted, decision.is_allowed(), "at {} cost {}", now, cost);
             proptest::prop_assert_eq!(lean, full, "at {} cost {}", now, cost);
@@ -457,7 +493,7 @@ proptest::proptest! {
             now = now.saturating_add_signed(step);
             let cost = 1 + fraction * limit / 900; // up to a little above the limit
             let expected = reserve_before(&counter, &mut old, now, cost);
-            proptest::prop_assert_eq!(counter.reserve(&mut new, now, cost, 0), expected, "at {} cost {}", now, cost);
+            proptest::prop_assert_eq!(counter.reserve::<Decision>(&mut new, now, cost, 0), expected, "at {} cost {}", now, cost);
             proptest::prop_assert_eq!(new, old, "at {} cost {}", now, cost);
             let settled = counter.settle(&mut split, now, cost);
             proptest::prop_assert_eq!(counter.describe(&settled), expected);

@@ -4,7 +4,7 @@
 
 use super::{BurstyState, SmoothBursty};
 use crate::algorithms::words::Settle;
-use crate::algorithms::{signed, until, Decision, Receipt};
+use crate::algorithms::{signed, until, Decision, Receipt, Report};
 use crate::clock::Nanos;
 
 /// What one reservation decided, before it is dressed as a [`Decision`]: the core
@@ -118,34 +118,16 @@ impl SmoothBursty {
         BurstySettled { now, burst, step }
     }
 
-    /// The decision and receipt of a settled step.
+    /// A settled step in the caller's report: a grant's decision and receipt are
+    /// built only if the report reads them.
     #[inline(always)]
-    pub(super) fn describe_with_receipt(&self, settled: &BurstySettled) -> (Decision, Receipt) {
-        let BurstySettled { now, burst, step } = *settled;
-        let limit = self.limit();
-        match step {
-            Outcome::Never => (Decision::never(limit, 0, u64::MAX), Receipt::NONE),
-            Outcome::Denied { tat, wait } => {
-                let reset = until(now, tat.saturating_add(burst));
-                (Decision::denied(limit, 0, wait, reset), Receipt::NONE)
-            }
-            Outcome::Allowed {
-                wait,
-                next,
-                charge,
-                full,
-            } => {
-                let reset = until(now, next.saturating_add(burst));
-                let remaining = if full && charge == self.one_charge {
-                    self.one_from_full
-                } else {
-                    self.remaining(next, now)
-                };
-                (
-                    Decision::allowed_after(wait, limit, remaining, reset),
-                    Receipt::new(next, charge as u64),
-                )
-            }
+    pub(super) fn report<R: Report>(&self, settled: &BurstySettled) -> R {
+        match settled.step {
+            Outcome::Allowed { next, charge, .. } => R::granted(
+                || self.describe(settled),
+                || Receipt::new(next, charge as u64),
+            ),
+            _ => R::refused(self.describe(settled)),
         }
     }
 }
@@ -160,6 +142,28 @@ impl Settle for SmoothBursty {
 
     #[inline(always)]
     fn describe(&self, settled: &BurstySettled) -> Decision {
-        self.describe_with_receipt(settled).0
+        let BurstySettled { now, burst, step } = *settled;
+        let limit = self.limit();
+        match step {
+            Outcome::Never => Decision::never(limit, 0, u64::MAX),
+            Outcome::Denied { tat, wait } => {
+                let reset = until(now, tat.saturating_add(burst));
+                Decision::denied(limit, 0, wait, reset)
+            }
+            Outcome::Allowed {
+                wait,
+                next,
+                charge,
+                full,
+            } => {
+                let reset = until(now, next.saturating_add(burst));
+                let remaining = if full && charge == self.one_charge {
+                    self.one_from_full
+                } else {
+                    self.remaining(next, now)
+                };
+                Decision::allowed_after(wait, limit, remaining, reset)
+            }
+        }
     }
 }

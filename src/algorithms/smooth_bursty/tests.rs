@@ -86,7 +86,7 @@ proptest! {
         let mut state = BurstyState { tat: signed(now).saturating_sub(bursty.burst_nanos).saturating_sub_unsigned(idle) };
         let mut probe = state;
         let expected = reserve_before(&bursty, &mut probe, now, 1, 0).0;
-        prop_assert_eq!(bursty.reserve(&mut state, now, 1, 0), expected);
+        prop_assert_eq!(bursty.reserve::<Decision>(&mut state, now, 1, 0), expected);
     }
 
     /// The step at any wait, and the check (split in settle and describe, and on
@@ -135,7 +135,7 @@ proptest! {
             prop_assert_eq!(bursty.read_state(&words[..]), probe);
             // The step at any wait.
             let expected = reserve_before(&bursty, &mut old, now, cost, max_wait);
-            prop_assert_eq!(bursty.reserve_with_receipt(&mut new, now, cost, max_wait), expected, "at {} cost {}", now, cost);
+            prop_assert_eq!(bursty.reserve::<(Decision, Receipt)>(&mut new, now, cost, max_wait), expected, "at {} cost {}", now, cost);
             prop_assert_eq!(new, old);
         }
     }

@@ -188,7 +188,7 @@ pub trait WordEncoded: Algorithm + Copy {
         self.write_state(&self.initial_state(now), words);
     }
 
-    /// [`Algorithm::reserve_with_receipt`] on words.
+    /// [`Algorithm::reserve`], with its receipt, on words.
     #[inline(always)]
     fn reserve_words<W: WordsMut + ?Sized>(
         &self,
@@ -198,7 +198,7 @@ pub trait WordEncoded: Algorithm + Copy {
         max_wait: Nanos,
     ) -> (Decision, Receipt) {
         let mut state = self.read_state(words);
-        let answer = self.reserve_with_receipt(&mut state, now, cost, max_wait);
+        let answer = self.reserve(&mut state, now, cost, max_wait);
         self.write_state(&state, words);
         answer
     }
@@ -261,31 +261,6 @@ pub trait WordEncoded: Algorithm + Copy {
 
     /// The second half of a lean take: writes `take`, planned on these same words.
     fn apply_take<W: WordsMut + ?Sized>(&self, words: &mut W, take: Self::Take);
-}
-
-/// [`Algorithm::try_take`] by the lean take on a state of `N` words: a grant
-/// writes what [`plan_take`](WordEncoded::plan_take) planned; a refusal runs the
-/// full zero-wait step on the state as it was, so that it is described in full and
-/// a recorded refusal is recorded once.
-#[inline(always)]
-pub(crate) fn try_take_by_words<A: WordEncoded, const N: usize>(
-    algorithm: &A,
-    state: &mut A::State,
-    now: Nanos,
-    cost: u64,
-) -> Option<Decision> {
-    let mut words = [0; N];
-    algorithm.write_state(state, &mut words[..]);
-    match algorithm.plan_take(&words[..], now, cost) {
-        (true, take) => {
-            if let Some(take) = take {
-                algorithm.apply_take(&mut words[..], take);
-                *state = algorithm.read_state(&words[..]);
-            }
-            None
-        }
-        (false, _) => Some(algorithm.reserve(state, now, cost, 0)),
-    }
 }
 
 /// A zero-wait reservation split in two, for [`WordEncoded::check_words`]:

@@ -9,6 +9,7 @@ use crate::algorithms::{
 };
 use crate::cells::{CellAlgorithm, StateCell};
 use crate::clock::{Clock, ManualClock};
+use crate::Decision;
 use crate::RateLimiter;
 use proptest::prelude::*;
 use std::fmt::Debug;
@@ -30,12 +31,12 @@ fn check_is_reserve<A: CellAlgorithm + Debug>(
     let mut now = start;
     for &(step, cost) in steps {
         now = now.saturating_add_signed(step);
-        let expected = algorithm.reserve(&mut state, now, cost, 0);
+        let expected = algorithm.reserve::<Decision>(&mut state, now, cost, 0);
         prop_assert_eq!(cell.check(now, cost), expected, "at {} cost {}", now, cost);
         // The same state: the next answers agree too.
         prop_assert_eq!(cell.peek(now, 1), algorithm.peek(&state, now, 1));
         clock.advance_nanos(step.max(0).unsigned_abs());
-        let expected = algorithm.reserve(&mut limiter_state, clock.now(), cost, 0);
+        let expected = algorithm.reserve::<Decision>(&mut limiter_state, clock.now(), cost, 0);
         prop_assert_eq!(limiter.check(cost).unwrap(), expected);
     }
     Ok(())

@@ -174,7 +174,7 @@ fn run_reserves<A: Algorithm>(
 ) -> Vec<Work<A::State>> {
     for (index, &hash) in hashes.iter().enumerate() {
         if let Some(w) = work.iter_mut().find(|w| w.hash == hash) {
-            out[index] = algorithm.reserve_with_receipt(&mut w.state, now, cost, max_wait);
+            out[index] = algorithm.reserve(&mut w.state, now, cost, max_wait);
         }
     }
     work

@@ -61,9 +61,8 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
     {
         self.locked(key, |shard, hash| {
             let refusal = self.reserve_in(shard, algorithm, hash, now, |state| {
-                let refusal = algorithm.try_take(state, now, cost);
-                let granted = refusal.is_none();
-                (refusal, granted)
+                let taken: Result<(), Decision> = algorithm.reserve(state, now, cost, 0);
+                (taken.err(), taken.is_ok())
             })?;
             self.tick(shard, algorithm, now);
             Ok(refusal)
@@ -134,7 +133,7 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
                     let answer = if EACH {
                         algorithm.reserve_each(state, now, cost, max_wait, &mut *each)
                     } else {
-                        algorithm.reserve_with_receipt(state, now, cost, max_wait)
+                        algorithm.reserve(state, now, cost, max_wait)
                     };
                     let allowed = answer.0.is_allowed();
                     (answer, allowed)

@@ -49,15 +49,15 @@ pub(super) const EXACT: u64 = 1 << 53;
 /// it):
 ///
 /// ```compile_fail,E0277
-/// use sluicegate::algorithms::{Algorithm, Decision, Plain};
+/// use sluicegate::algorithms::{Algorithm, Decision, Plain, Receipt, Report};
 /// use sluicegate::stores::redis::RedisAlgorithm;
 /// struct Always;
 /// impl Algorithm for Always {
 ///     type State = ();
 ///     type Shape = Plain;
 ///     fn initial_state(&self, _now: u64) {}
-///     fn reserve(&self, _: &mut (), _now: u64, _cost: u64, _max_wait: u64) -> Decision {
-///         Decision::allowed(u64::MAX, u64::MAX, 0)
+///     fn reserve<R: Report>(&self, _: &mut (), _now: u64, _cost: u64, _max_wait: u64) -> R {
+///         R::granted(|| Decision::allowed(u64::MAX, u64::MAX, 0), || Receipt::NONE)
 ///     }
 ///     fn is_replenished(&self, _: &(), _now: u64) -> bool {
 ///         true

@@ -193,7 +193,7 @@ impl<A: sluicegate::algorithms::Algorithm> Reference<A> {
                 Some(each) if commit => {
                     algorithm.reserve_each(&mut entry.1, now, cost, max_wait, &mut |d| each.push(d))
                 }
-                _ => algorithm.reserve_with_receipt(&mut entry.1, now, cost, max_wait),
+                _ => algorithm.reserve::<(Decision, Receipt)>(&mut entry.1, now, cost, max_wait),
             };
             // A peek is a zero-wait reserve on copies: it takes nothing, so it
             // leaves nothing to give back.

@@ -5,6 +5,7 @@
 //! NaN and the tiniest double), then every step at random times and costs.
 
 use crate::algorithms::words::WordEncoded;
+use crate::algorithms::{Decision, Receipt};
 use crate::algorithms::{
     FixedWindow, LeakyBucket, SlidingLog, SlidingWindowBuckets, SlidingWindowCounter, SmoothBursty,
     SmoothWarmingUp,
@@ -24,8 +25,8 @@ fn steps<A: WordEncoded>(words: &[u64], nows: &[u64], cost: u64) {
     let mut state = algorithm.initial_state(nows[0]);
     for &now in nows {
         let _ = algorithm.peek(&state, now, cost);
-        let (_, receipt) = algorithm.reserve_with_receipt(&mut state, now, cost, 0);
-        let _ = algorithm.reserve(&mut state, now, cost, u64::MAX);
+        let (_, receipt) = algorithm.reserve::<(Decision, Receipt)>(&mut state, now, cost, 0);
+        let _ = algorithm.reserve::<Decision>(&mut state, now, cost, u64::MAX);
         algorithm.cancel(&mut state, now, &receipt, now);
         let _ = algorithm.is_replenished(&state, now);
     }

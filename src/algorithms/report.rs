@@ -1,0 +1,120 @@
+//! What a caller reads of a step: the one type parameter of [`Algorithm::reserve`].
+//!
+//! [`Algorithm::reserve`]: super::Algorithm::reserve
+
+use super::{Decision, Receipt};
+
+/// What a caller reads of one [`Algorithm::reserve`](super::Algorithm::reserve)
+/// step. The step is written once; its report type decides what of a grant is
+/// built, and the compiler drops the rest:
+///
+/// | report | a grant reads | a refusal reads | what asks for it |
+/// |---|---|---|---|
+/// | `Result<(), Decision>` | `Ok(())`: granted, nothing described | `Err` with the refusal | `try_acquire`, a server that sends no fields on grants |
+/// | [`Decision`] | the grant's decision | the refusal | `check`, `acquire`, `peek` |
+/// | `(Decision, Receipt)` | the decision and the [`Receipt`] that gives it back | the refusal and [`Receipt::NONE`] | `reserve`, whose grant can be cancelled |
+///
+/// An algorithm answers a step with [`granted`](Report::granted) or
+/// [`refused`](Report::refused), or, when it has built both halves anyway, with
+/// [`decided`](Report::decided). The trait is sealed: these three are the reports.
+///
+/// ```
+/// use sluicegate::algorithms::{Algorithm, Decision, FixedWindow, Receipt, Report};
+/// use std::time::Duration;
+/// let window = FixedWindow::new(2, Duration::from_secs(1)).unwrap();
+/// let mut state = window.initial_state(0);
+/// // The same step, three reports.
+/// let lean: Result<(), Decision> = window.reserve::<Decision>(&mut state, 0, 1, 0);
+/// assert!(lean.is_ok());
+/// let full: Decision = window.reserve::<Decision>(&mut state, 0, 1, 0);
+/// assert_eq!(full.remaining(), 0);
+/// let (refusal, receipt): (Decision, Receipt) = window.reserve::<Decision>(&mut state, 0, 1, 0);
+/// assert!(!refusal.is_allowed() && receipt.is_none());
+/// // An algorithm of your own builds its answer with these:
+/// let built: Result<(), Decision> = Report::decided(refusal, Receipt::NONE);
+/// assert_eq!(built, Err(refusal));
+/// ```
+pub trait Report: Sized + sealed::Sealed {
+    /// Whether this report keeps a grant's receipt: a set of limits builds its
+    /// members' receipts (one allocation) only for a report that does.
+    #[doc(hidden)]
+    const KEEPS_RECEIPT: bool;
+
+    /// The report of a grant. `decision` runs only if this report reads the
+    /// grant's decision, `receipt` only if it keeps the receipt, so a step that
+    /// passes them as closures builds neither for a report that drops them.
+    fn granted(decision: impl FnOnce() -> Decision, receipt: impl FnOnce() -> Receipt) -> Self;
+
+    /// The report of a refusal, denied or never: every report reads it in full.
+    fn refused(decision: Decision) -> Self;
+
+    /// The report of a step that has built its decision and receipt: a grant's as
+    /// [`granted`](Report::granted), anything else as
+    /// [`refused`](Report::refused).
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Decision, Receipt, Report};
+    /// let grant = Decision::allowed(5, 4, 0);
+    /// let lean: Result<(), Decision> = Report::decided(grant, Receipt::new(1, 1));
+    /// assert_eq!(lean, Ok(()));
+    /// let (decision, receipt): (Decision, Receipt) = Report::decided(grant, Receipt::new(1, 1));
+    /// assert_eq!((decision, receipt.charge()), (grant, 1));
+    /// ```
+    #[inline(always)]
+    fn decided(decision: Decision, receipt: Receipt) -> Self {
+        if decision.is_allowed() {
+            Self::granted(|| decision, || receipt)
+        } else {
+            Self::refused(decision)
+        }
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for Result<(), super::Decision> {}
+    impl Sealed for super::Decision {}
+    impl Sealed for (super::Decision, super::Receipt) {}
+}
+
+impl Report for Result<(), Decision> {
+    const KEEPS_RECEIPT: bool = false;
+
+    #[inline(always)]
+    fn granted(_: impl FnOnce() -> Decision, _: impl FnOnce() -> Receipt) -> Self {
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn refused(decision: Decision) -> Self {
+        Err(decision)
+    }
+}
+
+impl Report for Decision {
+    const KEEPS_RECEIPT: bool = false;
+
+    #[inline(always)]
+    fn granted(decision: impl FnOnce() -> Decision, _: impl FnOnce() -> Receipt) -> Self {
+        decision()
+    }
+
+    #[inline(always)]
+    fn refused(decision: Decision) -> Self {
+        decision
+    }
+}
+
+impl Report for (Decision, Receipt) {
+    const KEEPS_RECEIPT: bool = true;
+
+    #[inline(always)]
+    fn granted(decision: impl FnOnce() -> Decision, receipt: impl FnOnce() -> Receipt) -> Self {
+        (decision(), receipt())
+    }
+
+    #[inline(always)]
+    fn refused(decision: Decision) -> Self {
+        (decision, Receipt::NONE)
+    }
+}
