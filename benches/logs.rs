@@ -10,7 +10,7 @@ use common::print_against_governor;
 use criterion::measurement::WallTime;
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkGroup, Criterion};
 use governor::{Quota, RateLimiter as Governor};
-use sluicegate::algorithms::{Algorithm, SlidingLog, SlidingWindowBuckets};
+use sluicegate::algorithms::{Algorithm, Decision, SlidingLog, SlidingWindowBuckets};
 use sluicegate::CellAlgorithm;
 use sluicegate::RateLimiter;
 use std::num::NonZeroU32;

@@ -214,7 +214,9 @@ fn bench<A: RedisAlgorithm + Clone>(
         cost: 1,
         max_wait: 0,
     };
-    store.apply_key(algorithm, &"hot", 0, step).unwrap(); // loads the library
+    store
+        .apply_key::<(Decision, Receipt)>(algorithm, &"hot", 0, step)
+        .unwrap(); // loads the library
     if prefill > 0 {
         // At least CALLS: redis-benchmark prints no rate for a handful of calls.
         pipelined_rate(
@@ -228,7 +230,9 @@ fn bench<A: RedisAlgorithm + Clone>(
     reset(&mut admin);
     let started = Instant::now();
     for _ in 0..CALLS {
-        store.apply_key(algorithm, &"hot", 0, step).unwrap();
+        store
+            .apply_key::<(Decision, Receipt)>(algorithm, &"hot", 0, step)
+            .unwrap();
     }
     let blocking = CALLS as f64 / started.elapsed().as_secs_f64();
     let (usec, commands) = server_stats(&mut admin, "fcall");

@@ -6,7 +6,7 @@
 //!
 //! `cargo bench --bench redis_deny_cache --features redis`
 
-use sluicegate::algorithms::FixedWindow;
+use sluicegate::algorithms::{Decision, FixedWindow, Receipt};
 use sluicegate::stores::deny_cache::DenyCache;
 use sluicegate::stores::redis::{RedisOptions, RedisStore};
 use sluicegate::stores::{MemoryStore, Operation, Store};
@@ -40,7 +40,7 @@ fn refused_per_second<S: Store<String, FixedWindow>>(
     };
     // The key spent, and the refusal seen once, before timing.
     while store
-        .apply_key(window, key, clock.now(), step)
+        .apply_key::<(Decision, Receipt)>(window, key, clock.now(), step)
         .expect("Redis answers")
         .0
         .is_allowed()
@@ -50,7 +50,7 @@ fn refused_per_second<S: Store<String, FixedWindow>>(
     while started.elapsed() < SPAN {
         for _ in 0..64 {
             let (decision, _) = store
-                .apply_key(window, key, clock.now(), step)
+                .apply_key::<(Decision, Receipt)>(window, key, clock.now(), step)
                 .expect("Redis answers");
             assert!(!decision.is_allowed(), "the key must stay refused");
             std::hint::black_box(decision);

@@ -6,7 +6,7 @@
 //!
 //! `cargo bench --bench redis_failover --features redis`
 
-use sluicegate::algorithms::FixedWindow;
+use sluicegate::algorithms::{Decision, FixedWindow, Receipt};
 use sluicegate::stores::failover::{Backoff, FailoverStore, FailurePolicy};
 use sluicegate::stores::redis::{RedisOptions, RedisStore};
 use sluicegate::stores::{Operation, Store};
@@ -51,22 +51,26 @@ fn main() {
         .with_backoff(Backoff::fixed(Duration::from_secs(3600)));
     // Both connected and the step library loaded before the freeze.
     plain
-        .apply_key(&window, &key, 0, step)
+        .apply_key::<(Decision, Receipt)>(&window, &key, 0, step)
         .expect("Redis answers");
     failover
-        .apply_key(&window, &key, 0, step)
+        .apply_key::<(Decision, Receipt)>(&window, &key, 0, step)
         .expect("Redis answers");
     server.signal("-STOP");
     let down = mean(PLAIN_CALLS, || {
-        assert!(plain.apply_key(&window, &key, 0, step).is_err());
+        assert!(plain
+            .apply_key::<(Decision, Receipt)>(&window, &key, 0, step)
+            .is_err());
     });
     // The first call meets the frozen server and starts the back-off.
     failover
-        .apply_key(&window, &key, 0, step)
+        .apply_key::<(Decision, Receipt)>(&window, &key, 0, step)
         .expect("the policy answers");
     assert!(failover.is_degraded());
     let backed_off = mean(BACKED_OFF_CALLS, || {
-        let (decision, _) = failover.apply_key(&window, &key, 0, step).unwrap();
+        let (decision, _) = failover
+            .apply_key::<(Decision, Receipt)>(&window, &key, 0, step)
+            .unwrap();
         std::hint::black_box(decision);
     });
     println!("a call while Redis is frozen (response timeout {TIMEOUT:?}):");

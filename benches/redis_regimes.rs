@@ -78,8 +78,8 @@
 //! run minutes apart).
 
 use sluicegate::algorithms::{
-    AllOf, FixedWindow, LeakyBucket, SlidingLog, SlidingWindowBuckets, SlidingWindowCounter,
-    SmoothBursty, SmoothWarmingUp,
+    AllOf, Decision, FixedWindow, LeakyBucket, Receipt, SlidingLog, SlidingWindowBuckets,
+    SlidingWindowCounter, SmoothBursty, SmoothWarmingUp,
 };
 use sluicegate::stores::redis::{RedisAlgorithm, RedisOptions, RedisStore, TimeSource};
 use sluicegate::stores::{Operation, Store};
@@ -369,7 +369,7 @@ impl<A: RedisAlgorithm> Case for Row<A> {
             RedisStore::open_with(&bench.server.url, options).unwrap();
         let apply = |key: &String, now: u64, step: Operation<'_>| {
             store
-                .apply_key(algorithm, key, now, step)
+                .apply_key::<(Decision, Receipt)>(algorithm, key, now, step)
                 .unwrap_or_else(|e| panic!("{name}: {e}"))
                 .0
         };

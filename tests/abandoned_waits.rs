@@ -405,7 +405,7 @@ fn a_later_grant_by_another_process_bounds_what_a_key_gets_back() {
         let mut waiters = waits(&limit, &BOUND_COSTS);
         limiter
             .store()
-            .apply_key(&bursty, &"k", now, reserve(1))
+            .apply_key::<(Decision, Receipt)>(&bursty, &"k", now, reserve(1))
             .unwrap();
         for at in order {
             waiters[at] = None;
@@ -414,19 +414,21 @@ fn a_later_grant_by_another_process_bounds_what_a_key_gets_back() {
             .iter()
             .map(|&c| {
                 twin.store()
-                    .apply_key(&bursty, &"k", now, reserve(c))
+                    .apply_key::<(Decision, Receipt)>(&bursty, &"k", now, reserve(c))
                     .unwrap()
             })
             .collect();
         twin.store()
-            .apply_key(&bursty, &"k", now, reserve(1))
+            .apply_key::<(Decision, Receipt)>(&bursty, &"k", now, reserve(1))
             .unwrap();
         for (decision, receipt) in grants.into_iter().rev() {
             let cancel = Operation::Cancel {
                 receipts: &[receipt],
                 acts_at: now + decision.wait_nanos(),
             };
-            twin.store().apply_key(&bursty, &"k", now, cancel).unwrap();
+            twin.store()
+                .apply_key::<(Decision, Receipt)>(&bursty, &"k", now, cancel)
+                .unwrap();
         }
         let twin = Keyed {
             limiter: twin,

@@ -20,7 +20,7 @@ use std::time::Duration;
 /// One reserve of 1 on `key` at 1 s: what remains.
 fn remaining_after_one(store: &RedisStore<String, FixedWindow>, key: &str) -> u64 {
     store
-        .apply_key(&window(10), &key.to_owned(), SECOND, take(1))
+        .apply_key::<(Decision, Receipt)>(&window(10), &key.to_owned(), SECOND, take(1))
         .unwrap()
         .0
         .remaining()
@@ -60,20 +60,20 @@ fn cluster_calls_per_identity_work_and_cross_slot_calls_are_refused() {
     for i in 0..200 {
         let key = format!("user:{i}");
         let d = store
-            .apply_key(&fw, &key, SECOND, take(2))
+            .apply_key::<(Decision, Receipt)>(&fw, &key, SECOND, take(2))
             .map(|(d, _)| d)
             .unwrap();
         assert!(d.is_allowed(), "{key}");
         assert_eq!(
             store
-                .apply_key(&fw, &key, SECOND, take(1))
+                .apply_key::<(Decision, Receipt)>(&fw, &key, SECOND, take(1))
                 .map(|(d, _)| d)
                 .unwrap()
                 .remaining(),
             0
         );
         assert!(!store
-            .apply_key(&fw, &key, SECOND, take(1))
+            .apply_key::<(Decision, Receipt)>(&fw, &key, SECOND, take(1))
             .map(|(d, _)| d)
             .unwrap()
             .is_allowed());
@@ -92,7 +92,7 @@ fn cluster_calls_per_identity_work_and_cross_slot_calls_are_refused() {
     assert!(err.to_string().contains("shared hash tag"), "{err}");
     assert_eq!(
         store
-            .apply_key(
+            .apply_key::<(Decision, Receipt)>(
                 &fw,
                 &"alice".to_owned(),
                 SECOND,

@@ -16,7 +16,9 @@ use sluicegate::stores::{Operation, Store};
 use sluicegate::{Decision, DefaultClock, KeyedRateLimiter, Source};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::redis::{calls, current_thread_runtime, take, unique_prefix, RedisServer, SECOND};
+use support::redis::{
+    calls, current_thread_runtime, take, try_take, unique_prefix, RedisServer, SECOND,
+};
 use support::rng::Rng;
 
 /// The Redis store at the caller's time (the trace's), with its own prefix.
@@ -37,18 +39,15 @@ fn a_hammered_refused_key_makes_no_round_trip_until_its_retry_after() {
     let store = DenyCache::new(caller_time(&server, "hammered"), &window).unwrap();
     let key = "k".to_owned();
     for _ in 0..3 {
-        assert_eq!(store.try_take_key(&window, &key, SECOND, 1).unwrap(), None);
+        assert_eq!(try_take(&store, &window, &key, SECOND, 1), None);
     }
-    let refusal = store
-        .try_take_key(&window, &key, SECOND, 1)
-        .unwrap()
-        .unwrap();
+    let refusal = try_take(&store, &window, &key, SECOND, 1).unwrap();
     assert_eq!(refusal.retry_after_nanos(), 9 * SECOND);
     let before = calls(&mut conn, "fcall");
     let runtime = current_thread_runtime();
     for i in 0..3_000u64 {
         let now = SECOND + i * 3_000_000; // up to 10 s, not reaching it
-        let cached = store.try_take_key(&window, &key, now, 1).unwrap().unwrap();
+        let cached = try_take(&store, &window, &key, now, 1).unwrap();
         assert_eq!(cached.retry_after_nanos(), 10 * SECOND - now);
         let (checked, _) = store.apply_key(&window, &key, now, take(2)).unwrap();
         assert_eq!(checked, cached);
@@ -62,10 +61,7 @@ fn a_hammered_refused_key_makes_no_round_trip_until_its_retry_after() {
     );
     assert_eq!(store.hits(), 9_000);
     // The window ends: one round trip, granted.
-    assert_eq!(
-        store.try_take_key(&window, &key, 10 * SECOND, 1).unwrap(),
-        None
-    );
+    assert_eq!(try_take(&store, &window, &key, 10 * SECOND, 1), None);
     assert_eq!(calls(&mut conn, "fcall"), before + 1);
 }
 
@@ -112,16 +108,24 @@ fn trace<A: RedisAlgorithm + Clone>(
         };
         let granted = Decision::allowed(0, 0, 0);
         let a = ask(
-            &|step| cached.apply_key(&algorithm, &key, now, step).unwrap().0,
+            &|step| {
+                cached
+                    .apply_key::<Decision>(&algorithm, &key, now, step)
+                    .unwrap()
+            },
             &|cost| {
-                let refusal = cached.try_take_key(&algorithm, &key, now, cost).unwrap();
+                let refusal = try_take(&cached, &algorithm, &key, now, cost);
                 refusal.unwrap_or(granted)
             },
         );
         let b = ask(
-            &|step| plain.apply_key(&algorithm, &key, now, step).unwrap().0,
+            &|step| {
+                plain
+                    .apply_key::<Decision>(&algorithm, &key, now, step)
+                    .unwrap()
+            },
             &|cost| {
-                let refusal = plain.try_take_key(&algorithm, &key, now, cost).unwrap();
+                let refusal = try_take(&plain, &algorithm, &key, now, cost);
                 refusal.unwrap_or(granted)
             },
         );

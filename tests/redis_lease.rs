@@ -9,6 +9,7 @@
 mod support;
 
 use sluicegate::algorithms::FixedWindow;
+use sluicegate::algorithms::Receipt;
 use sluicegate::stores::lease::LeasedStore;
 use sluicegate::stores::redis::{RedisOptions, RedisStore};
 use sluicegate::stores::Store;
@@ -17,7 +18,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use support::redis::trace::{caller_time_options, Rng};
-use support::redis::{calls, take, unique_prefix, RedisServer, SECOND};
+use support::redis::{calls, take, try_take, unique_prefix, RedisServer, SECOND};
 
 type Redis = RedisStore<String, FixedWindow>;
 type Leased = LeasedStore<Redis, String, FixedWindow>;
@@ -54,7 +55,7 @@ fn four_processes_on_a_trace(seed: u64, max_gap: u64, calls: usize) {
         now += rng.below(max_gap);
         let store = &stores[rng.below(n) as usize];
         *demand.entry(now / (10 * SECOND)).or_default() += 1;
-        if store.try_take_key(&window, &key, now, 1).unwrap().is_none() {
+        if try_take(store, &window, &key, now, 1).is_none() {
             *admitted.entry(now / (10 * SECOND)).or_default() += 1;
         }
     }
@@ -112,7 +113,9 @@ fn with_a_lease_of_one_the_decisions_are_the_plain_stores() {
         let key = &keys[rng.below(3) as usize];
         let cost = 1 + rng.below(4);
         let want = plain.apply_key(&window, key, now, take(cost)).unwrap();
-        let got = store.apply_key(&window, key, now, take(cost)).unwrap();
+        let got = store
+            .apply_key::<(Decision, Receipt)>(&window, key, now, take(cost))
+            .unwrap();
         assert_eq!(got.0.source(), Source::Store, "call {call}");
         assert_eq!(got, want, "call {call}");
     }
@@ -136,7 +139,7 @@ fn the_server_runs_one_step_per_lease() {
     for t in 0..admitted {
         let store = &stores[rng.below(n) as usize];
         let decision = store
-            .apply_key(&window, &key, START + t, take(1))
+            .apply_key::<(Decision, Receipt)>(&window, &key, START + t, take(1))
             .unwrap()
             .0;
         assert!(decision.is_allowed());

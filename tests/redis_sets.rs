@@ -162,7 +162,7 @@ fn a_limits_member_the_server_cannot_run_is_a_typed_error_before_sending() {
         .query(&mut admin)
         .unwrap();
     assert_unapplied_error(
-        store.apply_key(
+        store.apply_key::<(Decision, Receipt)>(
             &limits,
             &"k",
             0,
@@ -195,8 +195,12 @@ fn a_limits_set_cancels_on_the_server_when_every_member_can() {
         cost: 1,
         max_wait: u64::MAX,
     };
-    let first = store.apply_key(&queue, &"k", 0, take).unwrap();
-    let (second, receipt) = store.apply_key(&queue, &"k", 0, take).unwrap();
+    let first = store
+        .apply_key::<(Decision, Receipt)>(&queue, &"k", 0, take)
+        .unwrap();
+    let (second, receipt) = store
+        .apply_key::<(Decision, Receipt)>(&queue, &"k", 0, take)
+        .unwrap();
     assert!(first.0.is_allowed() && second.is_allowed());
     assert_eq!(second.wait_nanos(), 1_000_000_000);
     // Cancelled before it acts: the turn comes back, as in memory.
@@ -206,7 +210,9 @@ fn a_limits_set_cancels_on_the_server_when_every_member_can() {
         acts_at: second.wait_nanos(),
     };
     store.apply(&queue, &["k"], 0, cancel, &mut out).unwrap();
-    let (third, _) = store.apply_key(&queue, &"k", 0, take).unwrap();
+    let (third, _) = store
+        .apply_key::<(Decision, Receipt)>(&queue, &"k", 0, take)
+        .unwrap();
     assert_eq!(third.wait_nanos(), 1_000_000_000);
 }
 
@@ -235,7 +241,7 @@ fn a_refused_set_call_changes_no_member() {
         max_wait: 0,
     };
     assert!(store
-        .apply_key(&set, &"k", 0, take)
+        .apply_key::<(Decision, Receipt)>(&set, &"k", 0, take)
         .map(|(d, _)| d)
         .unwrap()
         .is_allowed());
@@ -253,7 +259,7 @@ fn a_refused_set_call_changes_no_member() {
     let before = dump(&mut admin);
     assert_eq!(before.len(), 2, "{before:?}"); // one key per member, none of the set's own
     let refused = store
-        .apply_key(&set, &"k", 0, take)
+        .apply_key::<(Decision, Receipt)>(&set, &"k", 0, take)
         .map(|(d, _)| d)
         .unwrap();
     assert!(!refused.is_allowed());
@@ -261,7 +267,7 @@ fn a_refused_set_call_changes_no_member() {
     assert_eq!(dump(&mut admin), before);
     // A peek creates nothing for a new identity.
     store
-        .apply_key(&set, &"fresh", 0, Operation::Peek { cost: 1 })
+        .apply_key::<(Decision, Receipt)>(&set, &"fresh", 0, Operation::Peek { cost: 1 })
         .map(|(d, _)| d)
         .unwrap();
     assert_eq!(dump(&mut admin), before);
@@ -284,11 +290,17 @@ fn cluster_multi_limit_calls_per_identity() {
     for i in 0..150 {
         let id = format!("ip:10.0.{}.{}", i / 250, i % 250);
         for expected_remaining in [2, 1, 0] {
-            let d = store.apply_key(&set, &id, 0, take).map(|(d, _)| d).unwrap();
+            let d = store
+                .apply_key::<(Decision, Receipt)>(&set, &id, 0, take)
+                .map(|(d, _)| d)
+                .unwrap();
             assert!(d.is_allowed(), "{id}");
             assert_eq!(d.remaining(), expected_remaining, "{id}");
         }
-        let refused = store.apply_key(&set, &id, 0, take).map(|(d, _)| d).unwrap();
+        let refused = store
+            .apply_key::<(Decision, Receipt)>(&set, &id, 0, take)
+            .map(|(d, _)| d)
+            .unwrap();
         assert!(!refused.is_allowed());
         assert_eq!(refused.limit_index(), 0);
     }

@@ -6,6 +6,7 @@
 
 mod support;
 
+use sluicegate::algorithms::{Decision, Receipt};
 use support::redis as redis_support;
 
 use redis_support::trace::caller_time_options;
@@ -21,7 +22,7 @@ fn without_a_crypto_provider_a_tls_call_is_a_typed_error() {
     let server = RedisServer::start_own_tls();
     let store: RedisStore<&str, FixedWindow> =
         RedisStore::open_with(server.tls_url(), caller_time_options("no-provider:")).unwrap();
-    match store.apply_key(&window(10), &"k", SECOND, take(1)) {
+    match store.apply_key::<(Decision, Receipt)>(&window(10), &"k", SECOND, take(1)) {
         Err(Error::Store(e)) => {
             assert_eq!(e.applied(), Applied::No, "nothing was sent");
             assert!(e.to_string().contains("crypto provider"), "{e}");

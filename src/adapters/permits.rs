@@ -104,10 +104,10 @@ pub trait Permits: Clone + Send + Sync + 'static {
 
     /// [`check`](Permits::check) for a caller that reads a grant no further than
     /// "granted": `None` if granted, otherwise the refusal in full, as
-    /// [`Algorithm::reserve`](crate::algorithms::Algorithm::reserve) answers in its lean report. What
-    /// the server layer runs when it sends no fields on grants. A keyed limiter
-    /// runs its store's lean step ([`Store::try_take_key`]); the default runs
-    /// `check`.
+    /// [`Algorithm::reserve`](crate::algorithms::Algorithm::reserve) answers
+    /// `Result<(), Decision>`. What the server layer runs when it sends no fields
+    /// on grants. A keyed limiter asks its store for that report
+    /// ([`Store::apply_key`]); the default runs `check`.
     ///
     /// # Errors
     /// As [`check`](Permits::check).
@@ -130,7 +130,7 @@ pub trait Permits: Clone + Send + Sync + 'static {
 
     /// True if [`check`](Permits::check) answers at once, without waiting on
     /// anything but locks in this process: a direct limiter, or a keyed one whose
-    /// store [answers at once](Store::answers_at_once) (the in-memory store). The
+    /// store [answers at once](Store::ANSWERS_AT_ONCE) (the in-memory store). The
     /// server layer then checks on the calling task; otherwise it awaits
     /// [`check_async`](Permits::check_async), so a remote store never blocks the
     /// executor. The default is `true`.
@@ -319,7 +319,7 @@ where
     }
 
     fn checks_at_once(&self) -> bool {
-        self.store().answers_at_once()
+        S::ANSWERS_AT_ONCE
     }
 
     fn check_async(&self, key: &K, cost: u64) -> Checking {

@@ -58,6 +58,7 @@ use std::time::Duration;
 /// origin. See the [module docs](self) for the model and the boundary burst.
 ///
 /// ```
+/// use sluicegate::Decision;
 /// use sluicegate::algorithms::{Algorithm, FixedWindow};
 /// use std::time::Duration;
 /// let window = FixedWindow::new(3, Duration::from_secs(60)).unwrap();
@@ -80,6 +81,7 @@ pub struct FixedWindow {
 /// as the limit needs. Read it with [`FixedWindow::count`].
 ///
 /// ```
+/// use sluicegate::Decision;
 /// use sluicegate::algorithms::{Algorithm, FixedWindow};
 /// use std::time::Duration;
 /// let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
@@ -145,6 +147,7 @@ impl FixedWindow {
     /// has begun).
     ///
     /// ```
+    /// use sluicegate::Decision;
     /// use sluicegate::algorithms::{Algorithm, FixedWindow};
     /// use std::time::Duration;
     /// let window = FixedWindow::new(3, Duration::from_secs(60)).unwrap();

@@ -112,9 +112,57 @@ use crate::clock::Nanos;
 /// let bursty = SmoothBursty::new(5.0).unwrap();
 /// let mut state = bursty.initial_state(0);
 /// // Guava's pay-later rule: the first call is free, the next one pays for it.
-/// let first: Decision = bursty.reserve::<Decision>(&mut state, 0, 1, u64::MAX);
-/// let second: Decision = bursty.reserve::<Decision>(&mut state, 0, 1, u64::MAX);
+/// let first: Decision = bursty.reserve(&mut state, 0, 1, u64::MAX);
+/// let second: Decision = bursty.reserve(&mut state, 0, 1, u64::MAX);
 /// assert_eq!((first.wait_nanos(), second.wait_nanos()), (0, 200_000_000));
+/// ```
+///
+/// An algorithm of your own is its state, its initial state, its one step and
+/// when it is replenished; everything else has a default. Here, one call per
+/// `gap`, which the limiters, the stores and the sets then run as they run the
+/// crate's own:
+///
+/// ```
+/// use sluicegate::algorithms::{Algorithm, Decision, Plain, Receipt, Report};
+/// use sluicegate::clock::{ManualClock, Nanos};
+/// use sluicegate::RateLimiter;
+/// use std::time::Duration;
+///
+/// #[derive(Clone)]
+/// struct Spacing {
+///     gap: Nanos,
+/// }
+///
+/// impl Algorithm for Spacing {
+///     type State = Nanos; // when the next call may go
+///     type Shape = Plain;
+///
+///     fn initial_state(&self, _now: Nanos) -> Nanos {
+///         0
+///     }
+///
+///     fn reserve<R: Report>(&self, next: &mut Nanos, now: Nanos, cost: u64, max_wait: Nanos) -> R {
+///         if cost > 1 {
+///             return R::refused(Decision::never(1, 0, 0));
+///         }
+///         let wait = next.saturating_sub(now);
+///         if wait > max_wait {
+///             return R::refused(Decision::denied(1, 0, wait - max_wait, wait));
+///         }
+///         *next = now.max(*next) + self.gap;
+///         // Built only for a caller that reads the grant.
+///         R::granted(|| Decision::allowed_after(wait, 1, 0, *next - now), || Receipt::NONE)
+///     }
+///
+///     fn is_replenished(&self, next: &Nanos, now: Nanos) -> bool {
+///         *next <= now
+///     }
+/// }
+///
+/// let limiter = RateLimiter::with_clock(Spacing { gap: 100_000_000 }, ManualClock::new());
+/// assert!(limiter.try_acquire());
+/// assert!(!limiter.try_acquire());
+/// assert_eq!(limiter.check(1).unwrap().retry_after(), Duration::from_millis(100));
 /// ```
 pub trait Algorithm: Send + Sync + 'static {
     /// The mutable part: what a store keeps per key.
@@ -149,9 +197,9 @@ pub trait Algorithm: Send + Sync + 'static {
     /// use sluicegate::algorithms::{Algorithm, Decision, SmoothBursty};
     /// let bursty = SmoothBursty::new(5.0).unwrap();
     /// let mut state = bursty.initial_state(0);
-    /// let taken: Result<(), Decision> = bursty.reserve::<Decision>(&mut state, 0, 1, 0);
+    /// let taken: Result<(), Decision> = bursty.reserve(&mut state, 0, 1, 0);
     /// assert!(taken.is_ok());
-    /// let next: Decision = bursty.reserve::<Decision>(&mut state, 0, 1, u64::MAX);
+    /// let next: Decision = bursty.reserve(&mut state, 0, 1, u64::MAX);
     /// assert_eq!(next.wait_nanos(), 200_000_000);
     /// ```
     fn reserve<R: Report>(
@@ -240,7 +288,7 @@ pub trait Algorithm: Send + Sync + 'static {
     /// use std::time::Duration;
     /// let window = FixedWindow::new(5, Duration::from_secs(10)).unwrap();
     /// let mut state = window.initial_state(0);
-    /// let grant: Decision = window.reserve::<Decision>(&mut state, 4_000_000_000, 2, 0);
+    /// let grant: Decision = window.reserve(&mut state, 4_000_000_000, 2, 0);
     /// let standing = window.standing(grant, &mut |cost| window.peek(&state, 4_000_000_000, cost));
     /// // 3 left; a 4th comes when the window ends, 6 s later.
     /// assert_eq!((standing.remaining(), standing.retry_after()), (3, Duration::from_secs(6)));

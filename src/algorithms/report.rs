@@ -24,11 +24,11 @@ use super::{Decision, Receipt};
 /// let window = FixedWindow::new(2, Duration::from_secs(1)).unwrap();
 /// let mut state = window.initial_state(0);
 /// // The same step, three reports.
-/// let lean: Result<(), Decision> = window.reserve::<Decision>(&mut state, 0, 1, 0);
+/// let lean: Result<(), Decision> = window.reserve(&mut state, 0, 1, 0);
 /// assert!(lean.is_ok());
-/// let full: Decision = window.reserve::<Decision>(&mut state, 0, 1, 0);
+/// let full: Decision = window.reserve(&mut state, 0, 1, 0);
 /// assert_eq!(full.remaining(), 0);
-/// let (refusal, receipt): (Decision, Receipt) = window.reserve::<Decision>(&mut state, 0, 1, 0);
+/// let (refusal, receipt): (Decision, Receipt) = window.reserve(&mut state, 0, 1, 0);
 /// assert!(!refusal.is_allowed() && receipt.is_none());
 /// // An algorithm of your own builds its answer with these:
 /// let built: Result<(), Decision> = Report::decided(refusal, Receipt::NONE);
@@ -47,6 +47,12 @@ pub trait Report: Sized + sealed::Sealed {
 
     /// The report of a refusal, denied or never: every report reads it in full.
     fn refused(decision: Decision) -> Self;
+
+    /// The refusal this report holds, `None` for a grant: what a store that
+    /// wraps another reads of an answer it passes on (a deny cache learns from
+    /// refusals).
+    #[doc(hidden)]
+    fn refusal(&self) -> Option<Decision>;
 
     /// The report of a step that has built its decision and receipt: a grant's as
     /// [`granted`](Report::granted), anything else as
@@ -89,6 +95,11 @@ impl Report for Result<(), Decision> {
     fn refused(decision: Decision) -> Self {
         Err(decision)
     }
+
+    #[inline(always)]
+    fn refusal(&self) -> Option<Decision> {
+        self.err()
+    }
 }
 
 impl Report for Decision {
@@ -103,6 +114,11 @@ impl Report for Decision {
     fn refused(decision: Decision) -> Self {
         decision
     }
+
+    #[inline(always)]
+    fn refusal(&self) -> Option<Decision> {
+        (!self.is_allowed()).then_some(*self)
+    }
 }
 
 impl Report for (Decision, Receipt) {
@@ -116,5 +132,10 @@ impl Report for (Decision, Receipt) {
     #[inline(always)]
     fn refused(decision: Decision) -> Self {
         (decision, Receipt::NONE)
+    }
+
+    #[inline(always)]
+    fn refusal(&self) -> Option<Decision> {
+        self.0.refusal()
     }
 }

@@ -94,6 +94,7 @@ pub struct SmoothBursty {
 /// have been empty, in signed nanoseconds of the clock.
 ///
 /// ```
+/// use sluicegate::Decision;
 /// use sluicegate::algorithms::{Algorithm, SmoothBursty};
 /// let bursty = SmoothBursty::new(1.0).unwrap();
 /// let mut state = bursty.initial_state(0);
@@ -171,6 +172,7 @@ impl SmoothBursty {
     /// [`ConfigError::InvalidDuration`] if `max_burst` exceeds about 292 years.
     ///
     /// ```
+    /// use sluicegate::Decision;
     /// use sluicegate::algorithms::{Algorithm, SmoothBursty};
     /// use std::time::Duration;
     /// let strict = SmoothBursty::new(2.0).unwrap().with_max_burst(Duration::ZERO).unwrap();

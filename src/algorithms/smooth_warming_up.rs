@@ -87,6 +87,7 @@ pub struct SmoothWarmingUp {
 /// `nextFreeTicket` (signed nanoseconds of the clock).
 ///
 /// ```
+/// use sluicegate::Decision;
 /// use sluicegate::algorithms::{Algorithm, SmoothWarmingUp};
 /// use std::time::Duration;
 /// let w = SmoothWarmingUp::new(2.0, Duration::from_secs(4)).unwrap();
@@ -106,6 +107,7 @@ impl WarmingUpState {
     /// Permits currently stored (before any resync to a later `now`).
     ///
     /// ```
+    /// use sluicegate::Decision;
     /// use sluicegate::algorithms::{Algorithm, SmoothWarmingUp};
     /// use std::time::Duration;
     /// let w = SmoothWarmingUp::new(2.0, Duration::from_secs(4)).unwrap();

@@ -249,14 +249,17 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
         matches!(self.try_take(key, 1), Ok(None))
     }
 
-    /// The store's lean zero-wait step ([`Store::try_take_key`]): `None` if
-    /// granted, else the refusal in full.
+    /// The store's zero-wait step in the lean report ([`Store::apply_key`]):
+    /// `None` if granted, else the refusal in full.
     #[inline]
     pub(crate) fn try_take(&self, key: &K, cost: u64) -> Result<Option<Decision>, Error> {
         let cost = nonzero(cost)?;
         let shared = &*self.shared;
         let now = shared.clock.now();
-        shared.store.try_take_key(&shared.algorithm, key, now, cost)
+        let step = Operation::Reserve { cost, max_wait: 0 };
+        let taken: Result<(), Decision> =
+            shared.store.apply_key(&shared.algorithm, key, now, step)?;
+        Ok(taken.err())
     }
 
     /// Takes `cost` permits for `key` if that needs no waiting, and answers with the
@@ -287,7 +290,7 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
         let shared = &*self.shared;
         let now = shared.clock.now();
         let step = Operation::Reserve { cost, max_wait: 0 };
-        Ok(shared.store.apply_key(&shared.algorithm, key, now, step)?.0)
+        shared.store.apply_key(&shared.algorithm, key, now, step)
     }
 
     /// [`check`](Self::check), also telling `each` how every limit of the
@@ -519,10 +522,9 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
         let shared = &*self.shared;
         match keys.len() {
             0 => Err(no_keys()),
-            1 => Ok(shared
+            1 => shared
                 .store
-                .apply_key(&shared.algorithm, &keys[0], now, step)?
-                .0),
+                .apply_key(&shared.algorithm, &keys[0], now, step),
             n if n <= STACK_KEYS => {
                 // The usual multi-key call (IP and user, a handful of keys) decides
                 // without touching the allocator.

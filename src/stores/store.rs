@@ -74,7 +74,7 @@
 //!   store must keep the states of one key under one hash tag (Redis Cluster places
 //!   keys by the text inside `{…}`), e.g. `rl:{user:42}:<limit>`.
 
-use crate::algorithms::{Algorithm, Decision, Receipt};
+use crate::algorithms::{Algorithm, Decision, Receipt, Report};
 use crate::clock::Nanos;
 use crate::error::Error;
 use std::fmt::{self, Write};
@@ -161,58 +161,44 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
         out: &mut [(Decision, Receipt)],
     ) -> Result<(), Error>;
 
-    /// [`apply`](Store::apply) for a single key, answering its decision and
-    /// receipt: the hot path of a keyed limiter, which a store may implement without
-    /// the slices. The default forwards to `apply`.
-    ///
-    /// # Errors
-    /// As [`apply`](Store::apply).
-    #[inline]
-    fn apply_key(
-        &self,
-        algorithm: &A,
-        key: &K,
-        now: Nanos,
-        step: Operation<'_>,
-    ) -> Result<(Decision, Receipt), Error> {
-        let mut out = [blank()];
-        self.apply(algorithm, std::slice::from_ref(key), now, step, &mut out)?;
-        let [answer] = out;
-        Ok(answer)
-    }
-
-    /// A zero-wait [`Operation::Reserve`] of `cost` on one key whose caller reads a
-    /// grant no further than "granted": `None` if granted, otherwise the refusal in
-    /// full (see [`Algorithm::try_take`], the lean step it runs; a cost above what
-    /// the limit can ever hold is refused as never). Atomic as `apply` is, and the
-    /// state changes exactly as under that reserve; a new key is kept only if
-    /// granted. The default runs [`apply_key`](Store::apply_key) (over Redis one
-    /// round trip either way).
+    /// [`apply`](Store::apply) for a single key, answered in the caller's
+    /// [`Report`]: the hot path of a keyed limiter, which a store may implement
+    /// without the slices. A try reads `Result<(), Decision>` (`Ok` if granted,
+    /// otherwise the refusal in full; a cost above what the limit can ever hold is
+    /// refused as never), a check the [`Decision`], a reservation the decision
+    /// with its [`Receipt`]; the state changes the same way whatever the report,
+    /// and a new key is kept only if granted. The default forwards to `apply` and
+    /// reports what it answered; the in-memory store runs the algorithm's step in
+    /// the caller's report, so that a try does not describe its grant.
     ///
     /// # Errors
     /// As [`apply`](Store::apply).
     ///
     /// ```
     /// use sluicegate::algorithms::FixedWindow;
-    /// use sluicegate::stores::{MemoryStore, Store};
+    /// use sluicegate::stores::{MemoryStore, Operation, Store};
+    /// use sluicegate::Decision;
     /// use std::time::Duration;
     /// let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
     /// let store: MemoryStore<&str, FixedWindow> = MemoryStore::new();
-    /// assert_eq!(store.try_take_key(&window, &"k", 0, 1).unwrap(), None);
-    /// let refusal = store.try_take_key(&window, &"k", 0, 1).unwrap().unwrap();
+    /// let take = Operation::Reserve { cost: 1, max_wait: 0 };
+    /// let taken: Result<(), Decision> = store.apply_key(&window, &"k", 0, take).unwrap();
+    /// assert!(taken.is_ok());
+    /// let refusal: Decision = store.apply_key(&window, &"k", 0, take).unwrap();
     /// assert_eq!(refusal.retry_after(), Duration::from_secs(1));
     /// ```
     #[inline]
-    fn try_take_key(
+    fn apply_key<R: Report>(
         &self,
         algorithm: &A,
         key: &K,
         now: Nanos,
-        cost: u64,
-    ) -> Result<Option<Decision>, Error> {
-        let step = Operation::Reserve { cost, max_wait: 0 };
-        let (decision, _) = self.apply_key(algorithm, key, now, step)?;
-        Ok((!decision.is_allowed()).then_some(decision))
+        step: Operation<'_>,
+    ) -> Result<R, Error> {
+        let mut out = [blank()];
+        self.apply(algorithm, std::slice::from_ref(key), now, step, &mut out)?;
+        let [(decision, receipt)] = out;
+        Ok(R::decided(decision, receipt))
     }
 
     /// [`apply_key`](Store::apply_key) of an [`Operation::Reserve`], also telling `each`
@@ -251,7 +237,7 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
         step: Operation<'_>,
         each: &mut dyn FnMut(Decision),
     ) -> Result<(Decision, Receipt), Error> {
-        let answer = self.apply_key(algorithm, key, now, step)?;
+        let answer: (Decision, Receipt) = self.apply_key(algorithm, key, now, step)?;
         each(answer.0);
         Ok(answer)
     }
@@ -301,17 +287,14 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
     /// call it on its task instead of going through
     /// [`apply_async`](Store::apply_async)'s future. The default, `false`, is right
     /// for a store that waits on a network (Redis) and for any store that does not
-    /// say.
+    /// say; a store that wraps another answers as the inner one does.
     ///
     /// ```
     /// use sluicegate::algorithms::SmoothBursty;
     /// use sluicegate::stores::{MemoryStore, Store};
-    /// let store: MemoryStore<u64, SmoothBursty> = MemoryStore::new();
-    /// assert!(Store::<u64, SmoothBursty>::answers_at_once(&store));
+    /// assert!(<MemoryStore<u64, SmoothBursty> as Store<u64, SmoothBursty>>::ANSWERS_AT_ONCE);
     /// ```
-    fn answers_at_once(&self) -> bool {
-        false
-    }
+    const ANSWERS_AT_ONCE: bool = false;
 
     /// [`apply`](Store::apply) without blocking the calling task: a remote store
     /// sends its request at once and the future resolves with the reply, one
@@ -412,3 +395,24 @@ pub(crate) fn check_output(keys: usize, out: usize) -> Result<(), Error> {
 pub(crate) fn blank() -> (Decision, Receipt) {
     (Decision::never(0, 0, 0), Receipt::NONE)
 }
+
+/// A zero-wait reserve of `cost` on one key in the lean report, as a keyed
+/// `try_acquire` asks it: `None` if granted, else the refusal. What the store
+/// tests call.
+#[cfg(test)]
+pub(crate) trait TryTake<K, A: Algorithm>: Store<K, A> {
+    fn try_take_key(
+        &self,
+        algorithm: &A,
+        key: &K,
+        now: Nanos,
+        cost: u64,
+    ) -> Result<Option<Decision>, Error> {
+        let step = Operation::Reserve { cost, max_wait: 0 };
+        let taken: Result<(), Decision> = self.apply_key(algorithm, key, now, step)?;
+        Ok(taken.err())
+    }
+}
+
+#[cfg(test)]
+impl<K, A: Algorithm, S: Store<K, A> + ?Sized> TryTake<K, A> for S {}

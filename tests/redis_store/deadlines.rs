@@ -5,6 +5,7 @@
 #![cfg(feature = "redis")]
 
 use crate::support::redis as redis_support;
+use sluicegate::algorithms::{Decision, Receipt};
 
 use redis_support::{calls, take, unique_prefix, window, RedisServer};
 use sluicegate::algorithms::FixedWindow;
@@ -32,7 +33,9 @@ fn calls_that_timed_out_on_a_paused_server_never_land_when_it_resumes() {
     let fw = window(100);
     let keys: Vec<String> = (0..8).map(|i| format!("client-{i}")).collect();
     for key in &keys {
-        let (first, _) = store.apply_key(&fw, key, 0, take(1)).unwrap();
+        let (first, _) = store
+            .apply_key::<(Decision, Receipt)>(&fw, key, 0, take(1))
+            .unwrap();
         assert_eq!(first.remaining(), 99);
     }
     let mut admin = server.connection();
@@ -42,7 +45,13 @@ fn calls_that_timed_out_on_a_paused_server_never_land_when_it_resumes() {
     std::thread::scope(|scope| {
         let handles: Vec<_> = keys
             .iter()
-            .map(|key| scope.spawn(|| store.apply_key(&fw, key, 0, take(1)).map(|(d, _)| d)))
+            .map(|key| {
+                scope.spawn(|| {
+                    store
+                        .apply_key::<(Decision, Receipt)>(&fw, key, 0, take(1))
+                        .map(|(d, _)| d)
+                })
+            })
             .collect();
         for handle in handles {
             match handle.join().unwrap() {
@@ -56,7 +65,9 @@ fn calls_that_timed_out_on_a_paused_server_never_land_when_it_resumes() {
     server.resume();
     // The frozen calls reach the server now (in order, before these): refused.
     for key in &keys {
-        let (next, _) = store.apply_key(&fw, key, 0, take(1)).unwrap();
+        let (next, _) = store
+            .apply_key::<(Decision, Receipt)>(&fw, key, 0, take(1))
+            .unwrap();
         assert_eq!(next.remaining(), 98, "{key}: only this call counted");
     }
     let mut admin = server.connection();
@@ -88,7 +99,7 @@ fn a_call_past_its_deadline_is_refused_with_a_typed_error_and_changes_nothing() 
     // The library is loaded by the store's first call.
     let name = name.unwrap_or_else(|| {
         store
-            .apply_key(&fw, &"warm".to_owned(), 0, take(1))
+            .apply_key::<(Decision, Receipt)>(&fw, &"warm".to_owned(), 0, take(1))
             .unwrap();
         let functions: Vec<redis::Value> = redis::cmd("FUNCTION")
             .arg("LIST")
@@ -111,7 +122,9 @@ fn a_call_past_its_deadline_is_refused_with_a_typed_error_and_changes_nothing() 
     assert!(refusal.to_string().contains("EXPIRED"), "{refusal}");
     assert!(refusal.to_string().contains("not applied"), "{refusal}");
     // Nothing was written: the key has its whole window.
-    let (first, _) = store.apply_key(&fw, &key, 0, take(1)).unwrap();
+    let (first, _) = store
+        .apply_key::<(Decision, Receipt)>(&fw, &key, 0, take(1))
+        .unwrap();
     assert_eq!(first.remaining(), 9);
     // The same call with its deadline ahead runs.
     args[1] = "9007199254740990".to_owned();
@@ -122,6 +135,8 @@ fn a_call_past_its_deadline_is_refused_with_a_typed_error_and_changes_nothing() 
         .arg(&args)
         .query(&mut admin)
         .unwrap();
-    let (third, _) = store.apply_key(&fw, &key, 0, take(1)).unwrap();
+    let (third, _) = store
+        .apply_key::<(Decision, Receipt)>(&fw, &key, 0, take(1))
+        .unwrap();
     assert_eq!(third.remaining(), 7);
 }

@@ -4,6 +4,7 @@
 #![cfg(feature = "redis")]
 
 use crate::support::redis as redis_support;
+use sluicegate::algorithms::{Decision, Receipt};
 
 use redis_support::trace::{
     assert_an_older_layout_is_refused_and_kept, assert_hammer_grants, cancel_at_the_instant,
@@ -108,7 +109,7 @@ fn a_fresh_key_is_written_without_deleting_it_first() {
     let before = calls(&mut admin, "del");
     for key in ["a", "b", "c"] {
         let (granted, _) = store
-            .apply_key(&window, &key.to_owned(), NOV_2025, take(1))
+            .apply_key::<(Decision, Receipt)>(&window, &key.to_owned(), NOV_2025, take(1))
             .unwrap();
         assert_eq!(granted.remaining(), 9);
     }

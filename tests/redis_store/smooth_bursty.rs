@@ -4,6 +4,7 @@
 #![cfg(feature = "redis")]
 
 use crate::support::redis as redis_support;
+use sluicegate::algorithms::{Decision, Receipt};
 
 use redis_support::trace::{
     assert_hammer_grants, caller_time_options, traces, TraceShape, NOV_2025,
@@ -66,8 +67,12 @@ fn cancels_that_take_the_state_below_the_origin_match_memory() {
         RedisStore::open_with(server.url(), caller_time_options(&unique_prefix("sb-neg"))).unwrap();
     let memory: MemoryStore<&str, SmoothBursty> = MemoryStore::new();
     let both = |now: u64, step: Operation<'_>| {
-        let a = memory.apply_key(&limiter, &"k", now, step).unwrap();
-        let b = redis.apply_key(&limiter, &"k", now, step).unwrap();
+        let a = memory
+            .apply_key::<(Decision, Receipt)>(&limiter, &"k", now, step)
+            .unwrap();
+        let b = redis
+            .apply_key::<(Decision, Receipt)>(&limiter, &"k", now, step)
+            .unwrap();
         assert_eq!(b, a, "{step:?} at {now}");
         a
     };

@@ -29,7 +29,7 @@ fn applied(result: Result<Decision, Error>) -> Option<Applied> {
 /// One reserve of 1 on `k` at 1 s: its decision.
 fn take_one(store: &RedisStore<&str, FixedWindow>, fw: &FixedWindow) -> Decision {
     store
-        .apply_key(fw, &"k", SECOND, take(1))
+        .apply_key::<(Decision, Receipt)>(fw, &"k", SECOND, take(1))
         .map(|(d, _)| d)
         .unwrap()
 }
@@ -177,7 +177,7 @@ fn a_refused_connection_is_not_applied() {
     assert_eq!(
         applied(
             store
-                .apply_key(&window(1), &"k", SECOND, take(1))
+                .apply_key::<(Decision, Receipt)>(&window(1), &"k", SECOND, take(1))
                 .map(|(d, _)| d)
         ),
         Some(Applied::No)
@@ -194,7 +194,9 @@ fn a_frozen_server_times_out_as_unknown_and_the_store_recovers() {
     assert!(take_one(&store, &fw).is_allowed());
     server.pause();
     let started = Instant::now();
-    let result = store.apply_key(&fw, &"k", SECOND, take(1)).map(|(d, _)| d);
+    let result = store
+        .apply_key::<(Decision, Receipt)>(&fw, &"k", SECOND, take(1))
+        .map(|(d, _)| d);
     let waited = started.elapsed();
     server.resume();
     assert_eq!(applied(result), Some(Applied::Unknown));
@@ -214,7 +216,9 @@ fn configurations_the_server_cannot_hold_exactly_are_refused_before_sending() {
         RedisStore::open_with("redis://127.0.0.1:1/", caller_time_options("cfg:")).unwrap();
     let odd = FixedWindow::new(1, Duration::from_nanos(1_500)).unwrap();
     assert!(matches!(
-        store.apply_key(&odd, &"k", 0, take(1)).map(|(d, _)| d),
+        store
+            .apply_key::<(Decision, Receipt)>(&odd, &"k", 0, take(1))
+            .map(|(d, _)| d),
         Err(Error::InvalidDuration { .. })
     ));
 }
@@ -230,7 +234,12 @@ fn peeks_and_refusals_change_nothing_and_idle_keys_expire() {
     let store: RedisStore<String, FixedWindow> = RedisStore::open(server.url()).unwrap();
     for i in 0..50 {
         let d = store
-            .apply_key(&fw, &format!("peek{i}"), 0, Operation::Peek { cost: 1 })
+            .apply_key::<(Decision, Receipt)>(
+                &fw,
+                &format!("peek{i}"),
+                0,
+                Operation::Peek { cost: 1 },
+            )
             .map(|(d, _)| d)
             .unwrap();
         assert!(d.is_allowed());
@@ -238,7 +247,7 @@ fn peeks_and_refusals_change_nothing_and_idle_keys_expire() {
     assert_eq!(dbsize(&mut admin), 0, "a peek creates nothing");
     // A refused call (cost above the limit, or a full window) writes nothing.
     assert!(store
-        .apply_key(&fw, &"big".to_owned(), 0, take(3))
+        .apply_key::<(Decision, Receipt)>(&fw, &"big".to_owned(), 0, take(3))
         .map(|(d, _)| d)
         .unwrap()
         .is_never());
@@ -248,14 +257,14 @@ fn peeks_and_refusals_change_nothing_and_idle_keys_expire() {
     let minute = window(1);
     let long: RedisStore<String, FixedWindow> = RedisStore::open(server.url()).unwrap();
     assert!(long
-        .apply_key(&minute, &"held".to_owned(), 0, take(1))
+        .apply_key::<(Decision, Receipt)>(&minute, &"held".to_owned(), 0, take(1))
         .map(|(d, _)| d)
         .unwrap()
         .is_allowed());
     let key = long.server_key(&"held".to_owned());
     let before: Vec<u8> = redis::cmd("GET").arg(&key).query(&mut admin).unwrap();
     assert!(!long
-        .apply_key(&minute, &"held".to_owned(), 0, take(1))
+        .apply_key::<(Decision, Receipt)>(&minute, &"held".to_owned(), 0, take(1))
         .map(|(d, _)| d)
         .unwrap()
         .is_allowed());
@@ -268,7 +277,7 @@ fn peeks_and_refusals_change_nothing_and_idle_keys_expire() {
     for round in 0..5 {
         for i in 0..50 {
             store
-                .apply_key(&fw, &format!("user{round}-{i}"), 0, take(1))
+                .apply_key::<(Decision, Receipt)>(&fw, &format!("user{round}-{i}"), 0, take(1))
                 .map(|(d, _)| d)
                 .unwrap();
         }
@@ -321,14 +330,14 @@ fn hostile_key_texts_address_only_their_own_state() {
     keys.push("é}".repeat(3_000));
     for key in &keys {
         let d = store
-            .apply_key(&fw, key, SECOND, take(1))
+            .apply_key::<(Decision, Receipt)>(&fw, key, SECOND, take(1))
             .map(|(d, _)| d)
             .unwrap();
         assert!(d.is_allowed(), "{key:?} was limited by another key's state");
     }
     for key in &keys {
         let d = store
-            .apply_key(&fw, key, SECOND, take(1))
+            .apply_key::<(Decision, Receipt)>(&fw, key, SECOND, take(1))
             .map(|(d, _)| d)
             .unwrap();
         assert!(!d.is_allowed(), "{key:?} lost its own state");
@@ -364,7 +373,12 @@ fn async_calls_decide_like_blocking_ones_and_lose_no_update() {
     assert_eq!(granted, 100);
     // The blocking side sees the same state.
     let d = store
-        .apply_key(&fw, &"hot".to_owned(), SECOND, Operation::Peek { cost: 1 })
+        .apply_key::<(Decision, Receipt)>(
+            &fw,
+            &"hot".to_owned(),
+            SECOND,
+            Operation::Peek { cost: 1 },
+        )
         .map(|(d, _)| d)
         .unwrap();
     assert!(!d.is_allowed());
@@ -497,7 +511,9 @@ fn the_blocking_pool_shrinks_back_after_a_burst_of_threads() {
             scope.spawn(|| {
                 barrier.wait();
                 for _ in 0..5 {
-                    store.apply_key(&fw, &"k", SECOND, take(1)).unwrap();
+                    store
+                        .apply_key::<(Decision, Receipt)>(&fw, &"k", SECOND, take(1))
+                        .unwrap();
                 }
             });
         }
@@ -506,7 +522,7 @@ fn the_blocking_pool_shrinks_back_after_a_burst_of_threads() {
     // (and the server sees the others closed), plus this admin connection.
     assert_eq!(
         store
-            .apply_key(&fw, &"k", SECOND, Operation::Peek { cost: 1 })
+            .apply_key::<(Decision, Receipt)>(&fw, &"k", SECOND, Operation::Peek { cost: 1 })
             .unwrap()
             .0
             .remaining(),
@@ -533,7 +549,7 @@ fn a_state_in_another_format_is_a_typed_error_and_stays_as_it_was() {
         .query(&mut admin)
         .unwrap();
     assert_unapplied_error(
-        store.apply_key(&window(5), &"k", SECOND, take(1)),
+        store.apply_key::<(Decision, Receipt)>(&window(5), &"k", SECOND, take(1)),
         "another format",
     );
     let kept: String = redis::cmd("GET").arg(&key).query(&mut admin).unwrap();
@@ -556,8 +572,14 @@ fn long_durations_come_back_exact_in_either_reply_form() {
                 .unwrap();
         let memory: MemoryStore<&str, FixedWindow> = MemoryStore::new();
         for step in [take(1), take(1), take(limit + 1)] {
-            let on_redis = store.apply_key(&fw, &"k", at, step).unwrap().0;
-            let in_memory = memory.apply_key(&fw, &"k", at, step).unwrap().0;
+            let on_redis = store
+                .apply_key::<(Decision, Receipt)>(&fw, &"k", at, step)
+                .unwrap()
+                .0;
+            let in_memory = memory
+                .apply_key::<(Decision, Receipt)>(&fw, &"k", at, step)
+                .unwrap()
+                .0;
             assert_eq!(on_redis, in_memory, "{period:?}");
         }
     };
@@ -578,8 +600,12 @@ fn long_durations_come_back_exact_in_either_reply_form() {
         max_wait: 10 * SECOND,
     };
     for step in [wait, wait, wait] {
-        let on_redis = store.apply_key(&lb, &"k", SECOND + 7_000, step).unwrap();
-        let in_memory = memory.apply_key(&lb, &"k", SECOND + 7_000, step).unwrap();
+        let on_redis = store
+            .apply_key::<(Decision, Receipt)>(&lb, &"k", SECOND + 7_000, step)
+            .unwrap();
+        let in_memory = memory
+            .apply_key::<(Decision, Receipt)>(&lb, &"k", SECOND + 7_000, step)
+            .unwrap();
         assert_eq!(on_redis, in_memory);
     }
 }
@@ -612,8 +638,14 @@ fn durations_past_2_53_microseconds_come_back_as_in_memory() {
             forever,
             take(5),
         ] {
-            let on_redis = store.apply_key(algorithm, &"k", SECOND, step).unwrap().0;
-            let in_memory = memory.apply_key(algorithm, &"k", SECOND, step).unwrap().0;
+            let on_redis = store
+                .apply_key::<(Decision, Receipt)>(algorithm, &"k", SECOND, step)
+                .unwrap()
+                .0;
+            let in_memory = memory
+                .apply_key::<(Decision, Receipt)>(algorithm, &"k", SECOND, step)
+                .unwrap()
+                .0;
             assert_eq!(on_redis, in_memory, "{name}, {step:?}");
             past_2_53 |= in_memory.reset_after_nanos() > (1 << 53) * 1_000;
         }
@@ -674,7 +706,9 @@ fn a_timeout_is_one_error_blocking_or_async_that_names_it_and_may_have_applied()
     assert_eq!(take_one(&store, &fw).remaining(), 9);
     assert_eq!(by_async().unwrap().remaining(), 8);
     server.pause();
-    let blocking = store.apply_key(&fw, &"k", SECOND, take(1)).map(|(d, _)| d);
+    let blocking = store
+        .apply_key::<(Decision, Receipt)>(&fw, &"k", SECOND, take(1))
+        .map(|(d, _)| d);
     let asynchronous = by_async();
     server.resume();
     for result in [&blocking, &asynchronous] {
@@ -761,8 +795,14 @@ fn windows_just_below_2_53_microseconds_decide_as_in_memory() {
                 take(1),
                 take(3),
             ] {
-                let on_redis = store.apply_key(algorithm, &"k", at, step).unwrap().0;
-                let in_memory = memory.apply_key(algorithm, &"k", at, step).unwrap().0;
+                let on_redis = store
+                    .apply_key::<(Decision, Receipt)>(algorithm, &"k", at, step)
+                    .unwrap()
+                    .0;
+                let in_memory = memory
+                    .apply_key::<(Decision, Receipt)>(algorithm, &"k", at, step)
+                    .unwrap()
+                    .0;
                 assert_eq!(on_redis, in_memory, "{name} at {at} ns, {step:?}");
             }
         }

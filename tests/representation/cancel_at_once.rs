@@ -305,8 +305,8 @@ fn trace() -> impl Strategy<Value = Vec<(i64, u64, bool)>> {
     )
 }
 
-/// `reserve_with_receipt(..).0 == reserve(..)` on the trace, and both leave the
-/// same state.
+/// The step's decision is the same whether its report keeps the receipt or not,
+/// and both leave the same state.
 fn receipts_change_no_decision<A>(
     algorithm: &A,
     steps: &[(i64, u64, bool)],

@@ -726,7 +726,7 @@ proptest! {
 }
 
 proptest! {
-    /// `reserve_each` takes the very step `reserve_with_receipt` takes and reports
+    /// `reserve_each` takes the very step `reserve` takes and reports
     /// each member as it stands: a grant reports each member's standing after its
     /// own grant (what the member stepped alone reports); a refusal reports each
     /// member's own answer, one of them the refusal the set answered.

@@ -92,6 +92,7 @@ mod word;
 /// Whether the caller acts at once (meter) or waits its turn (queue).
 ///
 /// ```
+/// use sluicegate::Decision;
 /// use sluicegate::algorithms::{Algorithm, LeakyBucket, LeakyMode};
 /// use std::time::Duration;
 /// let queue = LeakyBucket::queue(2, 1, Duration::from_secs(1)).unwrap();
@@ -113,6 +114,7 @@ pub enum LeakyMode {
 /// `period`, as a meter or as a queue. See the [module docs](self) for the model.
 ///
 /// ```
+/// use sluicegate::Decision;
 /// use sluicegate::algorithms::{Algorithm, LeakyBucket};
 /// use std::time::Duration;
 /// // A bucket of 3, draining 1 per 20 s (3 requests per minute, smoothed).
@@ -140,6 +142,7 @@ pub struct LeakyBucket {
 /// clock's origin (a tick is the bucket's interval divided into `⌈interval⌉` parts).
 ///
 /// ```
+/// use sluicegate::Decision;
 /// use sluicegate::algorithms::{Algorithm, LeakyBucket};
 /// use std::time::Duration;
 /// let meter = LeakyBucket::meter(1, 1, Duration::from_secs(1)).unwrap();
@@ -193,6 +196,7 @@ impl LeakyBucket {
     /// As [`meter`](LeakyBucket::meter).
     ///
     /// ```
+    /// use sluicegate::Decision;
     /// use sluicegate::algorithms::{Algorithm, LeakyBucket};
     /// use std::time::Duration;
     /// let queue = LeakyBucket::queue(3, 1, Duration::from_secs(1)).unwrap();
@@ -307,6 +311,7 @@ impl LeakyBucket {
     /// has drained.
     ///
     /// ```
+    /// use sluicegate::Decision;
     /// use sluicegate::algorithms::{Algorithm, LeakyBucket};
     /// use std::time::Duration;
     /// let meter = LeakyBucket::meter(3, 1, Duration::from_secs(20)).unwrap();

@@ -16,6 +16,7 @@ use crate::clock::Nanos;
 /// allocation holding the members' receipts).
 ///
 /// ```
+/// use sluicegate::Decision;
 /// use sluicegate::algorithms::{Algorithm, AllOf, SmoothBursty};
 /// let set = AllOf::new((SmoothBursty::new(1.0).unwrap(), SmoothBursty::new(5.0).unwrap()));
 /// let mut state = set.initial_state(0);
@@ -55,6 +56,7 @@ impl<M> AllOf<M> {
 /// The state of an [`AllOf`] set: the tuple `S` of member states.
 ///
 /// ```
+/// use sluicegate::Decision;
 /// use sluicegate::algorithms::{Algorithm, AllOf, SmoothBursty};
 /// let set = AllOf::new((SmoothBursty::new(1.0).unwrap(), SmoothBursty::new(2.0).unwrap()));
 /// let mut state = set.initial_state(0);

@@ -17,6 +17,7 @@ use std::fmt;
 /// created. An empty set admits everything.
 ///
 /// ```
+/// use sluicegate::Decision;
 /// use sluicegate::algorithms::{Algorithm, Limits, SmoothBursty, SmoothWarmingUp};
 /// use std::time::Duration;
 /// let limits = Limits::new()
@@ -39,6 +40,7 @@ impl Limits {
     /// both `limit` and `remaining`.
     ///
     /// ```
+    /// use sluicegate::Decision;
     /// use sluicegate::algorithms::{Algorithm, Limits};
     /// let empty = Limits::new();
     /// let mut state = empty.initial_state(0);
@@ -60,6 +62,7 @@ impl Limits {
     /// different set: steps on them answer never.
     ///
     /// ```
+    /// use sluicegate::Decision;
     /// use sluicegate::algorithms::{Algorithm, Limits, SmoothBursty};
     /// let mut limits = Limits::new();
     /// let mut stale = limits.initial_state(0);

@@ -148,6 +148,7 @@ pub const MAX_ENTRIES: u64 = 1 << 20;
 /// the [module docs](self).
 ///
 /// ```
+/// use sluicegate::Decision;
 /// use sluicegate::algorithms::{Algorithm, SlidingLog};
 /// use std::time::Duration;
 /// let log = SlidingLog::new(3, Duration::from_secs(60)).unwrap();
@@ -199,6 +200,7 @@ pub struct SlidingLog {
 /// is still held.
 ///
 /// ```
+/// use sluicegate::Decision;
 /// use sluicegate::algorithms::{Algorithm, SlidingLog};
 /// use std::time::Duration;
 /// let log = SlidingLog::new(2, Duration::from_secs(1)).unwrap();
@@ -239,6 +241,7 @@ impl LogState {
     /// when rejected attempts are recorded).
     ///
     /// ```
+    /// use sluicegate::Decision;
     /// use sluicegate::algorithms::{Algorithm, SlidingLog};
     /// use std::time::Duration;
     /// let log = SlidingLog::new(2, Duration::from_secs(1)).unwrap();
@@ -256,6 +259,7 @@ impl LogState {
     /// count what is live): the log can be non-empty while nothing counts.
     ///
     /// ```
+    /// use sluicegate::Decision;
     /// use sluicegate::algorithms::{Algorithm, SlidingLog};
     /// use std::time::Duration;
     /// let log = SlidingLog::new(2, Duration::from_secs(1)).unwrap();
@@ -341,6 +345,7 @@ impl SlidingLog {
     /// a spacing beyond 584 years saturates (one call, ever).
     ///
     /// ```
+    /// use sluicegate::Decision;
     /// use sluicegate::algorithms::{Algorithm, SlidingLog};
     /// use std::time::Duration;
     /// let log = SlidingLog::new(100, Duration::from_secs(60)).unwrap()
@@ -360,6 +365,7 @@ impl SlidingLog {
     /// decision).
     ///
     /// ```
+    /// use sluicegate::Decision;
     /// use sluicegate::algorithms::{Algorithm, SlidingLog};
     /// use std::time::Duration;
     /// let log = SlidingLog::new(1, Duration::from_secs(10)).unwrap().with_rejected_recorded();
@@ -440,6 +446,7 @@ impl SlidingLog {
     /// anything.
     ///
     /// ```
+    /// use sluicegate::Decision;
     /// use sluicegate::algorithms::{Algorithm, SlidingLog};
     /// use std::time::Duration;
     /// let log = SlidingLog::new(3, Duration::from_secs(60)).unwrap();

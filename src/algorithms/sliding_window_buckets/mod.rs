@@ -153,6 +153,7 @@ pub enum OldestBucket {
 /// `precision`. See the [module docs](self) for the model and its guarantees.
 ///
 /// ```
+/// use sluicegate::Decision;
 /// use sluicegate::algorithms::{Algorithm, SlidingWindowBuckets};
 /// use std::time::Duration;
 /// // 3 requests per 60 s, in 15 s buckets.
@@ -185,6 +186,7 @@ pub struct SlidingWindowBuckets {
 /// may be non-zero. Cloning allocates (a copy of the ring).
 ///
 /// ```
+/// use sluicegate::Decision;
 /// use sluicegate::algorithms::{Algorithm, SlidingWindowBuckets};
 /// use std::time::Duration;
 /// let w = SlidingWindowBuckets::dropping(1, Duration::from_secs(60), Duration::from_secs(15)).unwrap();
@@ -364,6 +366,7 @@ impl SlidingWindowBuckets {
     /// anything; O(B).
     ///
     /// ```
+    /// use sluicegate::Decision;
     /// use sluicegate::algorithms::{Algorithm, SlidingWindowBuckets};
     /// use std::time::Duration;
     /// let w = SlidingWindowBuckets::dropping(3, Duration::from_secs(60), Duration::from_secs(15)).unwrap();

@@ -144,6 +144,7 @@ const MAX_LIMIT: u64 = (1 << 24) - 1;
 /// How the weighted previous count is rounded before comparing with the limit.
 ///
 /// ```
+/// use sluicegate::Decision;
 /// use sluicegate::algorithms::{Algorithm, Rounding, SlidingWindowCounter};
 /// use std::time::Duration;
 /// assert_eq!(Rounding::default(), Rounding::Exact);
@@ -167,6 +168,7 @@ pub enum Rounding {
 /// Which calls add to the counters.
 ///
 /// ```
+/// use sluicegate::Decision;
 /// use sluicegate::algorithms::{Algorithm, Counting, SlidingWindowCounter};
 /// use std::time::Duration;
 /// assert_eq!(Counting::default(), Counting::Admitted);
@@ -191,6 +193,7 @@ pub enum Counting {
 /// windows. See the [module docs](self) for the model, the options and the bound.
 ///
 /// ```
+/// use sluicegate::Decision;
 /// use sluicegate::algorithms::{Algorithm, SlidingWindowCounter};
 /// use std::time::Duration;
 /// let minute = 60_000_000_000;
@@ -226,6 +229,7 @@ pub struct SlidingWindowCounter {
 /// that made it. Read it with [`SlidingWindowCounter::counts`].
 ///
 /// ```
+/// use sluicegate::Decision;
 /// use sluicegate::algorithms::{Algorithm, SlidingWindowCounter};
 /// use std::time::Duration;
 /// let counter = SlidingWindowCounter::new(5, Duration::from_secs(1)).unwrap();
@@ -308,6 +312,7 @@ impl SlidingWindowCounter {
     /// The same limit with another [`Rounding`] of the weighted previous count.
     ///
     /// ```
+    /// use sluicegate::Decision;
     /// use sluicegate::algorithms::{Algorithm, Rounding, SlidingWindowCounter};
     /// use std::time::Duration;
     /// let exact = SlidingWindowCounter::new(3, Duration::from_secs(60)).unwrap();
@@ -328,6 +333,7 @@ impl SlidingWindowCounter {
     /// meaningful to the one after.)
     ///
     /// ```
+    /// use sluicegate::Decision;
     /// use sluicegate::algorithms::{Algorithm, Counting, SlidingWindowCounter};
     /// use std::time::Duration;
     /// let counter = SlidingWindowCounter::new(1, Duration::from_secs(60))
@@ -381,6 +387,7 @@ impl SlidingWindowCounter {
     /// [module docs](self#the-state-word)).
     ///
     /// ```
+    /// use sluicegate::Decision;
     /// use sluicegate::algorithms::{Algorithm, SlidingWindowCounter};
     /// use std::time::Duration;
     /// let counter = SlidingWindowCounter::new(10, Duration::from_secs(60)).unwrap();
@@ -399,6 +406,7 @@ impl SlidingWindowCounter {
     /// and headers; decisions are computed in exact integers).
     ///
     /// ```
+    /// use sluicegate::Decision;
     /// use sluicegate::algorithms::{Algorithm, SlidingWindowCounter};
     /// use std::time::Duration;
     /// let counter = SlidingWindowCounter::new(3, Duration::from_secs(60)).unwrap();

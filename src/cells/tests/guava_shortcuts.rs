@@ -1,6 +1,6 @@
 //! The hot paths are shortcuts of the general step, so they must never answer or
 //! change anything differently:
-//! * the lean `CellAlgorithm::try_take` (what `try_acquire` calls) against
+//! * the lean `StateCell::try_take` (what `try_acquire` calls) against
 //!   `reserve(now, cost, 0)`, for both Guava limiters;
 //! * the lock-free `WordsCell` against the mutex-guarded `LockedCell`, for
 //!   every step (reserve, peek, cancel, rate change);

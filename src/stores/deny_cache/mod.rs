@@ -36,8 +36,8 @@
 //! * **What is cached.** A refusal (`Denied`, never `Never`) the inner store
 //!   itself made ([`Source::Store`]: a failover policy's answer is not cached) to
 //!   a zero-wait single-key call: an [`Operation::Reserve`](super::Operation::Reserve) with
-//!   `max_wait` 0, an [`Operation::Peek`](super::Operation::Peek) or
-//!   [`try_take_key`](super::Store::try_take_key), sync or async.
+//!   `max_wait` 0 (whatever the [`Report`](crate::algorithms::Report) asked) or an
+//!   [`Operation::Peek`](super::Operation::Peek), sync or async.
 //! * **What it answers.** A zero-wait single-key call (as above) whose cost is at
 //!   least the refused cost and at most the refusing limit's `limit` (a larger
 //!   cost may be refused as never; the store says), before the refusal's
@@ -153,12 +153,16 @@ const DEFAULT_MAX_ENTRIES: usize = 10_000;
 /// ```
 /// use sluicegate::algorithms::SmoothBursty;
 /// use sluicegate::stores::deny_cache::DenyCache;
-/// use sluicegate::stores::{MemoryStore, Store};
+/// use sluicegate::stores::{MemoryStore, Operation, Store};
+/// use sluicegate::Decision;
 /// let bursty = SmoothBursty::new(1.0).unwrap();
 /// let store = DenyCache::new(MemoryStore::<&str, SmoothBursty>::new(), &bursty)?;
-/// assert_eq!(store.try_take_key(&bursty, &"k", 0, 1)?, None); // granted
-/// assert!(store.try_take_key(&bursty, &"k", 0, 1)?.is_some()); // refused by the store
-/// let cached = store.try_take_key(&bursty, &"k", 400_000_000, 1)?.unwrap();
+/// let take = Operation::Reserve { cost: 1, max_wait: 0 };
+/// let granted: Result<(), Decision> = store.apply_key(&bursty, &"k", 0, take)?;
+/// assert!(granted.is_ok());
+/// let refused: Result<(), Decision> = store.apply_key(&bursty, &"k", 0, take)?;
+/// assert!(refused.is_err()); // refused by the store, which the cache keeps
+/// let cached: Decision = store.apply_key(&bursty, &"k", 400_000_000, take)?;
 /// assert_eq!((cached.retry_after_nanos(), store.hits()), (600_000_000, 1));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -248,13 +252,15 @@ impl<S: Store<K, A>, K: Hash + Eq, A: Algorithm> DenyCache<S, K, A> {
     /// ```
     /// use sluicegate::algorithms::FixedWindow;
     /// use sluicegate::stores::deny_cache::DenyCache;
-    /// use sluicegate::stores::{MemoryStore, Store};
+    /// use sluicegate::stores::{MemoryStore, Operation, Store};
+    /// use sluicegate::Decision;
     /// use std::time::Duration;
     /// let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
     /// let store = DenyCache::<_, u64, _>::new(MemoryStore::<u64, _>::new(), &window)?;
-    /// store.try_take_key(&window, &7, 0, 1)?;
+    /// let take = Operation::Reserve { cost: 1, max_wait: 0 };
+    /// let _: Decision = store.apply_key(&window, &7, 0, take)?;
     /// assert_eq!(store.len(), 0); // granted: nothing to keep
-    /// store.try_take_key(&window, &7, 0, 1)?;
+    /// let _: Decision = store.apply_key(&window, &7, 0, take)?;
     /// assert_eq!(store.len(), 1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -282,12 +288,14 @@ impl<S: Store<K, A>, K: Hash + Eq, A: Algorithm> DenyCache<S, K, A> {
     /// ```
     /// use sluicegate::algorithms::FixedWindow;
     /// use sluicegate::stores::deny_cache::DenyCache;
-    /// use sluicegate::stores::{MemoryStore, Store};
+    /// use sluicegate::stores::{MemoryStore, Operation, Store};
+    /// use sluicegate::Decision;
     /// use std::time::Duration;
     /// let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
     /// let store = DenyCache::<_, u64, _>::new(MemoryStore::<u64, _>::new(), &window)?;
+    /// let take = Operation::Reserve { cost: 1, max_wait: 0 };
     /// for _ in 0..5 {
-    ///     store.try_take_key(&window, &7, 0, 1)?;
+    ///     let _: Decision = store.apply_key(&window, &7, 0, take)?;
     /// }
     /// // A grant, the store's refusal, then three answered from the cache.
     /// assert_eq!(store.hits(), 3);

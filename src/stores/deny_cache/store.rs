@@ -4,7 +4,7 @@
 
 use super::table::{Table, Ticket};
 use super::{refusals_count, DenyCache};
-use crate::algorithms::{Algorithm, Decision, Receipt, Source, Verdict};
+use crate::algorithms::{Algorithm, Decision, Receipt, Report, Source, Verdict};
 use crate::clock::Nanos;
 use crate::error::Error;
 use crate::stores::store::check_output;
@@ -100,7 +100,7 @@ where
         check_output(keys.len(), out.len())?;
         if let ([key], [slot]) = (keys, &mut *out) {
             if !matches!(step, Operation::Cancel { .. }) {
-                *slot = self.apply_key(algorithm, key, now, step)?;
+                *slot = self.apply_key::<(Decision, Receipt)>(algorithm, key, now, step)?;
                 return Ok(());
             }
         }
@@ -114,44 +114,25 @@ where
         Ok(())
     }
 
-    fn apply_key(
+    fn apply_key<R: Report>(
         &self,
         algorithm: &A,
         key: &K,
         now: Nanos,
         step: Operation<'_>,
-    ) -> Result<(Decision, Receipt), Error> {
+    ) -> Result<R, Error> {
         if let Operation::Cancel { .. } = step {
             self.table.cancelled(key);
             return self.inner.apply_key(algorithm, key, now, step);
         }
         match self.lookup(algorithm, key, now, step) {
-            Ok(refusal) => Ok((refusal, Receipt::NONE)),
+            Ok(refusal) => Ok(R::refused(refusal)),
             Err((ticket, keep)) => {
-                let answer = self.inner.apply_key(algorithm, key, now, step)?;
-                let cost = keep.unwrap_or(0);
-                self.table
-                    .record(key, ticket, now, cost, keep.is_some(), answer.0);
-                Ok(answer)
-            }
-        }
-    }
-
-    fn try_take_key(
-        &self,
-        algorithm: &A,
-        key: &K,
-        now: Nanos,
-        cost: u64,
-    ) -> Result<Option<Decision>, Error> {
-        let step = Operation::Reserve { cost, max_wait: 0 };
-        match self.lookup(algorithm, key, now, step) {
-            Ok(refusal) => Ok(Some(refusal)),
-            Err((ticket, keep)) => {
-                let answer = self.inner.try_take_key(algorithm, key, now, cost)?;
-                match answer {
+                let answer: R = self.inner.apply_key(algorithm, key, now, step)?;
+                match answer.refusal() {
                     None => self.table.forget(key),
                     Some(refusal) => {
+                        let cost = keep.unwrap_or(0);
                         self.table
                             .record(key, ticket, now, cost, keep.is_some(), refusal)
                     }
@@ -220,9 +201,7 @@ where
         }
     }
 
-    fn answers_at_once(&self) -> bool {
-        self.inner.answers_at_once()
-    }
+    const ANSWERS_AT_ONCE: bool = S::ANSWERS_AT_ONCE;
 
     fn apply_async(
         &self,

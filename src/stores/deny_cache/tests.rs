@@ -2,11 +2,12 @@
 
 use super::DenyCache;
 use crate::algorithms::{
-    Algorithm, Counting, Decision, FixedWindow, LeakyBucket, Receipt, SlidingWindowCounter,
+    Algorithm, Counting, Decision, FixedWindow, LeakyBucket, Receipt, Report, SlidingWindowCounter,
     SmoothBursty, Source,
 };
 use crate::clock::Nanos;
 use crate::error::{ConfigError, Error};
+use crate::stores::store::TryTake;
 use crate::stores::{MemoryStore, Operation, Store};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -46,15 +47,15 @@ impl<A: Algorithm> Store<u64, A> for Counted<A> {
         self.inner.apply(algorithm, keys, now, step, out)
     }
 
-    fn try_take_key(
+    fn apply_key<R: Report>(
         &self,
         algorithm: &A,
         key: &u64,
         now: Nanos,
-        cost: u64,
-    ) -> Result<Option<Decision>, Error> {
+        step: Operation<'_>,
+    ) -> Result<R, Error> {
         self.count();
-        self.inner.try_take_key(algorithm, key, now, cost)
+        self.inner.apply_key(algorithm, key, now, step)
     }
 
     fn apply_async(
@@ -138,7 +139,9 @@ fn smaller_costs_waits_and_costs_beyond_the_limit_go_to_the_store() {
         cost: 3,
         max_wait: SECOND,
     };
-    store.apply_key(&w, &1, 0, wait).unwrap();
+    store
+        .apply_key::<(Decision, Receipt)>(&w, &1, 0, wait)
+        .unwrap();
     assert_eq!(calls(&store), before + 3);
 }
 
@@ -174,7 +177,9 @@ fn a_cancel_drops_the_refusal() {
     let store = cache(&bursty);
     let now = 10 * SECOND;
     // Spend the stored permit, then take the next second's.
-    store.apply_key(&bursty, &1, now, take(1)).unwrap();
+    store
+        .apply_key::<(Decision, Receipt)>(&bursty, &1, now, take(1))
+        .unwrap();
     let (grant, receipt) = store.apply_key(&bursty, &1, now, take(1)).unwrap();
     assert!(grant.is_allowed());
     assert!(store.try_take_key(&bursty, &1, now, 1).unwrap().is_some());
@@ -186,7 +191,9 @@ fn a_cancel_drops_the_refusal() {
         receipts: &receipts,
         acts_at: now,
     };
-    store.apply_key(&bursty, &1, now, cancel).unwrap();
+    store
+        .apply_key::<(Decision, Receipt)>(&bursty, &1, now, cancel)
+        .unwrap();
     assert_eq!(store.try_take_key(&bursty, &1, now, 1).unwrap(), None);
     assert_eq!(store.hits(), 1);
 }
@@ -199,7 +206,9 @@ fn a_detached_cancel_drops_the_refusal() {
         cost: 1,
         max_wait: SECOND,
     };
-    store.apply_key(&bursty, &1, 0, take(1)).unwrap();
+    store
+        .apply_key::<(Decision, Receipt)>(&bursty, &1, 0, take(1))
+        .unwrap();
     let (_, receipt) = store.apply_key(&bursty, &1, 0, ahead).unwrap();
     assert!(store.try_take_key(&bursty, &1, 0, 1).unwrap().is_some());
     assert_eq!(store.len(), 1);

@@ -262,10 +262,12 @@ impl<S, K, A: Algorithm, C: Clock> FailoverStore<S, K, A, C> {
     /// ```
     /// use sluicegate::algorithms::FixedWindow;
     /// use sluicegate::stores::failover::{FailoverStore, FailurePolicy, Unreachable};
-    /// use sluicegate::stores::Store;
+    /// use sluicegate::stores::{Operation, Store};
+    /// use sluicegate::Decision;
     /// let store: FailoverStore<_, &str, FixedWindow> = FailoverStore::new(Unreachable, FailurePolicy::Open);
     /// let window = FixedWindow::new(1, std::time::Duration::from_secs(1)).unwrap();
-    /// store.try_take_key(&window, &"k", 0, 1).unwrap();
+    /// let take = Operation::Reserve { cost: 1, max_wait: 0 };
+    /// let _: Decision = store.apply_key(&window, &"k", 0, take).unwrap();
     /// assert!(store.is_degraded());
     /// ```
     pub fn is_degraded(&self) -> bool {

@@ -15,7 +15,7 @@ use std::sync::Arc;
 /// use sluicegate::algorithms::FixedWindow;
 /// use sluicegate::stores::failover::{Event, FailoverStore, FailurePolicy, Unreachable};
 /// use sluicegate::stores::Store;
-/// use sluicegate::Source;
+/// use sluicegate::{Decision, Source};
 /// use std::sync::{Arc, Mutex};
 /// let seen = Arc::new(Mutex::new(Vec::new()));
 /// let log = Arc::clone(&seen);
@@ -25,8 +25,8 @@ use std::sync::Arc;
 ///     });
 /// let window = FixedWindow::new(5, std::time::Duration::from_secs(1)).unwrap();
 /// let step = sluicegate::stores::Operation::Reserve { cost: 1, max_wait: 0 };
-/// store.apply_key(&window, &"k", 0, step).unwrap(); // asks, fails, fails open
-/// store.apply_key(&window, &"k", 0, step).unwrap(); // backed off: not asked
+/// let _: Decision = store.apply_key(&window, &"k", 0, step).unwrap(); // asks, fails, fails open
+/// let _: Decision = store.apply_key(&window, &"k", 0, step).unwrap(); // backed off: not asked
 /// assert_eq!(*seen.lock().unwrap(), [(Source::Unchecked, true), (Source::Unchecked, false)]);
 /// ```
 #[derive(Clone, Copy, Debug)]
@@ -46,11 +46,13 @@ pub struct Event<'a> {
 /// ```
 /// use sluicegate::algorithms::FixedWindow;
 /// use sluicegate::stores::failover::{FailoverStore, FailurePolicy, Unreachable};
-/// use sluicegate::stores::Store;
+/// use sluicegate::stores::{Operation, Store};
+/// use sluicegate::Decision;
 /// let store: FailoverStore<_, &str, FixedWindow> = FailoverStore::new(Unreachable, FailurePolicy::Closed);
 /// let window = FixedWindow::new(5, std::time::Duration::from_secs(1)).unwrap();
+/// let take = Operation::Reserve { cost: 1, max_wait: 0 };
 /// for _ in 0..3 {
-///     store.try_take_key(&window, &"k", 0, 1).unwrap();
+///     let _: Decision = store.apply_key(&window, &"k", 0, take).unwrap();
 /// }
 /// let stats = store.stats();
 /// assert_eq!((stats.failures, stats.failed_closed, stats.unchecked), (1, 3, 0));

@@ -144,23 +144,6 @@ impl<K: Hash + Eq, A: Algorithm> Fallback<K, A> {
         }
     }
 
-    /// A zero-wait reserve of `cost` on one key: `None` if granted.
-    pub(super) fn try_take(
-        &self,
-        key: &K,
-        now: Nanos,
-        cost: u64,
-        retry_after: Nanos,
-    ) -> Result<Option<Decision>, Error> {
-        match self {
-            Fallback::Local { algorithm, store } => Ok(store
-                .try_take_key(algorithm, key, now, cost)?
-                .map(|d| d.with_source(Source::Local))),
-            Fallback::Open => Ok(None),
-            Fallback::Closed => Ok(Some(unconsulted(Source::FailedClosed, retry_after))),
-        }
-    }
-
     /// Gives the local limit's grants among `receipts` back to it (the others
     /// are not its own and are skipped).
     pub(super) fn cancel_local(

@@ -5,7 +5,7 @@ use super::backoff::Route;
 use super::observe::Count;
 use super::policy::{untag_local, Fallback};
 use super::{Ctx, FailoverStore};
-use crate::algorithms::{Algorithm, Decision, Receipt};
+use crate::algorithms::{Algorithm, Decision, Receipt, Report};
 use crate::clock::{Clock, Nanos};
 use crate::error::Error;
 use crate::stores::store::{blank, check_output};
@@ -218,18 +218,21 @@ where
         )
     }
 
-    fn apply_key(
+    fn apply_key<R: Report>(
         &self,
         algorithm: &A,
         key: &K,
         now: Nanos,
         step: Operation<'_>,
-    ) -> Result<(Decision, Receipt), Error> {
+    ) -> Result<R, Error> {
+        let answer_of = |out: [(Decision, Receipt); 1]| {
+            let [(decision, receipt)] = out;
+            R::decided(decision, receipt)
+        };
         if let Operation::Cancel { .. } = step {
             let mut out = [blank()];
             self.apply(algorithm, std::slice::from_ref(key), now, step, &mut out)?;
-            let [answer] = out;
-            return Ok(answer);
+            return Ok(answer_of(out));
         }
         let fallback = &self.ctx.fallback;
         self.ctx.run(
@@ -237,23 +240,8 @@ where
             |retry_after| {
                 let mut out = [blank()];
                 fallback.answer(std::slice::from_ref(key), now, step, retry_after, &mut out)?;
-                let [answer] = out;
-                Ok(answer)
+                Ok(answer_of(out))
             },
-        )
-    }
-
-    fn try_take_key(
-        &self,
-        algorithm: &A,
-        key: &K,
-        now: Nanos,
-        cost: u64,
-    ) -> Result<Option<Decision>, Error> {
-        let fallback = &self.ctx.fallback;
-        self.ctx.run(
-            || self.inner.try_take_key(algorithm, key, now, cost),
-            |retry_after| fallback.try_take(key, now, cost, retry_after),
         )
     }
 
@@ -268,7 +256,7 @@ where
         each: &mut dyn FnMut(Decision),
     ) -> Result<(Decision, Receipt), Error> {
         if let Operation::Cancel { .. } = step {
-            let answer = self.apply_key(algorithm, key, now, step)?;
+            let answer: (Decision, Receipt) = self.apply_key(algorithm, key, now, step)?;
             each(answer.0);
             return Ok(answer);
         }
@@ -289,10 +277,12 @@ where
     ) -> Reporting {
         let Some(kept) = owned(step) else {
             let answer = self.apply_key(algorithm, key, now, step);
-            return Box::pin(futures::future::ready(answer.map(|a| {
-                let decision = a.0;
-                (a, vec![decision])
-            })));
+            return Box::pin(futures::future::ready(answer.map(
+                |a: (Decision, Receipt)| {
+                    let decision = a.0;
+                    (a, vec![decision])
+                },
+            )));
         };
         let fallback = Arc::clone(&self.ctx.fallback);
         let key_kept = key.clone();
@@ -308,9 +298,7 @@ where
         )
     }
 
-    fn answers_at_once(&self) -> bool {
-        self.inner.answers_at_once()
-    }
+    const ANSWERS_AT_ONCE: bool = S::ANSWERS_AT_ONCE;
 
     fn apply_async(
         &self,

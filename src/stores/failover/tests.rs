@@ -4,6 +4,7 @@ use super::*;
 use crate::algorithms::{Decision, FixedWindow, Receipt, Source};
 use crate::clock::{ManualClock, Nanos};
 use crate::error::{Applied, StoreError};
+use crate::stores::store::TryTake;
 use crate::stores::{MemoryStore, Operation, Store};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -209,7 +210,9 @@ fn one_probe_after_the_back_off_and_the_store_decides_again_once_it_answers() {
     let clock = ManualClock::new();
     let store = failover(&clock, FailurePolicy::Closed);
     down(&store, true);
-    store.apply_key(&window(10), &"k", 0, take()).unwrap();
+    store
+        .apply_key::<(Decision, Receipt)>(&window(10), &"k", 0, take())
+        .unwrap();
     clock.advance(Duration::from_millis(100));
     // The probe fails (and takes the timeout): the back-off doubles.
     let (probe, _) = store.apply_key(&window(10), &"k", 0, take()).unwrap();
@@ -256,7 +259,7 @@ fn local_grants_are_cancelled_locally_and_store_grants_are_dropped_while_backed_
     let (local, from_local) = store.apply_key(&window(5), &"k", 0, reserve).unwrap();
     assert_eq!(local.source(), Source::Local);
     assert!(!store
-        .apply_key(&window(5), &"k", 0, reserve)
+        .apply_key::<(Decision, Receipt)>(&window(5), &"k", 0, reserve)
         .unwrap()
         .0
         .is_allowed());
@@ -271,7 +274,9 @@ fn local_grants_are_cancelled_locally_and_store_grants_are_dropped_while_backed_
     // Once healthy, a local receipt still never reaches the store.
     down(&store, false);
     clock.advance(Duration::from_millis(100));
-    store.apply_key(&window(5), &"k", 0, reserve).unwrap();
+    store
+        .apply_key::<(Decision, Receipt)>(&window(5), &"k", 0, reserve)
+        .unwrap();
     assert!(!store.is_degraded());
     let cancels = store.inner().cancels.load(Ordering::SeqCst);
     store.cancel_detached(
@@ -334,7 +339,9 @@ fn an_abandoned_async_probe_lets_the_next_call_probe() {
     let clock = ManualClock::new();
     let store = failover(&clock, FailurePolicy::Closed);
     down(&store, true);
-    store.apply_key(&window(10), &"k", 0, take()).unwrap();
+    store
+        .apply_key::<(Decision, Receipt)>(&window(10), &"k", 0, take())
+        .unwrap();
     clock.advance(Duration::from_millis(100));
     down(&store, false);
     drop(store.apply_async(&window(10), &["k"], 0, take()));

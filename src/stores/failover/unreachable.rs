@@ -13,10 +13,10 @@ use crate::stores::{Operation, Store};
 /// use sluicegate::algorithms::FixedWindow;
 /// use sluicegate::stores::failover::Unreachable;
 /// use sluicegate::stores::{Operation, Store};
-/// use sluicegate::{Applied, Error};
+/// use sluicegate::{Applied, Decision, Error};
 /// let window = FixedWindow::new(1, std::time::Duration::from_secs(1)).unwrap();
 /// let step = Operation::Reserve { cost: 1, max_wait: 0 };
-/// let err = Store::<&str, _>::apply_key(&Unreachable, &window, &"k", 0, step).unwrap_err();
+/// let err = Store::<&str, _>::apply_key::<Decision>(&Unreachable, &window, &"k", 0, step).unwrap_err();
 /// assert!(matches!(err, Error::Store(e) if e.applied() == Applied::No));
 /// ```
 #[derive(Clone, Copy, Debug, Default)]

@@ -278,11 +278,13 @@ impl<S, K: Hash + Eq + Clone, A> LeasedStore<S, K, A> {
     /// ```
     /// use sluicegate::algorithms::FixedWindow;
     /// use sluicegate::stores::lease::LeasedStore;
-    /// use sluicegate::stores::{MemoryStore, Store};
+    /// use sluicegate::stores::{MemoryStore, Operation, Store};
+    /// use sluicegate::Decision;
     /// use std::time::Duration;
     /// let window = FixedWindow::new(100, Duration::from_secs(1)).unwrap();
     /// let store = LeasedStore::new(MemoryStore::new(), 10, Duration::from_secs(1)).unwrap();
-    /// store.try_take_key(&window, &"k", 0, 1).unwrap();
+    /// let take = Operation::Reserve { cost: 1, max_wait: 0 };
+    /// let _: Decision = store.apply_key(&window, &"k", 0, take).unwrap();
     /// assert_eq!(store.leased_keys(), 1);
     /// ```
     pub fn leased_keys(&self) -> usize {
@@ -295,11 +297,13 @@ impl<S, K: Hash + Eq + Clone, A> LeasedStore<S, K, A> {
     /// ```
     /// use sluicegate::algorithms::FixedWindow;
     /// use sluicegate::stores::lease::LeasedStore;
-    /// use sluicegate::stores::{MemoryStore, Store};
+    /// use sluicegate::stores::{MemoryStore, Operation, Store};
+    /// use sluicegate::Decision;
     /// use std::time::Duration;
     /// let window = FixedWindow::new(100, Duration::from_secs(1)).unwrap();
     /// let store = LeasedStore::new(MemoryStore::new(), 10, Duration::from_secs(1)).unwrap();
-    /// store.try_take_key(&window, &"k", 0, 3).unwrap();
+    /// let take = Operation::Reserve { cost: 3, max_wait: 0 };
+    /// let _: Decision = store.apply_key(&window, &"k", 0, take).unwrap();
     /// assert_eq!(store.leased(&"k", 0), 7);
     /// assert_eq!(store.leased(&"k", 1_000_000_000), 0); // the lease has ended
     /// ```

@@ -4,7 +4,7 @@
 
 use super::table::{lock, Slot};
 use super::LeasedStore;
-use crate::algorithms::{Algorithm, Decision, Receipt};
+use crate::algorithms::{Algorithm, Decision, Receipt, Report};
 use crate::clock::Nanos;
 use crate::error::Error;
 use crate::stores::store::check_output;
@@ -189,36 +189,24 @@ where
         self.inner.apply(algorithm, keys, now, step, out)
     }
 
-    fn apply_key(
+    fn apply_key<R: Report>(
         &self,
         algorithm: &A,
         key: &K,
         now: Nanos,
         step: Operation<'_>,
-    ) -> Result<(Decision, Receipt), Error> {
+    ) -> Result<R, Error> {
         if let Some(cost) = self.leasable(step) {
-            return self.take_key(algorithm, key, now, cost);
+            let (decision, receipt) = self.take_key(algorithm, key, now, cost)?;
+            return Ok(R::decided(decision, receipt));
         }
         if let Operation::Cancel { receipts, .. } = step {
             if !gives_back(receipts) {
-                return Ok(crate::stores::store::blank());
+                let (decision, receipt) = crate::stores::store::blank();
+                return Ok(R::decided(decision, receipt));
             }
         }
         self.inner.apply_key(algorithm, key, now, step)
-    }
-
-    fn try_take_key(
-        &self,
-        algorithm: &A,
-        key: &K,
-        now: Nanos,
-        cost: u64,
-    ) -> Result<Option<Decision>, Error> {
-        if self.leasable(take(cost)).is_none() {
-            return self.inner.try_take_key(algorithm, key, now, cost);
-        }
-        let (decision, _) = self.take_key(algorithm, key, now, cost)?;
-        Ok((!decision.is_allowed()).then_some(decision))
     }
 
     /// The inner store's, so that every limit of a set is reported as the store
@@ -244,9 +232,7 @@ where
         self.inner.apply_key_each_async(algorithm, key, now, step)
     }
 
-    fn answers_at_once(&self) -> bool {
-        self.inner.answers_at_once()
-    }
+    const ANSWERS_AT_ONCE: bool = S::ANSWERS_AT_ONCE;
 
     fn apply_async(
         &self,

@@ -6,6 +6,7 @@ use super::LeasedStore;
 use crate::algorithms::{Decision, FixedWindow, Receipt, SmoothBursty};
 use crate::clock::Nanos;
 use crate::error::Error;
+use crate::stores::store::TryTake;
 use crate::stores::{MemoryStore, Operation, Store};
 use crate::Source;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -127,7 +128,9 @@ fn a_lease_of_one_decides_as_the_plain_store() {
         let key = ["a", "b", "c"][rng.below(3) as usize];
         let cost = 1 + rng.below(3);
         let want = plain.apply_key(&bursty, &key, now, take(cost)).unwrap();
-        let got = store.apply_key(&bursty, &key, now, take(cost)).unwrap();
+        let got = store
+            .apply_key::<(Decision, Receipt)>(&bursty, &key, now, take(cost))
+            .unwrap();
         assert_eq!(got, want);
         assert_eq!(got.0.source(), Source::Store);
     }
@@ -141,13 +144,22 @@ fn one_process_answers_the_plain_stores_remaining_with_one_round_trip_per_lease(
     let shared = Shared::default();
     let store = leased(&shared, 10, 60 * SECOND);
     for call in 0..100 {
-        let want = plain.apply_key(&limit, &"k", call, take(1)).unwrap().0;
-        let got = store.apply_key(&limit, &"k", call, take(1)).unwrap().0;
+        let want = plain
+            .apply_key::<(Decision, Receipt)>(&limit, &"k", call, take(1))
+            .unwrap()
+            .0;
+        let got = store
+            .apply_key::<(Decision, Receipt)>(&limit, &"k", call, take(1))
+            .unwrap()
+            .0;
         assert_eq!(got.source(), Source::Leased);
         assert_eq!(got, want.with_source(Source::Leased), "call {call}");
     }
     assert_eq!(shared.calls(), 10);
-    let refused = store.apply_key(&limit, &"k", 100, take(1)).unwrap().0;
+    let refused = store
+        .apply_key::<(Decision, Receipt)>(&limit, &"k", 100, take(1))
+        .unwrap()
+        .0;
     assert!(!refused.is_allowed());
     assert_eq!(refused.source(), Source::Store);
 }
@@ -166,7 +178,7 @@ fn the_last_permits_go_one_call_at_a_time_and_no_lease_is_asked_until_the_refusa
     assert_eq!(shared.calls(), 2 + 1 + 10);
     // The next window: a lease again.
     let next = store
-        .apply_key(&limit, &"k", 60 * SECOND, take(1))
+        .apply_key::<(Decision, Receipt)>(&limit, &"k", 60 * SECOND, take(1))
         .unwrap()
         .0;
     assert_eq!((next.source(), next.remaining()), (Source::Leased, 24));
@@ -208,7 +220,10 @@ fn a_lease_ends_after_its_period() {
     let store = leased(&shared, 10, SECOND);
     store.try_take_key(&limit, &"k", 0, 1).unwrap();
     assert_eq!(store.leased(&"k", SECOND - 1), 9);
-    let after = store.apply_key(&limit, &"k", SECOND, take(1)).unwrap().0;
+    let after = store
+        .apply_key::<(Decision, Receipt)>(&limit, &"k", SECOND, take(1))
+        .unwrap()
+        .0;
     assert_eq!(shared.calls(), 2, "a new lease");
     assert_eq!(after.remaining(), 1000 - 20 + 9, "the 9 unused stay taken");
 }
@@ -219,13 +234,16 @@ fn a_lease_ends_with_the_window_it_was_taken_in() {
     let shared = Shared::default();
     let store = leased(&shared, 10, 60 * SECOND);
     let first = store
-        .apply_key(&limit, &"k", SECOND / 2, take(1))
+        .apply_key::<(Decision, Receipt)>(&limit, &"k", SECOND / 2, take(1))
         .unwrap()
         .0;
     assert_eq!(first.reset_after(), Duration::from_millis(500));
     assert_eq!(store.leased(&"k", SECOND - 1), 9);
     assert_eq!(store.leased(&"k", SECOND), 0);
-    let next = store.apply_key(&limit, &"k", SECOND, take(1)).unwrap().0;
+    let next = store
+        .apply_key::<(Decision, Receipt)>(&limit, &"k", SECOND, take(1))
+        .unwrap()
+        .0;
     assert_eq!((next.source(), next.remaining()), (Source::Leased, 99));
 }
 
@@ -240,7 +258,7 @@ fn other_steps_go_to_the_inner_store() {
         .unwrap();
     assert!(out.iter().all(|(d, _)| d.source() == Source::Store));
     let peek = store
-        .apply_key(&limit, &"a", 0, Operation::Peek { cost: 1 })
+        .apply_key::<(Decision, Receipt)>(&limit, &"a", 0, Operation::Peek { cost: 1 })
         .unwrap();
     assert_eq!(
         (peek.0.source(), peek.0.remaining()),
@@ -252,10 +270,17 @@ fn other_steps_go_to_the_inner_store() {
         max_wait: SECOND,
     };
     assert_eq!(
-        store.apply_key(&limit, &"a", 0, wait).unwrap().0.source(),
+        store
+            .apply_key::<(Decision, Receipt)>(&limit, &"a", 0, wait)
+            .unwrap()
+            .0
+            .source(),
         Source::Store
     );
-    let big = store.apply_key(&limit, &"a", 0, take(10)).unwrap().0;
+    let big = store
+        .apply_key::<(Decision, Receipt)>(&limit, &"a", 0, take(10))
+        .unwrap()
+        .0;
     assert_eq!((big.source(), big.remaining()), (Source::Store, 88));
     assert_eq!(shared.calls(), 4);
     assert_eq!(store.leased_keys(), 0);
@@ -266,13 +291,17 @@ fn a_leased_grant_gives_nothing_back_and_costs_no_round_trip_to_cancel() {
     let limit = window(100, 60);
     let shared = Shared::default();
     let store = leased(&shared, 10, 60 * SECOND);
-    let (decision, receipt) = store.apply_key(&limit, &"k", 0, take(1)).unwrap();
+    let (decision, receipt) = store
+        .apply_key::<(Decision, Receipt)>(&limit, &"k", 0, take(1))
+        .unwrap();
     assert!(decision.is_allowed() && receipt.is_none());
     let cancel = Operation::Cancel {
         receipts: std::slice::from_ref(&receipt),
         acts_at: 0,
     };
-    store.apply_key(&limit, &"k", 0, cancel).unwrap();
+    store
+        .apply_key::<(Decision, Receipt)>(&limit, &"k", 0, cancel)
+        .unwrap();
     store.cancel_detached(&limit, &["k"], 0, &[receipt], 0);
     assert_eq!(shared.calls(), 1);
     assert_eq!(store.leased(&"k", 0), 9);
@@ -285,7 +314,7 @@ fn a_full_table_sends_new_keys_to_the_store_until_a_lease_ends() {
     let store = leased(&shared, 10, SECOND).with_max_keys(1).unwrap();
     assert_eq!(
         store
-            .apply_key(&limit, &"a", 0, take(1))
+            .apply_key::<(Decision, Receipt)>(&limit, &"a", 0, take(1))
             .unwrap()
             .0
             .source(),
@@ -293,14 +322,17 @@ fn a_full_table_sends_new_keys_to_the_store_until_a_lease_ends() {
     );
     assert_eq!(
         store
-            .apply_key(&limit, &"b", 1, take(1))
+            .apply_key::<(Decision, Receipt)>(&limit, &"b", 1, take(1))
             .unwrap()
             .0
             .source(),
         Source::Store
     );
     assert_eq!(store.leased_keys(), 1);
-    let b = store.apply_key(&limit, &"b", SECOND, take(1)).unwrap().0;
+    let b = store
+        .apply_key::<(Decision, Receipt)>(&limit, &"b", SECOND, take(1))
+        .unwrap()
+        .0;
     assert_eq!(
         b.source(),
         Source::Leased,
@@ -332,7 +364,10 @@ fn a_dropped_lease_future_frees_the_lease_to_be_taken_again() {
     let shared = Shared::default();
     let store = leased(&shared, 10, 60 * SECOND);
     drop(store.apply_async(&limit, &["k"], 0, take(1)));
-    let next = store.apply_key(&limit, &"k", 1, take(1)).unwrap().0;
+    let next = store
+        .apply_key::<(Decision, Receipt)>(&limit, &"k", 1, take(1))
+        .unwrap()
+        .0;
     assert_eq!(next.source(), Source::Leased);
 }
 
@@ -356,7 +391,10 @@ fn a_call_that_finds_too_little_left_drops_it_and_takes_a_new_lease() {
     store.try_take_key(&limit, &"k", 0, 4).unwrap();
     store.try_take_key(&limit, &"k", 0, 4).unwrap();
     assert_eq!(store.leased(&"k", 0), 2);
-    let third = store.apply_key(&limit, &"k", 0, take(4)).unwrap().0;
+    let third = store
+        .apply_key::<(Decision, Receipt)>(&limit, &"k", 0, take(4))
+        .unwrap()
+        .0;
     assert_eq!(shared.calls(), 2);
     assert_eq!(store.leased(&"k", 0), 6);
     // 20 taken from the store, 6 left here: the 2 dropped are neither.

@@ -69,7 +69,7 @@ mod table;
 
 use self::shard::{default_shards, Shard};
 use super::store::{Operation, Reporting, Store};
-use crate::algorithms::{Algorithm, Decision, Receipt};
+use crate::algorithms::{Algorithm, Decision, Receipt, Report};
 use crate::clock::Nanos;
 use crate::error::{ConfigError, Error};
 use std::collections::hash_map::RandomState;
@@ -231,7 +231,7 @@ where
         match keys {
             [] => Ok(()),
             [key] => {
-                let answer = self.apply_one(algorithm, key, now, step)?;
+                let answer: (Decision, Receipt) = self.apply_one(algorithm, key, now, step)?;
                 if !matches!(step, Operation::Cancel { .. }) {
                     out[0] = answer;
                 }
@@ -242,31 +242,18 @@ where
     }
 
     #[inline]
-    fn apply_key(
+    fn apply_key<R: Report>(
         &self,
         algorithm: &A,
         key: &K,
         now: Nanos,
         step: Operation<'_>,
-    ) -> Result<(Decision, Receipt), Error> {
+    ) -> Result<R, Error> {
         self.apply_one(algorithm, key, now, step)
     }
 
-    #[inline]
-    fn try_take_key(
-        &self,
-        algorithm: &A,
-        key: &K,
-        now: Nanos,
-        cost: u64,
-    ) -> Result<Option<Decision>, Error> {
-        self.try_take_one(algorithm, key, now, cost)
-    }
-
     /// True: a step waits only on a shard's lock.
-    fn answers_at_once(&self) -> bool {
-        true
-    }
+    const ANSWERS_AT_ONCE: bool = true;
 
     /// Runs the step and reports every limit under the shard's one lock.
     fn apply_key_each(
@@ -278,11 +265,11 @@ where
         each: &mut dyn FnMut(Decision),
     ) -> Result<(Decision, Receipt), Error> {
         let Operation::Reserve { .. } = step else {
-            let answer = self.apply_one(algorithm, key, now, step)?;
+            let answer: (Decision, Receipt) = self.apply_one(algorithm, key, now, step)?;
             each(answer.0);
             return Ok(answer);
         };
-        self.apply_one_with::<true>(algorithm, key, now, step, each)
+        self.apply_one_each(algorithm, key, now, step, each)
     }
 
     fn apply_key_each_async(

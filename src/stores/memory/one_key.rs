@@ -5,7 +5,7 @@
 use super::shard::ShardState;
 use super::table::Probe;
 use super::MemoryStore;
-use crate::algorithms::{Algorithm, Decision, Receipt};
+use crate::algorithms::{Algorithm, Decision, Receipt, Report};
 use crate::clock::Nanos;
 use crate::error::Error;
 use crate::stores::store::{self, Operation};
@@ -13,24 +13,35 @@ use std::hash::{BuildHasher, Hash};
 use std::sync::atomic::Ordering;
 
 impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
+    /// [`Store::apply_key`](crate::stores::Store::apply_key): the algorithm's step
+    /// in the caller's report, under the shard's lock.
     #[inline]
-    pub(super) fn apply_one(
+    pub(super) fn apply_one<R: Report>(
         &self,
         algorithm: &A,
         key: &K,
         now: Nanos,
         step: Operation<'_>,
-    ) -> Result<(Decision, Receipt), Error>
+    ) -> Result<R, Error>
     where
         K: Hash,
     {
-        self.apply_one_with::<false>(algorithm, key, now, step, &mut |_| {})
+        self.locked(key, |shard, hash| {
+            self.step_one(
+                shard,
+                algorithm,
+                hash,
+                now,
+                step,
+                |state, cost, max_wait| algorithm.reserve(state, now, cost, max_wait),
+            )
+        })
     }
 
-    /// [`apply_one`](Self::apply_one), also reporting every limit to `each` when
-    /// `EACH` (see [`Algorithm::reserve_each`]); without it, the plain step.
-    #[inline(always)]
-    pub(super) fn apply_one_with<const EACH: bool>(
+    /// [`apply_one`](Self::apply_one) with its receipt, also reporting every
+    /// limit to `each` (see [`Algorithm::reserve_each`]) under the same lock.
+    #[inline]
+    pub(super) fn apply_one_each(
         &self,
         algorithm: &A,
         key: &K,
@@ -42,30 +53,16 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
         K: Hash,
     {
         self.locked(key, |shard, hash| {
-            self.step_one::<EACH>(shard, algorithm, hash, now, step, each)
-        })
-    }
-
-    /// [`Store::try_take_key`](crate::stores::Store::try_take_key): the algorithm's
-    /// lean step under the shard's lock.
-    #[inline]
-    pub(super) fn try_take_one(
-        &self,
-        algorithm: &A,
-        key: &K,
-        now: Nanos,
-        cost: u64,
-    ) -> Result<Option<Decision>, Error>
-    where
-        K: Hash,
-    {
-        self.locked(key, |shard, hash| {
-            let refusal = self.reserve_in(shard, algorithm, hash, now, |state| {
-                let taken: Result<(), Decision> = algorithm.reserve(state, now, cost, 0);
-                (taken.err(), taken.is_ok())
-            })?;
-            self.tick(shard, algorithm, now);
-            Ok(refusal)
+            self.step_one(
+                shard,
+                algorithm,
+                hash,
+                now,
+                step,
+                |state, cost, max_wait| {
+                    algorithm.reserve_each(state, now, cost, max_wait, &mut *each)
+                },
+            )
         })
     }
 
@@ -117,26 +114,24 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
         Ok(answer)
     }
 
-    #[inline]
-    fn step_one<const EACH: bool>(
+    /// Runs `step` on the state of `hash`: a reserve by `reserve` (given the cost
+    /// and the wait), a peek or a cancel by the algorithm's own.
+    #[inline(always)]
+    fn step_one<R: Report>(
         &self,
         shard: &mut ShardState<A::State>,
         algorithm: &A,
         hash: u64,
         now: Nanos,
         step: Operation<'_>,
-        each: &mut dyn FnMut(Decision),
-    ) -> Result<(Decision, Receipt), Error> {
+        reserve: impl FnOnce(&mut A::State, u64, Nanos) -> R,
+    ) -> Result<R, Error> {
         let answer = match step {
             Operation::Reserve { cost, max_wait } => {
                 self.reserve_in(shard, algorithm, hash, now, |state| {
-                    let answer = if EACH {
-                        algorithm.reserve_each(state, now, cost, max_wait, &mut *each)
-                    } else {
-                        algorithm.reserve(state, now, cost, max_wait)
-                    };
-                    let allowed = answer.0.is_allowed();
-                    (answer, allowed)
+                    let answer = reserve(state, cost, max_wait);
+                    let granted = answer.refusal().is_none();
+                    (answer, granted)
                 })?
             }
             Operation::Peek { cost } => {
@@ -144,14 +139,15 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
                     Probe::Found(at) => algorithm.peek(shard.table.state(at), now, cost),
                     Probe::Absent => algorithm.peek(&algorithm.initial_state(0), now, cost),
                 };
-                (decision, Receipt::NONE)
+                R::decided(decision, Receipt::NONE)
             }
             Operation::Cancel { receipts, acts_at } => {
                 let receipt = receipts.first().cloned().unwrap_or(Receipt::NONE);
                 if let Probe::Found(at) = shard.table.find(hash) {
                     algorithm.cancel(shard.table.state_mut(at), now, &receipt, acts_at);
                 }
-                store::blank()
+                let (decision, receipt) = store::blank();
+                R::decided(decision, receipt)
             }
         };
         self.tick(shard, algorithm, now);

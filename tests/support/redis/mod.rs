@@ -10,6 +10,7 @@
 
 pub mod trace;
 
+use sluicegate::algorithms::{Decision, Receipt};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -646,6 +647,19 @@ pub fn take(cost: u64) -> sluicegate::stores::Operation<'static> {
     sluicegate::stores::Operation::Reserve { cost, max_wait: 0 }
 }
 
+/// A keyed `try_acquire`'s question to a store: a [`take`] of `cost` in the lean
+/// report, `None` if granted, else the refusal.
+pub fn try_take<K, A: sluicegate::algorithms::Algorithm>(
+    store: &impl sluicegate::stores::Store<K, A>,
+    algorithm: &A,
+    key: &K,
+    now: u64,
+    cost: u64,
+) -> Option<Decision> {
+    let taken: Result<(), Decision> = store.apply_key(algorithm, key, now, take(cost)).unwrap();
+    taken.err()
+}
+
 /// A fixed window of `limit` per minute.
 pub fn window(limit: u64) -> sluicegate::algorithms::FixedWindow {
     sluicegate::algorithms::FixedWindow::new(limit, Duration::from_secs(60)).unwrap()
@@ -680,7 +694,9 @@ pub fn a_restarted_node_loses_no_call(
     let remaining = || -> Vec<u64> {
         keys.iter()
             .map(|key| {
-                let (d, _) = store.apply_key(&window(10), key, SECOND, take(1)).unwrap();
+                let (d, _) = store
+                    .apply_key::<(Decision, Receipt)>(&window(10), key, SECOND, take(1))
+                    .unwrap();
                 d.remaining()
             })
             .collect()

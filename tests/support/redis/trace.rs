@@ -400,7 +400,7 @@ where
                     let mut granted = 0;
                     for _ in 0..tries {
                         let (decision, _) = store
-                            .apply_key(
+                            .apply_key::<(Decision, Receipt)>(
                                 &algorithm,
                                 &"hot",
                                 now,
@@ -450,7 +450,9 @@ pub fn cancel_at_the_instant<A: RedisAlgorithm>(url: &str, limit: &A, prefix: &s
         cost: 2,
         max_wait: 0,
     };
-    let (granted, receipt) = store.apply_key(limit, &"k", at, take).unwrap();
+    let (granted, receipt) = store
+        .apply_key::<(Decision, Receipt)>(limit, &"k", at, take)
+        .unwrap();
     assert_eq!(granted.remaining(), 1);
     let mut out = [(Decision::never(0, 0, 0), Receipt::NONE)];
     let cancel = Operation::Cancel {
@@ -459,7 +461,7 @@ pub fn cancel_at_the_instant<A: RedisAlgorithm>(url: &str, limit: &A, prefix: &s
     };
     let peek = || {
         store
-            .apply_key(limit, &"k", at, Operation::Peek { cost: 1 })
+            .apply_key::<(Decision, Receipt)>(limit, &"k", at, Operation::Peek { cost: 1 })
             .unwrap()
             .0
             .remaining()
@@ -501,7 +503,7 @@ pub fn assert_an_older_layout_is_refused_and_kept<A: RedisAlgorithm>(
         max_wait: 0,
     };
     super::assert_unapplied_error(
-        store.apply_key(limit, &"k", 1_000_000_000, take),
+        store.apply_key::<(Decision, Receipt)>(limit, &"k", 1_000_000_000, take),
         "another format",
     );
     let mut kept: Vec<(Vec<u8>, Vec<u8>)> =
