@@ -92,6 +92,7 @@ impl Limits {
     }
 
     /// The member limits, in order.
+    #[cfg(any(test, feature = "redis"))]
     pub(crate) fn members(&self) -> &[Box<dyn DynLimit>] {
         &self.members
     }

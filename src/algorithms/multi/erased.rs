@@ -133,6 +133,7 @@ pub trait DynLimit: Send + Sync + 'static {
 
     /// The limit itself, to downcast to its concrete type: how a store that runs
     /// known algorithms its own way (the Redis store) recognizes a member.
+    #[cfg(any(test, feature = "redis"))]
     fn as_any(&self) -> &dyn std::any::Any;
 }
 
@@ -249,6 +250,7 @@ impl<A: Algorithm + Clone> DynLimit for A {
         Box::new(self.clone())
     }
 
+    #[cfg(any(test, feature = "redis"))]
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
