@@ -349,10 +349,10 @@ impl WordEncoded for FixedWindow {
 mod tests {
     use super::*;
 
-    /// An oracle for the step, written as one piece (decide and describe
+    /// A plain model of the step, written as one piece (decide and describe
     /// together), where the step decides, publishes, then describes: the step
     /// must match it field by field.
-    fn reserve_before(
+    fn plain_reserve(
         window: &FixedWindow,
         state: &mut FixedWindowState,
         now: Nanos,
@@ -375,11 +375,11 @@ mod tests {
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
 
-        /// The split check (settle, then describe), `check_words` and `reserve` are
-        /// the step as it was: every field of every decision, and the state, with
+        /// The split check (settle, then describe), `check_words` and `reserve` match
+        /// a plain model of the step: every field of every decision, and the state, with
         /// costs above the limit and time that sometimes goes backwards.
         #[test]
-        fn the_split_check_is_the_full_step_as_it_was(
+        fn the_split_check_and_the_step_match_the_plain_model(
             limit in proptest::prop_oneof![1u64..10, 1_000u64..1_000_000],
             window in proptest::prop_oneof![1_000u64..100_000, 1_000_000u64..10_000_000_000],
             start in proptest::prop_oneof![proptest::strategy::Just(0u64), 0u64..u64::MAX / 2],
@@ -388,24 +388,24 @@ mod tests {
             // A limit must pack beside the window index: at most about window / 2.
             let limit = limit.min(window / 4);
             let window = FixedWindow::new(limit, Duration::from_nanos(window)).unwrap();
-            let mut old = window.initial_state(start);
-            let mut split = old;
-            let mut general = old;
+            let mut plain = window.initial_state(start);
+            let mut split = plain;
+            let mut general = plain;
             let mut words = [0];
-            window.write_state(&old, &mut words[..]);
+            window.write_state(&plain, &mut words[..]);
             let mut now = start;
             for (step, fraction) in steps {
                 now = now.saturating_add_signed(step);
                 let cost = 1 + fraction * limit / 900; // up to a little above the limit
-                let expected = reserve_before(&window, &mut old, now, cost);
+                let expected = plain_reserve(&window, &mut plain, now, cost);
                 let settled = window.settle(&mut split, now, cost);
                 proptest::prop_assert_eq!(window.describe(&settled), expected, "at {} cost {}", now, cost);
-                proptest::prop_assert_eq!(split, old);
+                proptest::prop_assert_eq!(split, plain);
                 proptest::prop_assert_eq!(window.reserve::<Decision>(&mut general, now, cost, 0), expected);
-                proptest::prop_assert_eq!(general, old);
+                proptest::prop_assert_eq!(general, plain);
                 let checked = window.check_words(&mut words[..], now, cost, |_| true);
                 proptest::prop_assert_eq!(checked, Some(expected));
-                proptest::prop_assert_eq!(window.read_state(&words[..]), old);
+                proptest::prop_assert_eq!(window.read_state(&words[..]), plain);
             }
         }
     }

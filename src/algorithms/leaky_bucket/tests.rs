@@ -141,10 +141,10 @@ fn saturation_at_the_end_of_time_is_never_not_a_panic() {
         .is_never());
 }
 
-/// An oracle for the step, written plainly in 128-bit arithmetic throughout,
+/// A plain model of the step, written plainly in 128-bit arithmetic throughout,
 /// without the 64-bit forms the step uses where they fit: the step must match
 /// it field by field.
-fn reserve_before(
+fn plain_reserve(
     bucket: &LeakyBucket,
     state: &mut LeakyState,
     now: Nanos,
@@ -231,13 +231,13 @@ proptest::proptest! {
         }
     }
 
-    /// The step is the step as it was: every field of every decision and
+    /// The step matches a plain model of it: every field of every decision and
     /// receipt, and the state, for meter and queue at any wait, at
     /// whole-nanosecond and fractional intervals, with large capacities, costs
     /// above the capacity, time that sometimes goes backwards, and near the end
     /// of time.
     #[test]
-    fn the_step_is_the_step_as_it_was(
+    fn the_step_matches_the_plain_model(
         capacity in proptest::prop_oneof![1u64..6, proptest::strategy::Just(u64::from(u32::MAX))],
         count in 1u64..10,
         period in proptest::prop_oneof![1u64..50, 1_000u64..1_000_000_007, (1u64 << 30)..(1u64 << 62)],
@@ -261,14 +261,14 @@ proptest::proptest! {
         // A full bucket must drain within i64::MAX ns: larger ones are refused.
         proptest::prop_assume!(bucket.is_ok());
         let bucket = bucket.unwrap();
-        let mut old = bucket.initial_state(start);
-        let mut new = old;
+        let mut plain = bucket.initial_state(start);
+        let mut new = plain;
         let mut now = start;
         for (step, cost, max_wait) in steps {
             now = now.saturating_add_signed(step);
-            let expected = reserve_before(&bucket, &mut old, now, cost, max_wait);
+            let expected = plain_reserve(&bucket, &mut plain, now, cost, max_wait);
             proptest::prop_assert_eq!(bucket.reserve::<(Decision, Receipt)>(&mut new, now, cost, max_wait), expected, "at {} cost {}", now, cost);
-            proptest::prop_assert_eq!(new, old);
+            proptest::prop_assert_eq!(new, plain);
         }
     }
 

@@ -18,7 +18,7 @@ pub(super) struct Ticks {
 
 /// A clock reading in ticks, `ticks = ⌊nanos × num / den⌋`, and the remainder
 /// `nanos × num mod den` that the rounding dropped (0 when a tick is a
-/// nanosecond): what the tests' oracle measures waits from.
+/// nanosecond): what the tests' plain model measures waits from.
 #[cfg(test)]
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Reading {
@@ -64,8 +64,8 @@ impl Ticks {
     /// so that rounding `now` down never makes a wait a nanosecond late, and in 64-bit
     /// arithmetic whenever it fits (the common case). The step measures the same
     /// wait as `first_reading(target) − now`, which does not wait for `now`'s
-    /// conversion; this, the wait from the reading, serves the tests (and the step
-    /// as it was, their oracle).
+    /// conversion; this, the wait from the reading, serves the tests (and their
+    /// plain model of the step).
     #[cfg(test)]
     pub(super) fn until(self, now: Reading, target: u128) -> Nanos {
         let Some(delta) = target.checked_sub(u128::from(now.ticks)).filter(|&d| d > 0) else {

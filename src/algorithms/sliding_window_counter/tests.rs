@@ -346,10 +346,10 @@ fn window_of_divides_exactly_without_dividing() {
     }
 }
 
-/// An oracle for the step, written with plain divisions and the layout worked out
+/// A plain model of the step, written with plain divisions and the layout worked out
 /// afresh on every call (no kept reciprocal, no layout in the configuration): the
 /// step must match it field by field.
-fn reserve_before(
+fn plain_reserve(
     counter: &SlidingWindowCounter,
     state: &mut SlidingWindowState,
     now: Nanos,
@@ -466,13 +466,13 @@ proptest::proptest! {
         }
     }
 
-    /// The step, its split check (settle, then describe) and `check_words` are
-    /// the step as it was: every field of every decision, and the state word, in
+    /// The step, its split check (settle, then describe) and `check_words` match
+    /// a plain model of the step: every field of every decision, and the state word, in
     /// both roundings and both countings, with indices stored
     /// whole or wrapping, long windows whose weight needs 128 bits, and time that
     /// sometimes goes backwards.
     #[test]
-    fn the_step_is_the_step_as_it_was(
+    fn the_step_matches_the_plain_model(
         limit in proptest::prop_oneof![1u64..10, 1_000u64..MAX_LIMIT],
         window in proptest::prop_oneof![1u64..100, 1_000u64..10_000_000_000, (1u64 << 50)..(1u64 << 62)],
         floor in proptest::prelude::any::<bool>(),
@@ -481,26 +481,26 @@ proptest::proptest! {
         steps in proptest::collection::vec((-5_000i64..5_000_000, 0u64..1_000, 0i64..4), 1..100),
     ) {
         let counter = configured(limit, window, floor, attempts);
-        let mut old = counter.initial_state(start);
-        let mut new = old;
-        let mut split = old;
+        let mut plain = counter.initial_state(start);
+        let mut new = plain;
+        let mut split = plain;
         let mut words = [0];
-        counter.write_state(&old, &mut words[..]);
+        counter.write_state(&plain, &mut words[..]);
         let mut now = start;
         for (step, fraction, windows) in steps {
             // Now and then a step of a few windows, whatever their length.
             let step = step.saturating_add((window as i64).saturating_mul(windows) / 2);
             now = now.saturating_add_signed(step);
             let cost = 1 + fraction * limit / 900; // up to a little above the limit
-            let expected = reserve_before(&counter, &mut old, now, cost);
+            let expected = plain_reserve(&counter, &mut plain, now, cost);
             proptest::prop_assert_eq!(counter.reserve::<Decision>(&mut new, now, cost, 0), expected, "at {} cost {}", now, cost);
-            proptest::prop_assert_eq!(new, old, "at {} cost {}", now, cost);
+            proptest::prop_assert_eq!(new, plain, "at {} cost {}", now, cost);
             let settled = counter.settle(&mut split, now, cost);
             proptest::prop_assert_eq!(counter.describe(&settled), expected);
-            proptest::prop_assert_eq!(split, old);
+            proptest::prop_assert_eq!(split, plain);
             let checked = counter.check_words(&mut words[..], now, cost, |_| true);
             proptest::prop_assert_eq!(checked, Some(expected));
-            proptest::prop_assert_eq!(counter.read_state(&words[..]), old);
+            proptest::prop_assert_eq!(counter.read_state(&words[..]), plain);
         }
     }
 }

@@ -6,11 +6,11 @@ use crate::algorithms::words::Settle;
 use crate::algorithms::WordEncoded;
 use proptest::prelude::*;
 
-/// An oracle for the step, written plainly on the one-instant model (resync to
+/// A plain model of the step, written plainly on the one-instant model (resync to
 /// `now − burst`, wait for `T`, then charge), the burst and the remaining
 /// permits computed from the float configuration on every call instead of the
 /// derived words: the step must match it field by field.
-fn reserve_before(
+fn plain_reserve(
     bursty: &SmoothBursty,
     state: &mut BurstyState,
     now: Nanos,
@@ -85,17 +85,17 @@ proptest! {
         let bursty = SmoothBursty::new(rate).unwrap().with_max_burst(burst).unwrap();
         let mut state = BurstyState { tat: signed(now).saturating_sub(bursty.burst_nanos).saturating_sub_unsigned(idle) };
         let mut probe = state;
-        let expected = reserve_before(&bursty, &mut probe, now, 1, 0).0;
+        let expected = plain_reserve(&bursty, &mut probe, now, 1, 0).0;
         prop_assert_eq!(bursty.reserve::<Decision>(&mut state, now, 1, 0), expected);
     }
 
     /// The step at any wait, and the check (split in settle and describe, and on
-    /// words) are the step as it was: every field of every decision and receipt,
+    /// words) match a plain model of the step: every field of every decision and receipt,
     /// and the state, on random traces with rate changes
     /// (which keep the whole burst in step with the rate) and time that
     /// sometimes goes backwards.
     #[test]
-    fn the_step_is_the_step_as_it_was(
+    fn the_step_matches_the_plain_model(
         rate in rate(),
         burst in burst(),
         start in prop_oneof![Just(0u64), 0u64..u64::MAX],
@@ -110,20 +110,20 @@ proptest! {
         ),
     ) {
         let mut bursty = SmoothBursty::new(rate).unwrap().with_max_burst(burst).unwrap();
-        let mut old = bursty.initial_state(start);
-        let mut new = old;
+        let mut plain = bursty.initial_state(start);
+        let mut new = plain;
         let mut now = start;
         for (step, cost, max_wait, new_rate) in steps {
             now = now.saturating_add_signed(step);
             if let Some(new_rate) = new_rate {
                 bursty.set_rate(&mut new, now, new_rate).unwrap();
-                old = new;
+                plain = new;
                 prop_assert_eq!(bursty.whole_burst, bursty.max_permits() as u64);
                 prop_assert_eq!(SmoothBursty::from_config_words(bursty.config_words()), bursty);
             }
             // The check: zero wait, split, and on words.
-            let mut probe = old;
-            let (expected, _) = reserve_before(&bursty, &mut probe, now, cost, 0);
+            let mut probe = plain;
+            let (expected, _) = plain_reserve(&bursty, &mut probe, now, cost, 0);
             let mut split = new;
             let settled = bursty.settle(&mut split, now, cost);
             prop_assert_eq!(bursty.describe(&settled), expected, "at {} cost {}", now, cost);
@@ -134,9 +134,9 @@ proptest! {
             prop_assert_eq!(checked, Some(expected));
             prop_assert_eq!(bursty.read_state(&words[..]), probe);
             // The step at any wait.
-            let expected = reserve_before(&bursty, &mut old, now, cost, max_wait);
+            let expected = plain_reserve(&bursty, &mut plain, now, cost, max_wait);
             prop_assert_eq!(bursty.reserve::<(Decision, Receipt)>(&mut new, now, cost, max_wait), expected, "at {} cost {}", now, cost);
-            prop_assert_eq!(new, old);
+            prop_assert_eq!(new, plain);
         }
     }
 }
