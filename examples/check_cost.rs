@@ -16,7 +16,7 @@
 //! limit so generous every call is granted, "denied" one that is exhausted.
 
 use governor::{Quota, RateLimiter as Governor};
-use sluicegate::algorithms::{FixedWindow, LeakyBucket, SlidingWindowCounter};
+use sluicegate::algorithms::{AllOf, FixedWindow, LeakyBucket, Limits, SlidingWindowCounter};
 use sluicegate::CellAlgorithm;
 use sluicegate::RateLimiter;
 use std::hint::black_box;
@@ -131,8 +131,25 @@ fn case(name: &str) -> Option<Call> {
         ("sliding_window_counter", false) => {
             ours(SlidingWindowCounter::new(1, HOUR).ok()?, false, check)
         }
+        // Sets of three windows, the last one the tightest when denied.
+        ("all_of_3", _) => ours(AllOf::new(windows(allowed)?), allowed, check),
+        ("limits_3", _) => {
+            let (a, b, c) = windows(allowed)?;
+            ours(Limits::new().with(a).with(b).with(c), allowed, check)
+        }
         _ => return None,
     })
+}
+
+/// Three fixed windows for the set cases: generous enough that every call is
+/// granted, or with the third exhausted by the time the count starts.
+fn windows(allowed: bool) -> Option<(FixedWindow, FixedWindow, FixedWindow)> {
+    let last = if allowed { 1 << 40 } else { 1 };
+    Some((
+        FixedWindow::new(1 << 40, HOUR).ok()?,
+        FixedWindow::new(1 << 40, HOUR).ok()?,
+        FixedWindow::new(last, HOUR).ok()?,
+    ))
 }
 
 fn names() -> Vec<String> {
@@ -150,6 +167,8 @@ fn names() -> Vec<String> {
             "leaky_queue",
             "fixed_window",
             "sliding_window_counter",
+            "all_of_3",
+            "limits_3",
         ] {
             for call in ["check", "try"] {
                 names.push(format!("{algorithm}/{outcome}/{call}"));
