@@ -20,9 +20,8 @@ use std::time::Duration;
 /// One reserve of 1 on `key` at 1 s: what remains.
 fn remaining_after_one(store: &RedisStore<String, FixedWindow>, key: &str) -> u64 {
     store
-        .apply_key::<(Decision, Receipt)>(&window(10), &key.to_owned(), SECOND, take(1))
+        .apply_key::<Decision>(&window(10), &key.to_owned(), SECOND, take(1))
         .unwrap()
-        .0
         .remaining()
 }
 

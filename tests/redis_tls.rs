@@ -7,7 +7,7 @@
 
 mod support;
 
-use sluicegate::algorithms::{Decision, Receipt};
+use sluicegate::algorithms::Decision;
 use support::redis as redis_support;
 
 use redis_support::trace::caller_time_options;
@@ -37,9 +37,8 @@ fn tls_store(server: &RedisServer, prefix: &str) -> RedisStore<&'static str, Fix
 
 fn remaining_after_one(store: &RedisStore<&'static str, FixedWindow>) -> u64 {
     store
-        .apply_key::<(Decision, Receipt)>(&window(10), &"k", SECOND, take(1))
+        .apply_key::<Decision>(&window(10), &"k", SECOND, take(1))
         .unwrap()
-        .0
         .remaining()
 }
 

@@ -522,9 +522,8 @@ fn the_blocking_pool_shrinks_back_after_a_burst_of_threads() {
     // (and the server sees the others closed), plus this admin connection.
     assert_eq!(
         store
-            .apply_key::<(Decision, Receipt)>(&fw, &"k", SECOND, Operation::Peek { cost: 1 })
+            .apply_key::<Decision>(&fw, &"k", SECOND, Operation::Peek { cost: 1 })
             .unwrap()
-            .0
             .remaining(),
         1_000 - 200 - 1
     );
@@ -572,14 +571,8 @@ fn long_durations_come_back_exact_in_either_reply_form() {
                 .unwrap();
         let memory: MemoryStore<&str, FixedWindow> = MemoryStore::new();
         for step in [take(1), take(1), take(limit + 1)] {
-            let on_redis = store
-                .apply_key::<(Decision, Receipt)>(&fw, &"k", at, step)
-                .unwrap()
-                .0;
-            let in_memory = memory
-                .apply_key::<(Decision, Receipt)>(&fw, &"k", at, step)
-                .unwrap()
-                .0;
+            let on_redis = store.apply_key::<Decision>(&fw, &"k", at, step).unwrap();
+            let in_memory = memory.apply_key::<Decision>(&fw, &"k", at, step).unwrap();
             assert_eq!(on_redis, in_memory, "{period:?}");
         }
     };
@@ -639,13 +632,11 @@ fn durations_past_2_53_microseconds_come_back_as_in_memory() {
             take(5),
         ] {
             let on_redis = store
-                .apply_key::<(Decision, Receipt)>(algorithm, &"k", SECOND, step)
-                .unwrap()
-                .0;
+                .apply_key::<Decision>(algorithm, &"k", SECOND, step)
+                .unwrap();
             let in_memory = memory
-                .apply_key::<(Decision, Receipt)>(algorithm, &"k", SECOND, step)
-                .unwrap()
-                .0;
+                .apply_key::<Decision>(algorithm, &"k", SECOND, step)
+                .unwrap();
             assert_eq!(on_redis, in_memory, "{name}, {step:?}");
             past_2_53 |= in_memory.reset_after_nanos() > (1 << 53) * 1_000;
         }
@@ -796,13 +787,11 @@ fn windows_just_below_2_53_microseconds_decide_as_in_memory() {
                 take(3),
             ] {
                 let on_redis = store
-                    .apply_key::<(Decision, Receipt)>(algorithm, &"k", at, step)
-                    .unwrap()
-                    .0;
+                    .apply_key::<Decision>(algorithm, &"k", at, step)
+                    .unwrap();
                 let in_memory = memory
-                    .apply_key::<(Decision, Receipt)>(algorithm, &"k", at, step)
-                    .unwrap()
-                    .0;
+                    .apply_key::<Decision>(algorithm, &"k", at, step)
+                    .unwrap();
                 assert_eq!(on_redis, in_memory, "{name} at {at} ns, {step:?}");
             }
         }

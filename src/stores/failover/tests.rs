@@ -259,9 +259,8 @@ fn local_grants_are_cancelled_locally_and_store_grants_are_dropped_while_backed_
     let (local, from_local) = store.apply_key(&window(5), &"k", 0, reserve).unwrap();
     assert_eq!(local.source(), Source::Local);
     assert!(!store
-        .apply_key::<(Decision, Receipt)>(&window(5), &"k", 0, reserve)
+        .apply_key::<Decision>(&window(5), &"k", 0, reserve)
         .unwrap()
-        .0
         .is_allowed());
     // The local grant comes back to the local limit: it grants again.
     store.cancel_detached(&window(5), &["k"], 0, std::slice::from_ref(&from_local), 0);

@@ -145,21 +145,18 @@ fn one_process_answers_the_plain_stores_remaining_with_one_round_trip_per_lease(
     let store = leased(&shared, 10, 60 * SECOND);
     for call in 0..100 {
         let want = plain
-            .apply_key::<(Decision, Receipt)>(&limit, &"k", call, take(1))
-            .unwrap()
-            .0;
+            .apply_key::<Decision>(&limit, &"k", call, take(1))
+            .unwrap();
         let got = store
-            .apply_key::<(Decision, Receipt)>(&limit, &"k", call, take(1))
-            .unwrap()
-            .0;
+            .apply_key::<Decision>(&limit, &"k", call, take(1))
+            .unwrap();
         assert_eq!(got.source(), Source::Leased);
         assert_eq!(got, want.with_source(Source::Leased), "call {call}");
     }
     assert_eq!(shared.calls(), 10);
     let refused = store
-        .apply_key::<(Decision, Receipt)>(&limit, &"k", 100, take(1))
-        .unwrap()
-        .0;
+        .apply_key::<Decision>(&limit, &"k", 100, take(1))
+        .unwrap();
     assert!(!refused.is_allowed());
     assert_eq!(refused.source(), Source::Store);
 }
@@ -178,9 +175,8 @@ fn the_last_permits_go_one_call_at_a_time_and_no_lease_is_asked_until_the_refusa
     assert_eq!(shared.calls(), 2 + 1 + 10);
     // The next window: a lease again.
     let next = store
-        .apply_key::<(Decision, Receipt)>(&limit, &"k", 60 * SECOND, take(1))
-        .unwrap()
-        .0;
+        .apply_key::<Decision>(&limit, &"k", 60 * SECOND, take(1))
+        .unwrap();
     assert_eq!((next.source(), next.remaining()), (Source::Leased, 24));
 }
 
@@ -221,9 +217,8 @@ fn a_lease_ends_after_its_period() {
     store.try_take_key(&limit, &"k", 0, 1).unwrap();
     assert_eq!(store.leased(&"k", SECOND - 1), 9);
     let after = store
-        .apply_key::<(Decision, Receipt)>(&limit, &"k", SECOND, take(1))
-        .unwrap()
-        .0;
+        .apply_key::<Decision>(&limit, &"k", SECOND, take(1))
+        .unwrap();
     assert_eq!(shared.calls(), 2, "a new lease");
     assert_eq!(after.remaining(), 1000 - 20 + 9, "the 9 unused stay taken");
 }
@@ -234,16 +229,14 @@ fn a_lease_ends_with_the_window_it_was_taken_in() {
     let shared = Shared::default();
     let store = leased(&shared, 10, 60 * SECOND);
     let first = store
-        .apply_key::<(Decision, Receipt)>(&limit, &"k", SECOND / 2, take(1))
-        .unwrap()
-        .0;
+        .apply_key::<Decision>(&limit, &"k", SECOND / 2, take(1))
+        .unwrap();
     assert_eq!(first.reset_after(), Duration::from_millis(500));
     assert_eq!(store.leased(&"k", SECOND - 1), 9);
     assert_eq!(store.leased(&"k", SECOND), 0);
     let next = store
-        .apply_key::<(Decision, Receipt)>(&limit, &"k", SECOND, take(1))
-        .unwrap()
-        .0;
+        .apply_key::<Decision>(&limit, &"k", SECOND, take(1))
+        .unwrap();
     assert_eq!((next.source(), next.remaining()), (Source::Leased, 99));
 }
 
@@ -271,16 +264,14 @@ fn other_steps_go_to_the_inner_store() {
     };
     assert_eq!(
         store
-            .apply_key::<(Decision, Receipt)>(&limit, &"a", 0, wait)
+            .apply_key::<Decision>(&limit, &"a", 0, wait)
             .unwrap()
-            .0
             .source(),
         Source::Store
     );
     let big = store
-        .apply_key::<(Decision, Receipt)>(&limit, &"a", 0, take(10))
-        .unwrap()
-        .0;
+        .apply_key::<Decision>(&limit, &"a", 0, take(10))
+        .unwrap();
     assert_eq!((big.source(), big.remaining()), (Source::Store, 88));
     assert_eq!(shared.calls(), 4);
     assert_eq!(store.leased_keys(), 0);
@@ -314,25 +305,22 @@ fn a_full_table_sends_new_keys_to_the_store_until_a_lease_ends() {
     let store = leased(&shared, 10, SECOND).with_max_keys(1).unwrap();
     assert_eq!(
         store
-            .apply_key::<(Decision, Receipt)>(&limit, &"a", 0, take(1))
+            .apply_key::<Decision>(&limit, &"a", 0, take(1))
             .unwrap()
-            .0
             .source(),
         Source::Leased
     );
     assert_eq!(
         store
-            .apply_key::<(Decision, Receipt)>(&limit, &"b", 1, take(1))
+            .apply_key::<Decision>(&limit, &"b", 1, take(1))
             .unwrap()
-            .0
             .source(),
         Source::Store
     );
     assert_eq!(store.leased_keys(), 1);
     let b = store
-        .apply_key::<(Decision, Receipt)>(&limit, &"b", SECOND, take(1))
-        .unwrap()
-        .0;
+        .apply_key::<Decision>(&limit, &"b", SECOND, take(1))
+        .unwrap();
     assert_eq!(
         b.source(),
         Source::Leased,
@@ -365,9 +353,8 @@ fn a_dropped_lease_future_frees_the_lease_to_be_taken_again() {
     let store = leased(&shared, 10, 60 * SECOND);
     drop(store.apply_async(&limit, &["k"], 0, take(1)));
     let next = store
-        .apply_key::<(Decision, Receipt)>(&limit, &"k", 1, take(1))
-        .unwrap()
-        .0;
+        .apply_key::<Decision>(&limit, &"k", 1, take(1))
+        .unwrap();
     assert_eq!(next.source(), Source::Leased);
 }
 
@@ -392,9 +379,8 @@ fn a_call_that_finds_too_little_left_drops_it_and_takes_a_new_lease() {
     store.try_take_key(&limit, &"k", 0, 4).unwrap();
     assert_eq!(store.leased(&"k", 0), 2);
     let third = store
-        .apply_key::<(Decision, Receipt)>(&limit, &"k", 0, take(4))
-        .unwrap()
-        .0;
+        .apply_key::<Decision>(&limit, &"k", 0, take(4))
+        .unwrap();
     assert_eq!(shared.calls(), 2);
     assert_eq!(store.leased(&"k", 0), 6);
     // 20 taken from the store, 6 left here: the 2 dropped are neither.

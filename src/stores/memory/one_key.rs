@@ -26,16 +26,9 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
     where
         K: Hash,
     {
-        self.locked(key, |shard, hash| {
-            self.step_one(
-                shard,
-                algorithm,
-                hash,
-                now,
-                step,
-                |state, cost, max_wait| algorithm.reserve(state, now, cost, max_wait),
-            )
-        })
+        let reserve =
+            |state: &mut A::State, cost, max_wait| algorithm.reserve(state, now, cost, max_wait);
+        self.step_one(algorithm, key, now, step, reserve)
     }
 
     /// [`apply_one`](Self::apply_one) with its receipt, also reporting every
@@ -52,18 +45,10 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
     where
         K: Hash,
     {
-        self.locked(key, |shard, hash| {
-            self.step_one(
-                shard,
-                algorithm,
-                hash,
-                now,
-                step,
-                |state, cost, max_wait| {
-                    algorithm.reserve_each(state, now, cost, max_wait, &mut *each)
-                },
-            )
-        })
+        let reserve = |state: &mut A::State, cost, max_wait| {
+            algorithm.reserve_each(state, now, cost, max_wait, &mut *each)
+        };
+        self.step_one(algorithm, key, now, step, reserve)
     }
 
     /// Runs `f` on the shard of `key` (and the key's hash) under its lock, then
@@ -114,10 +99,29 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
         Ok(answer)
     }
 
-    /// Runs `step` on the state of `hash`: a reserve by `reserve` (given the cost
-    /// and the wait), a peek or a cancel by the algorithm's own.
+    /// Runs `step` on the state of `key` under its shard's lock: a reserve by
+    /// `reserve` (given the cost and the wait), a peek or a cancel by the
+    /// algorithm's own.
     #[inline(always)]
     fn step_one<R: Report>(
+        &self,
+        algorithm: &A,
+        key: &K,
+        now: Nanos,
+        step: Operation<'_>,
+        reserve: impl FnOnce(&mut A::State, u64, Nanos) -> R,
+    ) -> Result<R, Error>
+    where
+        K: Hash,
+    {
+        self.locked(key, |shard, hash| {
+            self.step_in(shard, algorithm, hash, now, step, reserve)
+        })
+    }
+
+    /// [`step_one`](Self::step_one) on the locked shard, at the key's `hash`.
+    #[inline(always)]
+    fn step_in<R: Report>(
         &self,
         shard: &mut ShardState<A::State>,
         algorithm: &A,

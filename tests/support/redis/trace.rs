@@ -461,9 +461,8 @@ pub fn cancel_at_the_instant<A: RedisAlgorithm>(url: &str, limit: &A, prefix: &s
     };
     let peek = || {
         store
-            .apply_key::<(Decision, Receipt)>(limit, &"k", at, Operation::Peek { cost: 1 })
+            .apply_key::<Decision>(limit, &"k", at, Operation::Peek { cost: 1 })
             .unwrap()
-            .0
             .remaining()
     };
     // A microsecond later the grant has acted: nothing comes back.
