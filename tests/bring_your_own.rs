@@ -1,13 +1,16 @@
 //! An algorithm defined outside the crate, with public items only, runs in the direct
 //! limiter, the keyed limiter (memory store) and both kinds of multi-limit set, with
 //! nothing added to the crate: implementing `Algorithm` with `type Shape = Plain` is
-//! all it takes.
+//! all it takes. Its step is run in the report each front end reads, building no
+//! more of a grant than that.
 
 use sluicegate::algorithms::{
     Algorithm, AllOf, Decision, FixedWindow, Limits, Plain, Receipt, Report,
 };
 use sluicegate::clock::{Clock, ManualClock, Nanos};
 use sluicegate::{Error, KeyedRateLimiter, RateLimiter};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 const MS: Nanos = 1_000_000;
@@ -147,4 +150,80 @@ fn sets_hold_it_next_to_the_crates_own_algorithms() {
         (1, Duration::from_millis(800))
     );
     assert_eq!(clock.now(), 200 * MS);
+}
+
+/// One call per `gap`, like `Spacing`, counting how often its grants are
+/// described and given receipts: the `Report` docs promise that a report runs
+/// only the closures it reads.
+#[derive(Clone)]
+struct Counted {
+    gap: Nanos,
+    described: Arc<AtomicUsize>,
+    receipted: Arc<AtomicUsize>,
+}
+
+impl Algorithm for Counted {
+    type State = Next;
+    type Shape = Plain;
+
+    fn initial_state(&self, _now: Nanos) -> Next {
+        Next(0)
+    }
+
+    fn reserve<R: Report>(&self, state: &mut Next, now: Nanos, _cost: u64, _max_wait: Nanos) -> R {
+        if now < state.0 {
+            return R::refused(Decision::denied(1, 0, state.0 - now, state.0 - now));
+        }
+        *state = Next(now + self.gap);
+        R::granted(
+            || {
+                self.described.fetch_add(1, Ordering::Relaxed);
+                Decision::allowed(1, 0, self.gap)
+            },
+            || {
+                self.receipted.fetch_add(1, Ordering::Relaxed);
+                Receipt::new(now as i64, 1)
+            },
+        )
+    }
+
+    fn is_replenished(&self, state: &Next, now: Nanos) -> bool {
+        now >= state.0
+    }
+}
+
+#[test]
+fn each_front_end_builds_only_what_it_reads_of_a_grant() {
+    let (described, receipted) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let counted = Counted {
+        gap: 100 * MS,
+        described: Arc::clone(&described),
+        receipted: Arc::clone(&receipted),
+    };
+    let seen = || {
+        (
+            described.load(Ordering::Relaxed),
+            receipted.load(Ordering::Relaxed),
+        )
+    };
+    let clock = ManualClock::new();
+    let direct = RateLimiter::with_clock(counted.clone(), clock.clone());
+    let keyed = KeyedRateLimiter::with_clock(counted, clock.clone());
+
+    // A try reads "granted" alone: nothing built.
+    assert!(direct.try_acquire() && keyed.try_acquire(&"k"));
+    assert_eq!(seen(), (0, 0));
+    // A check reads the decision, not the receipt.
+    clock.advance(Duration::from_millis(100));
+    assert!(direct.check(1).unwrap().is_allowed());
+    assert!(keyed.check(&"k", 1).unwrap().is_allowed());
+    assert_eq!(seen(), (2, 0));
+    // A reservation keeps the receipt to cancel it by.
+    clock.advance(Duration::from_millis(100));
+    let reservation = direct.reserve(1).unwrap();
+    assert!(reservation.decision().is_allowed());
+    assert_eq!(seen(), (3, 1));
+    // A refusal is read in full by every report, and builds no grant.
+    assert!(!direct.try_acquire());
+    assert_eq!(seen(), (3, 1));
 }
