@@ -42,4 +42,4 @@ mod service;
 
 pub use future::{ClientError, ResponseFuture};
 pub use layer::ClientLayer;
-pub use service::{Client, HttpResponses, ReadResponse, Unobserved};
+pub use service::{Client, HttpResponses, Unobserved};

@@ -8,30 +8,24 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 use tower_service::Service;
 
-/// Reads the status and headers of a response, for the back-off to observe.
-///
-/// Implemented by [`HttpResponses`] for `http::Response<B>` (hyper, axum, most tower
-/// stacks), by [`Unobserved`] for any response (no back-off), and by any closure
-/// `|response: &T| (status, &headers)`, e.g. for `reqwest::Response`:
-/// `|r: &reqwest::Response| (r.status(), r.headers())`.
-///
-/// ```
-/// use http::{HeaderMap, Response, StatusCode};
-/// use sluicegate::adapters::client::{HttpResponses, ReadResponse};
-/// let response = Response::builder().status(429).body(()).unwrap();
-/// let (status, headers) = HttpResponses.read(&response).unwrap();
-/// assert_eq!((status, headers.len()), (StatusCode::TOO_MANY_REQUESTS, 0));
-/// ```
-pub trait ReadResponse<T> {
+/// Reads the status and headers of a response, for the back-off to observe:
+/// [`HttpResponses`] for `http::Response<B>`, [`Unobserved`] for any response (no
+/// back-off), and any closure `|response: &T| (status, &headers)` given to
+/// [`honour_server_with`](super::ClientLayer::honour_server_with). Crate-private:
+/// those three are every reader a client needs.
+pub(crate) trait ReadResponse<T> {
     /// The response's status and headers, or `None` to observe nothing.
     fn read<'a>(&self, response: &'a T) -> Option<(StatusCode, &'a HeaderMap)>;
 }
 
-/// Observes nothing: the client layer without back-off.
+/// Observes nothing: the reader of a [`ClientLayer`](super::ClientLayer) that does
+/// not honour the server (the default), so no response holds a key back.
 ///
 /// ```
-/// use sluicegate::adapters::client::{ReadResponse, Unobserved};
-/// assert!(Unobserved.read(&"anything").is_none());
+/// use sluicegate::adapters::client::{ClientLayer, Unobserved};
+/// use sluicegate::adapters::Each;
+/// use sluicegate::RateLimiter;
+/// let layer: ClientLayer<_, Each, Unobserved> = ClientLayer::new(RateLimiter::bursty(10.0).unwrap());
 /// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Unobserved;
@@ -42,12 +36,18 @@ impl<T> ReadResponse<T> for Unobserved {
     }
 }
 
-/// Reads `http::Response<B>`.
+/// Reads `http::Response<B>` (hyper, axum, most tower stacks): the reader of a
+/// [`ClientLayer`](super::ClientLayer) that
+/// [honours the server](super::ClientLayer::honour_server).
 ///
 /// ```
-/// use sluicegate::adapters::client::{HttpResponses, ReadResponse};
-/// let ok = http::Response::new("body");
-/// assert_eq!(HttpResponses.read(&ok).unwrap().0, http::StatusCode::OK);
+/// use sluicegate::adapters::client::{ClientLayer, HttpResponses};
+/// use sluicegate::adapters::{Each, HoldBack};
+/// use sluicegate::{clock::ManualClock, RateLimiter};
+/// let clock = ManualClock::new();
+/// let limiter = RateLimiter::bursty_with_clock(10.0, clock.clone()).unwrap();
+/// let layer: ClientLayer<_, Each, HttpResponses> =
+///     ClientLayer::new(limiter).honour_server(HoldBack::new(clock));
 /// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct HttpResponses;
@@ -128,5 +128,24 @@ where
             self.hold.clone(),
             self.read.clone(),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{HttpResponses, ReadResponse, Unobserved};
+    use http::{Response, StatusCode};
+
+    #[test]
+    fn each_reader_reads_what_it_says() {
+        let response = Response::builder()
+            .status(429)
+            .header("retry-after", "3")
+            .body(())
+            .unwrap();
+        let (status, headers) = HttpResponses.read(&response).unwrap();
+        assert_eq!((status, headers.len()), (StatusCode::TOO_MANY_REQUESTS, 1));
+        assert!(Unobserved.read(&response).is_none());
+        assert!(Unobserved.read(&"anything").is_none());
     }
 }
