@@ -1,9 +1,11 @@
 //! The keyed limiter and its in-memory store: per-key decisions, every algorithm
-//! and set keyed, keyed reservations, the store's forgetting and cap, and hostile
-//! keys.
+//! and set keyed, keyed reservations, the store's forgetting and cap, hostile
+//! keys, and keys looked up by their borrowed form.
 
 mod support;
 
+#[path = "keyed/borrowed_keys.rs"]
+mod borrowed_keys;
 #[path = "keyed/every_algorithm.rs"]
 mod every_algorithm;
 #[path = "keyed/hostile_keys.rs"]

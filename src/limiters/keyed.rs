@@ -22,7 +22,7 @@
 //! The store is the in-memory [`MemoryStore`] unless another is given; see it for
 //! the cost per key and how idle keys are forgotten.
 
-use crate::algorithms::{Algorithm, Decision, SmoothBursty};
+use crate::algorithms::{Algorithm, Decision, Report, SmoothBursty};
 use crate::clock::{duration_to_nanos, Clock, DefaultClock, Nanos};
 use crate::error::{ConfigError, Error};
 use crate::stores::store::blank;
@@ -41,10 +41,27 @@ use super::waiting::{granted_within, wait_blocking};
 use super::AsyncKeyedRateLimiter;
 
 /// A thread-safe rate limiter that keeps a separate limit per key (an IP, a user
-/// id, any `Hash + Eq` value), over any [algorithm](crate::algorithms) and any
-/// [`Store`].
+/// id, any `Hash + Eq + Clone` value), over any [algorithm](crate::algorithms)
+/// and any [`Store`].
 ///
 /// Cloning is cheap (an `Arc`) and clones share the store; it is `Send + Sync`.
+///
+/// Every single-key call, blocking or async, takes the key by reference, as `K`
+/// or as the form it borrows as (as `HashMap::get` does): a `String`-keyed
+/// limiter takes `&str` and `&String` alike, for one state. A call that keeps its
+/// key (a reservation, an async wait) copies it. The `_all` calls take a slice of
+/// `K`.
+///
+/// ```
+/// use sluicegate::algorithms::FixedWindow;
+/// use sluicegate::{clock::ManualClock, KeyedRateLimiter};
+/// use std::time::Duration;
+/// let window = FixedWindow::new(2, Duration::from_secs(1)).unwrap();
+/// let per_user: KeyedRateLimiter<String, _, _, _> = KeyedRateLimiter::with_clock(window, ManualClock::new());
+/// assert!(per_user.try_acquire("alice"));
+/// assert!(per_user.try_acquire(&String::from("alice")));
+/// assert!(!per_user.try_acquire("alice")); // one state for both forms
+/// ```
 ///
 /// | call | waits? | answers |
 /// |---|---|---|
@@ -110,7 +127,7 @@ impl<K, A: Algorithm + fmt::Debug, S: fmt::Debug, C: Clock> fmt::Debug
     }
 }
 
-impl<K: Hash + Eq> KeyedRateLimiter<K, SmoothBursty> {
+impl<K: Hash + Eq + Clone> KeyedRateLimiter<K, SmoothBursty> {
     /// A keyed Guava bursty limiter: `rate` permits per second per key, 1 second of
     /// burst, in memory, on the real clock.
     ///
@@ -126,7 +143,7 @@ impl<K: Hash + Eq> KeyedRateLimiter<K, SmoothBursty> {
     }
 }
 
-impl<K: Hash + Eq, A: Algorithm> KeyedRateLimiter<K, A> {
+impl<K: Hash + Eq + Clone, A: Algorithm> KeyedRateLimiter<K, A> {
     /// A keyed limiter running `algorithm` per key in a new [`MemoryStore`], on the
     /// real clock.
     ///
@@ -140,7 +157,7 @@ impl<K: Hash + Eq, A: Algorithm> KeyedRateLimiter<K, A> {
     }
 }
 
-impl<K: Hash + Eq, A: Algorithm, C: Clock> KeyedRateLimiter<K, A, MemoryStore<K, A>, C> {
+impl<K: Hash + Eq + Clone, A: Algorithm, C: Clock> KeyedRateLimiter<K, A, MemoryStore<K, A>, C> {
     /// A keyed limiter running `algorithm` per key in a new [`MemoryStore`], on
     /// `clock` (e.g. a [`ManualClock`](crate::clock::ManualClock) in tests).
     ///
@@ -245,20 +262,26 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     /// assert!(limiter.check(&"b", 1).is_err());
     /// ```
     #[inline]
-    pub fn try_acquire(&self, key: &K) -> bool {
+    pub fn try_acquire<Q>(&self, key: &Q) -> bool
+    where
+        Q: ToOwned<Owned = K> + ?Sized,
+        S: Store<Q, A>,
+    {
         matches!(self.try_take(key, 1), Ok(None))
     }
 
     /// The store's zero-wait step in the lean report ([`Store::apply_key`]):
     /// `None` if granted, else the refusal in full.
     #[inline]
-    pub(crate) fn try_take(&self, key: &K, cost: u64) -> Result<Option<Decision>, Error> {
+    pub(crate) fn try_take<Q>(&self, key: &Q, cost: u64) -> Result<Option<Decision>, Error>
+    where
+        Q: ToOwned<Owned = K> + ?Sized,
+        S: Store<Q, A>,
+    {
         let cost = nonzero(cost)?;
-        let shared = &*self.shared;
-        let now = shared.clock.now();
+        let now = self.shared.clock.now();
         let step = Operation::Reserve { cost, max_wait: 0 };
-        let taken: Result<(), Decision> =
-            shared.store.apply_key(&shared.algorithm, key, now, step)?;
+        let taken: Result<(), Decision> = self.step_key(key, now, step)?;
         Ok(taken.err())
     }
 
@@ -285,12 +308,14 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     /// assert_eq!(refused.retry_after(), Duration::from_millis(250));
     /// ```
     #[inline]
-    pub fn check(&self, key: &K, cost: u64) -> Result<Decision, Error> {
+    pub fn check<Q>(&self, key: &Q, cost: u64) -> Result<Decision, Error>
+    where
+        Q: ToOwned<Owned = K> + ?Sized,
+        S: Store<Q, A>,
+    {
         let cost = nonzero(cost)?;
-        let shared = &*self.shared;
-        let now = shared.clock.now();
-        let step = Operation::Reserve { cost, max_wait: 0 };
-        shared.store.apply_key(&shared.algorithm, key, now, step)
+        let now = self.shared.clock.now();
+        self.step_key(key, now, Operation::Reserve { cost, max_wait: 0 })
     }
 
     /// [`check`](Self::check), also telling `each` how every limit of the
@@ -321,19 +346,22 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     /// assert_eq!(left, [2, 99]);
     /// ```
     #[inline]
-    pub fn check_each(
+    pub fn check_each<Q>(
         &self,
-        key: &K,
+        key: &Q,
         cost: u64,
         each: &mut dyn FnMut(Decision),
-    ) -> Result<Decision, Error> {
+    ) -> Result<Decision, Error>
+    where
+        Q: ToOwned<Owned = K> + ?Sized,
+        S: Store<Q, A>,
+    {
         let cost = nonzero(cost)?;
         let shared = &*self.shared;
         let now = shared.clock.now();
         let step = Operation::Reserve { cost, max_wait: 0 };
-        let answer = shared
-            .store
-            .apply_key_each(&shared.algorithm, key, now, step, each)?;
+        let answer =
+            Store::<Q, A>::apply_key_each(&shared.store, &shared.algorithm, key, now, step, each)?;
         Ok(answer.0)
     }
 
@@ -381,8 +409,14 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     /// assert!(limiter.peek(&3u32, 1).unwrap().is_allowed());
     /// assert_eq!(limiter.live_keys(), 0);
     /// ```
-    pub fn peek(&self, key: &K, cost: u64) -> Result<Decision, Error> {
-        self.peek_all(std::slice::from_ref(key), cost)
+    pub fn peek<Q>(&self, key: &Q, cost: u64) -> Result<Decision, Error>
+    where
+        Q: ToOwned<Owned = K> + ?Sized,
+        S: Store<Q, A>,
+    {
+        let cost = nonzero(cost)?;
+        let now = self.shared.clock.now();
+        self.step_key(key, now, Operation::Peek { cost })
     }
 
     /// The decision [`check_all`](Self::check_all) would give now, consuming
@@ -424,7 +458,11 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     /// assert_eq!(limiter.acquire(&"other").unwrap(), Duration::ZERO);
     /// assert!(matches!(limiter.acquire_n(&"k", 2), Err(Error::Never { .. })));
     /// ```
-    pub fn acquire(&self, key: &K) -> Result<Duration, Error> {
+    pub fn acquire<Q>(&self, key: &Q) -> Result<Duration, Error>
+    where
+        Q: ToOwned<Owned = K> + ?Sized,
+        S: Store<Q, A>,
+    {
         self.acquire_n(key, 1)
     }
 
@@ -445,8 +483,12 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     /// }
     /// assert_eq!(clock.take_sleeps_secs(), vec![0.0, 0.2, 0.2]); // as Guava, at time 0
     /// ```
-    pub fn acquire_n(&self, key: &K, cost: u64) -> Result<Duration, Error> {
-        self.acquire_within(std::slice::from_ref(key), cost, u64::MAX)
+    pub fn acquire_n<Q>(&self, key: &Q, cost: u64) -> Result<Duration, Error>
+    where
+        Q: ToOwned<Owned = K> + ?Sized,
+        S: Store<Q, A>,
+    {
+        self.acquire_within(cost, u64::MAX, |now, step| self.step_key(key, now, step))
     }
 
     /// Takes `cost` permits from every key in `keys` (all-or-nothing), blocking as
@@ -466,7 +508,7 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     /// assert!(limiter.acquire_all(&[], 1).is_err());
     /// ```
     pub fn acquire_all(&self, keys: &[K], cost: u64) -> Result<Duration, Error> {
-        self.acquire_within(keys, cost, u64::MAX)
+        self.acquire_within(cost, u64::MAX, |now, step| self.step(keys, now, step))
     }
 
     /// Takes `cost` permits for `key` if they can be had within `timeout`, waiting
@@ -483,14 +525,18 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     /// assert!(!limiter.try_acquire_n_timeout(&1, 1, Duration::from_millis(199)).unwrap());
     /// assert!(limiter.try_acquire_n_timeout(&1, 1, Duration::from_millis(200)).unwrap());
     /// ```
-    pub fn try_acquire_n_timeout(
+    pub fn try_acquire_n_timeout<Q>(
         &self,
-        key: &K,
+        key: &Q,
         cost: u64,
         timeout: Duration,
-    ) -> Result<bool, Error> {
-        let keys = std::slice::from_ref(key);
-        granted_within(self.acquire_within(keys, cost, duration_to_nanos(timeout)))
+    ) -> Result<bool, Error>
+    where
+        Q: ToOwned<Owned = K> + ?Sized,
+        S: Store<Q, A>,
+    {
+        let budget = duration_to_nanos(timeout);
+        granted_within(self.acquire_within(cost, budget, |now, step| self.step_key(key, now, step)))
     }
 
     /// An async handle on this limiter, sharing its store:
@@ -511,6 +557,22 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
         AsyncKeyedRateLimiter::from(self.clone())
     }
 
+    /// One store step on `key`, answered in the caller's report.
+    #[inline]
+    pub(crate) fn step_key<Q, R: Report>(
+        &self,
+        key: &Q,
+        now: Nanos,
+        step: Operation<'_>,
+    ) -> Result<R, Error>
+    where
+        Q: ?Sized,
+        S: Store<Q, A>,
+    {
+        let shared = &*self.shared;
+        Store::<Q, A>::apply_key(&shared.store, &shared.algorithm, key, now, step)
+    }
+
     /// One store step over `keys`, combined into one decision.
     #[inline]
     pub(crate) fn step(
@@ -522,9 +584,7 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
         let shared = &*self.shared;
         match keys.len() {
             0 => Err(no_keys()),
-            1 => shared
-                .store
-                .apply_key(&shared.algorithm, &keys[0], now, step),
+            1 => self.step_key(&keys[0], now, step),
             n if n <= STACK_KEYS => {
                 // The usual multi-key call (IP and user, a handful of keys) decides
                 // without touching the allocator.
@@ -545,18 +605,25 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
         }
     }
 
-    /// The blocking core, as the direct limiter's: reserve for a caller willing to
-    /// wait up to `budget`, then sleep until the grant may act; algorithms that
-    /// cannot reserve the future deny with a `retry_after`, slept and retried while
-    /// the budget lasts.
-    fn acquire_within(&self, keys: &[K], cost: u64, budget: Nanos) -> Result<Duration, Error> {
+    /// The blocking core, as the direct limiter's: reserve by `step` for a
+    /// caller willing to wait up to `budget`, then sleep until the grant may act;
+    /// algorithms that cannot reserve the future deny with a `retry_after`, slept
+    /// and retried while the budget lasts.
+    fn acquire_within(
+        &self,
+        cost: u64,
+        budget: Nanos,
+        step: impl Fn(Nanos, Operation<'_>) -> Result<Decision, Error>,
+    ) -> Result<Duration, Error> {
         let cost = nonzero(cost)?;
         wait_blocking(&self.shared.clock, cost, budget, |now, left| {
-            let step = Operation::Reserve {
-                cost,
-                max_wait: left,
-            };
-            self.step(keys, now, step)
+            step(
+                now,
+                Operation::Reserve {
+                    cost,
+                    max_wait: left,
+                },
+            )
         })
     }
 

@@ -119,7 +119,11 @@ where
     /// assert!(!handle.try_acquire(&"a"));
     /// assert!(handle.try_acquire(&"b"));
     /// ```
-    pub fn try_acquire(&self, key: &K) -> bool {
+    pub fn try_acquire<Q>(&self, key: &Q) -> bool
+    where
+        Q: ToOwned<Owned = K> + ?Sized,
+        S: Store<Q, A>,
+    {
         self.limiter.try_acquire(key)
     }
 }
@@ -146,13 +150,13 @@ where
     /// let d = futures::executor::block_on(limiter.check(&7u32, 1)).unwrap();
     /// assert!(d.is_allowed());
     /// ```
-    pub fn check(
+    pub fn check<Q: ToOwned<Owned = K> + ?Sized>(
         &self,
-        key: &K,
+        key: &Q,
         cost: u64,
     ) -> impl Future<Output = Result<Decision, Error>> + Send + 'static {
         let limiter = self.limiter.clone();
-        let keys = [key.clone()];
+        let keys = [key.to_owned()];
         async move {
             let cost = nonzero(cost)?;
             let now = limiter.clock().now();
@@ -181,9 +185,9 @@ where
     ///     assert_eq!(handle.acquire(&"k").await.unwrap(), Duration::from_millis(250));
     /// });
     /// ```
-    pub fn acquire(
+    pub fn acquire<Q: ToOwned<Owned = K> + ?Sized>(
         &self,
-        key: &K,
+        key: &Q,
     ) -> impl Future<Output = Result<Duration, Error>> + Send + 'static {
         self.acquire_n(key, 1)
     }
@@ -206,13 +210,13 @@ where
     ///     assert!(matches!(handle.acquire_n(&"k", 0).await, Err(Error::ZeroCost)));
     /// });
     /// ```
-    pub fn acquire_n(
+    pub fn acquire_n<Q: ToOwned<Owned = K> + ?Sized>(
         &self,
-        key: &K,
+        key: &Q,
         cost: u64,
     ) -> impl Future<Output = Result<Duration, Error>> + Send + 'static {
         // One key travels in a one-element array: no allocation per call.
-        acquire_within(self.limiter.clone(), [key.clone()], cost, u64::MAX)
+        acquire_within(self.limiter.clone(), [key.to_owned()], cost, u64::MAX)
     }
 
     /// Takes `cost` permits from every key in `keys` (all-or-nothing), waiting
@@ -256,14 +260,14 @@ where
     ///     assert!(handle.try_acquire_n_timeout(&"k", 0, Duration::ZERO).await.is_err());
     /// });
     /// ```
-    pub fn try_acquire_n_timeout(
+    pub fn try_acquire_n_timeout<Q: ToOwned<Owned = K> + ?Sized>(
         &self,
-        key: &K,
+        key: &Q,
         cost: u64,
         timeout: Duration,
     ) -> impl Future<Output = Result<bool, Error>> + Send + 'static {
         let budget = duration_to_nanos(timeout);
-        let acquired = acquire_within(self.limiter.clone(), [key.clone()], cost, budget);
+        let acquired = acquire_within(self.limiter.clone(), [key.to_owned()], cost, budget);
         async move { granted_within(acquired.await) }
     }
 
@@ -298,12 +302,12 @@ where
     ///     assert_eq!(refused.delay(), Duration::from_secs(1));
     /// });
     /// ```
-    pub fn reserve(
+    pub fn reserve<Q: ToOwned<Owned = K> + ?Sized>(
         &self,
-        key: &K,
+        key: &Q,
         cost: u64,
     ) -> impl Future<Output = Result<KeyedReservation<K, A, S, C>, Error>> + Send + 'static {
-        reserve_async(self.limiter.clone(), vec![key.clone()], cost)
+        reserve_async(self.limiter.clone(), vec![key.to_owned()], cost)
     }
 
     /// Reserves `cost` permits on every key in `keys`, or on none, as

@@ -368,8 +368,20 @@ impl<K: Clone, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S,
     /// assert!(!refused.is_ok());
     /// assert_eq!(refused.decision().retry_after(), Duration::from_secs(1));
     /// ```
-    pub fn reserve(&self, key: &K, cost: u64) -> Result<KeyedReservation<K, A, S, C>, Error> {
-        self.reserve_all(std::slice::from_ref(key), cost)
+    pub fn reserve<Q>(&self, key: &Q, cost: u64) -> Result<KeyedReservation<K, A, S, C>, Error>
+    where
+        Q: ToOwned<Owned = K> + ?Sized,
+        S: Store<Q, A>,
+    {
+        let step = reserve_step(cost)?;
+        let now = self.clock().now();
+        let answer: (Decision, Receipt) = self.step_key(key, now, step)?;
+        Ok(KeyedReservation::new(
+            self.clone(),
+            vec![key.to_owned()],
+            std::slice::from_ref(&answer),
+            now,
+        ))
     }
 
     /// Reserves `cost` permits on *every* key in `keys`, or on none, in one atomic

@@ -69,10 +69,15 @@
 //!   whose outcome is unknown (the call could count twice).
 //!   [`MemoryStore`](super::MemoryStore) fails only when given a key cap and full
 //!   ([`Error::StoreFull`], nothing applied).
-//! * **Keys.** The in-memory store takes any `Hash + Eq` key. A remote store needs
-//!   text: keys render with [`RenderKey`] (every `Display` type does), and a remote
-//!   store must keep the states of one key under one hash tag (Redis Cluster places
-//!   keys by the text inside `{…}`), e.g. `rl:{user:42}:<limit>`.
+//! * **Keys.** The in-memory store takes any `Hash + Eq + Clone` key. A remote
+//!   store needs text: keys render with [`RenderKey`] (every `Display` type does),
+//!   and a remote store must keep the states of one key under one hash tag (Redis
+//!   Cluster places keys by the text inside `{…}`), e.g. `rl:{user:42}:<limit>`.
+//!   A store of keys `K` is a `Store<Q, A>` for `K` itself and for the form `K`
+//!   borrows as (`Q: ToOwned<Owned = K>`: `str` for `String`), naming one state
+//!   for both (they hash, compare and render alike), so a single-key call takes
+//!   either; a multi-key call takes sized keys (`apply` and its kin require
+//!   `K: Sized`).
 
 use crate::algorithms::{Algorithm, Decision, Receipt, Report};
 use crate::clock::Nanos;
@@ -139,7 +144,7 @@ pub type Reporting =
 /// store.apply(&bursty, &["a"], 0, Operation::Reserve { cost: 1, max_wait: 0 }, &mut out).unwrap();
 /// assert!(out[0].0.is_allowed());
 /// ```
-pub trait Store<K, A: Algorithm>: Send + Sync {
+pub trait Store<K: ?Sized, A: Algorithm>: Send + Sync {
     /// The future of [`apply_async`](Store::apply_async). A store that never waits
     /// (in memory) answers with a ready future.
     type Pending: Future<Output = Result<Vec<(Decision, Receipt)>, Error>> + Send + 'static;
@@ -159,17 +164,24 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
         now: Nanos,
         step: Operation<'_>,
         out: &mut [(Decision, Receipt)],
-    ) -> Result<(), Error>;
+    ) -> Result<(), Error>
+    where
+        K: Sized;
 
     /// [`apply`](Store::apply) for a single key, answered in the caller's
-    /// [`Report`]: the hot path of a keyed limiter, which a store may implement
-    /// without the slices. A try reads `Result<(), Decision>` (`Ok` if granted,
-    /// otherwise the refusal in full; a cost above what the limit can ever hold is
-    /// refused as never), a check the [`Decision`], a reservation the decision
-    /// with its [`Receipt`]; the state changes the same way whatever the report,
-    /// and a new key is kept only if granted. The default forwards to `apply` and
-    /// reports what it answered; the in-memory store runs the algorithm's step in
-    /// the caller's report, so that a try does not describe its grant.
+    /// [`Report`]: the hot path of a keyed limiter. A try reads
+    /// `Result<(), Decision>` (`Ok` if granted, otherwise the refusal in full; a
+    /// cost above what the limit can ever hold is refused as never), a check the
+    /// [`Decision`], a reservation the decision with its [`Receipt`]; the state
+    /// changes the same way whatever the report, and a new key is kept only if
+    /// granted. The in-memory store runs the algorithm's step in the caller's
+    /// report, so that a try does not describe its grant.
+    ///
+    /// `key` may be a borrowed form of the keys a store holds (`str` for `String`
+    /// keys, as with `HashMap::get`), which is why this method takes no slice and
+    /// [`apply`](Store::apply) is for sized keys only. A store of sized keys can
+    /// answer it by `apply` on `std::slice::from_ref(key)` with a one-slot
+    /// output, reporting the slot with [`Report::decided`].
     ///
     /// # Errors
     /// As [`apply`](Store::apply).
@@ -187,19 +199,13 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
     /// let refusal: Decision = store.apply_key(&window, &"k", 0, take).unwrap();
     /// assert_eq!(refusal.retry_after(), Duration::from_secs(1));
     /// ```
-    #[inline]
     fn apply_key<R: Report>(
         &self,
         algorithm: &A,
         key: &K,
         now: Nanos,
         step: Operation<'_>,
-    ) -> Result<R, Error> {
-        let mut out = [blank()];
-        self.apply(algorithm, std::slice::from_ref(key), now, step, &mut out)?;
-        let [(decision, receipt)] = out;
-        Ok(R::decided(decision, receipt))
-    }
+    ) -> Result<R, Error>;
 
     /// [`apply_key`](Store::apply_key) of an [`Operation::Reserve`], also telling `each`
     /// how every limit of the algorithm stands after the step, as
@@ -273,7 +279,10 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
         key: &K,
         now: Nanos,
         step: Operation<'_>,
-    ) -> Reporting {
+    ) -> Reporting
+    where
+        K: Sized,
+    {
         let pending = self.apply_async(algorithm, std::slice::from_ref(key), now, step);
         Box::pin(async move {
             let answer = pending.await?.into_iter().next().unwrap_or_else(blank);
@@ -306,7 +315,9 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
         keys: &[K],
         now: Nanos,
         step: Operation<'_>,
-    ) -> Self::Pending;
+    ) -> Self::Pending
+    where
+        K: Sized;
 
     /// Gives back the grants behind `receipts` (one per key, as
     /// [`Operation::Cancel`]) *without blocking the caller*: it may be called from
@@ -326,7 +337,8 @@ pub trait Store<K, A: Algorithm>: Send + Sync {
         now: Nanos,
         receipts: &[Receipt],
         acts_at: Nanos,
-    );
+    ) where
+        K: Sized;
 
     /// A number naming `key`'s state in this store, by which the async keyed
     /// limiter tells apart the waits of different keys when it gives back waits
@@ -400,7 +412,7 @@ pub(crate) fn blank() -> (Decision, Receipt) {
 /// `try_acquire` asks it: `None` if granted, else the refusal. What the store
 /// tests call.
 #[cfg(test)]
-pub(crate) trait TryTake<K, A: Algorithm>: Store<K, A> {
+pub(crate) trait TryTake<K: ?Sized, A: Algorithm>: Store<K, A> {
     fn try_take_key(
         &self,
         algorithm: &A,
@@ -415,4 +427,4 @@ pub(crate) trait TryTake<K, A: Algorithm>: Store<K, A> {
 }
 
 #[cfg(test)]
-impl<K, A: Algorithm, S: Store<K, A> + ?Sized> TryTake<K, A> for S {}
+impl<K: ?Sized, A: Algorithm, S: Store<K, A> + ?Sized> TryTake<K, A> for S {}

@@ -20,7 +20,7 @@ use std::time::Duration;
 use tower::{service_fn, Layer, ServiceExt};
 
 /// 2 a minute per key, on virtual time.
-fn two_a_minute<K: std::hash::Hash + Eq + Send + Sync + 'static>(
+fn two_a_minute<K: std::hash::Hash + Eq + Clone + Send + Sync + 'static>(
 ) -> KeyedRateLimiter<K, FixedWindow, sluicegate::stores::MemoryStore<K, FixedWindow>, ManualClock>
 {
     let window = FixedWindow::new(2, Duration::from_secs(60)).unwrap();

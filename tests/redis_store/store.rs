@@ -817,3 +817,35 @@ fn windows_just_below_2_53_microseconds_decide_as_in_memory() {
         check(server.url(), &buckets, "buckets");
     }
 }
+
+#[test]
+fn a_string_keyed_limiter_on_redis_takes_str_for_the_same_server_key() {
+    let server = RedisServer::start();
+    let store: RedisStore<String, FixedWindow> = RedisStore::open_with(
+        server.url(),
+        caller_time_options(&unique_prefix("borrowed")),
+    )
+    .unwrap();
+    assert_eq!(store.server_key("k"), store.server_key(&String::from("k")));
+    let clock = sluicegate::clock::ManualClock::new();
+    let limiter = sluicegate::KeyedRateLimiter::with_store(window(3), store, clock);
+    assert!(limiter.try_acquire("k"));
+    assert!(limiter.try_acquire(&String::from("k")));
+    assert_eq!(limiter.check("k", 1).unwrap().remaining(), 0);
+    assert!(!limiter.try_acquire(&String::from("k")));
+    let mut each = Vec::new();
+    let refused = limiter
+        .check_each("k", 1, &mut |d| each.push(d.remaining()))
+        .unwrap();
+    assert!(!refused.is_allowed());
+    assert_eq!(each, [0]);
+    assert_eq!(limiter.peek("other", 1).unwrap().remaining(), 2);
+    let runtime = current_thread_runtime();
+    let handle = limiter.to_async();
+    let d = runtime.block_on(handle.check("other", 1)).unwrap();
+    assert_eq!(d.remaining(), 2);
+    assert_eq!(
+        limiter.peek(&String::from("other"), 1).unwrap().remaining(),
+        1
+    );
+}

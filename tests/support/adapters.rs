@@ -106,7 +106,7 @@ impl<K, A: sluicegate::algorithms::Algorithm> Remote<K, A> {
 
 impl<K, A> sluicegate::stores::Store<K, A> for Remote<K, A>
 where
-    K: std::hash::Hash + Eq + Send + Sync,
+    K: std::hash::Hash + Eq + Clone + Send + Sync,
     A: sluicegate::algorithms::Algorithm,
 {
     type Pending = std::pin::Pin<
@@ -133,6 +133,20 @@ where
         self.blocking
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.states.apply(algorithm, keys, now, step, out)
+    }
+
+    fn apply_key<R: sluicegate::algorithms::Report>(
+        &self,
+        algorithm: &A,
+        key: &K,
+        now: u64,
+        step: sluicegate::stores::Operation<'_>,
+    ) -> Result<R, Error> {
+        self.round_trips
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.blocking
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.states.apply_key(algorithm, key, now, step)
     }
 
     fn cancel_detached(

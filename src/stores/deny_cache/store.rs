@@ -11,6 +11,7 @@ use crate::stores::store::check_output;
 use crate::stores::{Operation, Reporting, Store};
 use futures::future::BoxFuture;
 use futures::FutureExt;
+use std::borrow::Borrow;
 use std::hash::Hash;
 use std::sync::Arc;
 
@@ -26,33 +27,37 @@ impl<K: Hash + Eq> Table<K> {
     /// Keeps what the store answered to a step of `cost` on `key` (`None`: not
     /// one the cache answers): a refusal the store made is kept, a grant drops
     /// the key's refusal.
-    fn record(&self, key: &K, ticket: Ticket, now: Nanos, cost: u64, keep: bool, d: Decision)
+    fn record<Q>(&self, key: &Q, ticket: Ticket, now: Nanos, cost: u64, keep: bool, d: Decision)
     where
-        K: Clone,
+        K: Borrow<Q>,
+        Q: ToOwned<Owned = K> + Hash + Eq + ?Sized,
     {
         if d.is_allowed() {
             self.forget(key);
         } else if keep && d.verdict() == Verdict::Denied && d.source() == Source::Store {
-            self.learn(key.clone(), ticket, now, cost, d);
+            self.learn(key.to_owned(), ticket, now, cost, d);
         }
     }
 }
 
 impl<S, K, A> DenyCache<S, K, A>
 where
-    S: Store<K, A>,
     K: Hash + Eq + Clone + Send + Sync + 'static,
     A: Algorithm,
 {
     /// The cached answer to `step` on `key`, or the ticket to learn the store's
     /// answer with and whether the answer may be kept.
-    fn lookup(
+    fn lookup<Q>(
         &self,
         algorithm: &A,
-        key: &K,
+        key: &Q,
         now: Nanos,
         step: Operation<'_>,
-    ) -> Result<Decision, (Ticket, Option<u64>)> {
+    ) -> Result<Decision, (Ticket, Option<u64>)>
+    where
+        K: Borrow<Q>,
+        Q: ToOwned<Owned = K> + Hash + Eq + ?Sized,
+    {
         match cacheable(step) {
             Some(cost) => match self.table.lookup(key, now, cost) {
                 Ok(refusal) => Ok(refusal),
@@ -66,7 +71,11 @@ where
 
     /// A multi-key step, or a single-key step past the cache: drops the keys'
     /// refusals a cancel or a grant makes stale.
-    fn forget_for(&self, keys: &[K], step: Operation<'_>, out: &[(Decision, Receipt)]) {
+    fn forget_for<Q>(&self, keys: &[Q], step: Operation<'_>, out: &[(Decision, Receipt)])
+    where
+        K: Borrow<Q>,
+        Q: ToOwned<Owned = K> + Hash + Eq,
+    {
         match step {
             Operation::Cancel { .. } => keys.iter().for_each(|k| self.table.cancelled(k)),
             Operation::Reserve { .. } => {
@@ -81,10 +90,14 @@ where
     }
 }
 
-impl<S, K, A> Store<K, A> for DenyCache<S, K, A>
+/// For `K` and every borrowed form of it (`str` for `String` keys), as the inner
+/// store answers them.
+impl<S, K, Q, A> Store<Q, A> for DenyCache<S, K, A>
 where
-    S: Store<K, A>,
+    S: Store<Q, A>,
     K: Hash + Eq + Clone + Send + Sync + 'static,
+    K: Borrow<Q>,
+    Q: ToOwned<Owned = K> + Hash + Eq + ?Sized,
     A: Algorithm,
 {
     type Pending = BoxFuture<'static, Result<Vec<(Decision, Receipt)>, Error>>;
@@ -92,11 +105,14 @@ where
     fn apply(
         &self,
         algorithm: &A,
-        keys: &[K],
+        keys: &[Q],
         now: Nanos,
         step: Operation<'_>,
         out: &mut [(Decision, Receipt)],
-    ) -> Result<(), Error> {
+    ) -> Result<(), Error>
+    where
+        Q: Sized,
+    {
         check_output(keys.len(), out.len())?;
         if let ([key], [slot]) = (keys, &mut *out) {
             if !matches!(step, Operation::Cancel { .. }) {
@@ -117,7 +133,7 @@ where
     fn apply_key<R: Report>(
         &self,
         algorithm: &A,
-        key: &K,
+        key: &Q,
         now: Nanos,
         step: Operation<'_>,
     ) -> Result<R, Error> {
@@ -147,7 +163,7 @@ where
     fn apply_key_each(
         &self,
         algorithm: &A,
-        key: &K,
+        key: &Q,
         now: Nanos,
         step: Operation<'_>,
         each: &mut dyn FnMut(Decision),
@@ -174,10 +190,13 @@ where
     fn apply_key_each_async(
         &self,
         algorithm: &A,
-        key: &K,
+        key: &Q,
         now: Nanos,
         step: Operation<'_>,
-    ) -> Reporting {
+    ) -> Reporting
+    where
+        Q: Sized,
+    {
         if let Operation::Cancel { .. } = step {
             self.table.cancelled(key);
             return self.inner.apply_key_each_async(algorithm, key, now, step);
@@ -190,11 +209,11 @@ where
             Err((ticket, keep)) => {
                 let pending = self.inner.apply_key_each_async(algorithm, key, now, step);
                 let table = Arc::clone(&self.table);
-                let key = key.clone();
+                let key = key.to_owned();
                 Box::pin(async move {
                     let answer = pending.await?;
                     let cost = keep.unwrap_or(0);
-                    table.record(&key, ticket, now, cost, keep.is_some(), answer.0 .0);
+                    table.record::<K>(&key, ticket, now, cost, keep.is_some(), answer.0 .0);
                     Ok(answer)
                 })
             }
@@ -206,10 +225,13 @@ where
     fn apply_async(
         &self,
         algorithm: &A,
-        keys: &[K],
+        keys: &[Q],
         now: Nanos,
         step: Operation<'_>,
-    ) -> Self::Pending {
+    ) -> Self::Pending
+    where
+        Q: Sized,
+    {
         if let Operation::Cancel { .. } = step {
             keys.iter().for_each(|k| self.table.cancelled(k));
             return self.inner.apply_async(algorithm, keys, now, step).boxed();
@@ -225,17 +247,17 @@ where
         };
         let pending = self.inner.apply_async(algorithm, keys, now, step);
         let table = Arc::clone(&self.table);
-        let keys = keys.to_vec();
+        let keys: Vec<K> = keys.iter().map(ToOwned::to_owned).collect();
         let reserve = matches!(step, Operation::Reserve { .. });
         async move {
             let answers = pending.await?;
             if let ([key], [(d, _)]) = (keys.as_slice(), answers.as_slice()) {
                 let cost = keep.unwrap_or(0);
-                table.record(key, ticket, now, cost, keep.is_some(), *d);
+                table.record::<K>(key, ticket, now, cost, keep.is_some(), *d);
             } else if reserve {
                 for (key, (d, _)) in keys.iter().zip(&answers) {
                     if d.is_allowed() {
-                        table.forget(key);
+                        table.forget::<K>(key);
                     }
                 }
             }
@@ -248,18 +270,20 @@ where
     fn cancel_detached(
         &self,
         algorithm: &A,
-        keys: &[K],
+        keys: &[Q],
         now: Nanos,
         receipts: &[Receipt],
         acts_at: Nanos,
-    ) {
+    ) where
+        Q: Sized,
+    {
         keys.iter().for_each(|k| self.table.cancelled(k));
         self.inner
             .cancel_detached(algorithm, keys, now, receipts, acts_at);
     }
 
     /// The inner store's number for the key.
-    fn key_id(&self, key: &K) -> Option<u64> {
+    fn key_id(&self, key: &Q) -> Option<u64> {
         self.inner.key_id(key)
     }
 }

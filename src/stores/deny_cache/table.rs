@@ -4,6 +4,7 @@
 use crate::algorithms::{Decision, Source};
 use crate::clock::Nanos;
 use parking_lot::Mutex;
+use std::borrow::Borrow;
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash};
@@ -90,7 +91,7 @@ impl<K: Hash + Eq> Table<K> {
         self.shards.iter().map(|s| s.lock().hits).sum()
     }
 
-    fn shard(&self, key: &K) -> &Mutex<Shard<K>> {
+    fn shard<Q: Hash + ?Sized>(&self, key: &Q) -> &Mutex<Shard<K>> {
         let index = self.hasher.hash_one(key) as usize % self.shards.len();
         &self.shards[index]
     }
@@ -98,7 +99,11 @@ impl<K: Hash + Eq> Table<K> {
     /// The cached refusal of `cost` on `key` at `now`, counted down to `now`;
     /// otherwise the ticket to learn the store's answer with. An entry answers a
     /// cost from its own up to its limit (a larger one may be refused as never).
-    pub(super) fn lookup(&self, key: &K, now: Nanos, cost: u64) -> Result<Decision, Ticket> {
+    pub(super) fn lookup<Q>(&self, key: &Q, now: Nanos, cost: u64) -> Result<Decision, Ticket>
+    where
+        K: Borrow<Q>,
+        Q: ToOwned<Owned = K> + Hash + Eq + ?Sized,
+    {
         let mut shard = self.shard(key).lock();
         if let Some(entry) = shard.map.get(key) {
             if now >= entry.until {
@@ -149,7 +154,11 @@ impl<K: Hash + Eq> Table<K> {
 
     /// Drops `key`'s entry: a grant took more of its limit, so the entry's
     /// `remaining` no longer holds.
-    pub(super) fn forget(&self, key: &K) {
+    pub(super) fn forget<Q>(&self, key: &Q)
+    where
+        K: Borrow<Q>,
+        Q: ToOwned<Owned = K> + Hash + Eq + ?Sized,
+    {
         let mut shard = self.shard(key).lock();
         if !shard.map.is_empty() {
             shard.map.remove(key);
@@ -158,7 +167,11 @@ impl<K: Hash + Eq> Table<K> {
 
     /// Drops `key`'s entry and any refusal of the shard's keys being learned: a
     /// cancel may give permits back.
-    pub(super) fn cancelled(&self, key: &K) {
+    pub(super) fn cancelled<Q>(&self, key: &Q)
+    where
+        K: Borrow<Q>,
+        Q: ToOwned<Owned = K> + Hash + Eq + ?Sized,
+    {
         let mut shard = self.shard(key).lock();
         shard.cancels = shard.cancels.wrapping_add(1);
         shard.map.remove(key);

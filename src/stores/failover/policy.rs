@@ -98,14 +98,17 @@ fn unconsulted(source: Source, retry_after: Nanos) -> Decision {
 impl<K: Hash + Eq, A: Algorithm> Fallback<K, A> {
     /// Answers a reserve or peek on `keys` into `out`, as the policy says.
     /// `retry_after` is how long the inner store will not be asked.
-    pub(super) fn answer(
+    pub(super) fn answer<Q>(
         &self,
-        keys: &[K],
+        keys: &[Q],
         now: Nanos,
         step: Operation<'_>,
         retry_after: Nanos,
         out: &mut [(Decision, Receipt)],
-    ) -> Result<(), Error> {
+    ) -> Result<(), Error>
+    where
+        Q: ToOwned<Owned = K> + Hash + Eq,
+    {
         match self {
             Fallback::Local { algorithm, store } => {
                 store.apply(algorithm, keys, now, step, out)?;
@@ -121,14 +124,17 @@ impl<K: Hash + Eq, A: Algorithm> Fallback<K, A> {
 
     /// [`answer`](Self::answer) for one key, telling `each` how every limit stands
     /// (the local limit's members; otherwise the one decision).
-    pub(super) fn answer_each(
+    pub(super) fn answer_each<Q>(
         &self,
-        key: &K,
+        key: &Q,
         now: Nanos,
         step: Operation<'_>,
         retry_after: Nanos,
         each: &mut dyn FnMut(Decision),
-    ) -> Result<(Decision, Receipt), Error> {
+    ) -> Result<(Decision, Receipt), Error>
+    where
+        Q: ToOwned<Owned = K> + Hash + Eq + ?Sized,
+    {
         match self {
             Fallback::Local { algorithm, store } => {
                 let mut local = |d: Decision| each(d.with_source(Source::Local));
@@ -144,22 +150,32 @@ impl<K: Hash + Eq, A: Algorithm> Fallback<K, A> {
         }
     }
 
-    /// Gives the local limit's grants among `receipts` back to it (the others
-    /// are not its own and are skipped).
-    pub(super) fn cancel_local(
-        &self,
-        keys: &[K],
-        now: Nanos,
-        receipts: &[Receipt],
-        acts_at: Nanos,
-    ) {
+    /// Gives the local limit's grants back to it: `local` holds, per key, the
+    /// local receipt or none.
+    pub(super) fn cancel_local<Q>(&self, keys: &[Q], now: Nanos, local: &[Receipt], acts_at: Nanos)
+    where
+        Q: ToOwned<Owned = K> + Hash + Eq,
+    {
         if let Fallback::Local { algorithm, store } = self {
-            let local: Vec<Receipt> = receipts
-                .iter()
-                .map(|r| untag_local(r).cloned().unwrap_or(Receipt::NONE))
-                .collect();
             if local.iter().any(|r| !r.is_none()) {
-                store.cancel_detached(algorithm, keys, now, &local, acts_at);
+                store.cancel_detached(algorithm, keys, now, local, acts_at);
+            }
+        }
+    }
+
+    /// [`cancel_local`](Self::cancel_local) on one key, which may be unsized.
+    pub(super) fn cancel_local_key<Q>(&self, key: &Q, now: Nanos, local: &[Receipt], acts_at: Nanos)
+    where
+        Q: ToOwned<Owned = K> + Hash + Eq + ?Sized,
+    {
+        if let Fallback::Local { algorithm, store } = self {
+            if local.iter().any(|r| !r.is_none()) {
+                let step = Operation::Cancel {
+                    receipts: local,
+                    acts_at,
+                };
+                // A cancel inserts nothing, so the in-memory store cannot fail it.
+                let _: Result<Decision, Error> = store.apply_key(algorithm, key, now, step);
             }
         }
     }

@@ -138,17 +138,20 @@ impl<K, A: Algorithm, C: Clock> Ctx<K, A, C> {
 }
 
 impl<K: Hash + Eq, A: Algorithm, C: Clock> Ctx<K, A, C> {
-    /// Gives the local limit's grants back to it, and answers the receipts the
-    /// inner store should get, or `None` when there are none or it is backed off.
+    /// Gives the local limit's grants back to it (by `cancel_local`, given the
+    /// local receipts), and answers the receipts the inner store should get, or
+    /// `None` when there are none or it is backed off.
     fn split_cancel<'r>(
         &self,
-        keys: &[K],
-        now: Nanos,
         receipts: &'r [Receipt],
-        acts_at: Nanos,
+        cancel_local: impl FnOnce(&Fallback<K, A>, &[Receipt]),
     ) -> Option<Cow<'r, [Receipt]>> {
         let inner = if receipts.iter().any(|r| untag_local(r).is_some()) {
-            self.fallback.cancel_local(keys, now, receipts, acts_at);
+            let local: Vec<Receipt> = receipts
+                .iter()
+                .map(|r| untag_local(r).cloned().unwrap_or(Receipt::NONE))
+                .collect();
+            cancel_local(&self.fallback, &local);
             let rest = receipts.iter().map(|r| match untag_local(r) {
                 Some(_) => Receipt::NONE,
                 None => r.clone(),
@@ -181,10 +184,13 @@ impl<K: Hash + Eq, A: Algorithm, C: Clock> Ctx<K, A, C> {
     }
 }
 
-impl<S, K, A, C> Store<K, A> for FailoverStore<S, K, A, C>
+/// For `K` and every borrowed form of it (`str` for `String` keys), as the inner
+/// store and the local limit answer them.
+impl<S, K, Q, A, C> Store<Q, A> for FailoverStore<S, K, A, C>
 where
-    S: Store<K, A>,
+    S: Store<Q, A>,
     K: Hash + Eq + Clone + Send + Sync + 'static,
+    Q: ToOwned<Owned = K> + Hash + Eq + ?Sized,
     A: Algorithm,
     C: Clock,
 {
@@ -193,14 +199,20 @@ where
     fn apply(
         &self,
         algorithm: &A,
-        keys: &[K],
+        keys: &[Q],
         now: Nanos,
         step: Operation<'_>,
         out: &mut [(Decision, Receipt)],
-    ) -> Result<(), Error> {
+    ) -> Result<(), Error>
+    where
+        Q: Sized,
+    {
         check_output(keys.len(), out.len())?;
         if let Operation::Cancel { receipts, acts_at } = step {
-            let Some(inner) = self.ctx.split_cancel(keys, now, receipts, acts_at) else {
+            let local = |fallback: &Fallback<K, A>, local: &[Receipt]| {
+                fallback.cancel_local(keys, now, local, acts_at)
+            };
+            let Some(inner) = self.ctx.split_cancel(receipts, local) else {
                 return Ok(());
             };
             let step = Operation::Cancel {
@@ -221,26 +233,35 @@ where
     fn apply_key<R: Report>(
         &self,
         algorithm: &A,
-        key: &K,
+        key: &Q,
         now: Nanos,
         step: Operation<'_>,
     ) -> Result<R, Error> {
-        let answer_of = |out: [(Decision, Receipt); 1]| {
-            let [(decision, receipt)] = out;
-            R::decided(decision, receipt)
-        };
-        if let Operation::Cancel { .. } = step {
-            let mut out = [blank()];
-            self.apply(algorithm, std::slice::from_ref(key), now, step, &mut out)?;
-            return Ok(answer_of(out));
+        if let Operation::Cancel { receipts, acts_at } = step {
+            let local = |fallback: &Fallback<K, A>, local: &[Receipt]| {
+                fallback.cancel_local_key(key, now, local, acts_at)
+            };
+            let Some(inner) = self.ctx.split_cancel(receipts, local) else {
+                let (decision, receipt) = blank();
+                return Ok(R::decided(decision, receipt));
+            };
+            let step = Operation::Cancel {
+                receipts: &inner,
+                acts_at,
+            };
+            let result = self.inner.apply_key::<R>(algorithm, key, now, step);
+            let (decision, receipt) = blank();
+            return self
+                .ctx
+                .cancel_failed(result.map(drop))
+                .map(|()| R::decided(decision, receipt));
         }
         let fallback = &self.ctx.fallback;
         self.ctx.run(
             || self.inner.apply_key(algorithm, key, now, step),
             |retry_after| {
-                let mut out = [blank()];
-                fallback.answer(std::slice::from_ref(key), now, step, retry_after, &mut out)?;
-                Ok(answer_of(out))
+                let answer = fallback.answer_each(key, now, step, retry_after, &mut |_| {})?;
+                Ok(R::decided(answer.0, answer.1))
             },
         )
     }
@@ -250,7 +271,7 @@ where
     fn apply_key_each(
         &self,
         algorithm: &A,
-        key: &K,
+        key: &Q,
         now: Nanos,
         step: Operation<'_>,
         each: &mut dyn FnMut(Decision),
@@ -271,10 +292,13 @@ where
     fn apply_key_each_async(
         &self,
         algorithm: &A,
-        key: &K,
+        key: &Q,
         now: Nanos,
         step: Operation<'_>,
-    ) -> Reporting {
+    ) -> Reporting
+    where
+        Q: Sized,
+    {
         let Some(kept) = owned(step) else {
             let answer = self.apply_key(algorithm, key, now, step);
             return Box::pin(futures::future::ready(answer.map(
@@ -285,11 +309,12 @@ where
             )));
         };
         let fallback = Arc::clone(&self.ctx.fallback);
-        let key_kept = key.clone();
+        let key_kept: K = key.to_owned();
         let answer = move |retry_after| {
             let mut each = Vec::new();
             let answer =
-                fallback.answer_each(&key_kept, now, kept, retry_after, &mut |d| each.push(d))?;
+                fallback
+                    .answer_each::<K>(&key_kept, now, kept, retry_after, &mut |d| each.push(d))?;
             Ok((answer, each))
         };
         self.ctx.run_async(
@@ -303,10 +328,13 @@ where
     fn apply_async(
         &self,
         algorithm: &A,
-        keys: &[K],
+        keys: &[Q],
         now: Nanos,
         step: Operation<'_>,
-    ) -> Self::Pending {
+    ) -> Self::Pending
+    where
+        Q: Sized,
+    {
         let Some(kept) = owned(step) else {
             let mut out = vec![blank(); keys.len()];
             let result = self.apply(algorithm, keys, now, step, &mut out);
@@ -314,15 +342,15 @@ where
         };
         let fallback: Arc<Fallback<K, A>> = Arc::clone(&self.ctx.fallback);
         // Only the local limit reads the keys: the others answer by count.
-        let kept_keys = if fallback.needs_keys() {
-            keys.to_vec()
+        let kept_keys: Vec<K> = if fallback.needs_keys() {
+            keys.iter().map(ToOwned::to_owned).collect()
         } else {
             Vec::new()
         };
         let count = keys.len();
         let answer = move |retry_after| {
             let mut out = vec![blank(); count];
-            fallback.answer(&kept_keys, now, kept, retry_after, &mut out)?;
+            fallback.answer::<K>(&kept_keys, now, kept, retry_after, &mut out)?;
             Ok(out)
         };
         self.ctx.run_async(
@@ -337,19 +365,24 @@ where
     fn cancel_detached(
         &self,
         algorithm: &A,
-        keys: &[K],
+        keys: &[Q],
         now: Nanos,
         receipts: &[Receipt],
         acts_at: Nanos,
-    ) {
-        if let Some(inner) = self.ctx.split_cancel(keys, now, receipts, acts_at) {
+    ) where
+        Q: Sized,
+    {
+        let local = |fallback: &Fallback<K, A>, local: &[Receipt]| {
+            fallback.cancel_local(keys, now, local, acts_at)
+        };
+        if let Some(inner) = self.ctx.split_cancel(receipts, local) {
             self.inner
                 .cancel_detached(algorithm, keys, now, &inner, acts_at);
         }
     }
 
     /// The inner store's number for the key, whoever answers its calls.
-    fn key_id(&self, key: &K) -> Option<u64> {
+    fn key_id(&self, key: &Q) -> Option<u64> {
         self.inner.key_id(key)
     }
 }

@@ -1,7 +1,7 @@
 //! The failover store on virtual time, over an inner store that fails on demand.
 
 use super::*;
-use crate::algorithms::{Decision, FixedWindow, Receipt, Source};
+use crate::algorithms::{Decision, FixedWindow, Receipt, Report, Source};
 use crate::clock::{ManualClock, Nanos};
 use crate::error::{Applied, StoreError};
 use crate::stores::store::TryTake;
@@ -64,6 +64,20 @@ impl Store<&'static str, FixedWindow> for Flaky {
         }
         self.check()?;
         self.store.apply(algorithm, keys, now, step, out)
+    }
+
+    fn apply_key<R: Report>(
+        &self,
+        algorithm: &FixedWindow,
+        key: &&'static str,
+        now: Nanos,
+        step: Operation<'_>,
+    ) -> Result<R, Error> {
+        if let Operation::Cancel { .. } = step {
+            self.cancels.fetch_add(1, Ordering::SeqCst);
+        }
+        self.check()?;
+        self.store.apply_key(algorithm, key, now, step)
     }
 
     fn apply_async(

@@ -1,6 +1,6 @@
 //! A store that is always down, for trying a failure policy.
 
-use crate::algorithms::{Algorithm, Decision, Receipt};
+use crate::algorithms::{Algorithm, Decision, Receipt, Report};
 use crate::clock::Nanos;
 use crate::error::{Applied, Error, StoreError};
 use crate::stores::{Operation, Store};
@@ -30,7 +30,7 @@ fn down() -> Error {
     ))
 }
 
-impl<K, A: Algorithm> Store<K, A> for Unreachable {
+impl<K: ?Sized, A: Algorithm> Store<K, A> for Unreachable {
     type Pending = futures::future::Ready<Result<Vec<(Decision, Receipt)>, Error>>;
 
     fn apply(
@@ -40,13 +40,27 @@ impl<K, A: Algorithm> Store<K, A> for Unreachable {
         _: Nanos,
         _: Operation<'_>,
         _: &mut [(Decision, Receipt)],
-    ) -> Result<(), Error> {
+    ) -> Result<(), Error>
+    where
+        K: Sized,
+    {
         Err(down())
     }
 
-    fn apply_async(&self, _: &A, _: &[K], _: Nanos, _: Operation<'_>) -> Self::Pending {
+    fn apply_key<R: Report>(&self, _: &A, _: &K, _: Nanos, _: Operation<'_>) -> Result<R, Error> {
+        Err(down())
+    }
+
+    fn apply_async(&self, _: &A, _: &[K], _: Nanos, _: Operation<'_>) -> Self::Pending
+    where
+        K: Sized,
+    {
         futures::future::ready(Err(down()))
     }
 
-    fn cancel_detached(&self, _: &A, _: &[K], _: Nanos, _: &[Receipt], _: Nanos) {}
+    fn cancel_detached(&self, _: &A, _: &[K], _: Nanos, _: &[Receipt], _: Nanos)
+    where
+        K: Sized,
+    {
+    }
 }

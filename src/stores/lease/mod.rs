@@ -115,6 +115,7 @@ mod tests;
 use self::table::Table;
 use crate::clock::{duration_to_nanos, Nanos};
 use crate::error::ConfigError;
+use std::borrow::Borrow;
 use std::fmt;
 use std::hash::Hash;
 use std::marker::PhantomData;
@@ -307,7 +308,11 @@ impl<S, K: Hash + Eq + Clone, A> LeasedStore<S, K, A> {
     /// assert_eq!(store.leased(&"k", 0), 7);
     /// assert_eq!(store.leased(&"k", 1_000_000_000), 0); // the lease has ended
     /// ```
-    pub fn leased(&self, key: &K, now: Nanos) -> u64 {
+    pub fn leased<Q>(&self, key: &Q, now: Nanos) -> u64
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         self.table.left(key, now)
     }
 

@@ -11,6 +11,7 @@ use crate::stores::store::check_output;
 use crate::stores::{Operation, Reporting, Store};
 use futures::future::BoxFuture;
 use futures::FutureExt;
+use std::borrow::Borrow;
 use std::hash::Hash;
 use std::sync::Arc;
 
@@ -49,7 +50,11 @@ impl<S, K: Hash + Eq + Clone, A> LeasedStore<S, K, A> {
         }
     }
 
-    fn plan(&self, key: &K, now: Nanos, cost: u64) -> Plan {
+    fn plan<Q>(&self, key: &Q, now: Nanos, cost: u64) -> Plan
+    where
+        K: Borrow<Q>,
+        Q: ToOwned<Owned = K> + Hash + Eq + ?Sized,
+    {
         let Some(slot) = self.table.slot(key, now) else {
             return Plan::Store;
         };
@@ -91,52 +96,65 @@ where
     A: Algorithm + Clone,
 {
     /// A zero-wait reserve of `cost` (below the lease size) on `key`.
-    fn take_key(
+    fn take_key<Q>(
         &self,
         algorithm: &A,
-        key: &K,
+        key: &Q,
         now: Nanos,
         cost: u64,
-    ) -> Result<(Decision, Receipt), Error> {
+    ) -> Result<(Decision, Receipt), Error>
+    where
+        S: Store<Q, A>,
+        K: Borrow<Q>,
+        Q: ToOwned<Owned = K> + Hash + Eq + ?Sized,
+    {
         match self.plan(key, now, cost) {
             Plan::Leased(decision) => return Ok((decision, Receipt::NONE)),
             Plan::Store => {}
             Plan::Lease(taking) => {
-                let (grant, _) = self.inner.apply_key(algorithm, key, now, take(self.size))?;
+                let (grant, _) = Store::<Q, A>::apply_key::<(Decision, Receipt)>(
+                    &*self.inner,
+                    algorithm,
+                    key,
+                    now,
+                    take(self.size),
+                )?;
                 let settled = Self::settle(self.size, self.period, taking, now, cost, &grant);
                 if let Some(decision) = settled {
                     return Ok((decision, Receipt::NONE));
                 }
             }
         }
-        self.inner.apply_key(algorithm, key, now, take(cost))
+        Store::<Q, A>::apply_key(&*self.inner, algorithm, key, now, take(cost))
     }
 
     /// [`take_key`](Self::take_key) as a future that borrows nothing.
-    fn take_key_async(
+    fn take_key_async<Q>(
         &self,
         algorithm: &A,
-        key: &K,
+        key: &Q,
         now: Nanos,
         cost: u64,
-    ) -> BoxFuture<'static, Result<Vec<(Decision, Receipt)>, Error>> {
+    ) -> BoxFuture<'static, Result<Vec<(Decision, Receipt)>, Error>>
+    where
+        S: Store<Q, A>,
+        K: Borrow<Q>,
+        Q: ToOwned<Owned = K> + Hash + Eq,
+    {
         let keys = std::slice::from_ref(key);
         let taking = match self.plan(key, now, cost) {
             Plan::Leased(decision) => {
                 return futures::future::ready(Ok(vec![(decision, Receipt::NONE)])).boxed()
             }
             Plan::Store => {
-                return self
-                    .inner
-                    .apply_async(algorithm, keys, now, take(cost))
+                return Store::<Q, A>::apply_async(&*self.inner, algorithm, keys, now, take(cost))
                     .boxed()
             }
             Plan::Lease(taking) => taking,
         };
-        let lease = self
-            .inner
-            .apply_async(algorithm, keys, now, take(self.size));
-        let (inner, algorithm, key) = (Arc::clone(&self.inner), algorithm.clone(), key.clone());
+        let lease = Store::<Q, A>::apply_async(&*self.inner, algorithm, keys, now, take(self.size));
+        let (inner, algorithm) = (Arc::clone(&self.inner), algorithm.clone());
+        let key: K = key.to_owned();
         let (size, period) = (self.size, self.period);
         async move {
             let grant = lease.await?.into_iter().next().map(|(d, _)| d);
@@ -149,7 +167,7 @@ where
                 return Ok(vec![(decision, Receipt::NONE)]);
             }
             let keys = std::slice::from_ref(&key);
-            inner.apply_async(&algorithm, keys, now, take(cost)).await
+            Store::<K, A>::apply_async(&*inner, &algorithm, keys, now, take(cost)).await
         }
         .boxed()
     }
@@ -160,10 +178,14 @@ fn gives_back(receipts: &[Receipt]) -> bool {
     receipts.iter().any(|r| !r.is_none())
 }
 
-impl<S, K, A> Store<K, A> for LeasedStore<S, K, A>
+/// For `K` and every borrowed form of it (`str` for `String` keys), as the inner
+/// store answers them.
+impl<S, K, Q, A> Store<Q, A> for LeasedStore<S, K, A>
 where
-    S: Store<K, A> + 'static,
+    S: Store<Q, A> + Store<K, A> + 'static,
     K: Hash + Eq + Clone + Send + Sync + 'static,
+    K: Borrow<Q>,
+    Q: ToOwned<Owned = K> + Hash + Eq + ?Sized,
     A: Algorithm + Clone,
 {
     type Pending = BoxFuture<'static, Result<Vec<(Decision, Receipt)>, Error>>;
@@ -171,11 +193,14 @@ where
     fn apply(
         &self,
         algorithm: &A,
-        keys: &[K],
+        keys: &[Q],
         now: Nanos,
         step: Operation<'_>,
         out: &mut [(Decision, Receipt)],
-    ) -> Result<(), Error> {
+    ) -> Result<(), Error>
+    where
+        Q: Sized,
+    {
         check_output(keys.len(), out.len())?;
         if let ([key], Some(cost)) = (keys, self.leasable(step)) {
             out[0] = self.take_key(algorithm, key, now, cost)?;
@@ -186,13 +211,13 @@ where
                 return Ok(());
             }
         }
-        self.inner.apply(algorithm, keys, now, step, out)
+        Store::<Q, A>::apply(&*self.inner, algorithm, keys, now, step, out)
     }
 
     fn apply_key<R: Report>(
         &self,
         algorithm: &A,
-        key: &K,
+        key: &Q,
         now: Nanos,
         step: Operation<'_>,
     ) -> Result<R, Error> {
@@ -206,7 +231,7 @@ where
                 return Ok(R::decided(decision, receipt));
             }
         }
-        self.inner.apply_key(algorithm, key, now, step)
+        Store::<Q, A>::apply_key(&*self.inner, algorithm, key, now, step)
     }
 
     /// The inner store's, so that every limit of a set is reported as the store
@@ -214,33 +239,39 @@ where
     fn apply_key_each(
         &self,
         algorithm: &A,
-        key: &K,
+        key: &Q,
         now: Nanos,
         step: Operation<'_>,
         each: &mut dyn FnMut(Decision),
     ) -> Result<(Decision, Receipt), Error> {
-        self.inner.apply_key_each(algorithm, key, now, step, each)
+        Store::<Q, A>::apply_key_each(&*self.inner, algorithm, key, now, step, each)
     }
 
     fn apply_key_each_async(
         &self,
         algorithm: &A,
-        key: &K,
+        key: &Q,
         now: Nanos,
         step: Operation<'_>,
-    ) -> Reporting {
-        self.inner.apply_key_each_async(algorithm, key, now, step)
+    ) -> Reporting
+    where
+        Q: Sized,
+    {
+        Store::<Q, A>::apply_key_each_async(&*self.inner, algorithm, key, now, step)
     }
 
-    const ANSWERS_AT_ONCE: bool = S::ANSWERS_AT_ONCE;
+    const ANSWERS_AT_ONCE: bool = <S as Store<Q, A>>::ANSWERS_AT_ONCE;
 
     fn apply_async(
         &self,
         algorithm: &A,
-        keys: &[K],
+        keys: &[Q],
         now: Nanos,
         step: Operation<'_>,
-    ) -> Self::Pending {
+    ) -> Self::Pending
+    where
+        Q: Sized,
+    {
         if let ([key], Some(cost)) = (keys, self.leasable(step)) {
             return self.take_key_async(algorithm, key, now, cost);
         }
@@ -250,25 +281,26 @@ where
                 return futures::future::ready(Ok(answers)).boxed();
             }
         }
-        self.inner.apply_async(algorithm, keys, now, step).boxed()
+        Store::<Q, A>::apply_async(&*self.inner, algorithm, keys, now, step).boxed()
     }
 
     /// Leased grants give back nothing; the inner store's grants go back to it.
     fn cancel_detached(
         &self,
         algorithm: &A,
-        keys: &[K],
+        keys: &[Q],
         now: Nanos,
         receipts: &[Receipt],
         acts_at: Nanos,
-    ) {
+    ) where
+        Q: Sized,
+    {
         if gives_back(receipts) {
-            self.inner
-                .cancel_detached(algorithm, keys, now, receipts, acts_at);
+            Store::<Q, A>::cancel_detached(&*self.inner, algorithm, keys, now, receipts, acts_at);
         }
     }
 
-    fn key_id(&self, key: &K) -> Option<u64> {
-        self.inner.key_id(key)
+    fn key_id(&self, key: &Q) -> Option<u64> {
+        Store::<Q, A>::key_id(&*self.inner, key)
     }
 }

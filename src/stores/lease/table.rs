@@ -3,6 +3,7 @@
 
 use crate::algorithms::{Decision, Source};
 use crate::clock::Nanos;
+use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -145,7 +146,11 @@ impl<K: Hash + Eq + Clone> Table<K> {
 
     /// `key`'s entry, made if need be; `None` if the table is full of entries
     /// that still matter (the call then goes to the store).
-    pub(super) fn slot(&self, key: &K, now: Nanos) -> Option<Slot> {
+    pub(super) fn slot<Q>(&self, key: &Q, now: Nanos) -> Option<Slot>
+    where
+        K: Borrow<Q>,
+        Q: ToOwned<Owned = K> + Hash + Eq + ?Sized,
+    {
         let mut keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(slot) = keys.slots.get(key) {
             return Some(Arc::clone(slot));
@@ -157,7 +162,7 @@ impl<K: Hash + Eq + Clone> Table<K> {
             }
         }
         let slot = Slot::default();
-        keys.slots.insert(key.clone(), Arc::clone(&slot));
+        keys.slots.insert(key.to_owned(), Arc::clone(&slot));
         Some(slot)
     }
 
@@ -173,7 +178,11 @@ impl<K: Hash + Eq + Clone> Table<K> {
     }
 
     /// The permits left in `key`'s lease, if it has one live at `now`.
-    pub(super) fn left(&self, key: &K, now: Nanos) -> u64 {
+    pub(super) fn left<Q>(&self, key: &Q, now: Nanos) -> u64
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
         let keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
         keys.slots.get(key).map_or(0, |slot| {
             let lease = lock(slot);

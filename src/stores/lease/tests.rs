@@ -3,7 +3,7 @@
 //! decisions with a lease of 1.
 
 use super::LeasedStore;
-use crate::algorithms::{Decision, FixedWindow, Receipt, SmoothBursty};
+use crate::algorithms::{Decision, FixedWindow, Receipt, Report, SmoothBursty};
 use crate::clock::Nanos;
 use crate::error::Error;
 use crate::stores::store::TryTake;
@@ -59,6 +59,17 @@ impl<A: crate::algorithms::Algorithm> Store<&'static str, A> for Shared<A> {
     ) -> Result<(), Error> {
         self.calls.fetch_add(1, Ordering::Relaxed);
         self.store.apply(algorithm, keys, now, step, out)
+    }
+
+    fn apply_key<R: Report>(
+        &self,
+        algorithm: &A,
+        key: &&'static str,
+        now: Nanos,
+        step: Operation<'_>,
+    ) -> Result<R, Error> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.store.apply_key(algorithm, key, now, step)
     }
 
     fn apply_async(

@@ -14,17 +14,14 @@ use std::hash::{BuildHasher, Hash};
 use std::sync::atomic::Ordering;
 
 impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
-    pub(super) fn apply_many(
+    pub(super) fn apply_many<Q: Hash>(
         &self,
         algorithm: &A,
-        keys: &[K],
+        keys: &[Q],
         now: Nanos,
         step: Operation<'_>,
         out: &mut [(Decision, Receipt)],
-    ) -> Result<(), Error>
-    where
-        K: Hash,
-    {
+    ) -> Result<(), Error> {
         let hashes: Vec<u64> = keys.iter().map(|key| self.hash(key)).collect();
         let mut shard_ids: Vec<usize> = hashes.iter().map(|&h| self.shard_of(h)).collect();
         shard_ids.sort_unstable();

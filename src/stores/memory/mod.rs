@@ -211,9 +211,13 @@ impl<K, A: Algorithm, H> MemoryStore<K, A, H> {
     }
 }
 
-impl<K, A, H> Store<K, A> for MemoryStore<K, A, H>
+/// For `K` and its borrowed form (`str` for `String` keys), as `HashMap::get`
+/// is: a key and its borrowed form hash alike, so they name one state. (The
+/// borrowed form is the one whose owned form is `K`, which names `K` when a
+/// store's type is inferred.)
+impl<K, Q, A, H> Store<Q, A> for MemoryStore<K, A, H>
 where
-    K: Hash + Eq,
+    Q: ToOwned<Owned = K> + Hash + Eq + ?Sized,
     A: Algorithm,
     H: BuildHasher + Send + Sync,
 {
@@ -222,11 +226,14 @@ where
     fn apply(
         &self,
         algorithm: &A,
-        keys: &[K],
+        keys: &[Q],
         now: Nanos,
         step: Operation<'_>,
         out: &mut [(Decision, Receipt)],
-    ) -> Result<(), Error> {
+    ) -> Result<(), Error>
+    where
+        Q: Sized,
+    {
         super::store::check_output(keys.len(), out.len())?;
         match keys {
             [] => Ok(()),
@@ -245,7 +252,7 @@ where
     fn apply_key<R: Report>(
         &self,
         algorithm: &A,
-        key: &K,
+        key: &Q,
         now: Nanos,
         step: Operation<'_>,
     ) -> Result<R, Error> {
@@ -259,7 +266,7 @@ where
     fn apply_key_each(
         &self,
         algorithm: &A,
-        key: &K,
+        key: &Q,
         now: Nanos,
         step: Operation<'_>,
         each: &mut dyn FnMut(Decision),
@@ -275,10 +282,13 @@ where
     fn apply_key_each_async(
         &self,
         algorithm: &A,
-        key: &K,
+        key: &Q,
         now: Nanos,
         step: Operation<'_>,
-    ) -> Reporting {
+    ) -> Reporting
+    where
+        Q: Sized,
+    {
         let mut each = Vec::new();
         let result = self.apply_key_each(algorithm, key, now, step, &mut |d| each.push(d));
         Box::pin(futures::future::ready(result.map(|answer| (answer, each))))
@@ -287,10 +297,13 @@ where
     fn apply_async(
         &self,
         algorithm: &A,
-        keys: &[K],
+        keys: &[Q],
         now: Nanos,
         step: Operation<'_>,
-    ) -> Self::Pending {
+    ) -> Self::Pending
+    where
+        Q: Sized,
+    {
         let mut out = vec![super::store::blank(); keys.len()];
         let result = self
             .apply(algorithm, keys, now, step, &mut out)
@@ -303,11 +316,13 @@ where
     fn cancel_detached(
         &self,
         algorithm: &A,
-        keys: &[K],
+        keys: &[Q],
         now: Nanos,
         receipts: &[Receipt],
         acts_at: Nanos,
-    ) {
+    ) where
+        Q: Sized,
+    {
         let mut out = vec![super::store::blank(); keys.len()];
         // A cancel only ever gives permits back; a store error (none is possible for
         // a cancel, which inserts nothing) would leave them taken.
@@ -321,7 +336,7 @@ where
     }
 
     /// The key's hash, the store's own (secretly keyed, 64 bits).
-    fn key_id(&self, key: &K) -> Option<u64> {
+    fn key_id(&self, key: &Q) -> Option<u64> {
         Some(self.hash(key))
     }
 }

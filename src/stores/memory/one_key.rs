@@ -16,16 +16,13 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
     /// [`Store::apply_key`](crate::stores::Store::apply_key): the algorithm's step
     /// in the caller's report, under the shard's lock.
     #[inline]
-    pub(super) fn apply_one<R: Report>(
+    pub(super) fn apply_one<Q: Hash + ?Sized, R: Report>(
         &self,
         algorithm: &A,
-        key: &K,
+        key: &Q,
         now: Nanos,
         step: Operation<'_>,
-    ) -> Result<R, Error>
-    where
-        K: Hash,
-    {
+    ) -> Result<R, Error> {
         let reserve =
             |state: &mut A::State, cost, max_wait| algorithm.reserve(state, now, cost, max_wait);
         self.step_one(algorithm, key, now, step, reserve)
@@ -34,17 +31,14 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
     /// [`apply_one`](Self::apply_one) with its receipt, also reporting every
     /// limit to `each` (see [`Algorithm::reserve_each`]) under the same lock.
     #[inline]
-    pub(super) fn apply_one_each(
+    pub(super) fn apply_one_each<Q: Hash + ?Sized>(
         &self,
         algorithm: &A,
-        key: &K,
+        key: &Q,
         now: Nanos,
         step: Operation<'_>,
         each: &mut dyn FnMut(Decision),
-    ) -> Result<(Decision, Receipt), Error>
-    where
-        K: Hash,
-    {
+    ) -> Result<(Decision, Receipt), Error> {
         let reserve = |state: &mut A::State, cost, max_wait| {
             algorithm.reserve_each(state, now, cost, max_wait, &mut *each)
         };
@@ -54,10 +48,11 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
     /// Runs `f` on the shard of `key` (and the key's hash) under its lock, then
     /// publishes the shard's length.
     #[inline(always)]
-    fn locked<R>(&self, key: &K, f: impl FnOnce(&mut ShardState<A::State>, u64) -> R) -> R
-    where
-        K: Hash,
-    {
+    fn locked<Q: Hash + ?Sized, R>(
+        &self,
+        key: &Q,
+        f: impl FnOnce(&mut ShardState<A::State>, u64) -> R,
+    ) -> R {
         let hash = self.hash(key);
         let home = &self.shards[self.shard_of(hash)];
         let mut guard = home.inner.lock();
@@ -103,17 +98,14 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
     /// `reserve` (given the cost and the wait), a peek or a cancel by the
     /// algorithm's own.
     #[inline(always)]
-    fn step_one<R: Report>(
+    fn step_one<Q: Hash + ?Sized, R: Report>(
         &self,
         algorithm: &A,
-        key: &K,
+        key: &Q,
         now: Nanos,
         step: Operation<'_>,
         reserve: impl FnOnce(&mut A::State, u64, Nanos) -> R,
-    ) -> Result<R, Error>
-    where
-        K: Hash,
-    {
+    ) -> Result<R, Error> {
         self.locked(key, |shard, hash| {
             self.step_in(shard, algorithm, hash, now, step, reserve)
         })

@@ -78,10 +78,7 @@ impl<K, A: Algorithm, H> MemoryStore<K, A, H> {
 
 impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
     #[inline]
-    pub(super) fn hash(&self, key: &K) -> u64
-    where
-        K: Hash,
-    {
+    pub(super) fn hash<Q: Hash + ?Sized>(&self, key: &Q) -> u64 {
         // 0 marks an empty slot.
         self.hasher.hash_one(key).max(1)
     }

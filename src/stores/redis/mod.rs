@@ -467,9 +467,9 @@ impl<K, A> RedisStore<K, A> {
     /// let store: RedisStore<&str, FixedWindow> = RedisStore::open("redis://127.0.0.1/").unwrap();
     /// assert_eq!(store.server_key(&"user:{7}"), "rl:{kuser:{7\\]}:fw");
     /// ```
-    pub fn server_key(&self, key: &K) -> String
+    pub fn server_key<Q>(&self, key: &Q) -> String
     where
-        K: RenderKey,
+        Q: ToOwned<Owned = K> + RenderKey + ?Sized,
         A: RedisAlgorithm,
     {
         let mut text = String::new();
@@ -499,9 +499,9 @@ impl<K, A> RedisStore<K, A> {
     ///     ["rl:{kk}:set.0.fw", "rl:{kk}:set.1.fw"]
     /// );
     /// ```
-    pub fn server_keys(&self, algorithm: &A, key: &K) -> Vec<String>
+    pub fn server_keys<Q>(&self, algorithm: &A, key: &Q) -> Vec<String>
     where
-        K: RenderKey,
+        Q: ToOwned<Owned = K> + RenderKey + ?Sized,
         A: RedisAlgorithm,
     {
         let mut suffixes = Vec::new();
@@ -517,18 +517,18 @@ impl<K, A> RedisStore<K, A> {
     /// `redis-benchmark`). Not a stable interface: the arguments are the step
     /// library's, which changes with the crate.
     #[doc(hidden)]
-    pub fn step_call(
+    pub fn step_call<Q>(
         &self,
         algorithm: &A,
-        key: &K,
+        key: &Q,
         now: Nanos,
         step: Operation<'_>,
     ) -> Result<(Vec<String>, Vec<String>), Error>
     where
-        K: RenderKey,
+        Q: ToOwned<Owned = K> + RenderKey + ?Sized,
         A: RedisAlgorithm,
     {
-        let request = self.request(algorithm, std::slice::from_ref(key), now, step, false)?;
+        let request = self.request(algorithm, [key], now, step, false)?;
         Ok(request.map_or_else(Default::default, |mut r| {
             // A replay runs long after now: no deadline.
             r.args[1].clear();
@@ -537,15 +537,13 @@ impl<K, A> RedisStore<K, A> {
     }
 
     /// Appends the server keys of `key` under each of `suffixes`.
-    fn push_server_keys(
+    fn push_server_keys<Q: RenderKey + ?Sized>(
         &self,
-        key: &K,
+        key: &Q,
         suffixes: &[String],
         text: &mut String,
         out: &mut Vec<String>,
-    ) where
-        K: RenderKey,
-    {
+    ) {
         text.clear();
         key.render_key(text);
         for suffix in suffixes {

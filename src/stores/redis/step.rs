@@ -6,7 +6,7 @@
 use super::algorithm::EXACT;
 use super::reply::{answers_from, cancel_args, reported_from, Layout};
 use super::{keys, RedisAlgorithm, RedisStore, TimeSource};
-use crate::algorithms::{Decision, Receipt};
+use crate::algorithms::{Decision, Receipt, Report};
 use crate::clock::Nanos;
 use crate::error::Error;
 use crate::stores::store::{blank, check_output, Operation, RenderKey, Reporting, Store};
@@ -25,32 +25,33 @@ pub(super) struct Request {
     cost: u64,
 }
 
-impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
-    /// Builds the call (`None` when there is nothing to send), or the typed error
-    /// that refuses it before sending. With `report` (a reserve on one key), the step also reports how every limit
-    /// stands after it (step code `e`).
-    pub(super) fn request(
+impl<K, A: RedisAlgorithm> RedisStore<K, A> {
+    /// Builds the call on `keys` (`None` when there is nothing to send), or the
+    /// typed error that refuses it before sending. With `report` (a reserve on
+    /// one key), the step also reports how every limit stands after it (step code
+    /// `e`).
+    pub(super) fn request<'k, Q: RenderKey + ?Sized + 'k>(
         &self,
         algorithm: &A,
-        keys: &[K],
+        keys: impl IntoIterator<Item = &'k Q, IntoIter: ExactSizeIterator>,
         now: Nanos,
         step: Operation<'_>,
         report: bool,
     ) -> Result<Option<Request>, Error> {
+        let keys = keys.into_iter();
+        let count = keys.len();
         // Nothing to send: no key, or a cancel that gives nothing back.
-        if keys.is_empty()
-            || (matches!(step, Operation::Cancel { .. }) && !algorithm.cancel_route()?)
-        {
+        if count == 0 || (matches!(step, Operation::Cancel { .. }) && !algorithm.cancel_route()?) {
             return Ok(None);
         }
         let mut suffixes = Vec::new();
         algorithm.key_suffixes(&mut suffixes);
-        let mut server_keys = Vec::with_capacity(keys.len() * suffixes.len());
+        let mut server_keys = Vec::with_capacity(count * suffixes.len());
         let mut text = String::new();
         for key in keys {
             self.push_server_keys(key, &suffixes, &mut text, &mut server_keys);
         }
-        if self.cluster && keys.len() > 1 {
+        if self.cluster && count > 1 {
             keys::check_one_slot(&server_keys)?;
         }
         let (code, cost, max_wait) = match step {
@@ -91,7 +92,7 @@ impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
         }
         let layout = algorithm.layout();
         if let Operation::Cancel { receipts, acts_at } = step {
-            cancel_args(receipts, &layout, acts_at, now, keys.len(), &mut args);
+            cancel_args(receipts, &layout, acts_at, now, count, &mut args);
         }
         Ok(Some(Request {
             keys: server_keys,
@@ -100,24 +101,17 @@ impl<K: RenderKey, A: RedisAlgorithm> RedisStore<K, A> {
             cost,
         }))
     }
-}
 
-impl<K, A> Store<K, A> for RedisStore<K, A>
-where
-    K: RenderKey,
-    A: RedisAlgorithm,
-{
-    type Pending = BoxFuture<'static, Result<Vec<(Decision, Receipt)>, Error>>;
-
-    fn apply(
+    /// Sends the step on `keys` and writes one answer per key into `out` (none
+    /// for a cancel, which answers nothing).
+    fn run<'k, Q: RenderKey + ?Sized + 'k>(
         &self,
         algorithm: &A,
-        keys: &[K],
+        keys: impl IntoIterator<Item = &'k Q, IntoIter: ExactSizeIterator>,
         now: Nanos,
         step: Operation<'_>,
         out: &mut [(Decision, Receipt)],
     ) -> Result<(), Error> {
-        check_output(keys.len(), out.len())?;
         let Some(request) = self.request(algorithm, keys, now, step, false)? else {
             return Ok(());
         };
@@ -130,19 +124,56 @@ where
         let peek = matches!(step, Operation::Peek { .. });
         answers_from(&reply, out, &request.layout, request.cost, peek)
     }
+}
+
+/// For `K` and its borrowed form (`str` for `String` keys), which must render
+/// the same text, as the standard library's do.
+impl<K, Q, A> Store<Q, A> for RedisStore<K, A>
+where
+    Q: ToOwned<Owned = K> + RenderKey + ?Sized,
+    A: RedisAlgorithm,
+{
+    type Pending = BoxFuture<'static, Result<Vec<(Decision, Receipt)>, Error>>;
+
+    fn apply(
+        &self,
+        algorithm: &A,
+        keys: &[Q],
+        now: Nanos,
+        step: Operation<'_>,
+        out: &mut [(Decision, Receipt)],
+    ) -> Result<(), Error>
+    where
+        Q: Sized,
+    {
+        check_output(keys.len(), out.len())?;
+        self.run(algorithm, keys, now, step, out)
+    }
+
+    fn apply_key<R: Report>(
+        &self,
+        algorithm: &A,
+        key: &Q,
+        now: Nanos,
+        step: Operation<'_>,
+    ) -> Result<R, Error> {
+        let mut out = [blank()];
+        self.run(algorithm, [key], now, step, &mut out)?;
+        let [(decision, receipt)] = out;
+        Ok(R::decided(decision, receipt))
+    }
 
     /// A reserve runs and reports in one call: the server appends each limit's
     /// standing to the key's decision.
     fn apply_key_each(
         &self,
         algorithm: &A,
-        key: &K,
+        key: &Q,
         now: Nanos,
         step: Operation<'_>,
         each: &mut dyn FnMut(Decision),
     ) -> Result<(Decision, Receipt), Error> {
-        let keys = std::slice::from_ref(key);
-        let Some(request) = self.request(algorithm, keys, now, step, true)? else {
+        let Some(request) = self.request(algorithm, [key], now, step, true)? else {
             return Ok(blank());
         };
         let reply = self
@@ -156,11 +187,14 @@ where
     fn apply_key_each_async(
         &self,
         algorithm: &A,
-        key: &K,
+        key: &Q,
         now: Nanos,
         step: Operation<'_>,
-    ) -> Reporting {
-        let request = match self.request(algorithm, std::slice::from_ref(key), now, step, true) {
+    ) -> Reporting
+    where
+        Q: Sized,
+    {
+        let request = match self.request(algorithm, [key], now, step, true) {
             Ok(Some(request)) => request,
             Ok(None) => return Box::pin(futures::future::ready(Ok((blank(), Vec::new())))),
             Err(e) => return Box::pin(futures::future::ready(Err(e))),
@@ -184,10 +218,13 @@ where
     fn apply_async(
         &self,
         algorithm: &A,
-        keys: &[K],
+        keys: &[Q],
         now: Nanos,
         step: Operation<'_>,
-    ) -> Self::Pending {
+    ) -> Self::Pending
+    where
+        Q: Sized,
+    {
         let blank = vec![blank(); keys.len()];
         let request = match self.request(algorithm, keys, now, step, false) {
             Ok(Some(request)) => request,
@@ -221,11 +258,13 @@ where
     fn cancel_detached(
         &self,
         algorithm: &A,
-        keys: &[K],
+        keys: &[Q],
         now: Nanos,
         receipts: &[Receipt],
         acts_at: Nanos,
-    ) {
+    ) where
+        Q: Sized,
+    {
         let step = Operation::Cancel { receipts, acts_at };
         if let Ok(Some(request)) = self.request(algorithm, keys, now, step, false) {
             self.cancels.send(&self.connections, request);
@@ -233,7 +272,7 @@ where
     }
 
     /// A hash of the key's text, keyed at random per store (clones share it).
-    fn key_id(&self, key: &K) -> Option<u64> {
+    fn key_id(&self, key: &Q) -> Option<u64> {
         let mut text = String::new();
         key.render_key(&mut text);
         Some(self.ids.hash_one(text))
