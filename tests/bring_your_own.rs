@@ -1,8 +1,8 @@
 //! An algorithm defined outside the crate, with public items only, runs in the direct
-//! limiter, the keyed limiter (memory store) and both kinds of multi-limit set, with
-//! nothing added to the crate: implementing `Algorithm` with `type Shape = Plain` is
-//! all it takes. Its step is run in the report each front end reads, building no
-//! more of a grant than that.
+//! limiter, the keyed limiter (memory store), both kinds of multi-limit set and
+//! (feature `tower`) behind the server layer, with nothing added to the crate:
+//! implementing `Algorithm` with `type Shape = Plain` is all it takes. Its step is
+//! run in the report each front end reads, building no more of a grant than that.
 
 use sluicegate::algorithms::{
     Algorithm, AllOf, Decision, FixedWindow, Limits, Plain, Receipt, Report,
@@ -226,4 +226,43 @@ fn each_front_end_builds_only_what_it_reads_of_a_grant() {
     // A refusal is read in full by every report, and builds no grant.
     assert!(!direct.try_acquire());
     assert_eq!(seen(), (3, 1));
+}
+
+/// Behind the server layer: the layer needs nothing of an algorithm but its
+/// decisions. `Quotas` is sealed, so the algorithm's policy is named by hand with
+/// `Policy::new`, as the `Quotas` docs say, and the fields follow its decisions.
+#[cfg(feature = "tower")]
+#[test]
+fn the_server_layer_runs_it_with_a_policy_named_by_hand() {
+    use http::{Request, Response, StatusCode};
+    use sluicegate::adapters::server::{Policy, RateLimitHeaders, ServerLayer};
+    use tower::{service_fn, Layer, ServiceExt};
+
+    let clock = ManualClock::new();
+    let per_path = KeyedRateLimiter::with_clock(Spacing { gap: 2_000 * MS }, clock.clone());
+    let app =
+        service_fn(|_: Request<()>| async { Ok::<_, std::convert::Infallible>(Response::new(())) });
+    let spacing = Policy::new("spacing", 1, Duration::from_secs(2));
+    let server = ServerLayer::keyed(per_path, |r: &Request<()>| r.uri().path().to_owned())
+        .headers(RateLimitHeaders::new().policies([spacing]))
+        .layer(app);
+    let ask = |path: &str| {
+        let request = Request::get(path).body(()).unwrap();
+        futures::executor::block_on(server.clone().oneshot(request)).unwrap()
+    };
+
+    let granted = ask("/a");
+    assert_eq!(granted.status(), StatusCode::OK);
+    assert_eq!(
+        granted.headers()["ratelimit-policy"],
+        r#""spacing";q=1;w=2"#
+    );
+    assert_eq!(granted.headers()["ratelimit"], r#""spacing";r=0;t=2"#);
+    let refused = ask("/a");
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(refused.headers()["retry-after"], "2");
+    // Another key has its own spacing; "/a" is spaced again 2 s later.
+    assert_eq!(ask("/b").status(), StatusCode::OK);
+    clock.advance(Duration::from_secs(2));
+    assert_eq!(ask("/a").status(), StatusCode::OK);
 }

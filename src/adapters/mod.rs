@@ -13,10 +13,48 @@
 //! | `ClientLayer` (feature `tower`) | each request, before it is sent | `client` |
 //! | `ServerLayer` (feature `tower`) | nothing: refuses with `429` (or, with `delay_up_to`, each request up to a maximum) | `server` |
 //!
-//! Beside them: [`Weigh`] (what an item or request is charged: [`Each`],
-//! [`Weighed`], or a closure giving a key and a cost), [`Jitter`] (seeded, repeatable
-//! extra delay) and, with `tower`, `HoldBack` (the back-off that honours a server's
-//! `Retry-After` and `RateLimit` fields, usable by any client).
+//! Beside them: weighers (what an item or request is charged, see
+//! [below](#weighers)), [`Jitter`] (seeded, repeatable extra delay) and, with
+//! `tower`, `HoldBack` (the back-off that honours a server's `Retry-After` and
+//! `RateLimit` fields, usable by any client).
+//!
+//! # Weighers
+//!
+//! Each adapter's `with_weigher` takes what an item (or request) is charged, its
+//! key and its cost, in one of three shapes:
+//! * [`Each`]: every item costs 1, key `()` (a direct limiter; what `new` uses);
+//! * [`Weighed`]`(|item| cost)`: a cost per item, key `()`;
+//! * a closure `|item| (key, cost)`, an `FnMut(&T) -> (K, u64)`: a key and a cost
+//!   per item, for a keyed limiter (e.g. per target host).
+//!
+//! The server layer adds `keyed(limiter, |request| key)`, each request costing 1.
+//! These are every weigher: the trait the adapters read them through is the
+//! crate's own, so a weigher of another shape is a closure that computes it.
+//!
+//! ```
+//! use futures::{stream, StreamExt};
+//! use sluicegate::adapters::{Throttled, Weighed};
+//! use sluicegate::{algorithms::FixedWindow, clock::ManualClock, RateLimiter};
+//! use std::time::Duration;
+//! let window = FixedWindow::new(100, Duration::from_secs(60)).unwrap();
+//! let limiter = RateLimiter::with_clock(window, ManualClock::new());
+//! let words = stream::iter(["to", "be", "or"]);
+//! let paced = Throttled::with_weigher(words, limiter.clone(), Weighed(|w: &&str| w.len() as u64));
+//! assert_eq!(futures::executor::block_on(paced.collect::<Vec<_>>()).len(), 3);
+//! assert_eq!(limiter.peek(94).map(|d| d.is_allowed()), Ok(true)); // 6 of 100 spent
+//! assert_eq!(limiter.peek(95).map(|d| d.is_allowed()), Ok(false));
+//! ```
+//!
+//! A type of another crate cannot be a weigher by implementing that trait:
+//!
+//! ```compile_fail,E0603
+//! struct ByLength;
+//! impl sluicegate::adapters::Weigh<String, ()> for ByLength {
+//!     fn weigh(&mut self, item: &String) -> ((), u64) {
+//!         ((), item.len() as u64)
+//!     }
+//! }
+//! ```
 //!
 //! # Waiting
 //!
@@ -78,7 +116,8 @@ pub use jitter::Jitter;
 pub use permits::{Acquiring, Checking, CheckingEach, Permits};
 pub use sink::ThrottledSink;
 pub use stream::{Rejected, Throttled};
-pub use weigh::{Each, Weigh, Weighed};
+pub(crate) use weigh::Weigh;
+pub use weigh::{Each, Weighed};
 
 #[cfg(doc)]
 use crate::{clock::Clock, Error};

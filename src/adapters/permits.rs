@@ -45,7 +45,36 @@ pub type CheckingEach =
 ///     assert!(matches!(late, Err(sluicegate::Error::Timeout { .. })));
 /// });
 /// ```
-pub trait Permits: Clone + Send + Sync + 'static {
+///
+/// It is sealed: implemented by the crate's four limiters, and not implementable
+/// outside the crate (the adapters rely on what the limiters promise: a dropped
+/// wait gives its permits back, and `try_now` and `checks_at_once` say truly what
+/// blocks). Name it as a bound, and call it:
+///
+/// ```compile_fail,E0277
+/// use sluicegate::adapters::{Acquiring, Permits};
+/// use sluicegate::{algorithms::SmoothBursty, DefaultClock, Decision, Error, RateLimiter};
+/// use std::time::Duration;
+/// #[derive(Clone)]
+/// struct Mine(RateLimiter<SmoothBursty>);
+/// impl Permits for Mine { // the trait bound `Mine: Sealed` is not satisfied
+///     type Key = ();
+///     type Clock = DefaultClock;
+///     fn clock(&self) -> &DefaultClock {
+///         Permits::clock(&self.0)
+///     }
+///     fn acquire(&self, key: &(), cost: u64, max_wait: Option<Duration>) -> Acquiring {
+///         Permits::acquire(&self.0, key, cost, max_wait)
+///     }
+///     fn check(&self, key: &(), cost: u64) -> Result<Decision, Error> {
+///         Permits::check(&self.0, key, cost)
+///     }
+///     fn peek(&self, key: &(), cost: u64) -> Result<Decision, Error> {
+///         Permits::peek(&self.0, key, cost)
+///     }
+/// }
+/// ```
+pub trait Permits: Clone + Send + Sync + 'static + sealed::Sealed {
     /// What a call is charged to: `()` for a direct limiter, the key type of a keyed
     /// one.
     type Key: Send + 'static;
@@ -237,9 +266,17 @@ pub trait Permits: Clone + Send + Sync + 'static {
     }
 }
 
+/// The seal of [`Permits`]: public in a private module, so no other crate can name
+/// it, and only the limiters implement it.
+mod sealed {
+    pub trait Sealed {}
+}
+
 fn budget(max_wait: Option<Duration>) -> u64 {
     max_wait.map_or(u64::MAX, duration_to_nanos)
 }
+
+impl<A: CellAlgorithm, C: Clock> sealed::Sealed for RateLimiter<A, C> {}
 
 impl<A: CellAlgorithm, C: Clock> Permits for RateLimiter<A, C> {
     type Key = ();
@@ -285,6 +322,8 @@ impl<A: CellAlgorithm, C: Clock> Permits for RateLimiter<A, C> {
         self.algorithm().pace()
     }
 }
+
+impl<K, A: Algorithm, S, C: Clock> sealed::Sealed for KeyedRateLimiter<K, A, S, C> {}
 
 impl<K, A, S, C> Permits for KeyedRateLimiter<K, A, S, C>
 where
@@ -366,6 +405,8 @@ where
 /// is the blocking limiter's (whose own waits are already async).
 macro_rules! permits_of_the_blocking_limiter {
     ([$($generics:tt)*] $limiter:ty, key $key:ty) => {
+        impl<$($generics)*> sealed::Sealed for $limiter {}
+
         impl<$($generics)*> Permits for $limiter {
             type Key = $key;
             type Clock = C;

@@ -46,7 +46,7 @@ impl<T: fmt::Debug, E: std::error::Error + 'static> std::error::Error for SinkEr
 
 pin_project! {
     /// A [`Sink`] that sends each item on to the inner sink once a limiter grants it
-    /// (its key and cost from a [`Weigh`]).
+    /// (its key and cost from a [weigher](super#weighers)).
     ///
     /// `start_send` holds the item; the next `poll_ready`, `poll_flush` or
     /// `poll_close` charges it, waits, and sends it on when it is granted. So `send(item).await` (which flushes) returns once the item has been

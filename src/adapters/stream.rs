@@ -41,9 +41,10 @@ impl<T: fmt::Debug> std::error::Error for Rejected<T> {
 
 pin_project! {
     /// A [`Stream`] whose items are released at a limiter's pace: each item is taken
-    /// from the inner stream, charged (its key and cost from a [`Weigh`]), and yielded
-    /// once the limiter grants it, as `Ok(item)`; an item the limiter refuses is
-    /// yielded as `Err(`[`Rejected`]`)` and the stream goes on with the next.
+    /// from the inner stream, charged (its key and cost from a
+    /// [weigher](super#weighers)), and yielded once the limiter grants it, as
+    /// `Ok(item)`; an item the limiter refuses is yielded as `Err(`[`Rejected`]`)`
+    /// and the stream goes on with the next.
     ///
     /// The adapter owns a [`Permits`] handle (a clone of the limiter), so it is
     /// `'static` when the inner stream is, and several adapters, or other callers, can

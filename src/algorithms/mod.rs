@@ -361,7 +361,37 @@ pub trait Algorithm: Send + Sync + 'static {
 /// assert_eq!(AdjustableRate::rate(&b), 6.999999999999999); // as Guava computes it
 /// assert!(b.set_rate(&mut state, 0, f64::NAN).is_err());
 /// ```
-pub trait AdjustableRate: Algorithm {
+///
+/// It is sealed: implemented by the crate's rate-based algorithms, [`SmoothBursty`]
+/// and [`SmoothWarmingUp`], whose `set_rate` a direct limiter applies atomically
+/// ([`RateLimiter::set_rate`](crate::RateLimiter::set_rate)), and not implementable
+/// outside the crate. An algorithm of your own changes its rate through its own
+/// methods:
+///
+/// ```compile_fail,E0277
+/// use sluicegate::algorithms::{AdjustableRate, Algorithm, Decision, Plain, Receipt, Report};
+/// struct Always;
+/// # impl Algorithm for Always {
+/// #     type State = ();
+/// #     type Shape = Plain;
+/// #     fn initial_state(&self, _now: u64) {}
+/// #     fn reserve<R: Report>(&self, _: &mut (), _now: u64, _cost: u64, _max_wait: u64) -> R {
+/// #         R::granted(|| Decision::allowed(u64::MAX, u64::MAX, 0), || Receipt::NONE)
+/// #     }
+/// #     fn is_replenished(&self, _: &(), _now: u64) -> bool {
+/// #         true
+/// #     }
+/// # }
+/// impl AdjustableRate for Always { // the trait bound `Always: Sealed` is not satisfied
+///     fn rate(&self) -> f64 {
+///         f64::INFINITY
+///     }
+///     fn set_rate(&mut self, _: &mut (), _now: u64, _rate: f64) -> Result<(), sluicegate::ConfigError> {
+///         Ok(())
+///     }
+/// }
+/// ```
+pub trait AdjustableRate: Algorithm + sealed::Sealed {
     /// The current rate in permits per second (`+inf` when unlimited).
     fn rate(&self) -> f64;
 
@@ -375,6 +405,14 @@ pub trait AdjustableRate: Algorithm {
         now: Nanos,
         rate: f64,
     ) -> Result<(), crate::ConfigError>;
+}
+
+/// The seal of [`AdjustableRate`]: public in a private module, so no other crate can
+/// name it, and only the crate's rate-based algorithms implement it.
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::SmoothBursty {}
+    impl Sealed for super::SmoothWarmingUp {}
 }
 
 /// What one limit reports after a step on `state` (see [`Algorithm::standing`]).

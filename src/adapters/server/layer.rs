@@ -105,11 +105,26 @@ impl<P: Permits<Key = ()>> ServerLayer<P, Each> {
 /// costing one permit.
 ///
 /// ```
-/// use sluicegate::adapters::server::KeyOnly;
-/// use sluicegate::adapters::Weigh;
-/// let mut by_path = KeyOnly(|r: &http::Request<()>| r.uri().path().to_owned());
-/// let request = http::Request::get("/a").body(()).unwrap();
-/// assert_eq!(by_path.weigh(&request), ("/a".to_owned(), 1));
+/// use http::{Request, Response};
+/// use sluicegate::adapters::server::{KeyOnly, ServerLayer};
+/// use sluicegate::{algorithms::FixedWindow, clock::ManualClock, KeyedRateLimiter};
+/// use std::time::Duration;
+/// use tower::{service_fn, Layer, ServiceExt};
+///
+/// let window = FixedWindow::new(5, Duration::from_secs(60)).unwrap();
+/// let per_path = KeyedRateLimiter::with_clock(window, ManualClock::new());
+/// let by_path = KeyOnly(|r: &Request<()>| r.uri().path().to_owned());
+/// let app = service_fn(|_: Request<()>| async { Ok::<_, std::convert::Infallible>(Response::new(())) });
+/// let server = ServerLayer::with_weigher(per_path.clone(), by_path).layer(app);
+/// futures::executor::block_on(async {
+///     for path in ["/a", "/a", "/b"] {
+///         server.clone().oneshot(Request::get(path).body(()).unwrap()).await.unwrap();
+///     }
+/// });
+/// // One permit a request, charged to its path: "/a" has 3 of its 5 left.
+/// assert_eq!(per_path.peek(&"/a".to_owned(), 3).map(|d| d.is_allowed()), Ok(true));
+/// assert_eq!(per_path.peek(&"/a".to_owned(), 4).map(|d| d.is_allowed()), Ok(false));
+/// assert_eq!(per_path.peek(&"/b".to_owned(), 4).map(|d| d.is_allowed()), Ok(true));
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub struct KeyOnly<F>(pub F);

@@ -21,8 +21,12 @@ use std::time::Duration;
 /// | [`SmoothWarmingUp`] | one second of the stable rate (at least 1) | 1 s |
 /// | [`AllOf`] | each member's | each member's |
 ///
-/// A dynamic set ([`Limits`](crate::algorithms::Limits)) holds its members behind a
-/// trait object and cannot say; name its policies with [`Policy::new`].
+/// It is sealed: implemented by the crate's algorithms and their [`AllOf`] sets,
+/// whose quotas the table states, and not implementable outside the crate. A
+/// dynamic set ([`Limits`](crate::algorithms::Limits)) holds its members behind a
+/// trait object and cannot say, and an algorithm of your own has no quotas here: the
+/// server layer runs either all the same, and you name their policies with
+/// [`Policy::new`] (see [`RateLimitHeaders::policies`](super::RateLimitHeaders::policies)).
 ///
 /// ```
 /// use sluicegate::adapters::server::Quotas;
@@ -31,7 +35,32 @@ use std::time::Duration;
 /// let set = AllOf::new((SmoothBursty::new(10.0).unwrap(), FixedWindow::new(100, Duration::from_secs(60)).unwrap()));
 /// assert_eq!(set.quotas(), [(10, Duration::from_secs(1)), (100, Duration::from_secs(60))]);
 /// ```
-pub trait Quotas: Algorithm {
+///
+/// An algorithm of another crate cannot implement it:
+///
+/// ```compile_fail,E0277
+/// use sluicegate::adapters::server::Quotas;
+/// use sluicegate::algorithms::{Algorithm, Decision, Plain, Receipt, Report};
+/// use std::time::Duration;
+/// struct Always;
+/// # impl Algorithm for Always {
+/// #     type State = ();
+/// #     type Shape = Plain;
+/// #     fn initial_state(&self, _now: u64) {}
+/// #     fn reserve<R: Report>(&self, _: &mut (), _now: u64, _cost: u64, _max_wait: u64) -> R {
+/// #         R::granted(|| Decision::allowed(u64::MAX, u64::MAX, 0), || Receipt::NONE)
+/// #     }
+/// #     fn is_replenished(&self, _: &(), _now: u64) -> bool {
+/// #         true
+/// #     }
+/// # }
+/// impl Quotas for Always { // the trait bound `Always: Sealed` is not satisfied
+///     fn push_quotas(&self, out: &mut Vec<(u64, Duration)>) {
+///         out.push((u64::MAX, Duration::from_secs(1)));
+///     }
+/// }
+/// ```
+pub trait Quotas: Algorithm + sealed::Sealed {
     /// `(permits, window)` for each limit, in order.
     fn quotas(&self) -> Vec<(u64, Duration)> {
         let mut out = Vec::new();
@@ -41,6 +70,12 @@ pub trait Quotas: Algorithm {
 
     /// Appends this algorithm's quotas to `out` (what a set calls on its members).
     fn push_quotas(&self, out: &mut Vec<(u64, Duration)>);
+}
+
+/// The seal of [`Quotas`]: public in a private module, so no other crate can name
+/// it, and only the algorithms below implement it.
+mod sealed {
+    pub trait Sealed {}
 }
 
 /// A quota from a float number of permits at `rate` per second: at least 1 permit,
@@ -59,6 +94,8 @@ fn from_rate(permits: f64, rate: f64) -> (u64, Duration) {
 /// A window algorithm's quota is its limit over its window.
 macro_rules! window_quota {
     ($($algorithm:ty),* $(,)?) => {$(
+        impl sealed::Sealed for $algorithm {}
+
         impl Quotas for $algorithm {
             fn push_quotas(&self, out: &mut Vec<(u64, Duration)>) {
                 out.push((self.limit(), self.window()));
@@ -74,6 +111,8 @@ window_quota!(
     SlidingLog
 );
 
+impl sealed::Sealed for LeakyBucket {}
+
 impl Quotas for LeakyBucket {
     fn push_quotas(&self, out: &mut Vec<(u64, Duration)>) {
         let (nanos, per) = self.interval();
@@ -83,17 +122,23 @@ impl Quotas for LeakyBucket {
     }
 }
 
+impl sealed::Sealed for SmoothBursty {}
+
 impl Quotas for SmoothBursty {
     fn push_quotas(&self, out: &mut Vec<(u64, Duration)>) {
         out.push(from_rate(self.max_permits(), self.rate()));
     }
 }
 
+impl sealed::Sealed for SmoothWarmingUp {}
+
 impl Quotas for SmoothWarmingUp {
     fn push_quotas(&self, out: &mut Vec<(u64, Duration)>) {
         out.push(from_rate(self.rate(), self.rate()));
     }
 }
+
+impl<A: Quotas, B: Quotas> sealed::Sealed for AllOf<(A, B)> {}
 
 impl<A: Quotas, B: Quotas> Quotas for AllOf<(A, B)>
 where
@@ -105,6 +150,8 @@ where
         b.push_quotas(out);
     }
 }
+
+impl<A: Quotas, B: Quotas, C: Quotas> sealed::Sealed for AllOf<(A, B, C)> {}
 
 impl<A: Quotas, B: Quotas, C: Quotas> Quotas for AllOf<(A, B, C)>
 where
@@ -120,7 +167,11 @@ where
 
 impl Policy {
     /// One policy per limit of `algorithm` ([`Quotas`]), named by `names` in order;
-    /// a limit without a name is `"limit<index>"`.
+    /// a limit without a name is `"limit<index>"`. For a [`Limits`] set or an
+    /// algorithm of your own, which state no quotas, build each policy with
+    /// [`Policy::new`].
+    ///
+    /// [`Limits`]: crate::algorithms::Limits
     ///
     /// ```
     /// use sluicegate::adapters::server::{Policy, RateLimitHeaders};
