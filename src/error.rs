@@ -305,6 +305,14 @@ pub enum ConfigError {
         /// Why it is needed, and what to set it to.
         why: &'static str,
     },
+    /// A name given to a store cannot be used as it is (e.g. a Redis key prefix
+    /// or shared hash tag holding a brace). `why` says what it may not hold.
+    InvalidText {
+        /// Which setting.
+        what: &'static str,
+        /// What is wrong with it.
+        why: &'static str,
+    },
     /// A wrapper cannot serve the configuration it was given (e.g. a
     /// [`DenyCache`](crate::stores::deny_cache::DenyCache) over an algorithm whose
     /// refusals count).
@@ -338,6 +346,7 @@ impl fmt::Display for ConfigError {
             } => write!(f, "{what} must be {requirement}, got {value}"),
             ConfigError::InvalidUrl { why } => write!(f, "invalid store URL: {why}"),
             ConfigError::MissingSetting { what, why } => write!(f, "{what} must be set: {why}"),
+            ConfigError::InvalidText { what, why } => write!(f, "a {what} {why}"),
             ConfigError::Unsupported { what, why } => write!(f, "{what} is not supported: {why}"),
         }
     }

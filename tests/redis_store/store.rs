@@ -386,10 +386,23 @@ fn async_calls_decide_like_blocking_ones_and_lose_no_update() {
 }
 
 #[test]
-fn a_prefix_with_a_brace_is_a_typed_error() {
+fn a_prefix_or_tag_with_a_brace_is_a_configuration_error() {
+    let err = RedisOptions::default().prefix("rl:{x").unwrap_err();
+    assert!(
+        matches!(err, sluicegate::ConfigError::InvalidText { .. }),
+        "{err}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "a Redis key prefix may not contain '{' or '}' (it would change the keys' hash tag, and with it their Cluster slot)"
+    );
+    let err = RedisOptions::default().shared_tag("}").unwrap_err();
     assert!(matches!(
-        RedisOptions::default().prefix("rl:{x"),
-        Err(Error::InvalidKeys { .. })
+        err,
+        sluicegate::ConfigError::InvalidText {
+            what: "shared hash tag",
+            ..
+        }
     ));
 }
 

@@ -20,7 +20,7 @@
 //! identity outside the tag instead (`<prefix>{<tag>}k<escaped identity>:<algorithm>`):
 //! every key of that store is on one slot, so multi-key calls work on Cluster too.
 
-use crate::error::Error;
+use crate::error::{ConfigError, Error};
 
 /// Appends `identity`, escaped so that it contains no `}` and decodes uniquely.
 fn escape_into(identity: &str, out: &mut String) {
@@ -37,15 +37,11 @@ fn escape_into(identity: &str, out: &mut String) {
 
 /// Checks a namespace prefix or shared tag: no braces, which would open or close a
 /// hash tag of their own.
-pub(super) fn check_part(what: &'static str, text: &str) -> Result<(), Error> {
+pub(super) fn check_part(what: &'static str, text: &str) -> Result<(), ConfigError> {
     if text.contains(['{', '}']) {
-        return Err(Error::InvalidKeys {
-            why: if what == "prefix" {
-                "a Redis key prefix may not contain '{' or '}' (it would change the hash tag)"
-            } else {
-                "a shared hash tag may not contain '{' or '}'"
-            },
-            help: "choose a prefix or tag without braces",
+        return Err(ConfigError::InvalidText {
+            what,
+            why: "may not contain '{' or '}' (it would change the keys' hash tag, and with it their Cluster slot)",
         });
     }
     Ok(())
@@ -199,6 +195,7 @@ mod tests {
             Err(Error::InvalidKeys { .. })
         ));
         assert!(check_part("prefix", "a{b").is_err());
+        assert!(check_part("shared tag", "a}").is_err());
         assert!(check_part("prefix", "rl:").is_ok());
         assert_ne!(a, server_key("rl:", Some("shop"), "alice", "lb"));
     }

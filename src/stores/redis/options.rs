@@ -2,7 +2,7 @@
 
 use super::algorithm::EXACT;
 use super::keys::check_part;
-use crate::error::{ConfigError, Error};
+use crate::error::ConfigError;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Whose clock a step runs at.
@@ -73,11 +73,19 @@ impl RedisOptions {
     /// The namespace every server key starts with (default `"rl:"`).
     ///
     /// # Errors
-    /// [`Error::InvalidKeys`] if it contains `{` or `}` (it would change the keys'
-    /// hash tag, and with it their Cluster slot).
-    pub fn prefix(mut self, prefix: impl Into<String>) -> Result<Self, Error> {
+    /// [`ConfigError::InvalidText`] if it contains `{` or `}` (it would change the
+    /// keys' hash tag, and with it their Cluster slot).
+    ///
+    /// ```
+    /// use sluicegate::stores::redis::RedisOptions;
+    /// use sluicegate::ConfigError;
+    /// assert_eq!(RedisOptions::default().prefix("app:").unwrap().get_prefix(), "app:");
+    /// let err = RedisOptions::default().prefix("rl:{x").unwrap_err();
+    /// assert!(matches!(err, ConfigError::InvalidText { what: "Redis key prefix", .. }));
+    /// ```
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Result<Self, ConfigError> {
         let prefix = prefix.into();
-        check_part("prefix", &prefix)?;
+        check_part("Redis key prefix", &prefix)?;
         self.prefix = prefix;
         Ok(self)
     }
@@ -93,15 +101,16 @@ impl RedisOptions {
     /// it for keys that really are limited together, with one store per group.
     ///
     /// # Errors
-    /// [`Error::InvalidKeys`] if `tag` contains `{` or `}`.
+    /// [`ConfigError::InvalidText`] if `tag` contains `{` or `}`.
     ///
     /// ```
     /// use sluicegate::stores::redis::RedisOptions;
     /// assert!(RedisOptions::default().shared_tag("checkout").is_ok());
+    /// assert!(RedisOptions::default().shared_tag("a{b").is_err());
     /// ```
-    pub fn shared_tag(mut self, tag: impl Into<String>) -> Result<Self, Error> {
+    pub fn shared_tag(mut self, tag: impl Into<String>) -> Result<Self, ConfigError> {
         let tag = tag.into();
-        check_part("tag", &tag)?;
+        check_part("shared hash tag", &tag)?;
         self.shared_tag = Some(tag);
         Ok(self)
     }
