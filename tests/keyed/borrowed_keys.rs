@@ -178,3 +178,30 @@ fn a_local_fallback_decides_and_gives_back_on_a_borrowed_key() {
     assert!(again.is_allowed(), "the second grant was given back");
     assert_eq!(again.remaining(), 0, "both forms name one local state");
 }
+
+#[test]
+fn a_keyed_reservation_on_a_local_fallback_of_a_set_gives_its_permits_back() {
+    type Set = AllOf<(FixedWindow, FixedWindow)>;
+    let share = AllOf::new((window(2), window(5)));
+    let store: FailoverStore<Unreachable, String, Set> =
+        FailoverStore::new(Unreachable, FailurePolicy::Local(share));
+    let limiter = KeyedRateLimiter::with_store(
+        AllOf::new((window(20), window(50))),
+        store,
+        ManualClock::new(),
+    );
+    let r = limiter.reserve("k", 2).unwrap();
+    assert!(r.is_ok());
+    assert_eq!(r.decision().source(), Source::Local);
+    assert!(
+        !limiter.peek("k", 1).unwrap().is_allowed(),
+        "the local share is spent"
+    );
+    r.cancel().unwrap();
+    let d = limiter.peek("k", 2).unwrap();
+    assert!(
+        d.is_allowed(),
+        "the cancel gave the set's grant back to the local limit"
+    );
+    assert_eq!(d.source(), Source::Local);
+}

@@ -122,6 +122,28 @@ impl<K: Hash + Eq, A: Algorithm> Fallback<K, A> {
         Ok(())
     }
 
+    /// [`answer`](Self::answer) for one key, which may be unsized, with its
+    /// receipt (a local grant's, tagged as the local limit's).
+    pub(super) fn answer_key<Q>(
+        &self,
+        key: &Q,
+        now: Nanos,
+        step: Operation<'_>,
+        retry_after: Nanos,
+    ) -> Result<(Decision, Receipt), Error>
+    where
+        Q: ToOwned<Owned = K> + Hash + Eq + ?Sized,
+    {
+        match self {
+            Fallback::Local { algorithm, store } => {
+                let (decision, receipt): (Decision, Receipt) =
+                    store.apply_key(algorithm, key, now, step)?;
+                Ok((decision.with_source(Source::Local), tag_local(receipt)))
+            }
+            _ => Ok((unconsulted(self.source(), retry_after), Receipt::NONE)),
+        }
+    }
+
     /// [`answer`](Self::answer) for one key, telling `each` how every limit stands
     /// (the local limit's members; otherwise the one decision).
     pub(super) fn answer_each<Q>(

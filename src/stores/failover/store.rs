@@ -260,8 +260,8 @@ where
         self.ctx.run(
             || self.inner.apply_key(algorithm, key, now, step),
             |retry_after| {
-                let answer = fallback.answer_each(key, now, step, retry_after, &mut |_| {})?;
-                Ok(R::decided(answer.0, answer.1))
+                let (decision, receipt) = fallback.answer_key(key, now, step, retry_after)?;
+                Ok(R::decided(decision, receipt))
             },
         )
     }
