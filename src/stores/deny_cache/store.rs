@@ -90,7 +90,7 @@ where
     }
 }
 
-/// For `K` and every borrowed form of it (`str` for `String` keys), as the inner
+/// For `K` and its borrowed form (`str` for `String` keys), as the inner
 /// store answers them.
 impl<S, K, Q, A> Store<Q, A> for DenyCache<S, K, A>
 where

@@ -184,7 +184,7 @@ impl<K: Hash + Eq, A: Algorithm, C: Clock> Ctx<K, A, C> {
     }
 }
 
-/// For `K` and every borrowed form of it (`str` for `String` keys), as the inner
+/// For `K` and its borrowed form (`str` for `String` keys), as the inner
 /// store and the local limit answer them.
 impl<S, K, Q, A, C> Store<Q, A> for FailoverStore<S, K, A, C>
 where

@@ -178,7 +178,7 @@ fn gives_back(receipts: &[Receipt]) -> bool {
     receipts.iter().any(|r| !r.is_none())
 }
 
-/// For `K` and every borrowed form of it (`str` for `String` keys), as the inner
+/// For `K` and its borrowed form (`str` for `String` keys), as the inner
 /// store answers them.
 impl<S, K, Q, A> Store<Q, A> for LeasedStore<S, K, A>
 where
