@@ -19,7 +19,7 @@ use std::time::Duration;
 ///
 /// The client layer uses it after a server's hold, so that a key resumes at this
 /// rate instead of firing the credit its limiter stored while it was held (see
-/// [`HoldBack`](crate::adapters::HoldBack), feature `tower`). Intervals are whole
+/// `adapters::HoldBack`, feature `tower`). Intervals are whole
 /// nanoseconds, rounded up, so a client that keeps to them is never early.
 ///
 /// ```
