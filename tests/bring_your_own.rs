@@ -34,10 +34,10 @@ impl Algorithm for Spacing {
 
     fn reserve<R: Report>(&self, state: &mut Next, now: Nanos, cost: u64, _max_wait: Nanos) -> R {
         if cost > 1 {
-            return R::refused(Decision::never(1, 0, 0));
+            return R::refused(|| Decision::never(1, 0, 0));
         }
         if now < state.0 {
-            return R::refused(Decision::denied(1, 0, state.0 - now, state.0 - now));
+            return R::refused(|| Decision::denied(1, 0, state.0 - now, state.0 - now));
         }
         *state = Next(now + self.gap);
         // The grant's decision is built only for a caller that reads it.
@@ -172,7 +172,7 @@ impl Algorithm for Counted {
 
     fn reserve<R: Report>(&self, state: &mut Next, now: Nanos, _cost: u64, _max_wait: Nanos) -> R {
         if now < state.0 {
-            return R::refused(Decision::denied(1, 0, state.0 - now, state.0 - now));
+            return R::refused(|| Decision::denied(1, 0, state.0 - now, state.0 - now));
         }
         *state = Next(now + self.gap);
         R::granted(

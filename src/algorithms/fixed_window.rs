@@ -267,7 +267,7 @@ impl Algorithm for FixedWindow {
         let settled = self.settle(state, now, cost);
         // What `settle` compared: the call was counted if it fit.
         if settled.cost > self.limit - settled.count {
-            return R::refused(self.describe(&settled));
+            return R::refused(|| self.describe(&settled));
         }
         // The count takes at least one bit, so the index is below 2⁶³: it fits the mark.
         let index = state.word >> self.shift();
@@ -338,9 +338,7 @@ impl WordEncoded for FixedWindow {
         cost: u64,
     ) -> Plan<FixedWindowState> {
         let mut state = self.read_state(words);
-        let granted = self
-            .reserve::<Result<(), Decision>>(&mut state, now, cost, 0)
-            .is_ok();
+        let granted: bool = self.reserve(&mut state, now, cost, 0);
         (granted, granted.then_some(state))
     }
 }

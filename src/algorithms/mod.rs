@@ -143,11 +143,11 @@ use crate::clock::Nanos;
 ///
 ///     fn reserve<R: Report>(&self, next: &mut Nanos, now: Nanos, cost: u64, max_wait: Nanos) -> R {
 ///         if cost > 1 {
-///             return R::refused(Decision::never(1, 0, 0));
+///             return R::refused(|| Decision::never(1, 0, 0));
 ///         }
 ///         let wait = next.saturating_sub(now);
 ///         if wait > max_wait {
-///             return R::refused(Decision::denied(1, 0, wait - max_wait, wait));
+///             return R::refused(|| Decision::denied(1, 0, wait - max_wait, wait));
 ///         }
 ///         *next = now.max(*next) + self.gap;
 ///         // Built only for a caller that reads the grant.
@@ -185,20 +185,24 @@ pub trait Algorithm: Send + Sync + 'static {
     /// [`Decision::retry_after`]: relative to the caller's deadline
     /// `now + max_wait`, not to a `max_wait` that stays the same.
     ///
-    /// The step is written once and answers in the caller's [`Report`]: a try reads
-    /// `Result<(), Decision>` (a grant is not described), a check the [`Decision`],
-    /// a reservation the decision with the [`Receipt`] that
+    /// The step is written once and answers in the caller's [`Report`]: a direct
+    /// try reads `bool` (nothing described), a keyed try `Result<(), Decision>`
+    /// (the refusal in full, a grant not described), a check the [`Decision`], a
+    /// reservation the decision with the [`Receipt`] that
     /// [`cancel`](Algorithm::cancel) needs to give it back. A grant is reported with
-    /// [`Report::granted`], whose closures run only for a report that reads them; an
-    /// algorithm whose grants cannot be given back answers [`Receipt::NONE`].
-    /// Whatever the report, the state moves the same way.
+    /// [`Report::granted`] and a refusal with [`Report::refused`], whose closures
+    /// run only for a report that reads them; an algorithm whose grants cannot be
+    /// given back answers [`Receipt::NONE`]. Whatever the report, the state moves
+    /// the same way.
     ///
     /// ```
     /// use sluicegate::algorithms::{Algorithm, Decision, SmoothBursty};
     /// let bursty = SmoothBursty::new(5.0).unwrap();
     /// let mut state = bursty.initial_state(0);
+    /// let granted: bool = bursty.reserve(&mut state, 0, 1, 0);
+    /// assert!(granted);
     /// let taken: Result<(), Decision> = bursty.reserve(&mut state, 0, 1, 0);
-    /// assert!(taken.is_ok());
+    /// assert!(taken.is_err()); // the next permit is 0.2 s away
     /// let next: Decision = bursty.reserve(&mut state, 0, 1, u64::MAX);
     /// assert_eq!(next.wait_nanos(), 200_000_000);
     /// ```

@@ -10,20 +10,24 @@ use super::{Decision, Receipt};
 ///
 /// | report | a grant reads | a refusal reads | what asks for it |
 /// |---|---|---|---|
-/// | `Result<(), Decision>` | `Ok(())`: granted, nothing described | `Err` with the refusal | `try_acquire`, a server that sends no fields on grants |
+/// | `bool` | `true`, nothing described | `false`, nothing described | a direct limiter's `try_acquire` |
+/// | `Result<(), Decision>` | `Ok(())`: granted, nothing described | `Err` with the refusal | a keyed `try_acquire`, a server that sends no fields on grants |
 /// | [`Decision`] | the grant's decision | the refusal | `check`, `acquire`, `peek` |
 /// | `(Decision, Receipt)` | the decision and the [`Receipt`] that gives it back | the refusal and [`Receipt::NONE`] | `reserve`, whose grant can be cancelled |
 ///
 /// An algorithm answers a step with [`granted`](Report::granted) or
-/// [`refused`](Report::refused), or, when it has built both halves anyway, with
-/// [`decided`](Report::decided). The trait is sealed: these three are the reports.
+/// [`refused`](Report::refused), each given closures that only the reports reading
+/// them run, or, when it has built both halves anyway, with
+/// [`decided`](Report::decided). The trait is sealed: these four are the reports.
 ///
 /// ```
 /// use sluicegate::algorithms::{Algorithm, Decision, FixedWindow, Receipt, Report};
 /// use std::time::Duration;
-/// let window = FixedWindow::new(2, Duration::from_secs(1)).unwrap();
+/// let window = FixedWindow::new(3, Duration::from_secs(1)).unwrap();
 /// let mut state = window.initial_state(0);
-/// // The same step, three reports.
+/// // The same step, four reports.
+/// let granted: bool = window.reserve(&mut state, 0, 1, 0);
+/// assert!(granted);
 /// let lean: Result<(), Decision> = window.reserve(&mut state, 0, 1, 0);
 /// assert!(lean.is_ok());
 /// let full: Decision = window.reserve(&mut state, 0, 1, 0);
@@ -45,12 +49,18 @@ pub trait Report: Sized + sealed::Sealed {
     /// passes them as closures builds neither for a report that drops them.
     fn granted(decision: impl FnOnce() -> Decision, receipt: impl FnOnce() -> Receipt) -> Self;
 
-    /// The report of a refusal, denied or never: every report reads it in full.
-    fn refused(decision: Decision) -> Self;
+    /// The report of a refusal, denied or never. `decision` runs only if this
+    /// report reads the refusal: every report but `bool` does.
+    fn refused(decision: impl FnOnce() -> Decision) -> Self;
 
-    /// The refusal this report holds, `None` for a grant: what a store that
-    /// wraps another reads of an answer it passes on (a deny cache learns from
-    /// refusals).
+    /// Whether this report is a grant's: what a store reads of an answer to
+    /// know whether a new key's state is worth keeping.
+    #[doc(hidden)]
+    fn is_granted(&self) -> bool;
+
+    /// The refusal this report holds, `None` for a grant or for a report that
+    /// does not read refusals (`bool`): what a store that wraps another reads of
+    /// an answer it passes on (a deny cache learns from refusals).
     #[doc(hidden)]
     fn refusal(&self) -> Option<Decision>;
 
@@ -71,16 +81,41 @@ pub trait Report: Sized + sealed::Sealed {
         if decision.is_allowed() {
             Self::granted(|| decision, || receipt)
         } else {
-            Self::refused(decision)
+            Self::refused(|| decision)
         }
     }
 }
 
 mod sealed {
     pub trait Sealed {}
+    impl Sealed for bool {}
     impl Sealed for Result<(), super::Decision> {}
     impl Sealed for super::Decision {}
     impl Sealed for (super::Decision, super::Receipt) {}
+}
+
+impl Report for bool {
+    const KEEPS_RECEIPT: bool = false;
+
+    #[inline(always)]
+    fn granted(_: impl FnOnce() -> Decision, _: impl FnOnce() -> Receipt) -> Self {
+        true
+    }
+
+    #[inline(always)]
+    fn refused(_: impl FnOnce() -> Decision) -> Self {
+        false
+    }
+
+    #[inline(always)]
+    fn is_granted(&self) -> bool {
+        *self
+    }
+
+    #[inline(always)]
+    fn refusal(&self) -> Option<Decision> {
+        None
+    }
 }
 
 impl Report for Result<(), Decision> {
@@ -92,8 +127,13 @@ impl Report for Result<(), Decision> {
     }
 
     #[inline(always)]
-    fn refused(decision: Decision) -> Self {
-        Err(decision)
+    fn refused(decision: impl FnOnce() -> Decision) -> Self {
+        Err(decision())
+    }
+
+    #[inline(always)]
+    fn is_granted(&self) -> bool {
+        self.is_ok()
     }
 
     #[inline(always)]
@@ -111,8 +151,13 @@ impl Report for Decision {
     }
 
     #[inline(always)]
-    fn refused(decision: Decision) -> Self {
-        decision
+    fn refused(decision: impl FnOnce() -> Decision) -> Self {
+        decision()
+    }
+
+    #[inline(always)]
+    fn is_granted(&self) -> bool {
+        self.is_allowed()
     }
 
     #[inline(always)]
@@ -130,8 +175,13 @@ impl Report for (Decision, Receipt) {
     }
 
     #[inline(always)]
-    fn refused(decision: Decision) -> Self {
-        (decision, Receipt::NONE)
+    fn refused(decision: impl FnOnce() -> Decision) -> Self {
+        (decision(), Receipt::NONE)
+    }
+
+    #[inline(always)]
+    fn is_granted(&self) -> bool {
+        self.0.is_allowed()
     }
 
     #[inline(always)]

@@ -292,11 +292,11 @@ impl Algorithm for SmoothWarmingUp {
     ) -> R {
         let now = signed(now);
         match self.step(state, now, cost, max_wait) {
-            Outcome::Never => R::refused(Decision::never(self.limit(), 0, u64::MAX)),
+            Outcome::Never => R::refused(|| Decision::never(self.limit(), 0, u64::MAX)),
             Outcome::Denied { wait } => {
                 let synced = self.resync(state, now);
                 let reset = self.reset_after(&synced, now);
-                R::refused(Decision::denied(self.limit(), 0, wait, reset))
+                R::refused(|| Decision::denied(self.limit(), 0, wait, reset))
             }
             Outcome::Allowed {
                 wait,

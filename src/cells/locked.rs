@@ -44,9 +44,7 @@ impl<A: Algorithm + Clone> StateCell<A> for LockedCell<A> {
     fn try_take(&self, now: Nanos, cost: u64) -> bool {
         let mut guard = self.inner.lock();
         let (algorithm, state) = &mut *guard;
-        algorithm
-            .reserve::<Result<(), Decision>>(state, now, cost, 0)
-            .is_ok()
+        algorithm.reserve::<bool>(state, now, cost, 0)
     }
 
     fn check_each(&self, now: Nanos, cost: u64, each: &mut dyn FnMut(Decision)) -> Decision {

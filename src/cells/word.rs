@@ -108,7 +108,8 @@ impl<A: WordEncoded> StateCell<A> for WordCell<A> {
     #[inline(always)]
     fn try_take(&self, now: Nanos, cost: u64) -> bool {
         // `update`'s loop written out: through a closure, the compiler leaves a
-        // large plan (the leaky bucket's two tick paths) out of line.
+        // large plan (the leaky bucket's step, compiled for two kinds of tick) out
+        // of line.
         loop {
             let (algorithm, word) = self.snapshot();
             let mut words = [word];

@@ -63,13 +63,13 @@ impl Algorithm for SlidingLog {
             .last()
             .map_or(0, |t| t + self.window - now);
         if cost > self.limit {
-            return R::refused(Decision::never(self.limit, remaining, reset));
+            return R::refused(|| Decision::never(self.limit, remaining, reset));
         }
         if cost > remaining {
             let need = (live + cost - self.limit) as usize;
             let frees = self.live(log, now).nth(need - 1).unwrap();
             let retry = frees + self.window - now;
-            return R::refused(Decision::denied(self.limit, remaining, retry, reset));
+            return R::refused(|| Decision::denied(self.limit, remaining, retry, reset));
         }
         log.retain(|&t| t + self.window > now);
         log.extend(std::iter::repeat_n(now, cost as usize));
@@ -94,7 +94,7 @@ impl Algorithm for Liar {
         Vec::new()
     }
     fn reserve<R: Report>(&self, _: &mut Vec<u8>, _now: Nanos, _cost: u64, _max_wait: Nanos) -> R {
-        R::refused(Decision::denied(1, 0, SEC, SEC))
+        R::refused(|| Decision::denied(1, 0, SEC, SEC))
     }
     fn peek(&self, _: &Vec<u8>, _now: Nanos, _cost: u64) -> Decision {
         Decision::allowed(1, 0, 0)

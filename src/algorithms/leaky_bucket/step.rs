@@ -1,57 +1,9 @@
-//! The leaky bucket's step: the full reservation, in 64 bits, and the lean
-//! non-blocking take that compares instants by cross-multiplying.
+//! The leaky bucket's step, in 64 bits.
 
 use super::ticks::whole_permits;
 use super::{LeakyBucket, LeakyMode, LeakyState};
 use crate::algorithms::{Decision, Receipt, Report};
 use crate::clock::Nanos;
-
-impl LeakyBucket {
-    /// The lean non-blocking take: the state a zero-wait grant of `cost` at `now`
-    /// leaves, or `None` for a refusal (exactly `reserve(state, now, cost, 0)`), but
-    /// without the decision's other fields. It
-    /// compares instants by cross-multiplying (`t ≤ ⌊now · num / den⌋` is
-    /// `t · den ≤ now · num`), so unless the bucket has drained empty (when `now`
-    /// itself becomes the start), it divides nothing, even at a rate such as 3 per
-    /// second whose ticks are not nanoseconds.
-    #[inline(always)]
-    pub(super) fn take(&self, state: LeakyState, now: Nanos, cost: u64) -> Option<LeakyState> {
-        let ticks = self.ticks();
-        if ticks.num == ticks.den {
-            // Ticks are nanoseconds: the same step in 64 bits. A charge or an end
-            // that overflows is refused, as there; a capacity that saturates holds
-            // any end that fits.
-            let capacity = u64::from(self.capacity).saturating_mul(ticks.per_permit);
-            let (charge, charge_overflows) = cost.overflowing_mul(ticks.per_permit);
-            let (end, end_overflows) = state.tat.max(now).overflowing_add(charge);
-            let fits = !(charge_overflows | end_overflows)
-                && charge <= capacity
-                && (end <= capacity || end - capacity <= now);
-            let at_once = state.tat <= now || self.mode == LeakyMode::Meter;
-            return (fits && at_once).then_some(LeakyState { tat: end });
-        }
-        let per_permit = u128::from(ticks.per_permit);
-        let capacity = u128::from(self.capacity) * per_permit;
-        let charge = u128::from(cost) * per_permit;
-        // now · num < 2⁶⁴ · (2⁶³ + 2³²) and a tick count times den < 2⁶⁴ · 2⁶³:
-        // both fit a u128.
-        let now_scaled = u128::from(now) * u128::from(ticks.num);
-        let reached = |tick: u128| tick * u128::from(ticks.den) <= now_scaled;
-        // Drained empty (TAT at or before now): the call starts now.
-        let idle = reached(u128::from(state.tat));
-        let start = if idle { ticks.reading(now) } else { state.tat };
-        let end = u128::from(start) + charge;
-        if charge > capacity || end > u128::from(u64::MAX) {
-            return None;
-        }
-        // The level after the call, end − now in ticks, must be at most the capacity.
-        let fits = end <= capacity || reached(end - capacity);
-        // A queue's caller acts at `start`: without waiting only if that is now.
-        let at_once = idle || self.mode == LeakyMode::Meter;
-        // `end` fits in u64 (checked above).
-        (fits && at_once).then_some(LeakyState { tat: end as u64 })
-    }
-}
 
 impl LeakyBucket {
     /// The step of [`Algorithm::reserve`](crate::algorithms::Algorithm::reserve),
@@ -93,7 +45,7 @@ impl LeakyBucket {
             .filter(|&charge| charge <= capacity)
             .and_then(|charge| Some((charge, start.checked_add(charge)?)));
         let Some((charge, end)) = fits else {
-            return R::refused(Decision::never(limit, free(), until(tat)));
+            return R::refused(|| Decision::never(limit, free(), until(tat)));
         };
         // The level after the call, `end − now` in ticks: at most `end`.
         let level = backlog + charge;
@@ -119,13 +71,15 @@ impl LeakyBucket {
             // if that is past the caller's deadline no retry before it can help:
             // the retry is then when a caller who does not wait fits, at `start`
             // (the rule of `Decision::retry_after`).
-            let drained = until_end_less(capacity);
-            let retry = if wait > max_wait {
-                drained.max(wait)
-            } else {
-                drained
-            };
-            return R::refused(Decision::denied(limit, free(), retry, until(tat)));
+            return R::refused(|| {
+                let drained = until_end_less(capacity);
+                let retry = if wait > max_wait {
+                    drained.max(wait)
+                } else {
+                    drained
+                };
+                Decision::denied(limit, free(), retry, until(tat))
+            });
         }
         state.tat = end;
         R::granted(

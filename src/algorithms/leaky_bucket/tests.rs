@@ -1,21 +1,9 @@
-//! Unit tests of the leaky bucket: its tick arithmetic, its lean take and its
-//! configuration words at the edges.
+//! Unit tests of the leaky bucket: its tick arithmetic, its step against a plain
+//! model, and its configuration words at the edges.
 
 use super::ticks::whole_permits;
 use super::*;
 use crate::algorithms::WordEncoded;
-
-/// The lean take, plan then apply, on a plain state.
-fn lean_take(bucket: &LeakyBucket, state: &mut LeakyState, now: Nanos, cost: u64) -> bool {
-    let mut words = [0];
-    bucket.write_state(state, &mut words[..]);
-    let (granted, take) = bucket.plan_take(&words[..], now, cost);
-    if let Some(take) = take {
-        bucket.apply_take(&mut words[..], take);
-    }
-    *state = bucket.read_state(&words[..]);
-    granted
-}
 
 const SECOND: u64 = 1_000_000_000;
 
@@ -199,37 +187,6 @@ fn plain_reserve(
 
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
-
-    /// The lean try is the full step without waiting: same answer, same state,
-    /// at whole-nanosecond and fractional intervals, meter and queue, with time
-    /// that sometimes goes backwards, and near the end of time.
-    #[test]
-    fn lean_try_is_the_full_step_without_waiting(
-        capacity in 1u64..6,
-        count in 1u64..10,
-        period in proptest::prop_oneof![1u64..50, 1_000u64..1_000_000_007],
-        queue in proptest::prelude::any::<bool>(),
-        start in proptest::prop_oneof![proptest::strategy::Just(0u64), 0u64..u64::MAX],
-        steps in proptest::collection::vec((-50i64..2_000_000_000, 1u64..8), 1..80),
-    ) {
-        let period = Duration::from_nanos(period.max(count));
-        let bucket = if queue {
-            LeakyBucket::queue(capacity, count, period)
-        } else {
-            LeakyBucket::meter(capacity, count, period)
-        }
-        .unwrap();
-        let mut full = bucket.initial_state(start);
-        let mut lean = full;
-        let mut now = start;
-        for (step, cost) in steps {
-            now = now.saturating_add_signed(step);
-            let decision = bucket.reserve::<Decision>(&mut full, now, cost, 0);
-            let granted = lean_take(&bucket, &mut lean, now, cost);
-            proptest::prop_assert_eq!(granted, decision.is_allowed(), "at {} cost {}", now, cost);
-            proptest::prop_assert_eq!(lean, full, "at {} cost {}", now, cost);
-        }
-    }
 
     /// The step matches a plain model of it: every field of every decision and
     /// receipt, and the state, for meter and queue at any wait, at

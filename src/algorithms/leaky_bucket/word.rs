@@ -3,7 +3,7 @@
 
 use super::{LeakyBucket, LeakyMode, LeakyState};
 use crate::algorithms::words::{one_word_state, Plan, Words};
-use crate::algorithms::WordEncoded;
+use crate::algorithms::{Algorithm, WordEncoded};
 use crate::clock::Nanos;
 
 const QUEUE_BIT: u64 = 1 << 63;
@@ -56,9 +56,11 @@ impl WordEncoded for LeakyBucket {
         }
     }
 
+    /// The step on a copy, in the report that reads nothing but "granted".
     #[inline(always)]
     fn plan_take<W: Words + ?Sized>(&self, words: &W, now: Nanos, cost: u64) -> Plan<LeakyState> {
-        let take = self.take(self.read_state(words), now, cost);
-        (take.is_some(), take)
+        let mut state = self.read_state(words);
+        let granted: bool = self.reserve(&mut state, now, cost, 0);
+        (granted, granted.then_some(state))
     }
 }

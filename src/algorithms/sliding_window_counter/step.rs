@@ -151,7 +151,7 @@ impl Algorithm for SlidingWindowCounter {
     ) -> R {
         let settled = self.settle(state, now, cost);
         if !settled.granted {
-            return R::refused(self.describe(&settled));
+            return R::refused(|| self.describe(&settled));
         }
         // Each count takes at least one bit, so the index is below 2⁶²: it fits the mark.
         let index = state.word >> (2 * self.count_bits());

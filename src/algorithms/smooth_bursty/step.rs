@@ -127,7 +127,7 @@ impl SmoothBursty {
                 || self.describe(settled),
                 || Receipt::new(next, charge as u64),
             ),
-            _ => R::refused(self.describe(settled)),
+            _ => R::refused(|| self.describe(settled)),
         }
     }
 }

@@ -143,7 +143,14 @@ impl ConfigWords for [u64; 6] {}
 ///
 /// The lean non-blocking try, *take*, is split in two so that a lock-free cell can
 /// look first and write only if the look still holds: [`plan_take`](Self::plan_take)
-/// reads and decides, [`apply_take`](Self::apply_take) writes what it decided.
+/// reads and decides, [`apply_take`](Self::apply_take) writes what it decided. A
+/// one-word algorithm plans with its one step on a copy of the word, in the
+/// report that reads nothing but "granted" (`bool`) or through the step's own
+/// core (the bursty limiter's outcome, the counter's admission); warming up
+/// decides with its step's admission test on the one word it needs. The rings
+/// (the sliding log, the bucketed window) plan apart from their step: they
+/// decide read-only on the shared words, under the cell's sequence lock, and
+/// take the lock only to write.
 pub trait WordEncoded: Algorithm + Copy {
     /// The configuration's words (`[u64; N]`).
     type Config: ConfigWords;
@@ -215,10 +222,10 @@ pub trait WordEncoded: Algorithm + Copy {
     /// algorithm; the crate's bursty limiter, fixed window and sliding window
     /// counter override it to leave the decision's `remaining`, `retry_after` and
     /// `reset_after` until after the publication. That is worth it only where it
-    /// adds no work: the leaky bucket's split (its lean take, then the full step
-    /// after publishing) measured more instructions and more time than its plain
-    /// step, so it keeps the default. (A locked compare-and-swap waits for
-    /// the instructions before it; those after it overlap the next call.)
+    /// adds no work: splitting the leaky bucket's step so (deciding first,
+    /// describing after publishing) measured more instructions and more time than
+    /// its plain step, so it keeps the default. (A locked compare-and-swap waits
+    /// for the instructions before it; those after it overlap the next call.)
     #[inline(always)]
     fn check_words<W: WordsMut + ?Sized>(
         &self,

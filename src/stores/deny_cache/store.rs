@@ -142,16 +142,15 @@ where
             return self.inner.apply_key(algorithm, key, now, step);
         }
         match self.lookup(algorithm, key, now, step) {
-            Ok(refusal) => Ok(R::refused(refusal)),
+            Ok(refusal) => Ok(R::refused(|| refusal)),
             Err((ticket, keep)) => {
                 let answer: R = self.inner.apply_key(algorithm, key, now, step)?;
-                match answer.refusal() {
-                    None => self.table.forget(key),
-                    Some(refusal) => {
-                        let cost = keep.unwrap_or(0);
-                        self.table
-                            .record(key, ticket, now, cost, keep.is_some(), refusal)
-                    }
+                if answer.is_granted() {
+                    self.table.forget(key);
+                } else if let Some(refusal) = answer.refusal() {
+                    let cost = keep.unwrap_or(0);
+                    self.table
+                        .record(key, ticket, now, cost, keep.is_some(), refusal);
                 }
                 Ok(answer)
             }

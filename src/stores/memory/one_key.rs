@@ -126,7 +126,7 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
             Operation::Reserve { cost, max_wait } => {
                 self.reserve_in(shard, algorithm, hash, now, |state| {
                     let answer = reserve(state, cost, max_wait);
-                    let granted = answer.refusal().is_none();
+                    let granted = answer.is_granted();
                     (answer, granted)
                 })?
             }
