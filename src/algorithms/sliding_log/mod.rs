@@ -108,11 +108,12 @@
 //! * Otherwise the call finds the first live entry: at once when the oldest is
 //!   live, else by binary search, O(log limit). A granted call then drops the
 //!   expired entries (one header write, however many they are) and appends.
-//! * A refused call's exact `retry_after` is another binary search, for the entry
-//!   whose expiry makes room. A direct limiter's non-blocking try needs no
-//!   `retry_after` and skips it
-//!   (`plan_take`): a refusal
-//!   costs loads only, a grant (or a recorded refusal) one compare-and-swap.
+//! * The step decides first (its plan: the verdict and what to write), and only
+//!   a caller that reads the decision has it described: a refused call's exact
+//!   `retry_after` is another binary search, for the entry whose expiry makes
+//!   room. A direct limiter's non-blocking try runs the plan alone, on the
+//!   shared words: a refusal costs loads only, a grant (or a recorded refusal)
+//!   one compare-and-swap.
 //!
 //! # Edges
 //!
@@ -493,8 +494,7 @@ impl Algorithm for SlidingLog {
             *state = self.grown(state);
         }
         let ring = state.ring_slots();
-        let (decision, receipt) = self.reserve_in(&mut state.words[..], ring, now, cost);
-        R::decided(decision, receipt)
+        self.reserve_in(&mut state.words[..], ring, now, cost)
     }
 
     /// Removes the grant's entry if it is still the newest (see the

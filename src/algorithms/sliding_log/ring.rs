@@ -3,7 +3,7 @@
 
 use super::{LogState, SlidingLog, MAX_ENTRIES};
 use crate::algorithms::words::{read_all, write_all, Plan, WordEncoded, Words, WordsMut};
-use crate::algorithms::{Decision, Receipt};
+use crate::algorithms::{Decision, Receipt, Report};
 use crate::clock::Nanos;
 
 /// Word index of the ring slot that holds the oldest entry.
@@ -293,50 +293,53 @@ impl SlidingLog {
         }
     }
 
-    /// The entries a call drops before appending: none when the entries held leave
-    /// room for it (it did not look for the live ones), else the expired ones.
-    #[inline(always)]
-    pub(super) fn dropped(&self, view: &View, cost: u64) -> u64 {
-        if self.roomy(&view.header, cost) {
-            0
-        } else {
-            view.first_live
-        }
-    }
-
-    /// The decision at `view`, without recording a refused attempt.
-    pub(super) fn judge<W: Words + ?Sized>(
+    /// The decision at `view` for a call the step `granted` or refused (a cost
+    /// above the limit is never), without recording a refused attempt: only its
+    /// fields, the verdict being the plan's.
+    pub(super) fn describe<W: Words + ?Sized>(
         &self,
         words: &W,
         view: &View,
         now: Nanos,
         cost: u64,
-    ) -> Result<Decision, Decision> {
+        granted: bool,
+    ) -> Decision {
         let header = &view.header;
         let last = header.last();
         let reset = self.reset_at(last, last).saturating_sub(now);
         let remaining = self.remaining(view.live);
         if cost > self.limit {
-            return Err(Decision::never(self.limit, remaining, reset));
+            return Decision::never(self.limit, remaining, reset);
         }
-        let fits = view.live.saturating_add(cost) <= self.limit;
-        let spaced = header.at >= self.spaced_at(last);
-        if fits && spaced {
+        if granted {
             let reset = self
                 .reset_at(Some(header.at), Some(header.at))
                 .saturating_sub(now);
             let remaining = self.remaining(view.live.saturating_add(cost));
-            return Ok(Decision::allowed(self.limit, remaining, reset));
+            return Decision::allowed(self.limit, remaining, reset);
         }
         let at = self
             .fits_at(words, header, view.first_live, None, cost)
             .max(self.spaced_at(last));
-        Err(Decision::denied(
-            self.limit,
-            remaining,
-            at.saturating_sub(now),
-            reset,
-        ))
+        Decision::denied(self.limit, remaining, at.saturating_sub(now), reset)
+    }
+
+    /// The decision of a call the plan answered (`granted`, `recorded`: a refusal
+    /// it records), described on the words before the step writes.
+    fn decision_of<W: Words + ?Sized>(
+        &self,
+        words: &W,
+        ring: u64,
+        now: Nanos,
+        cost: u64,
+        (granted, recorded): (bool, bool),
+    ) -> Decision {
+        let view = self.view(words, ring, now);
+        if recorded {
+            self.recorded_refusal(words, &view, now, cost)
+        } else {
+            self.describe(words, &view, now, cost, granted)
+        }
     }
 
     /// The decision a recorded refusal gives: as if the attempt were already in the
@@ -386,31 +389,77 @@ impl SlidingLog {
         LogState { words }
     }
 
-    /// [`Algorithm::reserve`](crate::algorithms::Algorithm::reserve), with its
-    /// receipt, on words holding a ring of `ring` slots. A grant's receipt names its entry
-    /// by the running count after it (unique among the entries held, bit for bit)
-    /// and records its cost; a refusal, recorded or not, has none.
-    pub(super) fn reserve_in<W: WordsMut + ?Sized>(
+    /// [`Algorithm::reserve`](crate::algorithms::Algorithm::reserve) on words
+    /// holding a ring of `ring` slots: the plan decides and says what to write
+    /// (the lean try's half, [`plan_in`](Self::plan_in)), the report describes
+    /// what it reads of the decision on the words as they were, then the plan is
+    /// written. A grant's receipt names its entry by the running count after it
+    /// (unique among the entries held, bit for bit) and records its cost; a
+    /// refusal, recorded or not, has none.
+    #[inline(always)]
+    pub(super) fn reserve_in<W: WordsMut + ?Sized, R: Report>(
         &self,
         words: &mut W,
         ring: u64,
         now: Nanos,
         cost: u64,
-    ) -> (Decision, Receipt) {
-        let view = self.view(&*words, ring, now);
-        let (decision, granted) = match self.judge(&*words, &view, now, cost) {
-            Ok(granted) => (granted, true),
-            Err(refused) if refused.is_never() || !self.record_rejected => {
-                return (refused, Receipt::NONE)
-            }
-            Err(_) => (self.recorded_refusal(&*words, &view, now, cost), false),
+    ) -> R {
+        let (granted, take) = self.plan_in(&*words, ring, now, cost);
+        let decision = |words: &W| {
+            let recorded = !granted && take.is_some();
+            self.decision_of(words, ring, now, cost, (granted, recorded))
         };
-        let take = self.plan_append(&*words, &view.header, self.dropped(&view, cost), cost);
+        let Some(take) = take else {
+            return R::refused(|| decision(&*words));
+        };
+        let answer = if granted {
+            R::granted(
+                || decision(&*words),
+                || Receipt::new(take.count as i64, cost),
+            )
+        } else {
+            R::refused(|| decision(&*words))
+        };
         self.apply_take(words, take);
-        if granted {
-            return (decision, Receipt::new(take.count as i64, cost));
+        answer
+    }
+
+    /// The verdict of `cost` at `now` on words holding a ring of `ring` slots,
+    /// reading the header and the newest entry, and only when the entries held
+    /// (expired ones included) leave no room, searching for the first live one;
+    /// and what to write, for a grant or a refusal this log records.
+    #[inline(always)]
+    pub(super) fn plan_in<W: Words + ?Sized>(
+        &self,
+        words: &W,
+        ring: u64,
+        now: Nanos,
+        cost: u64,
+    ) -> Plan<LogTake> {
+        if cost > self.limit {
+            // Never: refused, and not recorded.
+            return (false, None);
         }
-        (decision, Receipt::NONE)
+        let header = self.header(words, ring, now);
+        let spaced = header.at >= self.spaced_at(header.last());
+        let (granted, dropped) = if self.roomy(&header, cost) {
+            (spaced, 0)
+        } else {
+            let first_live = self.first_live(words, &header);
+            let live = header.from(words, first_live);
+            (
+                live.saturating_add(cost) <= self.limit && spaced,
+                first_live,
+            )
+        };
+        if granted || self.record_rejected {
+            (
+                granted,
+                Some(self.plan_append(words, &header, dropped, cost)),
+            )
+        } else {
+            (false, None)
+        }
     }
 
     /// [`Algorithm::cancel`](crate::algorithms::Algorithm::cancel) on words holding
@@ -440,7 +489,8 @@ impl SlidingLog {
         }
     }
 
-    /// [`Algorithm::peek`] on words holding a ring of `ring` slots.
+    /// [`Algorithm::peek`] on words holding a ring of `ring` slots: the step's
+    /// decision, with nothing written.
     pub(super) fn peek_in<W: Words + ?Sized>(
         &self,
         words: &W,
@@ -448,12 +498,9 @@ impl SlidingLog {
         now: Nanos,
         cost: u64,
     ) -> Decision {
-        let view = self.view(words, ring, now);
-        match self.judge(words, &view, now, cost) {
-            Ok(decision) => decision,
-            Err(refused) if refused.is_never() || !self.record_rejected => refused,
-            Err(_) => self.recorded_refusal(words, &view, now, cost),
-        }
+        let (granted, take) = self.plan_in(words, ring, now, cost);
+        let recorded = !granted && take.is_some();
+        self.decision_of(words, ring, now, cost, (granted, recorded))
     }
 }
 
@@ -498,35 +545,10 @@ impl WordEncoded for SlidingLog {
         self.peek_in(words, self.slots(), now, cost)
     }
 
-    /// The verdict `reserve_words` gives, without its `retry_after`: reads the
-    /// header and the newest entry, and only when the entries held (expired ones
-    /// included) leave no room, searches for the first live one.
+    /// The step's own plan ([`plan_in`](Self::plan_in)) on this log's ring.
     #[inline(always)]
     fn plan_take<W: Words + ?Sized>(&self, words: &W, now: Nanos, cost: u64) -> Plan<LogTake> {
-        if cost > self.limit {
-            // Never: refused, and not recorded.
-            return (false, None);
-        }
-        let header = self.header(words, self.slots(), now);
-        let spaced = header.at >= self.spaced_at(header.last());
-        let (granted, dropped) = if self.roomy(&header, cost) {
-            (spaced, 0)
-        } else {
-            let first_live = self.first_live(words, &header);
-            let live = header.from(words, first_live);
-            (
-                live.saturating_add(cost) <= self.limit && spaced,
-                first_live,
-            )
-        };
-        if granted || self.record_rejected {
-            (
-                granted,
-                Some(self.plan_append(words, &header, dropped, cost)),
-            )
-        } else {
-            (false, None)
-        }
+        self.plan_in(words, self.slots(), now, cost)
     }
 
     #[inline(always)]

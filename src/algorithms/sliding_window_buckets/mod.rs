@@ -96,12 +96,12 @@
 //! lock-free cell.
 //!
 //! Old buckets are cleared lazily when a granted call moves the ring forward, so
-//! an allowed call costs O(1) amortized. A non-blocking try
-//! (`plan_take`) reads the newest bucket's number,
-//! the total and one or two slots, and divides only when the ring moves to a new
-//! bucket. A full decision on a refused call also computes its exact
-//! `retry_after` by walking the ring from the oldest counted bucket: O(B) at
-//! worst. `B` is capped at [`MAX_BUCKETS`].
+//! an allowed call costs O(1) amortized. The step decides first (its plan): it
+//! reads the newest bucket's number, the total and one or two slots, and divides
+//! only when the ring moves to a new bucket; a direct limiter's non-blocking try
+//! runs the plan alone. Only a caller that reads the decision has it described:
+//! a refusal's exact `retry_after` walks the ring from the oldest counted
+//! bucket, O(B) at worst. `B` is capped at [`MAX_BUCKETS`].
 //!
 //! # Edges
 //!
@@ -416,10 +416,9 @@ impl Algorithm for SlidingWindowBuckets {
         state: &mut BucketsState,
         now: Nanos,
         cost: u64,
-        max_wait: Nanos,
+        _max_wait: Nanos,
     ) -> R {
-        let (decision, receipt) = self.reserve_words(&mut state.words[..], now, cost, max_wait);
-        R::decided(decision, receipt)
+        self.reserve_in(&mut state.words[..], now, cost)
     }
 
     /// Gives the grant's cost back from its bucket while the ring still holds it

@@ -3,7 +3,7 @@
 
 use super::{BucketsState, OldestBucket, SlidingWindowBuckets, MAX_BUCKETS};
 use crate::algorithms::words::{read_all, write_all, Plan, WordEncoded, Words, WordsMut};
-use crate::algorithms::{Decision, Receipt};
+use crate::algorithms::{Decision, Receipt, Report};
 use crate::clock::Nanos;
 
 /// Word 0: the number of the newest bucket the ring holds.
@@ -189,16 +189,9 @@ impl SlidingWindowBuckets {
         }
     }
 
-    /// True if `cost` (at most `limit`) fits at `view`: counted + cost <= limit,
-    /// compared scaled, so that no division is needed.
-    #[inline(always)]
-    pub(super) fn fits(&self, scaled: u128, cost: u64) -> bool {
-        scaled <= u128::from(self.limit - cost) * u128::from(self.precision)
-    }
-
-    /// [`fits`](Self::fits) for the weighted variant, multiplying only when the
-    /// partial bucket's count could matter: `whole + count · inside / precision +
-    /// cost <= limit`, and `inside <= precision`, so a count within the room left
+    /// True if `cost` (at most `limit`) fits the weighted variant's count, compared
+    /// scaled so that nothing divides, multiplying only when the partial bucket's
+    /// count could matter: `whole + count · inside / precision + cost <= limit`, and `inside <= precision`, so a count within the room left
     /// by the whole buckets fits whatever part of the bucket is inside.
     #[inline(always)]
     pub(super) fn fits_weighted<W: Words + ?Sized>(
@@ -318,39 +311,98 @@ impl SlidingWindowBuckets {
         start.saturating_add(nanos).saturating_add(self.window)
     }
 
-    pub(super) fn decide<W: Words + ?Sized>(
+    /// The decision at `view` for a call the step `granted` or refused (a cost
+    /// above the limit is never): only its fields, the verdict being the plan's.
+    pub(super) fn describe<W: Words + ?Sized>(
         &self,
         words: &W,
+        view: &View,
         now: Nanos,
         cost: u64,
-    ) -> (Decision, View) {
-        let view = self.view(words, now);
-        let scaled = self.used_scaled(words, &view);
+        granted: bool,
+    ) -> Decision {
+        let scaled = self.used_scaled(words, view);
         let used = self.permits(scaled);
         if cost > self.limit {
-            let reset = self.reset_after(words, &view, now);
-            return (
-                Decision::never(self.limit, self.limit.saturating_sub(used), reset),
-                view,
-            );
+            let reset = self.reset_after(words, view, now);
+            return Decision::never(self.limit, self.limit.saturating_sub(used), reset);
         }
-        if self.fits(scaled, cost) {
-            let remaining = self.limit - cost - used;
+        if granted {
+            let remaining = self.limit.saturating_sub(cost).saturating_sub(used);
             // The grant lands in the current bucket, the newest one.
             let reset = self.gone_at(view.current).saturating_sub(now);
-            return (Decision::allowed(self.limit, remaining, reset), view);
+            return Decision::allowed(self.limit, remaining, reset);
         }
-        let reset = self.reset_after(words, &view, now);
+        let reset = self.reset_after(words, view, now);
         let allowed_scaled = u128::from(self.limit - cost) * u128::from(self.precision);
-        let excess_permits = used.saturating_add(cost) - self.limit;
-        let at = self.retry_at(words, &view, scaled - allowed_scaled, excess_permits);
-        let decision = Decision::denied(
+        let excess_permits = used.saturating_add(cost).saturating_sub(self.limit);
+        let excess = scaled.saturating_sub(allowed_scaled);
+        let at = self.retry_at(words, view, excess, excess_permits);
+        Decision::denied(
             self.limit,
             self.limit.saturating_sub(used),
             at.saturating_sub(now),
             reset,
+        )
+    }
+
+    /// The verdict of `cost` at `now`, from the newest bucket's number, the total
+    /// and at most two slots (more only when the ring moves to a new bucket, once
+    /// per bucket): no division in the common case, and no `retry_after`; and, for
+    /// a grant, what to write.
+    #[inline(always)]
+    pub(super) fn plan_in<W: Words + ?Sized>(
+        &self,
+        words: &W,
+        now: Nanos,
+        cost: u64,
+    ) -> Plan<BucketsTake> {
+        if cost > self.limit {
+            return (false, None);
+        }
+        let view = self.view(words, now);
+        let fits = match self.oldest {
+            // Whole buckets only: no scaling needed.
+            OldestBucket::Drop => {
+                let (first_whole, _) = self.bounds(&view);
+                // `cost <= limit` (above): no overflow, at any limit.
+                self.whole(words, &view, first_whole) <= self.limit - cost
+            }
+            OldestBucket::Weighted => self.fits_weighted(words, &view, cost),
+        };
+        if fits {
+            (true, Some(BucketsTake { view, cost }))
+        } else {
+            (false, None)
+        }
+    }
+
+    /// [`Algorithm::reserve`](crate::algorithms::Algorithm::reserve) on words: the
+    /// plan decides (the lean try's half, [`plan_in`](Self::plan_in)), the report
+    /// describes what it reads of the decision on the words as they were, then a
+    /// grant is counted. A grant's receipt names the bucket it was counted in (its
+    /// number, bit for bit) and its cost.
+    #[inline(always)]
+    pub(super) fn reserve_in<W: WordsMut + ?Sized, R: Report>(
+        &self,
+        words: &mut W,
+        now: Nanos,
+        cost: u64,
+    ) -> R {
+        let (granted, take) = self.plan_in(&*words, now, cost);
+        let decision = |words: &W| {
+            let view = self.view(words, now);
+            self.describe(words, &view, now, cost, granted)
+        };
+        let Some(take) = take else {
+            return R::refused(|| decision(&*words));
+        };
+        let answer = R::granted(
+            || decision(&*words),
+            || Receipt::new(take.view.current as i64, cost),
         );
-        (decision, view)
+        self.commit(words, &take.view, take.cost);
+        answer
     }
 
     /// Moves the ring to `view.current` (clearing the buckets that left) and counts
@@ -401,13 +453,7 @@ impl WordEncoded for SlidingWindowBuckets {
         cost: u64,
         _max_wait: Nanos,
     ) -> (Decision, Receipt) {
-        let (decision, view) = self.decide(words, now, cost);
-        if decision.is_allowed() {
-            self.commit(words, &view, cost);
-            // The bucket the grant was counted in (its number, bit for bit), its cost.
-            return (decision, Receipt::new(view.current as i64, cost));
-        }
-        (decision, Receipt::NONE)
+        self.reserve_in(words, now, cost)
     }
 
     /// The rule of [`Algorithm::cancel`](crate::algorithms::Algorithm::cancel): up
@@ -438,32 +484,16 @@ impl WordEncoded for SlidingWindowBuckets {
         words.set_word(TOTAL, words.word(TOTAL).saturating_sub(back));
     }
 
+    /// The step's decision, with nothing written.
     fn peek_words<W: Words + ?Sized>(&self, words: &W, now: Nanos, cost: u64) -> Decision {
-        self.decide(words, now, cost).0
+        let (granted, _) = self.plan_in(words, now, cost);
+        self.describe(words, &self.view(words, now), now, cost, granted)
     }
 
-    /// Decides from the newest bucket's number, the total and at most two slots
-    /// (more only when the ring moves to a new bucket, once per bucket): no
-    /// division in the common case, and no `retry_after`.
+    /// The step's own plan ([`plan_in`](Self::plan_in)).
     #[inline(always)]
     fn plan_take<W: Words + ?Sized>(&self, words: &W, now: Nanos, cost: u64) -> Plan<BucketsTake> {
-        if cost > self.limit {
-            return (false, None);
-        }
-        let view = self.view(words, now);
-        let fits = match self.oldest {
-            // Whole buckets only: no scaling needed.
-            OldestBucket::Drop => {
-                let (first_whole, _) = self.bounds(&view);
-                self.whole(words, &view, first_whole).saturating_add(cost) <= self.limit
-            }
-            OldestBucket::Weighted => self.fits_weighted(words, &view, cost),
-        };
-        if fits {
-            (true, Some(BucketsTake { view, cost }))
-        } else {
-            (false, None)
-        }
+        self.plan_in(words, now, cost)
     }
 
     #[inline(always)]

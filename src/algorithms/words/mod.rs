@@ -148,9 +148,10 @@ impl ConfigWords for [u64; 6] {}
 /// report that reads nothing but "granted" (`bool`) or through the step's own
 /// core (the bursty limiter's outcome, the counter's admission); warming up
 /// decides with its step's admission test on the one word it needs. The rings
-/// (the sliding log, the bucketed window) plan apart from their step: they
-/// decide read-only on the shared words, under the cell's sequence lock, and
-/// take the lock only to write.
+/// (the sliding log, the bucketed window) plan with their step's first half,
+/// which decides read-only and says what to write (their step then describes
+/// the decision for a report that reads it, and writes), so a cell runs it on
+/// the shared words under its sequence lock and takes the lock only to write.
 pub trait WordEncoded: Algorithm + Copy {
     /// The configuration's words (`[u64; N]`).
     type Config: ConfigWords;
