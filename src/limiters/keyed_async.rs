@@ -2,7 +2,7 @@
 
 use super::combine::combine;
 use super::direct::nonzero;
-use super::keyed::no_keys;
+use super::keyed_all::no_keys;
 use super::keyed_reservation::reserve_async;
 use super::ledger::Ticket;
 use super::waiting::{granted_within, wait_async, Held};

@@ -3,7 +3,7 @@
 
 use super::combine::combine;
 use super::direct::nonzero;
-use super::keyed::no_keys;
+use super::keyed_all::no_keys;
 use super::{reservation, KeyedRateLimiter};
 use crate::algorithms::{Algorithm, Decision, Receipt};
 use crate::clock::{Clock, DefaultClock, Nanos};

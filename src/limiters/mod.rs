@@ -18,6 +18,7 @@ pub(crate) mod asynchronous;
 mod combine;
 mod direct;
 mod keyed;
+mod keyed_all;
 pub(crate) mod keyed_async;
 mod keyed_reservation;
 mod ledger;
