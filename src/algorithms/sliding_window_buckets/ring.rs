@@ -191,8 +191,9 @@ impl SlidingWindowBuckets {
 
     /// True if `cost` (at most `limit`) fits the weighted variant's count, compared
     /// scaled so that nothing divides, multiplying only when the partial bucket's
-    /// count could matter: `whole + count · inside / precision + cost <= limit`, and `inside <= precision`, so a count within the room left
-    /// by the whole buckets fits whatever part of the bucket is inside.
+    /// count could matter: `whole + count · inside / precision + cost <= limit`,
+    /// and `inside <= precision`, so a count within the room left by the whole
+    /// buckets fits whatever part of the bucket is inside.
     #[inline(always)]
     pub(super) fn fits_weighted<W: Words + ?Sized>(
         &self,
