@@ -21,24 +21,24 @@ local function make_sliding_window_counter(C)
     return fmod(index, 2 ^ KBITS)
   end
 
+  -- A state as of now: its window index, previous and current counts, us elapsed
+  -- in that window, and, when the stored window lies ahead of now (a clock that
+  -- went back), how far ahead in ns (limbs; nil otherwise). Plain values rather than
+  -- a table: this runs on every call.
   local function fresh(now)
     local now_index = div(now, LEN)
-    return {index = masked(now_index), prev = 0, cur = 0, elapsed = now - now_index * LEN,
-            behind = {0}}
+    return masked(now_index), 0, 0, now - now_index * LEN, nil
   end
 
   local function view(s, now)
     local index, prev, cur = s[1], s[2], s[3]
-    local function stored(elapsed, behind)
-      return {index = index, prev = prev, cur = cur, elapsed = elapsed, behind = behind}
-    end
     local now_index, distance
     if EXACT_INDEX then
       local start = index * LEN
-      if now >= start and now - start < LEN then return stored(now - start, {0}) end
+      if now >= start and now - start < LEN then return index, prev, cur, now - start, nil end
       if now < start then
         if prev + cur == 0 then return fresh(now) end
-        return stored(0, ns(start - now))
+        return index, prev, cur, 0, ns(start - now)
       end
       now_index = div(now, LEN)
       distance = now_index - index
@@ -57,7 +57,7 @@ local function make_sliding_window_counter(C)
       if back then
         if prev + cur == 0 then return fresh(now) end
         local start = mul(add(bn(now_index), bn(back)), LEN_NS)
-        return stored(0, subsat(start, ns(now)))
+        return index, prev, cur, 0, subsat(start, ns(now))
       end
     end
     if distance == 1 then
@@ -65,8 +65,7 @@ local function make_sliding_window_counter(C)
     elseif distance > 1 then
       prev, cur = 0, 0
     end
-    return {index = masked(now_index), prev = prev, cur = cur, elapsed = now - now_index * LEN,
-            behind = {0}}
+    return masked(now_index), prev, cur, now - now_index * LEN, nil
   end
 
   -- The previous window's count weighted by its unelapsed part, rounded as configured.
@@ -138,7 +137,7 @@ local function make_sliding_window_counter(C)
 
   local load, save = doubles_state({0, 0, 0})
 
-  -- A refusal counted as an attempt (with `ATTEMPTS`) updates the view and the
+  -- A refusal counted as an attempt (with `ATTEMPTS`) updates the view v and the
   -- state; answers the new state, or nil.
   local function attempted(v, cost)
     if not ATTEMPTS then return nil end
@@ -183,53 +182,69 @@ local function make_sliding_window_counter(C)
     return nil
   end
 
-  local function reset_near(v, to_next)
-    if v.cur > 0 then return to_next + LEN_N end
-    if v.prev > 0 then return to_next end
+  local function reset_near(prev, cur, to_next)
+    if cur > 0 then return to_next + LEN_N end
+    if prev > 0 then return to_next end
     return 0
   end
 
-  -- `reserve`'s steps below, on doubles.
-  local function reserve_near(v, cost, used, remaining)
-    local to_next = (LEN - v.elapsed) * 1000
+  -- `reserve`'s steps below, on doubles. A LONE step answers the short reply
+  -- (driver.lua's `short`), which every duration here (below 2^52 ns) fits.
+  local function reserve_near(index, prev, cur, elapsed, cost, used, remaining)
+    local to_next = (LEN - elapsed) * 1000
     if cost > LIMIT then
-      return decision_ns(2, LIMIT, remaining, 0, reset_near(v, to_next)), nil
+      local reset = reset_near(prev, cur, to_next)
+      if LONE then return {2, 0, reset, remaining, LIMIT}, nil end
+      return decision_ns(2, LIMIT, remaining, 0, reset), nil
     end
     if used + cost > LIMIT then
-      local changed = attempted(v, cost)
-      local retry
-      local first
-      if v.cur + cost <= LIMIT then first = first_fit_near(v.prev, LIMIT - v.cur - cost) end
-      if first then
-        retry = max(first - v.elapsed * 1000, 0)
-      else
-        retry = to_next + (first_fit_near(v.cur, LIMIT - cost) or LEN_N)
+      -- A refusal counted as an attempt counts before its retry_after is found.
+      local changed
+      if ATTEMPTS then
+        cur = min(cur + cost, SAT)
+        changed = {index, prev, cur}
       end
-      return decision_ns(1, LIMIT, remaining, retry, reset_near(v, to_next)), changed
+      local retry, first
+      if cur + cost <= LIMIT then first = first_fit_near(prev, LIMIT - cur - cost) end
+      if first then
+        retry = max(first - elapsed * 1000, 0)
+      else
+        retry = to_next + (first_fit_near(cur, LIMIT - cost) or LEN_N)
+      end
+      local reset = reset_near(prev, cur, to_next)
+      if LONE then return {1, retry, reset, remaining, LIMIT}, changed end
+      return decision_ns(1, LIMIT, remaining, retry, reset), changed
     end
-    v.cur = v.cur + cost
-    local d = decision_ns(0, LIMIT, remaining - cost, 0, reset_near(v, to_next))
-    d[11], d[12], d[13], d[14] = receipt(v.index, cost)
-    return d, {v.index, v.prev, v.cur}
+    cur = cur + cost
+    local reset = reset_near(prev, cur, to_next)
+    local ih, il, ch, cl = receipt(index, cost)
+    if LONE then
+      return {0, 0, reset, remaining - cost, LIMIT, ih, il, ch, cl}, {index, prev, cur}
+    end
+    local d = decision_ns(0, LIMIT, remaining - cost, 0, reset)
+    d[11], d[12], d[13], d[14] = ih, il, ch, cl
+    return d, {index, prev, cur}
   end
 
   local function reserve(s, now, cost)
-    local v = view(s, now)
-    local used = weighted(v.prev, v.elapsed) + v.cur
+    local index, prev, cur, elapsed, behind = view(s, now)
+    local used = weighted(prev, elapsed) + cur
     local remaining = max(LIMIT - used, 0)
-    if NEAR and #v.behind == 1 and v.behind[1] == 0 and v.prev < FIT and v.cur < FIT then
-      return reserve_near(v, cost, used, remaining)
+    if NEAR and not behind and prev < FIT and cur < FIT then
+      return reserve_near(index, prev, cur, elapsed, cost, used, remaining)
     end
+    local v = {index = index, prev = prev, cur = cur, elapsed = elapsed}
+    behind = behind or {0}
     if cost > LIMIT then
-      return counter(2, remaining, {0}, add(reset_after(v), v.behind)), nil
+      return counter(2, remaining, {0}, add(reset_after(v), behind)), nil
     end
     if used + cost > LIMIT then
       local changed = attempted(v, cost)
-      local retry = add(retry_after(v, cost), v.behind)
-      return counter(1, remaining, retry, add(reset_after(v), v.behind)), changed
+      local retry = add(retry_after(v, cost), behind)
+      return counter(1, remaining, retry, add(reset_after(v), behind)), changed
     end
     v.cur = v.cur + cost
-    local d = counter(0, remaining - cost, {0}, add(reset_after(v), v.behind))
+    local d = counter(0, remaining - cost, {0}, add(reset_after(v), behind))
     d[11], d[12], d[13], d[14] = receipt(v.index, cost)
     return d, {v.index, v.prev, v.cur}
   end
