@@ -28,6 +28,7 @@
 //! * `meter`, `queue`: `LeakyBucket::meter(10, limit, 1 s)`, `::queue(10, limit, 1 s)`
 //!   (as `benches/redis.rs`'s rows at 3 per second, whose ticks are fractional);
 //! * `bursty`: `SmoothBursty::new(limit)` (`limit` per second);
+//! * `fixed`, `counter`: `FixedWindow::new(limit, D)`, `SlidingWindowCounter::new(limit, D)`;
 //! * `floor`: the floor of any scripted decision, a function that reads `TIME`,
 //!   `GET`s a key and `SET`s it with an expiry (as in `benches/redis.rs`), loaded
 //!   by the first call. It takes no limit: `floor <calls>`.
@@ -44,7 +45,8 @@
 //! come back: a hammered key, without a fill.
 
 use sluicegate::algorithms::{
-    LeakyBucket, Receipt, SlidingLog, SlidingWindowBuckets, SmoothBursty,
+    FixedWindow, LeakyBucket, Receipt, SlidingLog, SlidingWindowBuckets, SlidingWindowCounter,
+    SmoothBursty,
 };
 use sluicegate::stores::redis::{RedisAlgorithm, RedisOptions, RedisStore, TimeSource};
 use sluicegate::stores::{Operation, Store};
@@ -61,7 +63,7 @@ const WINDOW: Duration = Duration::from_secs(60);
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: redis_instructions log|buckets|weighted|leaky|meter|queue|bursty <limit> \
+    let usage = "usage: redis_instructions log|buckets|weighted|leaky|meter|queue|bursty|fixed|counter <limit> \
                  fill | hammer <calls> | pace <calls> | server <calls>\n       redis_instructions floor <calls>";
     let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:7790/".into());
     let fail = || -> ! {
@@ -118,6 +120,14 @@ fn main() {
             calls,
         ),
         "bursty" => run(&url, SmoothBursty::new(limit as f64), limit, phase, calls),
+        "fixed" => run(&url, FixedWindow::new(limit, WINDOW), limit, phase, calls),
+        "counter" => run(
+            &url,
+            SlidingWindowCounter::new(limit, WINDOW),
+            limit,
+            phase,
+            calls,
+        ),
         _ => fail(),
     }
 }

@@ -246,8 +246,15 @@ local function make_sliding_log(C)
       -- as 32-bit halves: exact splits of integer doubles).
       local mark, charge = FIN + cost, cost
       local mark_lo, charge_lo = mark % 4294967296, charge % 4294967296
-      d = {0, 0, 0, 0, 0, reset, 0, LIMIT - live - cost, LIMIT, 0, (mark - mark_lo) / 4294967296,
-           mark_lo, (charge - charge_lo) / 4294967296, charge_lo, 0, 0}
+      -- A LONE step answers the short reply (driver.lua's `short`) where it holds
+      -- the durations (below 9 x 10^12 us); others the full 16 integers.
+      if LONE and reset < 9e12 then
+        d = {0, 0, reset * 1000, LIMIT - live - cost, LIMIT, (mark - mark_lo) / 4294967296,
+             mark_lo, (charge - charge_lo) / 4294967296, charge_lo}
+      else
+        d = {0, 0, 0, 0, 0, reset, 0, LIMIT - live - cost, LIMIT, 0, (mark - mark_lo) / 4294967296,
+             mark_lo, (charge - charge_lo) / 4294967296, charge_lo, 0, 0}
+      end
     elseif not RECORD then
       -- fits_at(first): on a hammered log, the oldest entry's copy answers.
       local allowed, at = LIMIT - cost, 0
@@ -260,6 +267,9 @@ local function make_sliding_log(C)
       end
       if lst and SPACING > 0 and lst - now + SPACING > at then at = lst - now + SPACING end
       if at < 0 then at = 0 end
+      if LONE and at < 9e12 and reset < 9e12 then
+        return {1, at * 1000, reset * 1000, remaining, LIMIT}, nil
+      end
       return {1, 0, 0, at, 0, reset, 0, remaining, LIMIT, 0, 0, 0, 0, 0, 0, 0}, nil
     else
       -- As if the attempt were already logged, so that a retry at retry_after fits:
