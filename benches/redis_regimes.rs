@@ -14,7 +14,10 @@
 //! `--bench`), or the comma-separated `REGIMES_ROWS`, picks the rows whose name
 //! contains it (case-insensitive); no selection runs every row. Each row brings
 //! its own floor (below). `REGIMES_CALLS` sets the calls per measurement (default
-//! [`CALLS`]), `REGIMES_ROUNDS` the rounds (default [`ROUNDS`]).
+//! [`CALLS`]), `REGIMES_ROUNDS` the rounds (default [`ROUNDS`]). The calls keep
+//! their receipts, as a reservation does; `REGIMES_RECEIPTS=0` asks for the
+//! decision alone, as `try_acquire` and `check` do, which the server answers
+//! without a receipt (a set without its members' receipts).
 //!
 //! # How a figure is taken
 //!
@@ -248,6 +251,8 @@ struct Bench {
     admin: redis::Connection,
     floor: redis::Connection,
     calls: usize,
+    /// Whether the calls keep their receipts (`REGIMES_RECEIPTS`, default yes).
+    receipts: bool,
 }
 
 impl Bench {
@@ -367,11 +372,16 @@ impl<A: RedisAlgorithm> Case for Row<A> {
             .response_timeout(Duration::from_secs(60));
         let store: RedisStore<String, A> =
             RedisStore::open_with(&bench.server.url, options).unwrap();
+        let receipts = bench.receipts;
         let apply = |key: &String, now: u64, step: Operation<'_>| {
-            store
-                .apply_key::<(Decision, Receipt)>(algorithm, key, now, step)
-                .unwrap_or_else(|e| panic!("{name}: {e}"))
-                .0
+            let decision = if receipts {
+                store
+                    .apply_key::<(Decision, Receipt)>(algorithm, key, now, step)
+                    .map(|(decision, _)| decision)
+            } else {
+                store.apply_key::<Decision>(algorithm, key, now, step)
+            };
+            decision.unwrap_or_else(|e| panic!("{name}: {e}"))
         };
         // Loads the library and builds this configuration's step, on a key of its own.
         apply(&"warm".to_owned(), START, reserve(1, 0));
@@ -668,6 +678,7 @@ fn main() {
     }
     let calls = env_number("REGIMES_CALLS", CALLS);
     let rounds = env_number("REGIMES_ROUNDS", ROUNDS);
+    let receipts = env_number("REGIMES_RECEIPTS", 1) != 0;
     let cases: Vec<Box<dyn Case>> = cases()
         .into_iter()
         .filter(|c| {
@@ -691,6 +702,7 @@ fn main() {
         admin,
         floor,
         calls,
+        receipts,
     };
     let version: String = redis::cmd("INFO")
         .arg("server")
@@ -732,8 +744,13 @@ fn main() {
     let lowest = floors.clone().fold(f64::INFINITY, f64::min);
     let highest = floors.fold(0.0, f64::max);
     println!(
-        "\nredis-server {version}, caller's time; best of {rounds} rounds of {calls} calls a row; \
-         {:.0} s in all",
+        "\nredis-server {version}, caller's time, {}; best of {rounds} rounds of {calls} calls \
+         a row; {:.0} s in all",
+        if receipts {
+            "receipts kept"
+        } else {
+            "decisions alone (no receipt)"
+        },
         started.elapsed().as_secs_f64()
     );
     println!(

@@ -28,9 +28,10 @@
 //!         its members' keys)
 //!   ARGV  the call: expiry grace in ms, the algorithm's kind and its words, then
 //!         ';', the step ('r' reserve, 'p' peek, 'c' cancel; 'e' a reserve on one
-//!         key that also reports each limit), the cost and the max wait in µs (-1:
-//!         for ever), one string · now in µs (left off for the server's TIME)
-//!         [· a cancel's grants]
+//!         key that also reports each limit; 'k' a reserve on one key whose caller
+//!         keeps no receipt), the cost and the max wait in µs (-1: for ever), one
+//!         string · the deadline in µs since 1970 (empty: none) · now in µs (left
+//!         off for the server's TIME) [· a cancel's grants]
 //!   reply 16 integers per key: verdict · wait, retry_after, reset_after (each as µs
 //!         and a ns remainder) · remaining · limit · limit index · the grant's mark,
 //!         charge and stored permits (each as two 32-bit halves); after an 'e'
@@ -40,7 +41,9 @@
 //!         for a refusal (verdict, retry_after and reset_after in ns, remaining,
 //!         limit) and 9 for a grant (wait instead of retry_after, then mark and
 //!         charge; 11 with stored permits); the full 16 when a duration passes
-//!         9 × 10¹² µs
+//!         9 × 10¹² µs. A 'k' step answers no receipt: a grant's short form ends
+//!         after the limit, and a set's answer (short: the 5 and the deciding
+//!         limit's index; or its 16) leaves its members' receipts off
 //! ```
 //!
 //! The library is a shared prelude, each algorithm's step as a factory
@@ -528,7 +531,7 @@ impl<K, A> RedisStore<K, A> {
         Q: ToOwned<Owned = K> + RenderKey + ?Sized,
         A: RedisAlgorithm,
     {
-        let request = self.request(algorithm, [key], now, step, false)?;
+        let request = self.request(algorithm, [key], now, step, step::Answer::Receipt)?;
         Ok(request.map_or_else(Default::default, |mut r| {
             // A replay runs long after now: no deadline.
             r.args[1].clear();

@@ -76,8 +76,9 @@ const REPLY_WIDTH: usize = 16;
 
 /// Widens a lone key's short reply (`short` in `lua/driver.lua`: 5 integers for a
 /// refusal, 9 or 11 for a grant, durations as whole ns, -1 for ever, no limit
-/// index; a set's refusal: the 5 and its limit index) to the full 16; `None` for
-/// any other length.
+/// index; 5 for a grant without its receipt; a set's refusal, or its answer
+/// without a receipt: the 5 and its limit index) to the full 16; `None` for any
+/// other length.
 fn widen(reply: &[i64]) -> Option<[i64; REPLY_WIDTH]> {
     if !matches!(reply.len(), 5 | 6 | 9 | 11) {
         return None;
@@ -202,14 +203,16 @@ pub(super) fn answers_from(
     cost: u64,
     peek: bool,
 ) -> Result<(), Error> {
-    // A lone key's short form is read as the full one; a set's (a refusal) carries
-    // no leaves: nothing to give back.
+    // A lone key's short form is read as the full one; a set's (a refusal, or any
+    // answer to a call that keeps no receipt) carries no leaves: nothing to give
+    // back. So does a lone set's full decision without its leaves (a bare call's).
     let wide;
     let (reply, width) = match (out.len(), widen(reply)) {
         (1, Some(full)) if reply.len() < REPLY_WIDTH => {
             wide = full;
             (&wide[..], REPLY_WIDTH)
         }
+        (1, _) if reply.len() == REPLY_WIDTH => (reply, REPLY_WIDTH),
         _ => (reply, layout.width()),
     };
     if reply.len() != out.len() * width {

@@ -25,18 +25,29 @@ pub(super) struct Request {
     cost: u64,
 }
 
+/// What a step's reply carries besides each key's decision.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Answer {
+    /// Each key's receipt, to give its grant back by.
+    Receipt,
+    /// Nothing else: a reserve on one key whose caller keeps no receipt (step code
+    /// `k`), which the server answers in the short form without a receipt.
+    Bare,
+    /// A reserve on one key, with its receipt and how every limit stands after it
+    /// (step code `e`).
+    Report,
+}
+
 impl<K, A: RedisAlgorithm> RedisStore<K, A> {
     /// Builds the call on `keys` (`None` when there is nothing to send), or the
-    /// typed error that refuses it before sending. With `report` (a reserve on
-    /// one key), the step also reports how every limit stands after it (step code
-    /// `e`).
+    /// typed error that refuses it before sending, its reply carrying `answer`.
     pub(super) fn request<'k, Q: RenderKey + ?Sized + 'k>(
         &self,
         algorithm: &A,
         keys: impl IntoIterator<Item = &'k Q, IntoIter: ExactSizeIterator>,
         now: Nanos,
         step: Operation<'_>,
-        report: bool,
+        answer: Answer,
     ) -> Result<Option<Request>, Error> {
         let keys = keys.into_iter();
         let count = keys.len();
@@ -55,8 +66,11 @@ impl<K, A: RedisAlgorithm> RedisStore<K, A> {
             keys::check_one_slot(&server_keys)?;
         }
         let (code, cost, max_wait) = match step {
-            Operation::Reserve { cost, max_wait } if report => ("e", cost, max_wait),
-            Operation::Reserve { cost, max_wait } => ("r", cost, max_wait),
+            Operation::Reserve { cost, max_wait } => match answer {
+                Answer::Report if count == 1 => ("e", cost, max_wait),
+                Answer::Bare if count == 1 => ("k", cost, max_wait),
+                _ => ("r", cost, max_wait),
+            },
             Operation::Peek { cost } => ("p", cost, 0),
             Operation::Cancel { .. } => ("c", 1, 0),
         };
@@ -110,9 +124,10 @@ impl<K, A: RedisAlgorithm> RedisStore<K, A> {
         keys: impl IntoIterator<Item = &'k Q, IntoIter: ExactSizeIterator>,
         now: Nanos,
         step: Operation<'_>,
+        answer: Answer,
         out: &mut [(Decision, Receipt)],
     ) -> Result<(), Error> {
-        let Some(request) = self.request(algorithm, keys, now, step, false)? else {
+        let Some(request) = self.request(algorithm, keys, now, step, answer)? else {
             return Ok(());
         };
         let reply = self
@@ -147,9 +162,11 @@ where
         Q: Sized,
     {
         check_output(keys.len(), out.len())?;
-        self.run(algorithm, keys, now, step, out)
+        self.run(algorithm, keys, now, step, Answer::Receipt, out)
     }
 
+    /// A report that keeps no receipt is answered without one: for a set, its
+    /// members' receipts are most of the reply.
     fn apply_key<R: Report>(
         &self,
         algorithm: &A,
@@ -158,7 +175,12 @@ where
         step: Operation<'_>,
     ) -> Result<R, Error> {
         let mut out = [blank()];
-        self.run(algorithm, [key], now, step, &mut out)?;
+        let answer = if R::KEEPS_RECEIPT {
+            Answer::Receipt
+        } else {
+            Answer::Bare
+        };
+        self.run(algorithm, [key], now, step, answer, &mut out)?;
         let [(decision, receipt)] = out;
         Ok(R::decided(decision, receipt))
     }
@@ -173,7 +195,7 @@ where
         step: Operation<'_>,
         each: &mut dyn FnMut(Decision),
     ) -> Result<(Decision, Receipt), Error> {
-        let Some(request) = self.request(algorithm, [key], now, step, true)? else {
+        let Some(request) = self.request(algorithm, [key], now, step, Answer::Report)? else {
             return Ok(blank());
         };
         let reply = self
@@ -194,7 +216,7 @@ where
     where
         Q: Sized,
     {
-        let request = match self.request(algorithm, [key], now, step, true) {
+        let request = match self.request(algorithm, [key], now, step, Answer::Report) {
             Ok(Some(request)) => request,
             Ok(None) => return Box::pin(futures::future::ready(Ok((blank(), Vec::new())))),
             Err(e) => return Box::pin(futures::future::ready(Err(e))),
@@ -226,7 +248,7 @@ where
         Q: Sized,
     {
         let blank = vec![blank(); keys.len()];
-        let request = match self.request(algorithm, keys, now, step, false) {
+        let request = match self.request(algorithm, keys, now, step, Answer::Receipt) {
             Ok(Some(request)) => request,
             Ok(None) => return futures::future::ready(Ok(blank)).boxed(),
             Err(e) => return futures::future::ready(Err(e)).boxed(),
@@ -266,7 +288,7 @@ where
         Q: Sized,
     {
         let step = Operation::Cancel { receipts, acts_at };
-        if let Ok(Some(request)) = self.request(algorithm, keys, now, step, false) {
+        if let Ok(Some(request)) = self.request(algorithm, keys, now, step, Answer::Receipt) {
             self.cancels.send(&self.connections, request);
         }
     }

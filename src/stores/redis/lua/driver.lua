@@ -10,7 +10,8 @@
 -- ARGV: 1 the call: the expiry grace in ms, the algorithm's kind (its FACTORIES
 -- index) and its words, space-separated; then ';', the step ('r', 'p', 'c'; 'e': a
 -- reserve on one identity that also reports how every limit stands after it, one
--- more decision per limit after its own), the cost and the max wait in whole us (-1:
+-- more decision per limit after its own; 'k': a reserve on one identity whose
+-- caller keeps no receipt, answered without one), the cost and the max wait in whole us (-1:
 -- for ever), space-separated. 2 the call's deadline in us since 1970 (absent or
 -- '': none); 3 now in us (absent or '': the server's TIME); a cancel's grants
 -- follow. A call whose deadline the server's TIME has passed is refused before it
@@ -47,9 +48,9 @@ local function plan(text)
   if p == nil then
     local config, step, cost, wait = match(text, '^(.*);(%a) (%S+) (%S+)$')
     if config == nil then return error('sluicegate: a call in another format: ' .. text) end
-    p = {alg = algorithm(config), step = step, report = step == 'e', cost = cost + 0,
-         cost_text = cost, max_wait = wait + 0}
-    if p.report then p.step = 'r' end
+    p = {alg = algorithm(config), step = step, report = step == 'e', bare = step == 'k',
+         cost = cost + 0, cost_text = cost, max_wait = wait + 0}
+    if p.report or p.bare then p.step = 'r' end
     if step == 'p' then p.max_wait = 0 end
     if nplans >= 256 then plans, nplans = {}, 0 end
     plans[text], nplans = p, nplans + 1
@@ -111,8 +112,8 @@ local function call(KEYS, ARGV)
   end
   local P = plans[ARGV[1]] or plan(ARGV[1])
   local ALG = P.alg
-  GRACE_MS, STEP, REPORT, COST, COST_TEXT, MAX_WAIT =
-    ALG.grace, P.step, P.report, P.cost, P.cost_text, P.max_wait
+  GRACE_MS, STEP, REPORT, BARE, COST, COST_TEXT, MAX_WAIT =
+    ALG.grace, P.step, P.report, P.bare, P.cost, P.cost_text, P.max_wait
   LONE = false
   local deadline, now = ARGV[2], ARGV[3]
   SERVER_TIME = now == nil or now == ''
@@ -154,15 +155,20 @@ local function call(KEYS, ARGV)
     end
     -- A full decision has all 16 integers; a short one (from a LONE step) fewer. A
     -- set's grant answers in full with its receipt's leaves; its refusal (which
-    -- gives nothing back) as a short refusal and the deciding member's index.
+    -- gives nothing back), and its grant to a BARE call (which keeps no receipt),
+    -- as the short form and the deciding member's index. A single algorithm's
+    -- grant to a BARE call ends its short form before the receipt.
     local reset
     if d[16] == nil then
       reset = d[3]
+      if BARE and d[1] == 0 then d[6] = nil end
     else
       reset = reset_of(d)
       if LONE then
         d = short(d)
-      elseif ALG.leaves and d[1] ~= 0 and d[4] < 9e12 and d[6] < 9e12 then
+        if BARE and d[1] == 0 and d[16] == nil then d[6] = nil end
+      elseif ALG.leaves and (d[1] ~= 0 or BARE) and d[2] < 9e12 and d[4] < 9e12
+          and d[6] < 9e12 then
         local index = d[10]
         d = short(d)
         d[6], d[7] = index, nil

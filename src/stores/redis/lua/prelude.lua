@@ -7,13 +7,16 @@
 -- `cost as f64`) and COST_TEXT (its exact decimal text); MAX_WAIT in whole us (-1:
 -- for ever; a peek accepts no wait); PURE_PEEK: a peek on one identity runs the
 -- algorithm's peek (on several, the memory store runs zero-wait reserves on copies;
--- the answers are the same); REPORT: a reserve that also reports how every limit stands after
--- it (see `standing`); GRACE_MS, the expiry grace; LONE: a reserve or peek on one
--- identity of a single algorithm, whose step may answer with the short reply
--- (`short` in driver.lua) straight away rather than the full decision. Every number is an integer below 2^53,
--- so a Lua double holds it exactly, except the cost and f64 configuration words
--- (sent in shortest round-trip decimal, which tonumber reads back to the same double).
-local STEP, NOW, SERVER_TIME, COST, COST_TEXT, MAX_WAIT, PURE_PEEK, REPORT, GRACE_MS, LONE
+-- the answers are the same); REPORT: a reserve that also reports how every limit
+-- stands after it (see `standing`); BARE: a reserve on one identity whose caller
+-- keeps no receipt (a set leaves its leaves off); GRACE_MS, the expiry grace; LONE:
+-- a reserve or peek on one identity of a single algorithm, whose step may answer
+-- with the short reply (`short` in driver.lua) straight away rather than the full
+-- decision. Every number is an integer below 2^53, so a Lua double holds it
+-- exactly, except the cost and f64 configuration words (sent in shortest
+-- round-trip decimal, which tonumber reads back to the same double).
+local STEP, NOW, SERVER_TIME, COST, COST_TEXT, MAX_WAIT, PURE_PEEK, REPORT, BARE, GRACE_MS
+local LONE
 
 -- Lua's library functions the steps use, bound by the first call (a library's
 -- chunk runs without them) and kept as upvalues: here a global lookup costs more

@@ -146,13 +146,14 @@ local function make_set(C)
       local d = decision(refusal[1], refusal[5], refusal[4], 0, 0, 0)
       if refusal[1] == 1 then d[4], d[5] = refusal[2], refusal[3] end
       d[6], d[7], d[10] = reset_us, reset_ns, refusal[6]
+      if BARE then return d, nil end
       return append_leaves(d, nil), nil
     end
     -- No member (an empty Limits): every call fits, with no limit.
     if tight == nil then tight = {-1, -1, 0} end
     local d = decision(0, tight[2], tight[1], 0, 0, 0)
     d[2], d[3], d[6], d[7], d[10] = wait_us, wait_ns, reset_us, reset_ns, tight[3]
-    append_leaves(d, decisions)
+    if not BARE then append_leaves(d, decisions) end
     if PURE_PEEK then return d, nil end
     local new = {members = {}, changed = {}, decisions = decisions}
     for m = 1, #members do
