@@ -33,7 +33,10 @@
 //! itself moves by 1.5x from one minute to the next. Every row is measured once in
 //! each of the rounds, and the rounds run over the whole table in turn (a burst of
 //! noise hits one round of each row, not one row); a figure is the row's best
-//! round, its ratio is to the best round of its own floor.
+//! round, its ratio is to the best round of its own floor. The fresh regime also
+//! runs the floor on a new key each call, in a chunk of its own before each of the
+//! row's: creating a key costs any step on a new key, the floor's too, so its
+//! second ratio (`/ new`) is to that floor.
 //!
 //! Time is the caller's ([`TimeSource::Caller`]), a virtual clock from
 //! [`START`] (a whole day since 1970, so every window, bucket and interval starts on
@@ -236,11 +239,15 @@ impl Plan {
 }
 
 /// One measurement: the server's µs per call of the row and of the floor
-/// interleaved with it, and how many of the row's calls were granted.
+/// interleaved with it (on one key, and for the fresh regime also on a new key
+/// each call: what creating a key costs any step), and how many of the row's calls
+/// were granted.
 #[derive(Clone, Copy, Debug)]
 struct Measured {
     usec: f64,
     floor: f64,
+    /// The floor on new keys; infinite where not measured.
+    new_key_floor: f64,
     granted: usize,
 }
 
@@ -253,28 +260,39 @@ struct Bench {
     calls: usize,
     /// Whether the calls keep their receipts (`REGIMES_RECEIPTS`, default yes).
     receipts: bool,
+    /// The new keys the floor has created so far.
+    new_keys: u64,
 }
 
 impl Bench {
     /// The calls of a row, `call(i)` for each (true: granted), in chunks of
     /// [`CHUNK`], each chunk preceded by as many calls of the floor: the floor is
     /// measured under the very load the row meets. Each chunk is its own
-    /// `CONFIG RESETSTAT` ... `INFO commandstats` window.
-    fn measure(&mut self, row: &str, mut call: impl FnMut(u64) -> bool) -> Measured {
-        let (mut usec, mut floor, mut granted) = (0, 0, 0);
+    /// `CONFIG RESETSTAT` ... `INFO commandstats` window. With `new_keys`, a chunk
+    /// of the floor on a new key each call comes before each of the row's too.
+    fn measure(
+        &mut self,
+        row: &str,
+        new_keys: bool,
+        mut call: impl FnMut(u64) -> bool,
+    ) -> Measured {
+        let (mut usec, mut floor, mut new_key_floor, mut granted) = (0, 0, 0, 0);
         let mut i = 0;
         while i < self.calls as u64 {
             let n = (CHUNK as u64).min(self.calls as u64 - i);
             self.reset();
             for _ in 0..n {
-                let _: i64 = redis::cmd("FCALL")
-                    .arg("floor")
-                    .arg(1)
-                    .arg("floor")
-                    .query(&mut self.floor)
-                    .unwrap();
+                self.floor_call("floor".to_owned());
             }
             floor += self.fcall_usec(FLOOR, n);
+            if new_keys {
+                self.reset();
+                for _ in 0..n {
+                    self.new_keys += 1;
+                    self.floor_call(format!("floor-new{}", self.new_keys));
+                }
+                new_key_floor += self.fcall_usec(FLOOR, n);
+            }
             self.reset();
             granted += (i..i + n).filter(|&j| call(j)).count();
             usec += self.fcall_usec(row, n);
@@ -284,8 +302,22 @@ impl Bench {
         Measured {
             usec: usec as f64 / calls,
             floor: floor as f64 / calls,
+            new_key_floor: if new_keys {
+                new_key_floor as f64 / calls
+            } else {
+                f64::INFINITY
+            },
             granted,
         }
+    }
+
+    fn floor_call(&mut self, key: String) {
+        let _: i64 = redis::cmd("FCALL")
+            .arg("floor")
+            .arg(1)
+            .arg(key)
+            .query(&mut self.floor)
+            .unwrap();
     }
 
     fn reset(&mut self) {
@@ -415,7 +447,7 @@ impl<A: RedisAlgorithm> Case for Row<A> {
         let fill = started.elapsed();
 
         let hammer = plan.hammer;
-        let hammered = bench.measure(name, |i| {
+        let hammered = bench.measure(name, false, |i| {
             apply(&hot, hammer + i % 3 * US, reserve(1, plan.wait)).is_allowed()
         });
         assert_eq!(
@@ -436,7 +468,7 @@ impl<A: RedisAlgorithm> Case for Row<A> {
                 Box::new(move |i| from + i * every)
             }
         };
-        let granted = bench.measure(name, |i| {
+        let granted = bench.measure(name, false, |i| {
             apply(&hot, at(i), reserve(1, plan.wait)).is_allowed()
         });
         assert_eq!(
@@ -445,7 +477,7 @@ impl<A: RedisAlgorithm> Case for Row<A> {
             granted.granted, bench.calls
         );
 
-        let fresh = bench.measure(name, |i| {
+        let fresh = bench.measure(name, true, |i| {
             apply(&format!("fresh{i}"), START + i * US, reserve(1, plan.wait)).is_allowed()
         });
         assert_eq!(
@@ -703,6 +735,7 @@ fn main() {
         floor,
         calls,
         receipts,
+        new_keys: 0,
     };
     let version: String = redis::cmd("INFO")
         .arg("server")
@@ -715,8 +748,9 @@ fn main() {
         .to_owned();
 
     let started = Instant::now();
-    // Per row and regime, the best round: (the row's µs, its floor's µs).
-    let mut best = vec![[(f64::INFINITY, f64::INFINITY); 3]; cases.len()];
+    // Per row and regime, the best round: (the row's µs, its floor's µs, the floor's
+    // on new keys).
+    let mut best = vec![[(f64::INFINITY, f64::INFINITY, f64::INFINITY); 3]; cases.len()];
     for round in 1..=rounds {
         for (case, best) in cases.iter().zip(&mut best) {
             let (fill, figures) = case.run(&mut bench);
@@ -735,7 +769,7 @@ fn main() {
                 fill.as_secs_f64(),
             );
             for (b, m) in best.iter_mut().zip(figures) {
-                *b = (b.0.min(m.usec), b.1.min(m.floor));
+                *b = (b.0.min(m.usec), b.1.min(m.floor), b.2.min(m.new_key_floor));
             }
         }
     }
@@ -759,18 +793,35 @@ fn main() {
     );
     println!(
         "x floor: against the floor's calls interleaved with the row's, {CHUNK} and {CHUNK} \
-         (best of {rounds}: {lowest:.2}-{highest:.2} µs per call)\n"
+         (best of {rounds}: {lowest:.2}-{highest:.2} µs per call); fresh keys also against \
+         the floor on a new key each call (/ new)\n"
     );
     println!(
-        "| row | hammered µs (x floor) | granted µs (x floor) | fresh µs (x floor) | floors µs |"
+        "| row | hammered µs (x floor) | granted µs (x floor) | fresh µs (x floor / new) | \
+         floors µs |"
     );
     println!("|---|---|---|---|---|");
     for (case, best) in cases.iter().zip(&best) {
         let cells: Vec<String> = best
             .iter()
-            .map(|(u, f)| format!("{u:.2} ({:.2}x)", u / f))
+            .map(|&(u, f, new)| {
+                if new.is_finite() {
+                    format!("{u:.2} ({:.2}x / {:.2}x)", u / f, u / new)
+                } else {
+                    format!("{u:.2} ({:.2}x)", u / f)
+                }
+            })
             .collect();
-        let floors: Vec<String> = best.iter().map(|(_, f)| format!("{f:.2}")).collect();
+        let floors: Vec<String> = best
+            .iter()
+            .map(|&(_, f, new)| {
+                if new.is_finite() {
+                    format!("{f:.2}, new {new:.2}")
+                } else {
+                    format!("{f:.2}")
+                }
+            })
+            .collect();
         println!(
             "| {} | {} | {} |",
             case.name(),
@@ -785,7 +836,7 @@ fn main() {
         cases
             .iter()
             .position(|c| c.name() == name)
-            .map(|i| best[i].map(|(u, f)| u / f))
+            .map(|i| best[i].map(|(u, f, _)| u / f))
     };
     for (limit, window) in SET_LIMITS {
         let Some(set) = figure(&set_name(limit, window)) else {
