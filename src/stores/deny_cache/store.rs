@@ -144,15 +144,23 @@ where
         match self.lookup(algorithm, key, now, step) {
             Ok(refusal) => Ok(R::refused(|| refusal)),
             Err((ticket, keep)) => {
-                let answer: R = self.inner.apply_key(algorithm, key, now, step)?;
-                if answer.is_granted() {
+                // The decision even for a report that reads less (a `bool`): a
+                // refusal is recorded from it. A report keeping receipts gets its own.
+                let (decision, receipt) = if R::KEEPS_RECEIPT {
+                    self.inner
+                        .apply_key::<(Decision, Receipt)>(algorithm, key, now, step)?
+                } else {
+                    let decision: Decision = self.inner.apply_key(algorithm, key, now, step)?;
+                    (decision, Receipt::NONE)
+                };
+                if decision.is_allowed() {
                     self.table.forget(key);
-                } else if let Some(refusal) = answer.refusal() {
+                } else {
                     let cost = keep.unwrap_or(0);
                     self.table
-                        .record(key, ticket, now, cost, keep.is_some(), refusal);
+                        .record(key, ticket, now, cost, keep.is_some(), decision);
                 }
-                Ok(answer)
+                Ok(R::decided(decision, receipt))
             }
         }
     }

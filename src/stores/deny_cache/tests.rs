@@ -345,3 +345,26 @@ fn a_multi_key_grant_drops_its_keys_refusals_blocking_or_async() {
         .is_allowed());
     assert!(store.is_empty());
 }
+
+/// A report that reads nothing but the verdict (`bool`) still teaches the cache the
+/// refusal: the next calls on the key are refused without the store.
+#[test]
+fn a_refusal_answered_as_a_bool_is_cached_too() {
+    let w = window(1);
+    let store = cache(&w);
+    assert!(store.apply_key::<bool>(&w, &1, 0, take(1)).unwrap());
+    assert!(!store.apply_key::<bool>(&w, &1, SECOND, take(1)).unwrap());
+    assert_eq!(calls(&store), 2);
+    for i in 0..10 {
+        assert!(!store
+            .apply_key::<bool>(&w, &1, SECOND + i, take(1))
+            .unwrap());
+    }
+    assert_eq!((calls(&store), store.hits()), (2, 10));
+    let (cached, receipt) = store
+        .apply_key::<(Decision, Receipt)>(&w, &1, 2 * SECOND, take(1))
+        .unwrap();
+    assert_eq!(cached.retry_after_nanos(), 8 * SECOND);
+    assert_eq!(receipt, Receipt::NONE);
+    assert_eq!(calls(&store), 2);
+}
