@@ -58,12 +58,6 @@ pub trait Report: Sized + sealed::Sealed {
     #[doc(hidden)]
     fn is_granted(&self) -> bool;
 
-    /// The refusal this report holds, `None` for a grant or for a report that
-    /// does not read refusals (`bool`): what a store that wraps another reads of
-    /// an answer it passes on (a deny cache learns from refusals).
-    #[doc(hidden)]
-    fn refusal(&self) -> Option<Decision>;
-
     /// The report of a step that has built its decision and receipt: a grant's as
     /// [`granted`](Report::granted), anything else as
     /// [`refused`](Report::refused).
@@ -111,11 +105,6 @@ impl Report for bool {
     fn is_granted(&self) -> bool {
         *self
     }
-
-    #[inline(always)]
-    fn refusal(&self) -> Option<Decision> {
-        None
-    }
 }
 
 impl Report for Result<(), Decision> {
@@ -134,11 +123,6 @@ impl Report for Result<(), Decision> {
     #[inline(always)]
     fn is_granted(&self) -> bool {
         self.is_ok()
-    }
-
-    #[inline(always)]
-    fn refusal(&self) -> Option<Decision> {
-        self.err()
     }
 }
 
@@ -159,11 +143,6 @@ impl Report for Decision {
     fn is_granted(&self) -> bool {
         self.is_allowed()
     }
-
-    #[inline(always)]
-    fn refusal(&self) -> Option<Decision> {
-        (!self.is_allowed()).then_some(*self)
-    }
 }
 
 impl Report for (Decision, Receipt) {
@@ -182,10 +161,5 @@ impl Report for (Decision, Receipt) {
     #[inline(always)]
     fn is_granted(&self) -> bool {
         self.0.is_allowed()
-    }
-
-    #[inline(always)]
-    fn refusal(&self) -> Option<Decision> {
-        self.0.refusal()
     }
 }
