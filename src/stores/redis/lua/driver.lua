@@ -11,8 +11,8 @@
 -- index) and its words, space-separated; then ';', the step ('r', 'p', 'c'; 'e': a
 -- reserve on one identity that also reports how every limit stands after it, one
 -- more decision per limit after its own; 'k': a reserve on one identity whose
--- caller keeps no receipt, answered without one), the cost and the max wait in whole us (-1:
--- for ever), space-separated. 2 the call's deadline in us since 1970 (absent or
+-- caller keeps no receipt, answered without one), the cost and the max wait in
+-- whole us (-1: for ever), space-separated. 2 the call's deadline in us since 1970 (absent or
 -- '': none); 3 now in us (absent or '': the server's TIME); a cancel's grants
 -- follow. A call whose deadline the server's TIME has passed is refused before it
 -- reads anything (an `EXPIRED` error: its caller has given up on it, so it must not
