@@ -309,3 +309,72 @@ fn cluster_multi_limit_calls_per_identity() {
     let pair = ["user:alice".to_owned(), "user:bob".to_owned()];
     assert!(store.apply(&set, &pair, 0, take, &mut out).is_err());
 }
+
+/// Eight threads on the real clock, each with its own limiter and connection over
+/// one server, call `try_acquire` and `check` on one key of a set: calls that keep
+/// no receipt, which the server answers without one. Together they are granted
+/// exactly the tightest member's limit, and a reservation (which keeps its receipt)
+/// made after them is refused, its retry no later than a `check`'s before it.
+#[test]
+fn threads_trying_a_set_without_receipts_get_exactly_its_tightest_limit() {
+    let server = RedisServer::start();
+    let hour = Duration::from_secs(3600);
+    let set = AllOf::new((
+        SlidingLog::new(200, hour).unwrap(),
+        SlidingWindowBuckets::dropping(500, hour, Duration::from_secs(60)).unwrap(),
+    ));
+    let prefix = unique_prefix("set-bare");
+    let granted: u64 = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let (set, prefix, url) = (set.clone(), prefix.clone(), server.url());
+                scope.spawn(move || {
+                    let store: RedisStore<String, _> = RedisStore::open_with(
+                        url,
+                        sluicegate::stores::redis::RedisOptions::default()
+                            .prefix(&prefix)
+                            .unwrap(),
+                    )
+                    .unwrap();
+                    let limiter = sluicegate::KeyedRateLimiter::with_store(
+                        set,
+                        store,
+                        sluicegate::clock::DefaultClock::new(),
+                    );
+                    (0..50u64)
+                        .filter(|i| {
+                            if (i + t) % 2 == 0 {
+                                limiter.try_acquire("hot")
+                            } else {
+                                limiter.check("hot", 1).unwrap().is_allowed()
+                            }
+                        })
+                        .count() as u64
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).sum()
+    });
+    assert_eq!(granted, 200);
+    let store: RedisStore<String, _> = RedisStore::open_with(
+        server.url(),
+        sluicegate::stores::redis::RedisOptions::default()
+            .prefix(&prefix)
+            .unwrap(),
+    )
+    .unwrap();
+    let limiter = sluicegate::KeyedRateLimiter::with_store(
+        set,
+        store,
+        sluicegate::clock::DefaultClock::new(),
+    );
+    let checked = limiter.check("hot", 1).unwrap();
+    assert!(!checked.is_allowed());
+    assert_eq!((checked.limit(), checked.remaining()), (200, 0));
+    // Later on the real clock: its retry comes no later than the check's.
+    let refused = limiter.reserve("hot", 1).unwrap();
+    assert!(!refused.is_ok());
+    assert_eq!(refused.decision().limit(), 200);
+    let retry = refused.decision().retry_after();
+    assert!(retry > Duration::ZERO && retry <= checked.retry_after());
+}
