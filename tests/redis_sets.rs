@@ -327,7 +327,7 @@ fn threads_trying_a_set_without_receipts_get_exactly_its_tightest_limit() {
     let granted: u64 = std::thread::scope(|scope| {
         let threads: Vec<_> = (0..8)
             .map(|t| {
-                let (set, prefix, url) = (set.clone(), prefix.clone(), server.url());
+                let (set, prefix, url) = (set, prefix.clone(), server.url());
                 scope.spawn(move || {
                     let store: RedisStore<String, _> = RedisStore::open_with(
                         url,
