@@ -324,23 +324,19 @@ fn threads_trying_a_set_without_receipts_get_exactly_its_tightest_limit() {
         SlidingWindowBuckets::dropping(500, hour, Duration::from_secs(60)).unwrap(),
     ));
     let prefix = unique_prefix("set-bare");
+    // A limiter of its own (its own connection) on the real clock.
+    let limiter = || {
+        let options = sluicegate::stores::redis::RedisOptions::default()
+            .prefix(&prefix)
+            .unwrap();
+        let store: RedisStore<String, _> = RedisStore::open_with(server.url(), options).unwrap();
+        sluicegate::KeyedRateLimiter::with_store(set, store, sluicegate::clock::DefaultClock::new())
+    };
     let granted: u64 = std::thread::scope(|scope| {
-        let threads: Vec<_> = (0..8)
+        let threads: Vec<_> = (0..8u64)
             .map(|t| {
-                let (set, prefix, url) = (set, prefix.clone(), server.url());
+                let limiter = limiter();
                 scope.spawn(move || {
-                    let store: RedisStore<String, _> = RedisStore::open_with(
-                        url,
-                        sluicegate::stores::redis::RedisOptions::default()
-                            .prefix(&prefix)
-                            .unwrap(),
-                    )
-                    .unwrap();
-                    let limiter = sluicegate::KeyedRateLimiter::with_store(
-                        set,
-                        store,
-                        sluicegate::clock::DefaultClock::new(),
-                    );
                     (0..50u64)
                         .filter(|i| {
                             if (i + t) % 2 == 0 {
@@ -356,18 +352,7 @@ fn threads_trying_a_set_without_receipts_get_exactly_its_tightest_limit() {
         threads.into_iter().map(|t| t.join().unwrap()).sum()
     });
     assert_eq!(granted, 200);
-    let store: RedisStore<String, _> = RedisStore::open_with(
-        server.url(),
-        sluicegate::stores::redis::RedisOptions::default()
-            .prefix(&prefix)
-            .unwrap(),
-    )
-    .unwrap();
-    let limiter = sluicegate::KeyedRateLimiter::with_store(
-        set,
-        store,
-        sluicegate::clock::DefaultClock::new(),
-    );
+    let limiter = limiter();
     let checked = limiter.check("hot", 1).unwrap();
     assert!(!checked.is_allowed());
     assert_eq!((checked.limit(), checked.remaining()), (200, 0));
