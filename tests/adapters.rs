@@ -20,6 +20,8 @@ mod server;
 mod server_delay;
 #[path = "adapters/server_draft.rs"]
 mod server_draft;
+#[path = "adapters/server_failover.rs"]
+mod server_failover;
 #[path = "adapters/server_legacy.rs"]
 mod server_legacy;
 #[path = "adapters/server_on_redis.rs"]

@@ -380,7 +380,7 @@ impl RateLimitHeaders {
 
 /// Writes a denial's `Retry-After`, unless one already there is at least as long
 /// (or is an HTTP-date, which this cannot compare without a clock).
-fn write_retry_after(decision: &Decision, fresh: bool, headers: &mut HeaderMap) {
+pub(super) fn write_retry_after(decision: &Decision, fresh: bool, headers: &mut HeaderMap) {
     let retry = ceil_seconds(decision.retry_after_nanos());
     if fresh {
         headers.insert(RETRY_AFTER, HeaderValue::from(retry));

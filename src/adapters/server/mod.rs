@@ -43,7 +43,16 @@
 //! A cost of 0 is free: let through at once, uncounted, without fields (the rule of
 //! every adapter, see [`adapters`](crate::adapters)). A store that fails
 //! (unreachable Redis) is answered `503 Service Unavailable` (fail closed) unless
-//! [`fail_open`](ServerLayer::fail_open) lets such requests through.
+//! [`fail_open`](ServerLayer::fail_open) lets such requests through. Over a
+//! [`FailoverStore`](crate::stores::failover::FailoverStore), whose policy answers
+//! without waiting on the store, the layer answers the same way but at once: an
+//! unchecked grant ([`Source::Unchecked`](crate::Source::Unchecked)) goes through
+//! without fields, and a failed-closed refusal
+//! ([`Source::FailedClosed`](crate::Source::FailedClosed)) is a `503` whose
+//! `Retry-After` is how long the store is left alone, never held back. Neither
+//! consulted a limit, so no `RateLimit` field would be true of it. A local
+//! fallback's decisions ([`Source::Local`](crate::Source::Local)) are described
+//! like any others, by the share of the quota they enforce.
 //!
 //! **Stacked layers** (a per-client limit over a global one, a per-route limit
 //! inside both) each add their own fields: `RateLimit` and `RateLimit-Policy` go on

@@ -2,10 +2,10 @@
 //! inner service.
 
 use super::future::{Awaiting, Hold, Holding, Pending, ResponseFuture};
-use super::headers::RateLimitHeaders;
+use super::headers::{write_retry_after, RateLimitHeaders};
 use super::partition::Partition;
 use crate::adapters::{Permits, Weigh};
-use crate::algorithms::{standing_with, Decision, Verdict};
+use crate::algorithms::{standing_with, Decision, Source, Verdict};
 use crate::clock::duration_to_nanos;
 use crate::error::Error;
 use http::{Request, Response, StatusCode};
@@ -338,6 +338,14 @@ fn failed<RB: Default>(config: &Config, _error: Error) -> Outcome<RB> {
     }
 }
 
+/// `503 Service Unavailable` for a failed-closed refusal, with its `Retry-After`.
+#[inline(never)]
+fn unavailable<RB: Default>(decision: &Decision) -> Response<RB> {
+    let mut response = status(StatusCode::SERVICE_UNAVAILABLE);
+    write_retry_after(decision, true, response.headers_mut());
+    response
+}
+
 /// The one place a check's result becomes an outcome: `each` is how the limits
 /// reported they stand, `standing` how a lone reported grant stands.
 #[inline]
@@ -352,6 +360,15 @@ pub(super) fn outcome<RB: Default>(
         Ok(decision) => decision,
         Err(error) => return failed(config, error),
     };
+    // A failure policy's answer consulted no limit, so the fields would have
+    // nothing true to say: an unchecked call goes through bare, as a failed check
+    // does under `fail_open`, and a failed-closed refusal is the failed check's
+    // `503`, with the time the store is left alone as its `Retry-After`.
+    match decision.source() {
+        Source::Unchecked => return Outcome::Call(None),
+        Source::FailedClosed => return Outcome::Answer(unavailable(&decision)),
+        _ => {}
+    }
     match decision.verdict() {
         Verdict::Allowed if !config.headers.describes_grants() => Outcome::Call(None),
         Verdict::Allowed => {
