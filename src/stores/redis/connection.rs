@@ -11,6 +11,7 @@ use super::cluster_routes::{host_of, ClusterRoutes, Node, Redirect};
 use super::keys::slot_of;
 use super::library::{is_already_loaded, is_missing, library};
 use super::options::RedisOptions;
+use super::reply::Numbers;
 use super::socket_connection::SocketConnection;
 use crate::error::{Applied, ConfigError, Error, StoreError};
 use parking_lot::Mutex;
@@ -168,9 +169,9 @@ fn step(conn: &mut dyn ConnectionLike, cmd: &Cmd, asking: bool) -> RedisResult<V
             // Only the step's reply (ASKING answers OK), its error reply as an error.
             let reply = conn.req_packed_commands(&packed, 1, 1)?.pop();
             let reply = reply.unwrap_or(redis::Value::Nil).extract_error()?;
-            Ok(redis::from_redis_value(reply)?)
+            Ok(redis::from_redis_value::<Numbers>(reply)?.0)
         } else {
-            cmd.query::<Vec<i64>>(conn)
+            cmd.query::<Numbers>(conn).map(|numbers| numbers.0)
         }
     };
     match once(conn) {
@@ -512,7 +513,9 @@ async fn step_once_async(
     redirect: Option<&Redirect>,
 ) -> RedisResult<Vec<i64>> {
     let (Multiplexed::Cluster(cluster), Some(redirect)) = (&mut *conn, redirect) else {
-        return query_async(cmd, conn).await;
+        return query_async::<Numbers>(cmd, conn)
+            .await
+            .map(|numbers| numbers.0);
     };
     let route = SingleNodeRoutingInfo::ByAddress {
         host: redirect.host.clone(),
@@ -527,7 +530,7 @@ async fn step_once_async(
         let route = RoutingInfo::SingleNode(route);
         cluster.route_command(cmd.clone(), route).await?
     };
-    Ok(redis::from_redis_value(reply.extract_error()?)?)
+    Ok(redis::from_redis_value::<Numbers>(reply.extract_error()?)?.0)
 }
 
 async fn query_async<T: redis::FromRedisValue>(

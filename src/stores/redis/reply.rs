@@ -74,6 +74,33 @@ impl Layout {
 /// Numbers per key in a script's reply (see `lua/prelude.lua`).
 const REPLY_WIDTH: usize = 16;
 
+/// A step's reply as integers: an array of integers, or a lone key's short reply
+/// packed as big-endian doubles in one string (`SHORT5` ... in `lua/prelude.lua`),
+/// each an integer below 2⁵³, which its double holds exactly. Anything else (a
+/// length that is not whole doubles, a double that is not such an integer) is not
+/// a reply the step sends.
+pub(super) struct Numbers(pub(super) Vec<i64>);
+
+impl redis::FromRedisValue for Numbers {
+    fn from_redis_value(value: redis::Value) -> Result<Self, redis::ParsingError> {
+        let redis::Value::BulkString(bytes) = value else {
+            return Vec::<i64>::from_redis_value(value).map(Numbers);
+        };
+        let malformed = || format!("a packed step reply of {} bytes", bytes.len());
+        if bytes.len() % 8 != 0 {
+            return Err(malformed().into());
+        }
+        let exact = |chunk: &[u8]| {
+            let mut word = [0; 8];
+            word.copy_from_slice(chunk);
+            let x = f64::from_be_bytes(word);
+            (x.fract() == 0.0 && x.abs() < 9_007_199_254_740_992.0).then_some(x as i64)
+        };
+        let numbers: Option<Vec<i64>> = bytes.chunks_exact(8).map(exact).collect();
+        numbers.map(Numbers).ok_or_else(|| malformed().into())
+    }
+}
+
 /// Widens a lone key's short reply (`short` in `lua/driver.lua`: 5 integers for a
 /// refusal, 9 or 11 for a grant, durations as whole ns, -1 for ever, no limit
 /// index; 5 for a grant without its receipt; a set's refusal, or its answer
@@ -295,6 +322,37 @@ pub(super) fn cancel_args(
                 args.push((word >> 32).to_string());
                 args.push((word & 0xffff_ffff).to_string());
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Numbers;
+    use redis::{FromRedisValue, Value};
+
+    fn packed(values: &[f64]) -> Value {
+        Value::BulkString(values.iter().flat_map(|v| v.to_be_bytes()).collect())
+    }
+
+    #[test]
+    fn a_packed_reply_reads_as_its_integers() {
+        let reply = packed(&[0.0, -1.0, 9_007_199_254_740_991.0, 10.0, 4_294_967_295.0]);
+        let Numbers(numbers) = Numbers::from_redis_value(reply).unwrap();
+        assert_eq!(numbers, [0, -1, 9_007_199_254_740_991, 10, 4_294_967_295]);
+        let array = Value::Array(vec![Value::Int(1), Value::Int(-1)]);
+        assert_eq!(Numbers::from_redis_value(array).unwrap().0, [1, -1]);
+    }
+
+    #[test]
+    fn a_packed_reply_of_part_of_a_double_or_of_no_integer_is_an_error() {
+        let mut short = packed(&[1.0, 2.0]);
+        if let Value::BulkString(bytes) = &mut short {
+            bytes.pop();
+        }
+        assert!(Numbers::from_redis_value(short).is_err());
+        for bad in [0.5, f64::NAN, f64::INFINITY, 9_007_199_254_740_992.0] {
+            assert!(Numbers::from_redis_value(packed(&[1.0, bad])).is_err(), "{bad}");
         }
     }
 }

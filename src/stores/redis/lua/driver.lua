@@ -78,37 +78,37 @@ local function reset_of(d)
   return d[6] * 1000 + d[7]
 end
 
--- A lone identity's decision d rewritten in place as the short reply (Redis turns
--- each integer of a reply into text, as costly per integer as a small step's
--- arithmetic, and ends an array reply at its first nil): durations as whole ns (-1:
--- for ever), no limit index (a single algorithm's is 0); 5 integers for a refusal
--- (no receipt), 9 for a grant (11 when its stored-permits bits are not zero). The
--- full 16 of `decision` stay where a duration is 9 x 10^12 us or more, whose ns a
--- double would not hold. A LONE step may build this form itself.
-local function short(d)
+-- A lone identity's full decision d as the short reply, packed (prelude.lua's
+-- SHORT5...; Redis turns each integer of an array reply into text, as costly per
+-- integer as a small step's arithmetic): durations as whole ns (-1: for ever), no
+-- limit index (a single algorithm's is 0); 5 integers for a refusal (no receipt),
+-- 9 for a grant (11 when its stored-permits bits are not zero), 5 for a grant to a
+-- BARE call (which keeps no receipt). With `index` (a set's), the 5 and that index.
+-- d itself where a duration is 9 x 10^12 us or more, whose ns a double would not
+-- hold. A LONE step may build the short reply itself.
+local function short(d, index)
   local wait, retry, reset = d[2], d[4], d[6]
   if wait >= 9e12 or retry >= 9e12 or reset >= 9e12 then return d end
   if reset >= 0 then reset = reset * 1000 + d[7] end
   if d[1] ~= 0 then
     if retry >= 0 then retry = retry * 1000 + d[5] end
-    d[2], d[3], d[4], d[5], d[6] = retry, reset, d[8], d[9], nil
-    return d
+    if index then return struct_pack(SHORT6, d[1], retry, reset, d[8], d[9], index) end
+    return struct_pack(SHORT5, d[1], retry, reset, d[8], d[9])
   end
   if wait >= 0 then wait = wait * 1000 + d[3] end
-  d[2], d[3], d[4], d[5], d[6], d[7], d[8], d[9] =
-    wait, reset, d[8], d[9], d[11], d[12], d[13], d[14]
+  if index then return struct_pack(SHORT6, 0, wait, reset, d[8], d[9], index) end
+  if BARE then return struct_pack(SHORT5, 0, wait, reset, d[8], d[9]) end
   if d[15] == 0 and d[16] == 0 then
-    d[10] = nil
-  else
-    d[10], d[11], d[12] = d[15], d[16], nil
+    return struct_pack(SHORT9, 0, wait, reset, d[8], d[9], d[11], d[12], d[13], d[14])
   end
-  return d
+  return struct_pack(SHORT11, 0, wait, reset, d[8], d[9], d[11], d[12], d[13], d[14], d[15],
+    d[16])
 end
 
 local function call(KEYS, ARGV)
   if not floor then
-    redis_call, floor, ceil, fmod, max, min, match, tonumber, struct_pack, struct_unpack, format =
-      library_functions()
+    redis_call, floor, ceil, fmod, max, min, match, tonumber, struct_pack, struct_unpack, format,
+      substring = library_functions()
   end
   local P = plans[ARGV[1]] or plan(ARGV[1])
   local ALG = P.alg
@@ -141,7 +141,7 @@ local function call(KEYS, ARGV)
     PURE_PEEK = STEP == 'p'
     LONE = K == 1 and not REPORT and not ALG.leaves
     local s, held = ALG.load(KEYS)
-    local d, changed = ALG.reserve(s, NOW, COST)
+    local d, changed, verdict, reset = ALG.reserve(s, NOW, COST)
     if REPORT then
       local out = {}
       for j = 1, #d do out[#out + 1] = d[j] end
@@ -153,28 +153,22 @@ local function call(KEYS, ARGV)
       if STEP == 'r' and changed then commit(ALG, KEYS, changed, d[1], reset_of(d), held) end
       return out
     end
-    -- A full decision has all 16 integers; a short one (from a LONE step) fewer. A
-    -- set's grant answers in full with its receipt's leaves; its refusal (which
-    -- gives nothing back), and its grant to a BARE call (which keeps no receipt),
-    -- as the short form and the deciding member's index. A single algorithm's
-    -- grant to a BARE call ends its short form before the receipt.
-    local reset
-    if d[16] == nil then
-      reset = d[3]
-      if BARE and d[1] == 0 then d[6] = nil end
+    -- A LONE step that answered the short reply packed it and said its verdict and
+    -- reset_after; a grant to a BARE call ends before its receipt. A full decision
+    -- (16 integers) becomes the short reply here where its durations fit; so does
+    -- a set's refusal (which gives nothing back) and its grant to a BARE call, as
+    -- the short form and the deciding member's index.
+    if verdict then
+      if BARE and verdict == 0 then d = substring(d, 1, 40) end
     else
-      reset = reset_of(d)
+      verdict, reset = d[1], reset_of(d)
       if LONE then
         d = short(d)
-        if BARE and d[1] == 0 and d[16] == nil then d[6] = nil end
-      elseif ALG.leaves and (d[1] ~= 0 or BARE) and d[2] < 9e12 and d[4] < 9e12
-          and d[6] < 9e12 then
-        local index = d[10]
-        d = short(d)
-        d[6], d[7] = index, nil
+      elseif ALG.leaves and (verdict ~= 0 or BARE) then
+        d = short(d, d[10])
       end
     end
-    if STEP == 'r' and changed then commit(ALG, KEYS, changed, d[1], reset, held) end
+    if STEP == 'r' and changed then commit(ALG, KEYS, changed, verdict, reset, held) end
     return d
   end
   local states, dirty, last, held, keysof, order = {}, {}, {}, {}, {}, {}

@@ -62,11 +62,14 @@ local function make_leaky_bucket(C)
   end
 
   -- A decision from durations that are doubles below 2^52 (a grant's with its mark
-  -- and charge as halves): the short reply for a LONE step, else the full 16.
+  -- and charge as halves): the short reply for a LONE step, packed, with its
+  -- verdict and reset_after (prelude.lua's SHORT5), else the full 16.
   local function answer(verdict, remaining, wait, retry, reset, mhi, mlo, chi, clo)
     if LONE then
-      if verdict == 0 then return {0, wait, reset, remaining, CAP, mhi, mlo, chi, clo} end
-      return {verdict, retry, reset, remaining, CAP}
+      if verdict == 0 then
+        return struct_pack(SHORT9, 0, wait, reset, remaining, CAP, mhi, mlo, chi, clo), 0, reset
+      end
+      return struct_pack(SHORT5, verdict, retry, reset, remaining, CAP), verdict, reset
     end
     local w, r, s = wait % 1000, retry % 1000, reset % 1000
     return {verdict, (wait - w) / 1000, w, (retry - r) / 1000, r, (reset - s) / 1000, s,
@@ -103,7 +106,10 @@ local function make_leaky_bucket(C)
     -- Until the backlog drains: a queue's wait, a refusal's reset.
     local drained = backlog
     if EXCESS > 0 then drained = after(backlog, dropped) end
-    if cost > CAP then return answer(2, free, 0, 0, drained), nil end
+    if cost > CAP then
+      local d, verdict, reset = answer(2, free, 0, 0, drained)
+      return d, nil, verdict, reset
+    end
     local charge = cost * K
     local level = backlog + charge
     local wait = 0
@@ -117,7 +123,7 @@ local function make_leaky_bucket(C)
         retry = after(retry, dropped)
       end
       if late and wait > retry then retry = wait end
-      if LONE then return {1, retry, drained, free, CAP}, nil end
+      if LONE then return struct_pack(SHORT5, 1, retry, drained, free, CAP), nil, 1, drained end
       return answer(1, free, 0, retry, drained), nil
     end
     local remaining = CAP - cost
@@ -126,7 +132,8 @@ local function make_leaky_bucket(C)
     if EXCESS > 0 then reset = after(level, dropped) end
     local fhi, flo = halves_add(hi, lo, q + level)
     local cl = charge % W
-    return answer(0, remaining, wait, 0, reset, fhi, flo, (charge - cl) / W, cl), {fhi, flo}
+    local d, verdict = answer(0, remaining, wait, 0, reset, fhi, flo, (charge - cl) / W, cl)
+    return d, {fhi, flo}, verdict, reset
   end
 
   local function reserve_exact(s, now, cost)

@@ -23,9 +23,19 @@ local LONE
 -- than the arithmetic it serves.
 local function library_functions()
   return redis.call, math.floor, math.ceil, math.fmod, math.max, math.min, string.match,
-    tonumber, struct.pack, struct.unpack, string.format
+    tonumber, struct.pack, struct.unpack, string.format, string.sub
 end
 local redis_call, floor, ceil, fmod, max, min, match, tonumber, struct_pack, struct_unpack, format
+local substring
+
+-- The short reply (`short` in driver.lua) of 5, 6, 9 or 11 integers goes back
+-- packed as that many big-endian doubles in one string (every value is an integer
+-- below 2^53, so a double holds it exactly): Redis copies a string reply as it is,
+-- where an array costs it a conversion per integer and, per table, a lookup of
+-- each special field name ('err', 'ok', ...). A LONE step that answers the short
+-- reply returns it packed, its new state, and its verdict and reset_after in ns
+-- (what the driver's commit needs).
+local SHORT5, SHORT6, SHORT9, SHORT11 = '>ddddd', '>dddddd', '>ddddddddd', '>ddddddddddd'
 
 -- Exact integer text for a double holding an integer below 2^53 (tostring keeps 14
 -- digits): '%d' (a C long) is exact there, and cheaper than '%.0f'.
@@ -165,8 +175,8 @@ end
 -- would not be exact, and `exact` (limb arithmetic) takes the step instead.
 local function near_first(near, exact)
   return function(s, now, cost)
-    local d, new = near(s, now, cost)
-    if d then return d, new end
+    local d, new, verdict, reset = near(s, now, cost)
+    if d then return d, new, verdict, reset end
     return exact(s, now, cost)
   end
 end

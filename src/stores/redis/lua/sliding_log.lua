@@ -238,7 +238,8 @@ local function make_sliding_log(C)
       if reset < 0 then reset = 0 end
     end
     if cost > LIMIT then return decision(2, LIMIT, remaining, 0, 0, reset), nil end
-    local d
+    -- A LONE step's short reply is packed, with its verdict and reset_after in ns.
+    local d, verdict, reset_ns
     if live + cost <= LIMIT and (lst == nil or SPACING == 0 or AT - lst >= SPACING) then
       reset = AT - now + RESET_SPAN
       if reset < 0 then reset = 0 end
@@ -249,8 +250,9 @@ local function make_sliding_log(C)
       -- A LONE step answers the short reply (driver.lua's `short`) where it holds
       -- the durations (below 9 x 10^12 us); others the full 16 integers.
       if LONE and reset < 9e12 then
-        d = {0, 0, reset * 1000, LIMIT - live - cost, LIMIT, (mark - mark_lo) / 4294967296,
-             mark_lo, (charge - charge_lo) / 4294967296, charge_lo}
+        verdict, reset_ns = 0, reset * 1000
+        d = struct_pack(SHORT9, 0, 0, reset_ns, LIMIT - live - cost, LIMIT,
+          (mark - mark_lo) / 4294967296, mark_lo, (charge - charge_lo) / 4294967296, charge_lo)
       else
         d = {0, 0, 0, 0, 0, reset, 0, LIMIT - live - cost, LIMIT, 0, (mark - mark_lo) / 4294967296,
              mark_lo, (charge - charge_lo) / 4294967296, charge_lo, 0, 0}
@@ -268,7 +270,8 @@ local function make_sliding_log(C)
       if lst and SPACING > 0 and lst - now + SPACING > at then at = lst - now + SPACING end
       if at < 0 then at = 0 end
       if LONE and at < 9e12 and reset < 9e12 then
-        return {1, at * 1000, reset * 1000, remaining, LIMIT}, nil
+        return struct_pack(SHORT5, 1, at * 1000, reset * 1000, remaining, LIMIT), nil, 1,
+          reset * 1000
       end
       return {1, 0, 0, at, 0, reset, 0, remaining, LIMIT, 0, 0, 0, 0, 0, 0, 0}, nil
     else
@@ -285,7 +288,7 @@ local function make_sliding_log(C)
     -- Rust's `dropped`: none when the entries held leave room (`roomy`).
     local dropped = first
     if FIN - base + cost <= LIMIT and len < CAP then dropped = 0 end
-    return d, append(dropped, cost)
+    return d, append(dropped, cost), verdict, reset_ns
   end
 
   -- The Rust cancel: up to the instant the grant acts (at once), its entry is

@@ -639,10 +639,10 @@ local function make_sliding_window_buckets(C)
     if remaining < 0 then remaining = 0 end
     local reset
     -- A LONE step answers the short reply (driver.lua's `short`), which every
-    -- duration here (below 2^52 ns) fits; others the full 16 integers.
+    -- duration here (below 2^52 ns) fits, packed; others the full 16 integers.
     if cost > LIMIT then
       reset = reset_near(st, c, now)
-      if LONE then return {2, 0, reset, remaining, LIMIT}, nil end
+      if LONE then return struct_pack(SHORT5, 2, 0, reset, remaining, LIMIT), nil, 2, reset end
       return {2, 0, 0, 0, 0, (reset - reset % 1000) / 1000, reset % 1000, remaining, LIMIT, 0,
               0, 0, 0, 0, 0, 0}, nil
     end
@@ -653,8 +653,9 @@ local function make_sliding_window_buckets(C)
       -- The receipt: the bucket the grant was counted in, and its cost (32-bit halves).
       local c_lo, cost_lo = c % 4294967296, cost % 4294967296
       if LONE then
-        return {0, 0, reset * 1000, LIMIT - cost - used, LIMIT, (c - c_lo) / 4294967296, c_lo,
-                (cost - cost_lo) / 4294967296, cost_lo}, commit(st, c, total, cost, lo, K)
+        return struct_pack(SHORT9, 0, 0, reset * 1000, LIMIT - cost - used, LIMIT,
+                (c - c_lo) / 4294967296, c_lo, (cost - cost_lo) / 4294967296, cost_lo),
+          commit(st, c, total, cost, lo, K), 0, reset * 1000
       end
       return {0, 0, 0, 0, 0, reset, 0, LIMIT - cost - used, LIMIT, 0, (c - c_lo) / 4294967296,
               c_lo, (cost - cost_lo) / 4294967296, cost_lo, 0, 0}, commit(st, c, total, cost, lo, K)
@@ -709,7 +710,10 @@ local function make_sliding_window_buckets(C)
         retry = retry * 1000
       end
     end
-    if LONE then return {1, retry, reset * 1000 + reset_ns, remaining, LIMIT}, nil end
+    if LONE then
+      reset_ns = reset * 1000 + reset_ns
+      return struct_pack(SHORT5, 1, retry, reset_ns, remaining, LIMIT), nil, 1, reset_ns
+    end
     local retry_ns = retry % 1000
     return {1, 0, 0, (retry - retry_ns) / 1000, retry_ns, reset, reset_ns, remaining, LIMIT, 0, 0,
             0, 0, 0, 0, 0}, nil

@@ -189,12 +189,13 @@ local function make_sliding_window_counter(C)
   end
 
   -- `reserve`'s steps below, on doubles. A LONE step answers the short reply
-  -- (driver.lua's `short`), which every duration here (below 2^52 ns) fits.
+  -- (driver.lua's `short`), which every duration here (below 2^52 ns) fits, packed
+  -- and with its verdict and reset_after in ns.
   local function reserve_near(index, prev, cur, elapsed, cost, used, remaining)
     local to_next = (LEN - elapsed) * 1000
     if cost > LIMIT then
       local reset = reset_near(prev, cur, to_next)
-      if LONE then return {2, 0, reset, remaining, LIMIT}, nil end
+      if LONE then return struct_pack(SHORT5, 2, 0, reset, remaining, LIMIT), nil, 2, reset end
       return decision_ns(2, LIMIT, remaining, 0, reset), nil
     end
     if used + cost > LIMIT then
@@ -212,14 +213,17 @@ local function make_sliding_window_counter(C)
         retry = to_next + (first_fit_near(cur, LIMIT - cost) or LEN_N)
       end
       local reset = reset_near(prev, cur, to_next)
-      if LONE then return {1, retry, reset, remaining, LIMIT}, changed end
+      if LONE then
+        return struct_pack(SHORT5, 1, retry, reset, remaining, LIMIT), changed, 1, reset
+      end
       return decision_ns(1, LIMIT, remaining, retry, reset), changed
     end
     cur = cur + cost
     local reset = reset_near(prev, cur, to_next)
     local ih, il, ch, cl = receipt(index, cost)
     if LONE then
-      return {0, 0, reset, remaining - cost, LIMIT, ih, il, ch, cl}, {index, prev, cur}
+      return struct_pack(SHORT9, 0, 0, reset, remaining - cost, LIMIT, ih, il, ch, cl),
+        {index, prev, cur}, 0, reset
     end
     local d = decision_ns(0, LIMIT, remaining - cost, 0, reset)
     d[11], d[12], d[13], d[14] = ih, il, ch, cl

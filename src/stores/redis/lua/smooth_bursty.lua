@@ -56,8 +56,9 @@ local function make_smooth_bursty(C)
     if rel > 0 then wait = rel end
     if MAX_WAIT >= 0 and wait > MAX_WAIT * 1000 then
       local reset = rel + BURST
-      -- The short reply for a LONE step (driver.lua's `short`), else the full 16.
-      if LONE then return {1, wait, reset, 0, LIMIT}, nil end
+      -- The short reply for a LONE step (driver.lua's `short`), packed, with its
+      -- verdict and reset_after; else the full 16.
+      if LONE then return struct_pack(SHORT5, 1, wait, reset, 0, LIMIT), nil, 1, reset end
       local wr, sr = wait % 1000, reset % 1000
       return {1, 0, 0, (wait - wr) / 1000, wr, (reset - sr) / 1000, sr, 0, LIMIT, 0,
               0, 0, 0, 0, 0, 0}, nil
@@ -76,7 +77,10 @@ local function make_smooth_bursty(C)
     local cl = charge % W
     -- The mark is T's i64 bits: the offset value's, top bit flipped.
     local mhi, chi = (nhi + 2147483648) % W, (charge - cl) / W
-    if LONE then return {0, wait, reset, remaining, LIMIT, mhi, nlo, chi, cl}, {nhi, nlo} end
+    if LONE then
+      return struct_pack(SHORT9, 0, wait, reset, remaining, LIMIT, mhi, nlo, chi, cl), {nhi, nlo},
+        0, reset
+    end
     local wr, sr = wait % 1000, reset % 1000
     return {0, (wait - wr) / 1000, wr, 0, 0, (reset - sr) / 1000, sr, remaining, LIMIT, 0,
             mhi, nlo, chi, cl, 0, 0}, {nhi, nlo}

@@ -159,11 +159,11 @@ local function make_smooth_warming_up(C)
     local reset = missing * COOL_DOWN
     if missing ~= missing or not (reset > 0) then reset = 0 else reset = floor(reset) end
     reset = reset + ahead
-    -- A LONE step answers the short reply (driver.lua's `short`) where it holds
-    -- the durations: below 9 x 10^15 ns.
+    -- A LONE step answers the short reply (driver.lua's `short`), packed, where it
+    -- holds the durations: below 9 x 10^15 ns.
     local short = LONE and reset < 9e15
     if late then
-      if short then return {1, wait, reset, 0, LIMIT}, nil end
+      if short then return struct_pack(SHORT5, 1, wait, reset, 0, LIMIT), nil, 1, reset end
       local ws, rs = wait % 1000, reset % 1000
       return {1, 0, 0, (wait - ws) / 1000, ws, (reset - rs) / 1000, rs, 0, LIMIT, 0,
               0, 0, 0, 0, 0, 0}, nil
@@ -183,11 +183,13 @@ local function make_smooth_warming_up(C)
     local ch = (charge - cl) / W
     -- Spending +0.0 permits has all-zero bits, which the short reply leaves out.
     if short and spend == 0 and 1 / spend > 0 then
-      return {0, wait, reset, remaining, LIMIT, nhi, nlo, ch, cl}, {stored, nhi, nlo}
+      return struct_pack(SHORT9, 0, wait, reset, remaining, LIMIT, nhi, nlo, ch, cl),
+        {stored, nhi, nlo}, 0, reset
     end
     local bhi, blo = bits(spend)
     if short then
-      return {0, wait, reset, remaining, LIMIT, nhi, nlo, ch, cl, bhi, blo}, {stored, nhi, nlo}
+      return struct_pack(SHORT11, 0, wait, reset, remaining, LIMIT, nhi, nlo, ch, cl, bhi, blo),
+        {stored, nhi, nlo}, 0, reset
     end
     local ws, rs = wait % 1000, reset % 1000
     return {0, (wait - ws) / 1000, ws, 0, 0, (reset - rs) / 1000, rs, remaining, LIMIT, 0,
