@@ -1,7 +1,8 @@
 //! The adapters: the client layer (pacing, holds, back-off), the server layer (its
 //! fields in every form, delays, stacking, recipes, over the Redis store), each
 //! algorithm's standing as the server reports it, the Stream and Sink adapters, and
-//! a real loopback between the two layers. Modules gate themselves on `tower` (and
+//! a real loopback between the two layers, and the two layers as a service uses
+//! them over every store (`service_*`). Modules gate themselves on `tower` (and
 //! `redis`) where they need it.
 
 mod support;
@@ -30,6 +31,10 @@ mod server_on_redis;
 mod server_recipes;
 #[path = "adapters/server_stacked.rs"]
 mod server_stacked;
+#[path = "adapters/service_memory.rs"]
+mod service_memory;
+#[path = "adapters/service_stores.rs"]
+mod service_stores;
 #[path = "adapters/standing_per_algorithm.rs"]
 mod standing_per_algorithm;
 #[path = "adapters/stream_sink.rs"]
