@@ -21,8 +21,10 @@ use std::hash::Hash;
 /// *this process's share* of the shared limit: with a limit of 100 a minute shared
 /// by 4 instances, `FixedWindow::new(25, 60 s)`. Together the instances then admit
 /// about what the shared limit would (more if the load is uneven across them, less
-/// if fewer are running); the local states start empty when the store fails and
-/// are not merged back when it recovers.
+/// if fewer are running). The local states live as long as the failover store:
+/// they start empty, what one outage spends stays spent in the next while its
+/// window or bucket says so (the safe direction: the share is never granted
+/// twice), and nothing is merged back into the store when it recovers.
 ///
 /// Which to choose: `Closed` when an excess is worse than a refusal (costly or
 /// abusable operations, quotas you pay for); `Open` when the limit only protects

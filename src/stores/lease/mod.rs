@@ -61,15 +61,26 @@
 //!   `limit_index`, `reset_after` counted down from the lease grant's, and
 //!   `remaining` the store's remaining right after it granted the lease *plus*
 //!   what is left of the lease here: what the plain store would have answered had
-//!   no other process called since, and exactly that with one process. Its receipt
+//!   no other process called since, and exactly that with one process. (A lease
+//!   that a failure policy granted, a
+//!   [`FailoverStore`](crate::stores::failover::FailoverStore) inside answering
+//!   for a store that failed, names that policy's source instead, `Local` or
+//!   `Unchecked`: no shared limit was consulted.) Its receipt
 //!   is [`Receipt::NONE`](crate::algorithms::Receipt::NONE): cancelling it gives
 //!   nothing back. Every other decision is the inner store's, as it gave it.
+//! * **Reporting calls** ([`apply_key_each`](crate::stores::Store::apply_key_each)
+//!   and its async form: a keyed limiter's `check_each`, the server layer's
+//!   fields) lease as the others do. A lease taken by such a call is asked for
+//!   with the store's report of every limit, and a grant from it reports each
+//!   limit as the store did, with what is left of the lease added to its
+//!   `remaining` and its durations counted down, as the leased decision is: with
+//!   one process, every limit of a set as the plain store reports it. A lease
+//!   taken by a call that did not report reports its leased decision alone.
 //! * **`L = 1`** asks the store on every call, so decides exactly as the plain
 //!   store; so does any call of cost `c ≥ L`.
 //! * **Passed through.** Calls on several keys, peeks, reserves that may wait,
-//!   cancels (but those of leased grants, which give back nothing), and
-//!   [`apply_key_each`](crate::stores::Store::apply_key_each) (the report of every
-//!   limit of a set is the store's) go to the inner store unchanged.
+//!   and cancels (but those of leased grants, which give back nothing) go to the
+//!   inner store unchanged.
 //!
 //! # Bounds
 //!

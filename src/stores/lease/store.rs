@@ -10,7 +10,7 @@ use crate::error::Error;
 use crate::stores::store::check_output;
 use crate::stores::{Operation, Reporting, Store};
 use futures::future::BoxFuture;
-use futures::FutureExt;
+use futures::{FutureExt, TryFutureExt};
 use std::borrow::Borrow;
 use std::hash::Hash;
 use std::sync::Arc;
@@ -50,7 +50,9 @@ impl<S, K: Hash + Eq + Clone, A> LeasedStore<S, K, A> {
         }
     }
 
-    fn plan<Q>(&self, key: &Q, now: Nanos, cost: u64) -> Plan
+    /// What a call of `cost` on `key` does; a call granted from the lease also
+    /// reports into `report`, if given, how every limit stands.
+    fn plan<Q>(&self, key: &Q, now: Nanos, cost: u64, report: Option<&mut Vec<Decision>>) -> Plan
     where
         K: Borrow<Q>,
         Q: ToOwned<Owned = K> + Hash + Eq + ?Sized,
@@ -60,6 +62,9 @@ impl<S, K: Hash + Eq + Clone, A> LeasedStore<S, K, A> {
         };
         let mut lease = lock(&slot);
         if let Some(decision) = lease.spend(now, cost) {
+            if let Some(report) = report {
+                lease.report(now, report);
+            }
             return Plan::Leased(decision);
         }
         if !lease.begin_taking(now) {
@@ -69,19 +74,26 @@ impl<S, K: Hash + Eq + Clone, A> LeasedStore<S, K, A> {
         Plan::Lease(Taking(slot))
     }
 
-    /// Installs the store's answer to a lease: the leased decision if granted,
-    /// `None` if refused (the call then asks for its own cost).
+    /// Installs the store's answer to a lease, with how every limit stood after
+    /// it (`each`, empty if not asked): the leased decision if granted (reported
+    /// into `report`, if given), `None` if refused (the call then asks for its
+    /// own cost).
     fn settle(
-        size: u64,
-        period: Nanos,
+        (size, period): (u64, Nanos),
         taking: Taking,
         now: Nanos,
         cost: u64,
         grant: &Decision,
+        each: Vec<Decision>,
+        report: Option<&mut Vec<Decision>>,
     ) -> Option<Decision> {
         let mut lease = lock(&taking.0);
         if grant.is_allowed() {
-            Some(lease.granted(now, size, cost, period, grant))
+            let decision = lease.granted(now, size, cost, period, grant, each);
+            if let Some(report) = report {
+                lease.report(now, report);
+            }
+            Some(decision)
         } else {
             lease.refused(now, period, grant);
             None
@@ -95,82 +107,136 @@ where
     K: Hash + Eq + Clone + Send + Sync + 'static,
     A: Algorithm + Clone,
 {
-    /// A zero-wait reserve of `cost` (below the lease size) on `key`.
+    /// A zero-wait reserve of `cost` (below the lease size) on `key`; with
+    /// `report`, also how every limit stands after it (the lease is then taken
+    /// with the store's report, which leased grants repeat).
     fn take_key<Q>(
         &self,
         algorithm: &A,
         key: &Q,
         now: Nanos,
         cost: u64,
+        mut report: Option<&mut Vec<Decision>>,
     ) -> Result<(Decision, Receipt), Error>
     where
         S: Store<Q, A>,
         K: Borrow<Q>,
         Q: ToOwned<Owned = K> + Hash + Eq + ?Sized,
     {
-        match self.plan(key, now, cost) {
+        let inner = &*self.inner;
+        match self.plan(key, now, cost, report.as_deref_mut()) {
             Plan::Leased(decision) => return Ok((decision, Receipt::NONE)),
             Plan::Store => {}
             Plan::Lease(taking) => {
-                let (grant, _) = Store::<Q, A>::apply_key::<(Decision, Receipt)>(
-                    &*self.inner,
-                    algorithm,
-                    key,
+                let lease = take(self.size);
+                let mut each = Vec::new();
+                let (grant, _) = match report {
+                    Some(_) => {
+                        inner.apply_key_each(algorithm, key, now, lease, &mut |d| each.push(d))?
+                    }
+                    None => Store::<Q, A>::apply_key(inner, algorithm, key, now, lease)?,
+                };
+                let sizes = (self.size, self.period);
+                let settled = Self::settle(
+                    sizes,
+                    taking,
                     now,
-                    take(self.size),
-                )?;
-                let settled = Self::settle(self.size, self.period, taking, now, cost, &grant);
+                    cost,
+                    &grant,
+                    each,
+                    report.as_deref_mut(),
+                );
                 if let Some(decision) = settled {
                     return Ok((decision, Receipt::NONE));
                 }
             }
         }
-        Store::<Q, A>::apply_key(&*self.inner, algorithm, key, now, take(cost))
+        match report {
+            Some(report) => {
+                inner.apply_key_each(algorithm, key, now, take(cost), &mut |d| report.push(d))
+            }
+            None => Store::<Q, A>::apply_key(inner, algorithm, key, now, take(cost)),
+        }
     }
 
-    /// [`take_key`](Self::take_key) as a future that borrows nothing.
+    /// [`take_key`](Self::take_key) as a future that borrows nothing: the answer
+    /// and, if `reporting`, how every limit stands (else nothing).
     fn take_key_async<Q>(
         &self,
         algorithm: &A,
         key: &Q,
         now: Nanos,
         cost: u64,
-    ) -> BoxFuture<'static, Result<Vec<(Decision, Receipt)>, Error>>
+        reporting: bool,
+    ) -> Reporting
     where
         S: Store<Q, A>,
         K: Borrow<Q>,
         Q: ToOwned<Owned = K> + Hash + Eq,
     {
-        let keys = std::slice::from_ref(key);
-        let taking = match self.plan(key, now, cost) {
+        let mut report = Vec::new();
+        let taking = match self.plan(key, now, cost, reporting.then_some(&mut report)) {
             Plan::Leased(decision) => {
-                return futures::future::ready(Ok(vec![(decision, Receipt::NONE)])).boxed()
+                return futures::future::ready(Ok(((decision, Receipt::NONE), report))).boxed()
             }
-            Plan::Store => {
-                return Store::<Q, A>::apply_async(&*self.inner, algorithm, keys, now, take(cost))
-                    .boxed()
-            }
+            Plan::Store => return ask(&*self.inner, algorithm, key, now, take(cost), reporting),
             Plan::Lease(taking) => taking,
         };
-        let lease = Store::<Q, A>::apply_async(&*self.inner, algorithm, keys, now, take(self.size));
+        let lease = ask(
+            &*self.inner,
+            algorithm,
+            key,
+            now,
+            take(self.size),
+            reporting,
+        );
         let (inner, algorithm) = (Arc::clone(&self.inner), algorithm.clone());
         let key: K = key.to_owned();
-        let (size, period) = (self.size, self.period);
+        let sizes = (self.size, self.period);
         async move {
-            let grant = lease.await?.into_iter().next().map(|(d, _)| d);
-            let grant = grant.ok_or(Error::InvalidCount {
+            let ((grant, _), each) = lease.await?;
+            let mut report = Vec::new();
+            let asked = reporting.then_some(&mut report);
+            if let Some(decision) = Self::settle(sizes, taking, now, cost, &grant, each, asked) {
+                return Ok(((decision, Receipt::NONE), report));
+            }
+            ask(&*inner, &algorithm, &key, now, take(cost), reporting).await
+        }
+        .boxed()
+    }
+}
+
+/// `step` on `key` from `store`, as a future that borrows nothing: the answer
+/// and, if `reporting`, how every limit stands after it (else nothing).
+fn ask<S, K, A>(
+    store: &S,
+    algorithm: &A,
+    key: &K,
+    now: Nanos,
+    step: Operation<'_>,
+    reporting: bool,
+) -> Reporting
+where
+    S: Store<K, A>,
+    A: Algorithm,
+{
+    if reporting {
+        return store.apply_key_each_async(algorithm, key, now, step);
+    }
+    let pending = store.apply_async(algorithm, std::slice::from_ref(key), now, step);
+    async move {
+        let answer = pending
+            .await?
+            .into_iter()
+            .next()
+            .ok_or(Error::InvalidCount {
                 what: "store answers",
                 value: 0,
                 requirement: "one per key",
             })?;
-            if let Some(decision) = Self::settle(size, period, taking, now, cost, &grant) {
-                return Ok(vec![(decision, Receipt::NONE)]);
-            }
-            let keys = std::slice::from_ref(&key);
-            Store::<K, A>::apply_async(&*inner, &algorithm, keys, now, take(cost)).await
-        }
-        .boxed()
+        Ok((answer, Vec::new()))
     }
+    .boxed()
 }
 
 /// True for a cancel that has something to give back: not only leased grants.
@@ -203,7 +269,7 @@ where
     {
         check_output(keys.len(), out.len())?;
         if let ([key], Some(cost)) = (keys, self.leasable(step)) {
-            out[0] = self.take_key(algorithm, key, now, cost)?;
+            out[0] = self.take_key(algorithm, key, now, cost, None)?;
             return Ok(());
         }
         if let Operation::Cancel { receipts, .. } = step {
@@ -222,7 +288,7 @@ where
         step: Operation<'_>,
     ) -> Result<R, Error> {
         if let Some(cost) = self.leasable(step) {
-            let (decision, receipt) = self.take_key(algorithm, key, now, cost)?;
+            let (decision, receipt) = self.take_key(algorithm, key, now, cost, None)?;
             return Ok(R::decided(decision, receipt));
         }
         if let Operation::Cancel { receipts, .. } = step {
@@ -234,8 +300,9 @@ where
         Store::<Q, A>::apply_key(&*self.inner, algorithm, key, now, step)
     }
 
-    /// The inner store's, so that every limit of a set is reported as the store
-    /// has it.
+    /// A leasable step as [`apply_key`](Store::apply_key) takes it, reporting
+    /// every limit as the store reported it with the lease (see the module docs);
+    /// any other step the inner store's.
     fn apply_key_each(
         &self,
         algorithm: &A,
@@ -244,6 +311,12 @@ where
         step: Operation<'_>,
         each: &mut dyn FnMut(Decision),
     ) -> Result<(Decision, Receipt), Error> {
+        if let Some(cost) = self.leasable(step) {
+            let mut report = Vec::new();
+            let answer = self.take_key(algorithm, key, now, cost, Some(&mut report))?;
+            report.into_iter().for_each(each);
+            return Ok(answer);
+        }
         Store::<Q, A>::apply_key_each(&*self.inner, algorithm, key, now, step, each)
     }
 
@@ -257,6 +330,9 @@ where
     where
         Q: Sized,
     {
+        if let Some(cost) = self.leasable(step) {
+            return self.take_key_async(algorithm, key, now, cost, true);
+        }
         Store::<Q, A>::apply_key_each_async(&*self.inner, algorithm, key, now, step)
     }
 
@@ -273,7 +349,8 @@ where
         Q: Sized,
     {
         if let ([key], Some(cost)) = (keys, self.leasable(step)) {
-            return self.take_key_async(algorithm, key, now, cost);
+            let answer = self.take_key_async(algorithm, key, now, cost, false);
+            return answer.map_ok(|(answer, _)| vec![answer]).boxed();
         }
         if let Operation::Cancel { receipts, .. } = step {
             if !gives_back(receipts) {

@@ -1,7 +1,7 @@
 //! The lease table: at most one lease per key in this process, a cap on keys, and
 //! leases that have ended forgotten lazily, in callers' calls.
 
-use crate::algorithms::{Decision, Source};
+use crate::algorithms::{Decision, Source, Verdict};
 use crate::clock::Nanos;
 use std::borrow::Borrow;
 use std::collections::HashMap;
@@ -18,8 +18,17 @@ pub(super) struct Lease {
     /// The grant's `limit` and `limit_index`, which every leased decision repeats.
     limit: u64,
     limit_index: u32,
+    /// The source every decision from this lease names: `Leased`, or the grant's
+    /// own when a failure policy made it (no limit was consulted for the lease,
+    /// or only a local one, and its decisions say so).
+    source: Source,
     /// When the state the lease came from is replenished, on the callers' time.
     reset_at: Nanos,
+    /// When the lease was granted, on the callers' time.
+    granted_at: Nanos,
+    /// How every limit stood right after the store granted the lease, when the
+    /// call that took it asked (a reporting call); empty otherwise.
+    each: Vec<Decision>,
     /// When the lease ends: its period after the grant, or the grant's reset if
     /// that comes first. Zero (the default) for no lease.
     expires_at: Nanos,
@@ -40,13 +49,40 @@ impl Lease {
         Some(self.decision(now))
     }
 
+    /// How every limit stands after a spend at `now`, into `each`: each limit as
+    /// the store reported it with the lease, with what is left of the lease added
+    /// to its `remaining` and its durations counted down, as the leased decision
+    /// is; that decision alone if the lease was taken without a report.
+    pub(super) fn report(&self, now: Nanos, each: &mut Vec<Decision>) {
+        if self.each.is_empty() {
+            each.push(self.decision(now));
+            return;
+        }
+        let elapsed = now.saturating_sub(self.granted_at);
+        each.extend(self.each.iter().map(|d| {
+            let remaining = d.remaining().saturating_add(self.left);
+            let reset = d.reset_after_nanos().saturating_sub(elapsed);
+            let stands = match d.verdict() {
+                Verdict::Allowed => Decision::allowed(d.limit(), remaining, reset),
+                Verdict::Denied => {
+                    let retry = d.retry_after_nanos().saturating_sub(elapsed);
+                    Decision::denied(d.limit(), remaining, retry, reset)
+                }
+                Verdict::Never => Decision::never(d.limit(), remaining, reset),
+            };
+            stands
+                .with_limit_index(d.limit_index())
+                .with_source(self.source)
+        }));
+    }
+
     /// A leased grant: allowed at once, `remaining` the store's remaining at the
     /// grant plus what is left here.
     fn decision(&self, now: Nanos) -> Decision {
         let remaining = self.store_remaining.saturating_add(self.left);
         Decision::allowed(self.limit, remaining, self.reset_at.saturating_sub(now))
             .with_limit_index(self.limit_index)
-            .with_source(Source::Leased)
+            .with_source(self.source)
     }
 
     /// True, and marked as taking, if a call should ask the store for a lease now:
@@ -60,7 +96,8 @@ impl Lease {
     }
 
     /// Installs the store's grant of a lease of `size` at `now` (whatever is left
-    /// of the previous lease is dropped) and spends `cost` from it.
+    /// of the previous lease is dropped), with how every limit stood after it
+    /// (`each`, empty if not reported), and spends `cost` from it.
     pub(super) fn granted(
         &mut self,
         now: Nanos,
@@ -68,6 +105,7 @@ impl Lease {
         cost: u64,
         period: Nanos,
         grant: &Decision,
+        each: Vec<Decision>,
     ) -> Decision {
         let reset_after = grant.reset_after_nanos();
         self.taking = false;
@@ -75,7 +113,14 @@ impl Lease {
         self.store_remaining = grant.remaining();
         self.limit = grant.limit();
         self.limit_index = grant.limit_index();
+        self.source = if grant.source().is_degraded() {
+            grant.source()
+        } else {
+            Source::Leased
+        };
         self.reset_at = now.saturating_add(reset_after);
+        self.granted_at = now;
+        self.each = each;
         self.expires_at = now.saturating_add(period.min(reset_after));
         self.decision(now)
     }

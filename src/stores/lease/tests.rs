@@ -72,6 +72,29 @@ impl<A: crate::algorithms::Algorithm> Store<&'static str, A> for Shared<A> {
         self.store.apply_key(algorithm, key, now, step)
     }
 
+    fn apply_key_each(
+        &self,
+        algorithm: &A,
+        key: &&'static str,
+        now: Nanos,
+        step: Operation<'_>,
+        each: &mut dyn FnMut(Decision),
+    ) -> Result<(Decision, Receipt), Error> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.store.apply_key_each(algorithm, key, now, step, each)
+    }
+
+    fn apply_key_each_async(
+        &self,
+        algorithm: &A,
+        key: &&'static str,
+        now: Nanos,
+        step: Operation<'_>,
+    ) -> crate::stores::Reporting {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.store.apply_key_each_async(algorithm, key, now, step)
+    }
+
     fn apply_async(
         &self,
         algorithm: &A,
@@ -251,6 +274,58 @@ fn a_lease_ends_with_the_window_it_was_taken_in() {
     assert_eq!((next.source(), next.remaining()), (Source::Leased, 99));
 }
 
+/// A decision as the plain store would give it: the same in all but its source.
+fn as_stored(d: Decision) -> Decision {
+    d.with_source(Source::Store)
+}
+
+#[test]
+fn reporting_calls_take_and_spend_leases_and_report_every_limit_as_the_plain_store() {
+    // One process, leases of 4, a set of two windows: a grant from a lease reports
+    // each limit as the plain store does (the store's report with the lease, what
+    // is left of the lease added, its durations counted down), blocking and async.
+    type Set = crate::algorithms::AllOf<(FixedWindow, FixedWindow)>;
+    let set: Set = crate::algorithms::AllOf::new((window(10, 60), window(100, 3600)));
+    let plain: MemoryStore<&str, Set> = MemoryStore::new();
+    let shared = Shared::default();
+    let store = leased(&shared, 4, 60 * SECOND);
+    let leased_calls = |rounds: &mut Vec<(Decision, Vec<Decision>)>, key, now| {
+        let mut each = Vec::new();
+        let (d, _) = store
+            .apply_key_each(&set, key, now, take(1), &mut |d| each.push(d))
+            .unwrap();
+        rounds.push((d, each));
+    };
+    let (mut got, mut expected) = (Vec::new(), Vec::new());
+    for i in 1..=12 {
+        let now = i * SECOND;
+        leased_calls(&mut got, &"k", now);
+        let async_each = store.apply_key_each_async(&set, &"a", now, take(1));
+        let ((d, _), each) = futures::executor::block_on(async_each).unwrap();
+        got.push((d, each));
+        for key in ["k", "a"] {
+            let mut each = Vec::new();
+            let (d, _) = plain
+                .apply_key_each(&set, &key, now, take(1), &mut |d| each.push(d))
+                .unwrap();
+            expected.push((d, each));
+        }
+    }
+    let normal = |rounds: Vec<(Decision, Vec<Decision>)>| {
+        let each = |e: Vec<Decision>| e.into_iter().map(as_stored).collect::<Vec<_>>();
+        rounds
+            .into_iter()
+            .map(|(d, e)| (as_stored(d), each(e)))
+            .collect::<Vec<_>>()
+    };
+    let sources: Vec<Source> = got.iter().map(|(d, _)| d.source()).collect();
+    assert_eq!(normal(got), normal(expected));
+    // A key's round trips: two leases (calls 1-4 and 5-8), a third refused and
+    // call 9's own cost, then calls 10-12 one each.
+    assert_eq!(sources.iter().filter(|s| **s == Source::Leased).count(), 16);
+    assert_eq!(shared.calls(), 2 * (2 + 2 + 3));
+}
+
 #[test]
 fn other_steps_go_to_the_inner_store() {
     let limit = window(100, 60);
@@ -417,4 +492,33 @@ fn threads_over_several_leased_stores_never_admit_above_the_limit() {
     let admitted: u64 = threads.into_iter().map(|t| t.join().unwrap()).sum();
     assert!(admitted <= 500, "{admitted} admitted");
     assert!(admitted >= 500 - 3 * 15, "{admitted} admitted");
+}
+
+#[test]
+fn leases_from_a_failure_policy_name_the_policy_not_a_lease() {
+    // Over a failover store whose inner store is down, the lease grants come from
+    // the policy: no shared limit was consulted, and every decision says so.
+    use crate::stores::failover::{FailoverStore, FailurePolicy, Unreachable};
+    let limit = window(100, 60);
+    for (policy, source) in [
+        (FailurePolicy::Open, Source::Unchecked),
+        (FailurePolicy::Local(window(10, 60)), Source::Local),
+    ] {
+        let failover: FailoverStore<Unreachable, &'static str, FixedWindow> =
+            FailoverStore::new(Unreachable, policy);
+        let store = LeasedStore::new(failover, 4, Duration::from_secs(60)).unwrap();
+        let mut sources = Vec::new();
+        for i in 0..6 {
+            let d: Decision = store.apply_key(&limit, &"k", i * SECOND, take(1)).unwrap();
+            assert!(d.is_allowed());
+            sources.push(d.source());
+            let mut each = Vec::new();
+            let (d, _) = store
+                .apply_key_each(&limit, &"r", i * SECOND, take(1), &mut |d| each.push(d))
+                .unwrap();
+            sources.push(d.source());
+            sources.extend(each.iter().map(|d| d.source()));
+        }
+        assert!(sources.iter().all(|s| *s == source), "{source:?}: {sources:?}");
+    }
 }

@@ -352,7 +352,10 @@ mod tests {
         }
         assert!(Numbers::from_redis_value(short).is_err());
         for bad in [0.5, f64::NAN, f64::INFINITY, 9_007_199_254_740_992.0] {
-            assert!(Numbers::from_redis_value(packed(&[1.0, bad])).is_err(), "{bad}");
+            assert!(
+                Numbers::from_redis_value(packed(&[1.0, bad])).is_err(),
+                "{bad}"
+            );
         }
     }
 }
