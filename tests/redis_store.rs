@@ -17,6 +17,8 @@ mod fixed_window;
 mod keyed_reservations;
 #[path = "redis_store/leaky_bucket.rs"]
 mod leaky_bucket;
+#[path = "redis_store/operating_from_docs.rs"]
+mod operating_from_docs;
 #[path = "redis_store/sliding_log.rs"]
 mod sliding_log;
 #[path = "redis_store/sliding_window_buckets.rs"]
