@@ -19,6 +19,8 @@ mod keyed_reservations;
 mod leaky_bucket;
 #[path = "redis_store/operating_from_docs.rs"]
 mod operating_from_docs;
+#[path = "redis_store/outages_and_leases.rs"]
+mod outages_and_leases;
 #[path = "redis_store/sliding_log.rs"]
 mod sliding_log;
 #[path = "redis_store/sliding_window_buckets.rs"]

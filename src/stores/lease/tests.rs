@@ -519,6 +519,9 @@ fn leases_from_a_failure_policy_name_the_policy_not_a_lease() {
             sources.push(d.source());
             sources.extend(each.iter().map(|d| d.source()));
         }
-        assert!(sources.iter().all(|s| *s == source), "{source:?}: {sources:?}");
+        assert!(
+            sources.iter().all(|s| *s == source),
+            "{source:?}: {sources:?}"
+        );
     }
 }
