@@ -434,3 +434,34 @@ async fn eight_concurrent_clients_over_each_redis_store_never_exceed_the_limit()
     let granted = concurrent_grants(leased).await;
     assert!((21..=25).contains(&granted), "{granted}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_leases_the_server_layer_makes_one_round_trip_per_lease_with_the_plain_fields() {
+    let server = RedisServer::start_own();
+    let mut conn = server.connection();
+    let window = FixedWindow::new(20, Duration::from_secs(60)).unwrap();
+    let store =
+        LeasedStore::new(caller_time(&server, "leased"), 5, Duration::from_secs(60)).unwrap();
+    let clock = ManualClock::new();
+    clock.advance(Duration::from_secs(10));
+    let base = serve_at(window, store, &clock, RateLimitHeaders::new()).await;
+    let http = reqwest::Client::new();
+    let before = calls(&mut conn, "fcall");
+    for left in (0..20).rev() {
+        let response = http.get(&base).send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        // One process: the plain store's values.
+        assert_eq!(
+            lines(response.headers(), "ratelimit"),
+            [format!(r#""default";r={left};t=50"#)]
+        );
+    }
+    let trips = calls(&mut conn, "fcall") - before;
+    assert!(
+        trips <= 5,
+        "20 grants from leases of 5 took {trips} round trips"
+    );
+    let refused = http.get(&base).send().await.unwrap();
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(refused.headers()["retry-after"], "50");
+}
