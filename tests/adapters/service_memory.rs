@@ -421,3 +421,28 @@ async fn after_a_hold_concurrent_requests_resume_at_the_clients_pace_not_in_a_bu
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_a_full_queue_no_request_is_held_past_the_maximum() {
+    // 5 a second, at most 3 queued, held up to 1.5 s, 12 at once: the queue fills,
+    // the held ones compete for its slots, and the ones left without a turn are
+    // refused once the maximum has passed, never later.
+    let queue = RateLimiter::new(LeakyBucket::queue(3, 5, Duration::from_secs(1)).unwrap());
+    let (seen, reached) = held_round(queue).await;
+    let bound = Duration::from_millis(1_500) + Duration::from_secs(1);
+    assert!(seen.iter().all(|s| s.3 < bound), "{seen:?}");
+    let ok = seen.iter().filter(|s| s.0 == StatusCode::OK).count();
+    let refused: Vec<_> = seen
+        .iter()
+        .filter(|s| s.0 == StatusCode::TOO_MANY_REQUESTS)
+        .collect();
+    assert!(!refused.is_empty(), "{seen:?}");
+    assert!(
+        refused
+            .iter()
+            .all(|s| s.1.iter().any(|f| f == "retry-after")),
+        "{seen:?}"
+    );
+    assert_eq!(ok + refused.len(), seen.len(), "{seen:?}");
+    assert_eq!(reached, ok);
+}

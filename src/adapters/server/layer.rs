@@ -234,7 +234,7 @@ impl<P: Permits, W> ServerLayer<P, W> {
     /// [`Permits::acquire`], on the limiter's clock; no thread blocks) and then
     /// reaches the inner service, so the limit shapes traffic instead of cutting
     /// it: over a [`LeakyBucket::queue`](crate::algorithms::LeakyBucket::queue)
-    /// requests leave one interval apart, in the order they came.
+    /// with room, requests leave one interval apart, in the order they came.
     ///
     /// * A request the limiter lets through at once is answered as without a delay,
     ///   fields and all.
@@ -242,18 +242,22 @@ impl<P: Permits, W> ServerLayer<P, W> {
     ///   are granted; its response carries `RateLimit-Policy` but no `RateLimit`
     ///   item (what stood when it arrived is stale once it is sent) and no legacy
     ///   fields.
-    /// * One whose wait would exceed `max` is refused at once, consuming nothing,
-    ///   with `429` and the fields of a refusal (its `Retry-After` says when a
-    ///   request would pass without waiting).
+    /// * One whose wait, as the limiter stands when it arrives, would exceed `max`
+    ///   is refused at once, consuming nothing, with `429` and the fields of a
+    ///   refusal (its `Retry-After` says when a request would pass without
+    ///   waiting).
+    /// * Held requests compete for turns the limiter cannot book: a full queue's
+    ///   slots, a window counter's next window. One whose turn another took
+    ///   sleeps until the next and asks again, and is refused with `429` when
+    ///   `max` has passed without one. No request is held longer than `max`.
     /// * A cost above capacity is answered as without a delay; a zero `max` holds
     ///   nothing back.
     ///
     /// Dropping the response future while it waits (the client went away) gives
     /// the permits back. The readied inner service waits with the request (tower's
     /// pattern for a call made later), so a concurrency limit inside this layer
-    /// counts held requests. Limits that cannot book the future (the window counters)
-    /// make their waiters sleep and ask again, so a newcomer may pass first (see
-    /// the [adapters docs](crate::adapters)).
+    /// counts held requests. Waiters that sleep and ask again (above) may see a
+    /// newcomer pass first (see the [adapters docs](crate::adapters)).
     ///
     /// ```
     /// use http::{Request, Response, StatusCode};
