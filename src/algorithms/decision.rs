@@ -240,6 +240,27 @@ impl Decision {
         self
     }
 
+    /// This decision as it stands `elapsed` later, told by `source`, with `more`
+    /// permits added to its `remaining`: its `wait` or `retry_after` and its
+    /// `reset_after` counted down to zero at the least; one that is for ever
+    /// (`u64::MAX`) stays so. What a cached refusal or a lease repeats.
+    pub(crate) fn later(self, elapsed: Nanos, more: u64, source: Source) -> Self {
+        let count_down = |d: Nanos| {
+            if d == Nanos::MAX {
+                d
+            } else {
+                d.saturating_sub(elapsed)
+            }
+        };
+        Decision {
+            delay: count_down(self.delay),
+            reset_after: count_down(self.reset_after),
+            remaining: self.remaining.saturating_add(more),
+            source,
+            ..self
+        }
+    }
+
     /// Who made the decision: [`Source::Store`] (the limit) unless a
     /// [`FailoverStore`](crate::stores::failover::FailoverStore) answered by its
     /// failure policy or a [`LeasedStore`](crate::stores::lease::LeasedStore) from

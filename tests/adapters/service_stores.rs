@@ -465,3 +465,31 @@ async fn behind_leases_the_server_layer_makes_one_round_trip_per_lease_with_the_
     assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(refused.headers()["retry-after"], "50");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_a_deny_cache_a_set_without_policies_keeps_its_fields() {
+    let server = RedisServer::start_own();
+    let set = AllOf::new((
+        FixedWindow::new(2, Duration::from_secs(10)).unwrap(),
+        FixedWindow::new(50, Duration::from_secs(3600)).unwrap(),
+    ));
+    let store = DenyCache::new(caller_time(&server, "deny-cache-bare"), &set).unwrap();
+    let clock = ManualClock::new();
+    let base = serve_at(set, store, &clock, RateLimitHeaders::new()).await;
+    let http = reqwest::Client::new();
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        let response = http.get(&base).send().await.unwrap();
+        let h = response.headers();
+        seen.push((
+            response.status().as_u16(),
+            lines(h, "ratelimit"),
+            lines(h, "ratelimit-policy"),
+        ));
+    }
+    let policy = vec![r#""limit0";q=2, "limit1";q=50"#.to_owned()];
+    let refusal = vec![r#""limit0";r=0;t=10"#.to_owned()];
+    // The store's refusal, then the cache's: the same fields.
+    assert_eq!(seen[2], (429, refusal.clone(), policy.clone()), "{seen:?}");
+    assert_eq!(seen[3], (429, refusal, policy), "{seen:?}");
+}

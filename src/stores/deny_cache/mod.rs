@@ -48,9 +48,12 @@
 //!   [`source`](crate::Decision::source) says so ([`Source::Cached`]). [`hits`](DenyCache::hits) counts the calls so
 //!   answered. Every other call goes to the inner store: a reserve willing to
 //!   wait, a cancel, and any call on several keys, as simple rules are the ones
-//!   that are sound. A cached answer reports one decision to
-//!   [`apply_key_each`](super::Store::apply_key_each) (the combined refusal), not
-//!   one per member of a set.
+//!   that are sound. A refusal learned from
+//!   [`apply_key_each`](super::Store::apply_key_each) (a keyed limiter's
+//!   `check_each`, the server layer's fields) keeps the store's report of every
+//!   limit of a set, and its cached answers report each limit as the store did,
+//!   counted down alike, so that the fields a server sends for a key do not
+//!   change when the cache answers; a refusal learned otherwise reports itself.
 //! * **Why a cached refusal is certain.** By the rule of
 //!   [`Decision::retry_after`](crate::Decision::retry_after), no retry of the same
 //!   cost before `retry_after` can succeed *if nothing else changes the state*; a
@@ -111,8 +114,9 @@
 //!   first one's refusals.
 //! * **Memory.** At most [`max_entries`](DenyCache::max_entries) refusals (10 000
 //!   unless [`with_max_entries`](DenyCache::with_max_entries) says otherwise), in
-//!   16 shards each with its share: about `max_entries × (size_of::<K>() + 72)`
-//!   bytes, up to twice that as a hash table grows. An expired entry is dropped
+//!   16 shards each with its share: about `max_entries × (size_of::<K>() + 88)`
+//!   bytes, up to twice that as a hash table grows, and 40 bytes a limit more for
+//!   a set's refusal learned with its report. An expired entry is dropped
 //!   when its key is next looked up, or when its shard is full and a refusal is
 //!   to be kept; a refusal that finds its shard full of entries that have not
 //!   expired is not kept (the store answers that key next time, as without the

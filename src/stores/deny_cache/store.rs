@@ -24,18 +24,33 @@ fn cacheable(step: Operation<'_>) -> Option<u64> {
 }
 
 impl<K: Hash + Eq> Table<K> {
-    /// Keeps what the store answered to a step of `cost` on `key` (`None`: not
-    /// one the cache answers): a refusal the store made is kept, a grant drops
+    /// Keeps what the store answered to a step on `key` (`keep`: the cost of a
+    /// step the cache answers, `None` for any other): a refusal the store made is
+    /// kept, with how every limit of a set stood (`each`, from a reporting call;
+    /// one decision or none is the refusal's own and is not kept), a grant drops
     /// the key's refusal.
-    fn record<Q>(&self, key: &Q, ticket: Ticket, now: Nanos, cost: u64, keep: bool, d: Decision)
-    where
+    fn record<Q>(
+        &self,
+        key: &Q,
+        ticket: Ticket,
+        now: Nanos,
+        keep: Option<u64>,
+        d: Decision,
+        each: &[Decision],
+    ) where
         K: Borrow<Q>,
         Q: ToOwned<Owned = K> + Hash + Eq + ?Sized,
     {
         if d.is_allowed() {
             self.forget(key);
-        } else if keep && d.verdict() == Verdict::Denied && d.source() == Source::Store {
-            self.learn(key.to_owned(), ticket, now, cost, d);
+        } else if let (Some(cost), Verdict::Denied, Source::Store) = (keep, d.verdict(), d.source())
+        {
+            let each = if each.len() > 1 {
+                each.to_vec()
+            } else {
+                Vec::new()
+            };
+            self.learn(key.to_owned(), ticket, now, cost, d, each);
         }
     }
 }
@@ -45,21 +60,23 @@ where
     K: Hash + Eq + Clone + Send + Sync + 'static,
     A: Algorithm,
 {
-    /// The cached answer to `step` on `key`, or the ticket to learn the store's
-    /// answer with and whether the answer may be kept.
+    /// The cached answer to `step` on `key` (with how every limit stood, into
+    /// `report` if given), or the ticket to learn the store's answer with and
+    /// whether the answer may be kept.
     fn lookup<Q>(
         &self,
         algorithm: &A,
         key: &Q,
         now: Nanos,
         step: Operation<'_>,
+        report: Option<&mut Vec<Decision>>,
     ) -> Result<Decision, (Ticket, Option<u64>)>
     where
         K: Borrow<Q>,
         Q: ToOwned<Owned = K> + Hash + Eq + ?Sized,
     {
         match cacheable(step) {
-            Some(cost) => match self.table.lookup(key, now, cost) {
+            Some(cost) => match self.table.lookup(key, now, cost, report) {
                 Ok(refusal) => Ok(refusal),
                 // Checked per call too: `new` saw one configuration, a call
                 // may pass another of the same type.
@@ -141,7 +158,7 @@ where
             self.table.cancelled(key);
             return self.inner.apply_key(algorithm, key, now, step);
         }
-        match self.lookup(algorithm, key, now, step) {
+        match self.lookup(algorithm, key, now, step, None) {
             Ok(refusal) => Ok(R::refused(|| refusal)),
             Err((ticket, keep)) => {
                 // The decision even for a report that reads less (a `bool`): a
@@ -156,17 +173,15 @@ where
                 if decision.is_allowed() {
                     self.table.forget(key);
                 } else {
-                    let cost = keep.unwrap_or(0);
-                    self.table
-                        .record(key, ticket, now, cost, keep.is_some(), decision);
+                    self.table.record(key, ticket, now, keep, decision, &[]);
                 }
                 Ok(R::decided(decision, receipt))
             }
         }
     }
 
-    /// A cached refusal reports itself alone, not one decision per member of a
-    /// set (see the module docs).
+    /// A cached refusal reports every limit as the store did with it, counted
+    /// down (see the module docs).
     fn apply_key_each(
         &self,
         algorithm: &A,
@@ -179,19 +194,19 @@ where
             self.table.cancelled(key);
             return self.inner.apply_key_each(algorithm, key, now, step, each);
         }
-        match self.lookup(algorithm, key, now, step) {
-            Ok(refusal) => {
-                each(refusal);
-                Ok((refusal, Receipt::NONE))
-            }
+        let mut report = Vec::new();
+        let answer = match self.lookup(algorithm, key, now, step, Some(&mut report)) {
+            Ok(refusal) => (refusal, Receipt::NONE),
             Err((ticket, keep)) => {
-                let answer = self.inner.apply_key_each(algorithm, key, now, step, each)?;
-                let cost = keep.unwrap_or(0);
-                self.table
-                    .record(key, ticket, now, cost, keep.is_some(), answer.0);
-                Ok(answer)
+                let inner = &self.inner;
+                let answer =
+                    inner.apply_key_each(algorithm, key, now, step, &mut |d| report.push(d))?;
+                self.table.record(key, ticket, now, keep, answer.0, &report);
+                answer
             }
-        }
+        };
+        report.into_iter().for_each(each);
+        Ok(answer)
     }
 
     fn apply_key_each_async(
@@ -208,20 +223,20 @@ where
             self.table.cancelled(key);
             return self.inner.apply_key_each_async(algorithm, key, now, step);
         }
-        match self.lookup(algorithm, key, now, step) {
+        let mut report = Vec::new();
+        match self.lookup(algorithm, key, now, step, Some(&mut report)) {
             Ok(refusal) => Box::pin(futures::future::ready(Ok((
                 (refusal, Receipt::NONE),
-                vec![refusal],
+                report,
             )))),
             Err((ticket, keep)) => {
                 let pending = self.inner.apply_key_each_async(algorithm, key, now, step);
                 let table = Arc::clone(&self.table);
                 let key = key.to_owned();
                 Box::pin(async move {
-                    let answer = pending.await?;
-                    let cost = keep.unwrap_or(0);
-                    table.record::<K>(&key, ticket, now, cost, keep.is_some(), answer.0 .0);
-                    Ok(answer)
+                    let (answer, each) = pending.await?;
+                    table.record::<K>(&key, ticket, now, keep, answer.0, &each);
+                    Ok((answer, each))
                 })
             }
         }
@@ -244,7 +259,7 @@ where
             return self.inner.apply_async(algorithm, keys, now, step).boxed();
         }
         let (ticket, keep) = match keys {
-            [key] => match self.lookup(algorithm, key, now, step) {
+            [key] => match self.lookup(algorithm, key, now, step, None) {
                 Ok(refusal) => {
                     return futures::future::ready(Ok(vec![(refusal, Receipt::NONE)])).boxed()
                 }
@@ -259,8 +274,7 @@ where
         async move {
             let answers = pending.await?;
             if let ([key], [(d, _)]) = (keys.as_slice(), answers.as_slice()) {
-                let cost = keep.unwrap_or(0);
-                table.record::<K>(key, ticket, now, cost, keep.is_some(), *d);
+                table.record::<K>(key, ticket, now, keep, *d, &[]);
             } else if reserve {
                 for (key, (d, _)) in keys.iter().zip(&answers) {
                     if d.is_allowed() {

@@ -24,6 +24,9 @@ struct Entry {
     /// When a retry could first succeed (`at + retry_after`): the entry answers
     /// only before it.
     until: Nanos,
+    /// How every limit of a set stood with the refusal, when the call that got it
+    /// asked (a reporting call); empty otherwise.
+    each: Box<[Decision]>,
 }
 
 struct Shard<K> {
@@ -96,10 +99,18 @@ impl<K: Hash + Eq> Table<K> {
         &self.shards[index]
     }
 
-    /// The cached refusal of `cost` on `key` at `now`, counted down to `now`;
-    /// otherwise the ticket to learn the store's answer with. An entry answers a
-    /// cost from its own up to its limit (a larger one may be refused as never).
-    pub(super) fn lookup<Q>(&self, key: &Q, now: Nanos, cost: u64) -> Result<Decision, Ticket>
+    /// The cached refusal of `cost` on `key` at `now`, counted down to `now`, and
+    /// into `report`, if given, how every limit stood with it, counted down alike
+    /// (the refusal alone if that was not kept); otherwise the ticket to learn the
+    /// store's answer with. An entry answers a cost from its own up to its limit
+    /// (a larger one may be refused as never).
+    pub(super) fn lookup<Q>(
+        &self,
+        key: &Q,
+        now: Nanos,
+        cost: u64,
+        report: Option<&mut Vec<Decision>>,
+    ) -> Result<Decision, Ticket>
     where
         K: Borrow<Q>,
         Q: ToOwned<Owned = K> + Hash + Eq + ?Sized,
@@ -109,7 +120,16 @@ impl<K: Hash + Eq> Table<K> {
             if now >= entry.until {
                 shard.map.remove(key);
             } else if cost >= entry.cost && cost <= entry.decision.limit() {
-                let refusal = counted_down(entry, now);
+                let elapsed = now.saturating_sub(entry.at);
+                let refusal = entry.decision.later(elapsed, 0, Source::Cached);
+                if let Some(report) = report {
+                    if entry.each.is_empty() {
+                        report.push(refusal);
+                    } else {
+                        let later = |d: &Decision| d.later(elapsed, 0, Source::Cached);
+                        report.extend(entry.each.iter().map(later));
+                    }
+                }
                 shard.hits += 1;
                 return Ok(refusal);
             }
@@ -117,11 +137,20 @@ impl<K: Hash + Eq> Table<K> {
         Err(Ticket(shard.cancels))
     }
 
-    /// Keeps `refusal` of `cost` on `key`, made at `now`, unless a cancel of one of
-    /// the shard's keys came since `ticket` was taken, or the shard is full of
-    /// entries that have not expired (the refusal is then asked of the store next
-    /// time, as it would be without the cache).
-    pub(super) fn learn(&self, key: K, ticket: Ticket, now: Nanos, cost: u64, refusal: Decision) {
+    /// Keeps `refusal` of `cost` on `key`, made at `now`, with how every limit
+    /// stood (`each`: a set's report, or empty), unless a cancel of one of the
+    /// shard's keys came since `ticket` was taken, or the shard is full of entries
+    /// that have not expired (the refusal is then asked of the store next time, as
+    /// it would be without the cache).
+    pub(super) fn learn(
+        &self,
+        key: K,
+        ticket: Ticket,
+        now: Nanos,
+        cost: u64,
+        refusal: Decision,
+        each: Vec<Decision>,
+    ) {
         let until = now.saturating_add(refusal.retry_after_nanos());
         let mut shard = self.shard(&key).lock();
         if shard.cancels != ticket.0 {
@@ -148,6 +177,7 @@ impl<K: Hash + Eq> Table<K> {
             cost,
             at: now,
             until,
+            each: each.into_boxed_slice(),
         };
         shard.map.insert(key, entry);
     }
@@ -176,19 +206,4 @@ impl<K: Hash + Eq> Table<K> {
         shard.cancels = shard.cancels.wrapping_add(1);
         shard.map.remove(key);
     }
-}
-
-/// `entry`'s refusal as it stands at `now` (before `entry.until`): its
-/// `retry_after` and `reset_after` counted down by the time since it was made.
-fn counted_down(entry: &Entry, now: Nanos) -> Decision {
-    let d = &entry.decision;
-    let elapsed = now.saturating_sub(entry.at);
-    Decision::denied(
-        d.limit(),
-        d.remaining(),
-        entry.until - now,
-        d.reset_after_nanos().saturating_sub(elapsed),
-    )
-    .with_limit_index(d.limit_index())
-    .with_source(Source::Cached)
 }

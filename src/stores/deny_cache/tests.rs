@@ -58,6 +58,29 @@ impl<A: Algorithm> Store<u64, A> for Counted<A> {
         self.inner.apply_key(algorithm, key, now, step)
     }
 
+    fn apply_key_each(
+        &self,
+        algorithm: &A,
+        key: &u64,
+        now: Nanos,
+        step: Operation<'_>,
+        each: &mut dyn FnMut(Decision),
+    ) -> Result<(Decision, Receipt), Error> {
+        self.count();
+        self.inner.apply_key_each(algorithm, key, now, step, each)
+    }
+
+    fn apply_key_each_async(
+        &self,
+        algorithm: &A,
+        key: &u64,
+        now: Nanos,
+        step: Operation<'_>,
+    ) -> crate::stores::Reporting {
+        self.count();
+        self.inner.apply_key_each_async(algorithm, key, now, step)
+    }
+
     fn apply_async(
         &self,
         algorithm: &A,
@@ -367,4 +390,43 @@ fn a_refusal_answered_as_a_bool_is_cached_too() {
     assert_eq!(cached.retry_after_nanos(), 8 * SECOND);
     assert_eq!(receipt, Receipt::NONE);
     assert_eq!(calls(&store), 2);
+}
+
+#[test]
+fn a_sets_cached_refusal_reports_every_limit_as_the_store_did() {
+    // Two windows; the 10 s one refuses the third call. A reporting call's refusal
+    // keeps the store's report of both limits, and the cache's later answers,
+    // blocking and async, report both as the plain store does then.
+    let set = crate::algorithms::AllOf::new((
+        window(2),
+        FixedWindow::new(50, Duration::from_secs(3600)).unwrap(),
+    ));
+    let store = cache(&set);
+    let plain: MemoryStore<u64, _> = MemoryStore::new();
+    let stored = |d: Decision| d.with_source(Source::Store);
+    for (call, now) in [0, 0, 0, 0, SECOND, SECOND, 3 * SECOND]
+        .into_iter()
+        .enumerate()
+    {
+        let mut each = Vec::new();
+        let (d, _) = if call % 2 == 0 {
+            store
+                .apply_key_each(&set, &1, now, take(1), &mut |d| each.push(d))
+                .unwrap()
+        } else {
+            let reporting = store.apply_key_each_async(&set, &1, now, take(1));
+            let (answer, reported) = futures::executor::block_on(reporting).unwrap();
+            each = reported;
+            answer
+        };
+        let mut expected = Vec::new();
+        let (e, _) = plain
+            .apply_key_each(&set, &1, now, take(1), &mut |d| expected.push(d))
+            .unwrap();
+        let each: Vec<Decision> = each.into_iter().map(stored).collect();
+        assert_eq!((stored(d), each), (e, expected), "call {call}");
+    }
+    // Two grants and the first refusal from the store, every other answer cached.
+    assert_eq!(calls(&store), 3);
+    assert_eq!(store.hits(), 4);
 }

@@ -1,7 +1,7 @@
 //! The lease table: at most one lease per key in this process, a cap on keys, and
 //! leases that have ended forgotten lazily, in callers' calls.
 
-use crate::algorithms::{Decision, Source, Verdict};
+use crate::algorithms::{Decision, Source};
 use crate::clock::Nanos;
 use std::borrow::Borrow;
 use std::collections::HashMap;
@@ -59,21 +59,8 @@ impl Lease {
             return;
         }
         let elapsed = now.saturating_sub(self.granted_at);
-        each.extend(self.each.iter().map(|d| {
-            let remaining = d.remaining().saturating_add(self.left);
-            let reset = d.reset_after_nanos().saturating_sub(elapsed);
-            let stands = match d.verdict() {
-                Verdict::Allowed => Decision::allowed(d.limit(), remaining, reset),
-                Verdict::Denied => {
-                    let retry = d.retry_after_nanos().saturating_sub(elapsed);
-                    Decision::denied(d.limit(), remaining, retry, reset)
-                }
-                Verdict::Never => Decision::never(d.limit(), remaining, reset),
-            };
-            stands
-                .with_limit_index(d.limit_index())
-                .with_source(self.source)
-        }));
+        let later = |d: &Decision| d.later(elapsed, self.left, self.source);
+        each.extend(self.each.iter().map(later));
     }
 
     /// A leased grant: allowed at once, `remaining` the store's remaining at the
