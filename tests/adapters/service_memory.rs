@@ -323,18 +323,25 @@ async fn eight_concurrent_clients_never_get_more_than_the_limit() {
 }
 
 /// `clients` clients each send `each` requests one after another, all at once;
-/// every status.
-pub async fn hammer(base: &str, clients: usize, each: usize) -> Vec<u16> {
+/// what `read` makes of each response, given the time it took.
+pub async fn rounds<T: Send + 'static>(
+    base: &str,
+    clients: usize,
+    each: usize,
+    read: fn(&reqwest::Response, Duration) -> T,
+) -> Vec<T> {
     let tasks: Vec<_> = (0..clients)
         .map(|_| {
             let base = base.to_owned();
             tokio::spawn(async move {
                 let http = reqwest::Client::new();
-                let mut statuses = Vec::new();
+                let mut seen = Vec::new();
                 for _ in 0..each {
-                    statuses.push(http.get(&base).send().await.unwrap().status().as_u16());
+                    let started = Instant::now();
+                    let response = http.get(&base).send().await.unwrap();
+                    seen.push(read(&response, started.elapsed()));
                 }
-                statuses
+                seen
             })
         })
         .collect();
@@ -343,6 +350,14 @@ pub async fn hammer(base: &str, clients: usize, each: usize) -> Vec<u16> {
         all.extend(task.await.unwrap());
     }
     all
+}
+
+/// [`rounds`] reading every status.
+pub async fn hammer(base: &str, clients: usize, each: usize) -> Vec<u16> {
+    rounds(base, clients, each, |response, _| {
+        response.status().as_u16()
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

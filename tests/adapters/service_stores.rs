@@ -6,7 +6,7 @@
 //! granted more than the limit. Every Redis server is this test's own.
 #![cfg(all(feature = "redis", feature = "tower"))]
 
-use super::service_memory::{hammer, lines, present};
+use super::service_memory::{hammer, lines, present, rounds};
 use crate::support::adapters::serve;
 use crate::support::redis::trace::caller_time_options;
 use crate::support::redis::{calls, unique_prefix, RedisServer};
@@ -68,33 +68,16 @@ async fn timed_round(
     clients: usize,
     each: usize,
 ) -> Vec<(u16, Vec<String>, Vec<String>)> {
-    let tasks: Vec<_> = (0..clients)
-        .map(|_| {
-            let base = base.to_owned();
-            tokio::spawn(async move {
-                let http = reqwest::Client::new();
-                let mut seen = Vec::new();
-                for _ in 0..each {
-                    let started = Instant::now();
-                    let response = http.get(&base).send().await.unwrap();
-                    let took = started.elapsed();
-                    assert!(took < TIMEOUT + MARGIN, "a request took {took:?}");
-                    let h = response.headers();
-                    seen.push((
-                        response.status().as_u16(),
-                        present(h),
-                        lines(h, "ratelimit-policy"),
-                    ));
-                }
-                seen
-            })
-        })
-        .collect();
-    let mut all = Vec::new();
-    for task in tasks {
-        all.extend(task.await.unwrap());
-    }
-    all
+    rounds(base, clients, each, |response, took| {
+        assert!(took < TIMEOUT + MARGIN, "a request took {took:?}");
+        let h = response.headers();
+        (
+            response.status().as_u16(),
+            present(h),
+            lines(h, "ratelimit-policy"),
+        )
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -264,6 +247,16 @@ async fn failover_closed_answers_503_with_retry_after_when_redis_is_paused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failover_open_answers_bare_200s_when_redis_is_paused() {
     degraded(FailurePolicy::Open, Fault::Pause, Expect::Open).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failover_closed_answers_503_with_retry_after_when_redis_is_killed() {
+    degraded(FailurePolicy::Closed, Fault::Kill, Expect::Closed).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failover_open_answers_bare_200s_when_redis_is_killed() {
+    degraded(FailurePolicy::Open, Fault::Kill, Expect::Open).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
