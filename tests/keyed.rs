@@ -8,6 +8,8 @@ mod support;
 mod borrowed_keys;
 #[path = "keyed/every_algorithm.rs"]
 mod every_algorithm;
+#[path = "keyed/from_the_readme.rs"]
+mod from_the_readme;
 #[path = "keyed/hostile_keys.rs"]
 mod hostile_keys;
 #[path = "keyed/limiter.rs"]

@@ -7,6 +7,8 @@ mod support;
 
 #[path = "redis_store/abandoned_waits.rs"]
 mod abandoned_waits;
+#[path = "redis_store/bad_input_from_docs.rs"]
+mod bad_input_from_docs;
 #[path = "redis_store/configuration.rs"]
 mod configuration;
 #[path = "redis_store/deadlines.rs"]
