@@ -163,6 +163,55 @@ fn a_url_that_parses_but_cannot_serve_fails_at_the_first_call_unapplied() {
     assert_eq!(dbsize, 0);
 }
 
+#[test]
+fn a_password_for_a_server_without_one_connects_blocking_and_async_alike() {
+    // Both connections authenticate as the `default` user when the URL names
+    // none; a server without a password lets that user in with any.
+    let server = RedisServer::start_own();
+    let url = server.url().replacen("redis://", "redis://:secret@", 1);
+    let fw = window(5);
+    let store: RedisStore<&str, FixedWindow> =
+        RedisStore::open_with(&url, caller_time_options(&unique_prefix("auth"))).unwrap();
+    let blocking = store.apply_key::<Decision>(&fw, &"k", SECOND, take(1));
+    assert_eq!(blocking.map(|d| d.remaining()).ok(), Some(4), "{url}");
+    let async_call = apply_async_one(&store, &fw, &"k", SECOND, take(1));
+    assert_eq!(async_call.map(|d| d.remaining()).ok(), Some(3), "{url}");
+}
+
+#[test]
+fn a_server_with_a_password_takes_the_right_one_and_refuses_others_unapplied() {
+    let server = RedisServer::start_own();
+    let () = redis::cmd("CONFIG")
+        .arg(&["SET", "requirepass", "secret"])
+        .query(&mut server.connection())
+        .unwrap();
+    let fw = window(5);
+    let with = |auth: &str| {
+        let url = server
+            .url()
+            .replacen("redis://", &format!("redis://{auth}"), 1);
+        let options = caller_time_options(&unique_prefix("password"));
+        let store: RedisStore<&str, FixedWindow> = RedisStore::open_with(&url, options).unwrap();
+        let blocking = store.apply_key::<Decision>(&fw, &"k", SECOND, take(1));
+        let async_call = apply_async_one(&store, &fw, &"k", SECOND, take(1));
+        (blocking, async_call)
+    };
+    for auth in [":secret@", "default:secret@"] {
+        let (blocking, async_call) = with(auth);
+        assert_eq!(blocking.map(|d| d.remaining()).ok(), Some(4), "{auth}");
+        assert_eq!(async_call.map(|d| d.remaining()).ok(), Some(3), "{auth}");
+    }
+    for auth in [":wrong@", ""] {
+        let (blocking, async_call) = with(auth);
+        assert_eq!(store_error(blocking).applied(), Applied::No, "{auth}");
+        assert_eq!(
+            store_error(async_call).applied(),
+            Applied::No,
+            "{auth}, async"
+        );
+    }
+}
+
 /// A TCP listener that accepts connections and never answers: the port.
 fn silent_server() -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -101,15 +101,24 @@ impl RedisOptions {
     /// it for keys that really are limited together, with one store per group.
     ///
     /// # Errors
-    /// [`ConfigError::InvalidText`] if `tag` contains `{` or `}`.
+    /// [`ConfigError::InvalidText`] if `tag` is empty (Redis Cluster ignores an
+    /// empty `{}` and hashes the whole key, so the keys would not share a slot) or
+    /// contains `{` or `}`.
     ///
     /// ```
     /// use sluicegate::stores::redis::RedisOptions;
     /// assert!(RedisOptions::default().shared_tag("checkout").is_ok());
     /// assert!(RedisOptions::default().shared_tag("a{b").is_err());
+    /// assert!(RedisOptions::default().shared_tag("").is_err());
     /// ```
     pub fn shared_tag(mut self, tag: impl Into<String>) -> Result<Self, ConfigError> {
         let tag = tag.into();
+        if tag.is_empty() {
+            return Err(ConfigError::InvalidText {
+                what: "shared hash tag",
+                why: "may not be empty (Redis Cluster ignores an empty '{}', so the keys would not share a slot)",
+            });
+        }
         check_part("shared hash tag", &tag)?;
         self.shared_tag = Some(tag);
         Ok(self)

@@ -78,11 +78,12 @@ impl SocketConnection {
             open: true,
         };
         if let Some(password) = settings.password() {
-            let mut auth = redis::cmd("AUTH");
-            if let Some(user) = settings.username() {
-                auth.arg(user);
-            }
-            auth.arg(password).query::<()>(&mut conn)?;
+            // A user always named, `default` unless the URL names one, as the
+            // async connection's `HELLO 3 AUTH` does: the one-argument form fails
+            // on a server that has no password where that one connects.
+            let user = settings.username().unwrap_or("default");
+            let auth = redis::cmd("AUTH").arg(user).arg(password).clone();
+            auth.query::<()>(&mut conn)?;
         }
         if conn.db != 0 {
             redis::cmd("SELECT").arg(conn.db).query::<()>(&mut conn)?;
