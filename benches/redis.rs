@@ -297,13 +297,14 @@ fn pipelined_rate<A: RedisAlgorithm>(
     let function = redis_server::function_name(admin);
     // The same call once through redis-rs: a well-formed decision, not an error
     // that redis-benchmark would count as a request.
-    let reply: Vec<i64> = redis::cmd("FCALL")
+    let reply: redis::Value = redis::cmd("FCALL")
         .arg(&function)
         .arg(keys.len())
         .arg(&keys)
         .arg(&args)
         .query(admin)
         .unwrap();
+    let reply = RedisStore::<&str, A>::step_reply(reply).unwrap();
     assert!(!reply.is_empty(), "one decision");
     let output = Command::new("redis-benchmark")
         .args(["-p", &server.port.to_string(), "-n", &calls.to_string()])

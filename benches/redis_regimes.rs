@@ -434,8 +434,11 @@ impl<A: RedisAlgorithm> Case for Row<A> {
                     .arg(keys)
                     .arg(args);
             }
-            let replies: Vec<Vec<i64>> = pipe.query(&mut bench.admin).unwrap();
-            for (reply, (at, cost)) in replies.iter().zip(batch) {
+            let replies: Vec<redis::Value> = pipe.query(&mut bench.admin).unwrap();
+            let replies = replies
+                .into_iter()
+                .map(|r| RedisStore::<String, A>::step_reply(r).unwrap());
+            for (reply, (at, cost)) in replies.zip(batch) {
                 assert_eq!(
                     reply.first(),
                     Some(&0),

@@ -539,6 +539,14 @@ impl<K, A> RedisStore<K, A> {
         }))
     }
 
+    /// The integers of a reply to a [`step_call`](Self::step_call) replayed
+    /// elsewhere (an array, or a lone key's short reply packed as doubles), as the
+    /// store reads them. Not a stable interface, as `step_call` is not.
+    #[doc(hidden)]
+    pub fn step_reply(reply: redis::Value) -> Result<Vec<i64>, redis::ParsingError> {
+        redis::from_redis_value::<reply::Numbers>(reply).map(|numbers| numbers.0)
+    }
+
     /// Appends the server keys of `key` under each of `suffixes`.
     fn push_server_keys<Q: RenderKey + ?Sized>(
         &self,
