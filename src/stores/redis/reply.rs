@@ -74,11 +74,11 @@ impl Layout {
 /// Numbers per key in a script's reply (see `lua/prelude.lua`).
 const REPLY_WIDTH: usize = 16;
 
-/// A step's reply as integers: an array of integers, or a lone key's short reply
-/// packed as big-endian doubles in one string (`SHORT5` ... in `lua/prelude.lua`),
-/// each an integer below 2⁵³, which its double holds exactly. Anything else (a
-/// length that is not whole doubles, a double that is not such an integer) is not
-/// a reply the step sends.
+/// A step's reply as integers: an array of integers, or the integers packed as
+/// big-endian doubles in one string (`SHORT5` ... and `packed` in `lua/`), each
+/// an integer its double holds exactly (below 2⁵³, or a multiple of 4 µs past it:
+/// see `us_ns`). Anything else (a length that is not whole doubles, a double that
+/// is not an integer an `i64` holds) is not a reply the step sends.
 pub(super) struct Numbers(pub(super) Vec<i64>);
 
 impl redis::FromRedisValue for Numbers {
@@ -94,7 +94,9 @@ impl redis::FromRedisValue for Numbers {
             let mut word = [0; 8];
             word.copy_from_slice(chunk);
             let x = f64::from_be_bytes(word);
-            (x.fract() == 0.0 && x.abs() < 9_007_199_254_740_992.0).then_some(x as i64)
+            let whole = x.fract() == 0.0
+                && (-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&x);
+            whole.then_some(x as i64)
         };
         let numbers: Option<Vec<i64>> = bytes.chunks_exact(8).map(exact).collect();
         numbers.map(Numbers).ok_or_else(|| malformed().into())
@@ -337,9 +339,15 @@ mod tests {
 
     #[test]
     fn a_packed_reply_reads_as_its_integers() {
-        let reply = packed(&[0.0, -1.0, 9_007_199_254_740_991.0, 10.0, 4_294_967_295.0]);
+        let reply = packed(&[
+            0.0,
+            -1.0,
+            9_007_199_254_740_991.0,
+            10.0,
+            18_014_398_509_481_984.0,
+        ]);
         let Numbers(numbers) = Numbers::from_redis_value(reply).unwrap();
-        assert_eq!(numbers, [0, -1, 9_007_199_254_740_991, 10, 4_294_967_295]);
+        assert_eq!(numbers, [0, -1, 9_007_199_254_740_991, 10, 1 << 54]);
         let array = Value::Array(vec![Value::Int(1), Value::Int(-1)]);
         assert_eq!(Numbers::from_redis_value(array).unwrap().0, [1, -1]);
     }
@@ -351,7 +359,7 @@ mod tests {
             bytes.pop();
         }
         assert!(Numbers::from_redis_value(short).is_err());
-        for bad in [0.5, f64::NAN, f64::INFINITY, 9_007_199_254_740_992.0] {
+        for bad in [0.5, f64::NAN, f64::INFINITY, 9.223_372_036_854_775_808e18] {
             assert!(
                 Numbers::from_redis_value(packed(&[1.0, bad])).is_err(),
                 "{bad}"

@@ -105,6 +105,30 @@ local function short(d, index)
     d[16])
 end
 
+-- Any other reply, a list of integers below 2^53, packed the same way: as many
+-- doubles as it has integers (in pieces: `unpack` takes a bounded number of
+-- values), the formats made once per length.
+local formats = {}
+local function format_of(n)
+  local f = formats[n]
+  if f == nil then
+    f = '>' .. string.rep('d', n)
+    formats[n] = f
+  end
+  return f
+end
+
+local function packed(t)
+  local n = #t
+  if n <= 1024 then return struct_pack(format_of(n), unpack(t, 1, n)) end
+  local parts = {}
+  for first = 1, n, 1024 do
+    local last = min(first + 1023, n)
+    parts[#parts + 1] = struct_pack(format_of(last - first + 1), unpack(t, first, last))
+  end
+  return table.concat(parts)
+end
+
 local function call(KEYS, ARGV)
   if not floor then
     redis_call, floor, ceil, fmod, max, min, match, tonumber, struct_pack, struct_unpack, format,
@@ -151,7 +175,7 @@ local function call(KEYS, ARGV)
         append(out, standing(ALG, changed or s, NOW, d))
       end
       if STEP == 'r' and changed then commit(ALG, KEYS, changed, d[1], reset_of(d), held) end
-      return out
+      return packed(out)
     end
     -- A LONE step that answered the short reply packed it and said its verdict and
     -- reset_after; a grant to a BARE call ends before its receipt. A full decision
@@ -169,6 +193,7 @@ local function call(KEYS, ARGV)
       end
     end
     if STEP == 'r' and changed then commit(ALG, KEYS, changed, verdict, reset, held) end
+    if type(d) == 'table' then return packed(d) end
     return d
   end
   local states, dirty, last, held, keysof, order = {}, {}, {}, {}, {}, {}
@@ -245,5 +270,5 @@ local function call(KEYS, ARGV)
       end
     end
   end
-  return out
+  return packed(out)
 end
