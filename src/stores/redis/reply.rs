@@ -94,8 +94,9 @@ impl redis::FromRedisValue for Numbers {
             let mut word = [0; 8];
             word.copy_from_slice(chunk);
             let x = f64::from_be_bytes(word);
-            let whole = x.fract() == 0.0
-                && (-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&x);
+            // [-2^63, 2^63): exactly the doubles an i64 holds (2^63 itself is past it).
+            let i64_range = i64::MIN as f64..-(i64::MIN as f64);
+            let whole = x.fract() == 0.0 && i64_range.contains(&x);
             whole.then_some(x as i64)
         };
         let numbers: Option<Vec<i64>> = bytes.chunks_exact(8).map(exact).collect();
@@ -359,7 +360,7 @@ mod tests {
             bytes.pop();
         }
         assert!(Numbers::from_redis_value(short).is_err());
-        for bad in [0.5, f64::NAN, f64::INFINITY, 9.223_372_036_854_775_808e18] {
+        for bad in [0.5, f64::NAN, f64::INFINITY, -(i64::MIN as f64)] {
             assert!(
                 Numbers::from_redis_value(packed(&[1.0, bad])).is_err(),
                 "{bad}"
