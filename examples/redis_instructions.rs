@@ -29,6 +29,8 @@
 //!   (as `benches/redis.rs`'s rows at 3 per second, whose ticks are fractional);
 //! * `bursty`: `SmoothBursty::new(limit)` (`limit` per second);
 //! * `fixed`, `counter`: `FixedWindow::new(limit, D)`, `SlidingWindowCounter::new(limit, D)`;
+//! * `set`: `AllOf((FixedWindow, SlidingWindowBuckets::dropping, SlidingLog))` of
+//!   `limit` in `D` (buckets of 1 s), as `benches/redis_regimes.rs`' set rows;
 //! * `floor`: the floor of any scripted decision, a function that reads `TIME`,
 //!   `GET`s a key and `SET`s it with an expiry (as in `benches/redis.rs`), loaded
 //!   by the first call. It takes no limit: `floor <calls>`.
@@ -45,8 +47,8 @@
 //! come back: a hammered key, without a fill.
 
 use sluicegate::algorithms::{
-    FixedWindow, LeakyBucket, Receipt, SlidingLog, SlidingWindowBuckets, SlidingWindowCounter,
-    SmoothBursty,
+    AllOf, FixedWindow, LeakyBucket, Receipt, SlidingLog, SlidingWindowBuckets,
+    SlidingWindowCounter, SmoothBursty,
 };
 use sluicegate::stores::redis::{RedisAlgorithm, RedisOptions, RedisStore, TimeSource};
 use sluicegate::stores::{Operation, Store};
@@ -63,7 +65,7 @@ const WINDOW: Duration = Duration::from_secs(60);
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: redis_instructions log|buckets|weighted|leaky|meter|queue|bursty|fixed|counter <limit> \
+    let usage = "usage: redis_instructions log|buckets|weighted|leaky|meter|queue|bursty|fixed|counter|set <limit> \
                  fill | hammer <calls> | pace <calls> | server <calls>\n       redis_instructions floor <calls>";
     let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:7790/".into());
     let fail = || -> ! {
@@ -128,6 +130,16 @@ fn main() {
             phase,
             calls,
         ),
+        "set" => {
+            let members = (|| {
+                Ok::<_, sluicegate::ConfigError>((
+                    FixedWindow::new(limit, WINDOW)?,
+                    SlidingWindowBuckets::dropping(limit, WINDOW, second)?,
+                    SlidingLog::new(limit, WINDOW)?,
+                ))
+            })();
+            run(&url, members.map(AllOf::new), limit, phase, calls)
+        }
         _ => fail(),
     }
 }

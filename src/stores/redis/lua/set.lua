@@ -32,13 +32,6 @@ local function fewer(a, b)
   return a < b
 end
 
--- The 7 integers of a leaf of the receipt of a single algorithm's answer d.
-local NO_LEAF = {0, 0, 0, 0, 0, 0, 0}
-local function leaf_of(d)
-  if d[1] ~= 0 then return NO_LEAF end
-  return {1, d[11], d[12], d[13], d[14], d[15], d[16]}
-end
-
 -- A single algorithm's grant, as its cancel reads it, from a leaf's 7 integers at
 -- w[at..at+6] (also the driver's, for a single algorithm's cancel).
 local function grant_of(w, at)
@@ -70,13 +63,15 @@ local function make_set(C)
     return t
   end
 
-  -- A member's state is held if any member's key is.
+  -- A member's state is held if any member's key is. The members' keys are kept
+  -- with the state, for its save.
   local function load(keys)
-    local st = {members = {}, changed = {}}
+    local st = {members = {}, changed = {}, keys = {}}
     local held = false
     for m, member in ipairs(members) do
-      local s, h = member.alg.load(slice(keys, member))
-      st.members[m] = s
+      local mine = slice(keys, member)
+      local s, h = member.alg.load(mine)
+      st.members[m], st.keys[m] = s, mine
       held = held or h
     end
     return st, held
@@ -87,7 +82,7 @@ local function make_set(C)
   local function save(keys, st, ms)
     for m, member in ipairs(members) do
       if st.changed[m] then
-        local mine = slice(keys, member)
+        local mine = st.keys[m]
         local d = st.decisions and st.decisions[m]
         if ms == 'keep' or d == nil then
           member.alg.save(mine, st.members[m], 'keep')
@@ -109,16 +104,33 @@ local function make_set(C)
     for j = 1, nkeys do redis_call('DEL', keys[j]) end
   end
 
-  -- Appends to d the receipt of a grant whose members answered `decisions` (or
-  -- zeros: a refusal gives nothing back).
-  local function append_leaves(d, decisions)
+  -- A decision with room for the receipt's leaves after its 16 integers: one
+  -- table made at its full width (appending would grow it twice).
+  local WIDE = {}
+  for j = 1, 16 + 7 * nleaves do WIDE[j] = 0 end
+  local function wide(verdict, limit, remaining)
+    local d = {unpack(WIDE)}
+    d[1], d[8], d[9] = verdict, remaining, limit
+    return d
+  end
+
+  -- Writes into d, after its 16 integers, the receipt of a grant whose members
+  -- answered `decisions` (or zeros: a refusal gives nothing back).
+  local function put_leaves(d, decisions)
+    local at = 16
     for m, member in ipairs(members) do
       local md = decisions and decisions[m]
       if member.alg.leaves then
-        for j = 17, 16 + 7 * member.leaves do d[#d + 1] = (md and md[j]) or 0 end
+        for j = 17, 16 + 7 * member.leaves do
+          at = at + 1
+          d[at] = (md and md[j]) or 0
+        end
+      elseif md and md[1] == 0 then
+        d[at + 1], d[at + 2], d[at + 3], d[at + 4], d[at + 5], d[at + 6], d[at + 7] =
+          1, md[11], md[12], md[13], md[14], md[15], md[16]
+        at = at + 7
       else
-        local leaf = md and leaf_of(md) or NO_LEAF
-        for j = 1, 7 do d[#d + 1] = leaf[j] end
+        at = at + 7
       end
     end
     return d
@@ -126,7 +138,10 @@ local function make_set(C)
 
   local function reserve(st, now, cost)
     local reset_us, reset_ns, wait_us, wait_ns = 0, 0, 0, 0
-    local tight, refusal = nil, nil
+    -- The tightest grant (remaining, limit, index; none yet: index nil) and the
+    -- refusal to answer (verdict, retry us and ns, remaining, limit, index).
+    local t_rem, t_lim, t_at = -1, -1, nil
+    local r_verdict, r_us, r_ns, r_rem, r_lim, r_at = nil, 0, 0, 0, 0, 0
     local decisions, news = {}, {}
     for m, member in ipairs(members) do
       local d, new = member.alg.reserve(st.members[m], now, cost)
@@ -134,28 +149,30 @@ local function make_set(C)
       if longer(d[6], d[7], reset_us, reset_ns) then reset_us, reset_ns = d[6], d[7] end
       if d[1] == 0 then
         if longer(d[2], d[3], wait_us, wait_ns) then wait_us, wait_ns = d[2], d[3] end
-        if tight == nil or fewer(d[8], tight[1]) then tight = {d[8], d[9], m - 1} end
+        if t_at == nil or fewer(d[8], t_rem) then t_rem, t_lim, t_at = d[8], d[9], m - 1 end
       else
-        local replace = refusal == nil
-          or (refusal[1] ~= 2 and (d[1] == 2 or longer(d[4], d[5], refusal[2], refusal[3])))
-        if replace then refusal = {d[1], d[4], d[5], d[8], d[9], m - 1} end
+        local replace = r_verdict == nil
+          or (r_verdict ~= 2 and (d[1] == 2 or longer(d[4], d[5], r_us, r_ns)))
+        if replace then
+          r_verdict, r_us, r_ns, r_rem, r_lim, r_at = d[1], d[4], d[5], d[8], d[9], m - 1
+        end
       end
     end
     if REPORT then st.reported = decisions end
-    if refusal then
-      local d = decision(refusal[1], refusal[5], refusal[4], 0, 0, 0)
-      if refusal[1] == 1 then d[4], d[5] = refusal[2], refusal[3] end
-      d[6], d[7], d[10] = reset_us, reset_ns, refusal[6]
-      if BARE then return d, nil end
-      return append_leaves(d, nil), nil
+    if r_verdict then
+      local d
+      if BARE then d = decision(r_verdict, r_lim, r_rem, 0, 0, 0) else d = wide(r_verdict, r_lim, r_rem) end
+      if r_verdict == 1 then d[4], d[5] = r_us, r_ns end
+      d[6], d[7], d[10] = reset_us, reset_ns, r_at
+      return d, nil
     end
     -- No member (an empty Limits): every call fits, with no limit.
-    if tight == nil then tight = {-1, -1, 0} end
-    local d = decision(0, tight[2], tight[1], 0, 0, 0)
-    d[2], d[3], d[6], d[7], d[10] = wait_us, wait_ns, reset_us, reset_ns, tight[3]
-    if not BARE then append_leaves(d, decisions) end
+    local d
+    if BARE then d = decision(0, t_lim, t_rem, 0, 0, 0) else d = wide(0, t_lim, t_rem) end
+    d[2], d[3], d[6], d[7], d[10] = wait_us, wait_ns, reset_us, reset_ns, t_at or 0
+    if not BARE then put_leaves(d, decisions) end
     if PURE_PEEK then return d, nil end
-    local new = {members = {}, changed = {}, decisions = decisions}
+    local new = {members = {}, changed = {}, decisions = decisions, keys = st.keys}
     for m = 1, #members do
       new.members[m] = news[m] or st.members[m]
       new.changed[m] = news[m] ~= nil
@@ -167,7 +184,7 @@ local function make_set(C)
   -- (grant.leaves, 7 integers each from grant.at) and gives back what its rule
   -- allows, by the caller's time to act.
   local function cancel(st, now, grant, acts_at)
-    local new = {members = {}, changed = {}}
+    local new = {members = {}, changed = {}, keys = st.keys}
     local any = false
     local at = grant.at
     for m, member in ipairs(members) do
