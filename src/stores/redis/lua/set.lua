@@ -57,6 +57,12 @@ local function make_set(C)
     nleaves = nleaves + (alg.leaves or 1)
   end
 
+  -- A table of one slot per member, made at that size (growing one from empty
+  -- reallocates it at 1, 2 and 4 slots).
+  local FALSES = {}
+  for m = 1, #members do FALSES[m] = false end
+  local function per_member() return {unpack(FALSES)} end
+
   local function slice(keys, member)
     local t = {}
     for j = 1, member.alg.nkeys do t[j] = keys[member.first + j - 1] end
@@ -66,7 +72,7 @@ local function make_set(C)
   -- A member's state is held if any member's key is. The members' keys are kept
   -- with the state, for its save.
   local function load(keys)
-    local st = {members = {}, changed = {}, keys = {}}
+    local st = {members = per_member(), changed = per_member(), keys = per_member()}
     local held = false
     for m, member in ipairs(members) do
       local mine = slice(keys, member)
@@ -142,7 +148,7 @@ local function make_set(C)
     -- refusal to answer (verdict, retry us and ns, remaining, limit, index).
     local t_rem, t_lim, t_at = -1, -1, nil
     local r_verdict, r_us, r_ns, r_rem, r_lim, r_at = nil, 0, 0, 0, 0, 0
-    local decisions, news = {}, {}
+    local decisions, news = per_member(), per_member()
     for m, member in ipairs(members) do
       local d, new = member.alg.reserve(st.members[m], now, cost)
       decisions[m], news[m] = d, new
@@ -172,7 +178,8 @@ local function make_set(C)
     d[2], d[3], d[6], d[7], d[10] = wait_us, wait_ns, reset_us, reset_ns, t_at or 0
     if not BARE then put_leaves(d, decisions) end
     if PURE_PEEK then return d, nil end
-    local new = {members = {}, changed = {}, decisions = decisions, keys = st.keys}
+    local new = {members = per_member(), changed = per_member(), decisions = decisions,
+                 keys = st.keys}
     for m = 1, #members do
       new.members[m] = news[m] or st.members[m]
       new.changed[m] = news[m] ~= nil
@@ -184,7 +191,7 @@ local function make_set(C)
   -- (grant.leaves, 7 integers each from grant.at) and gives back what its rule
   -- allows, by the caller's time to act.
   local function cancel(st, now, grant, acts_at)
-    local new = {members = {}, changed = {}, keys = st.keys}
+    local new = {members = per_member(), changed = per_member(), keys = st.keys}
     local any = false
     local at = grant.at
     for m, member in ipairs(members) do
