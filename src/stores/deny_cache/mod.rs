@@ -115,8 +115,9 @@
 //! * **Memory.** At most [`max_entries`](DenyCache::max_entries) refusals (10 000
 //!   unless [`with_max_entries`](DenyCache::with_max_entries) says otherwise), in
 //!   16 shards each with its share: about `max_entries × (size_of::<K>() + 88)`
-//!   bytes, up to twice that as a hash table grows, and 40 bytes a limit more for
-//!   a set's refusal learned with its report. An expired entry is dropped
+//!   bytes, up to twice that as a hash table grows, and for a set's refusal learned
+//!   with its report 16 bytes more and 40 a limit, shared by the hits that repeat
+//!   it. An expired entry is dropped
 //!   when its key is next looked up, or when its shard is full and a refusal is
 //!   to be kept; a refusal that finds its shard full of entries that have not
 //!   expired is not kept (the store answers that key next time, as without the

@@ -2,7 +2,7 @@
 //! and their refusals kept; everything else goes to the inner store, a grant
 //! dropping its keys' refusals and a cancel dropping them first.
 
-use super::table::{Table, Ticket};
+use super::table::{Hit, Table, Ticket};
 use super::{refusals_count, DenyCache};
 use crate::algorithms::{Algorithm, Decision, Receipt, Report, Source, Verdict};
 use crate::clock::Nanos;
@@ -60,24 +60,22 @@ where
     K: Hash + Eq + Clone + Send + Sync + 'static,
     A: Algorithm,
 {
-    /// The cached answer to `step` on `key` (with how every limit stood, into
-    /// `report` if given), or the ticket to learn the store's answer with and
-    /// whether the answer may be kept.
+    /// The cached answer to `step` on `key`, or the ticket to learn the store's
+    /// answer with and whether the answer may be kept.
     fn lookup<Q>(
         &self,
         algorithm: &A,
         key: &Q,
         now: Nanos,
         step: Operation<'_>,
-        report: Option<&mut Vec<Decision>>,
-    ) -> Result<Decision, (Ticket, Option<u64>)>
+    ) -> Result<Hit, (Ticket, Option<u64>)>
     where
         K: Borrow<Q>,
         Q: ToOwned<Owned = K> + Hash + Eq + ?Sized,
     {
         match cacheable(step) {
-            Some(cost) => match self.table.lookup(key, now, cost, report) {
-                Ok(refusal) => Ok(refusal),
+            Some(cost) => match self.table.lookup(key, now, cost) {
+                Ok(hit) => Ok(hit),
                 // Checked per call too: `new` saw one configuration, a call
                 // may pass another of the same type.
                 Err(ticket) => Err((ticket, (!refusals_count(algorithm)).then_some(cost))),
@@ -158,8 +156,8 @@ where
             self.table.cancelled(key);
             return self.inner.apply_key(algorithm, key, now, step);
         }
-        match self.lookup(algorithm, key, now, step, None) {
-            Ok(refusal) => Ok(R::refused(|| refusal)),
+        match self.lookup(algorithm, key, now, step) {
+            Ok(hit) => Ok(R::refused(|| hit.refusal)),
             Err((ticket, keep)) => {
                 // The decision even for a report that reads less (a `bool`): a
                 // refusal is recorded from it. A report keeping receipts gets its own.
@@ -194,17 +192,18 @@ where
             self.table.cancelled(key);
             return self.inner.apply_key_each(algorithm, key, now, step, each);
         }
-        let mut report = Vec::new();
-        let answer = match self.lookup(algorithm, key, now, step, Some(&mut report)) {
-            Ok(refusal) => (refusal, Receipt::NONE),
-            Err((ticket, keep)) => {
-                let inner = &self.inner;
-                let answer =
-                    inner.apply_key_each(algorithm, key, now, step, &mut |d| report.push(d))?;
-                self.table.record(key, ticket, now, keep, answer.0, &report);
-                answer
+        let (ticket, keep) = match self.lookup(algorithm, key, now, step) {
+            Ok(hit) => {
+                hit.report(each);
+                return Ok((hit.refusal, Receipt::NONE));
             }
+            Err(miss) => miss,
         };
+        // The store's report is kept with a refusal: collected, then passed on.
+        let mut report = Vec::new();
+        let inner = &self.inner;
+        let answer = inner.apply_key_each(algorithm, key, now, step, &mut |d| report.push(d))?;
+        self.table.record(key, ticket, now, keep, answer.0, &report);
         report.into_iter().for_each(each);
         Ok(answer)
     }
@@ -223,12 +222,15 @@ where
             self.table.cancelled(key);
             return self.inner.apply_key_each_async(algorithm, key, now, step);
         }
-        let mut report = Vec::new();
-        match self.lookup(algorithm, key, now, step, Some(&mut report)) {
-            Ok(refusal) => Box::pin(futures::future::ready(Ok((
-                (refusal, Receipt::NONE),
-                report,
-            )))),
+        match self.lookup(algorithm, key, now, step) {
+            Ok(hit) => {
+                let mut report = Vec::new();
+                hit.report(&mut |d| report.push(d));
+                Box::pin(futures::future::ready(Ok((
+                    (hit.refusal, Receipt::NONE),
+                    report,
+                ))))
+            }
             Err((ticket, keep)) => {
                 let pending = self.inner.apply_key_each_async(algorithm, key, now, step);
                 let table = Arc::clone(&self.table);
@@ -259,9 +261,9 @@ where
             return self.inner.apply_async(algorithm, keys, now, step).boxed();
         }
         let (ticket, keep) = match keys {
-            [key] => match self.lookup(algorithm, key, now, step, None) {
-                Ok(refusal) => {
-                    return futures::future::ready(Ok(vec![(refusal, Receipt::NONE)])).boxed()
+            [key] => match self.lookup(algorithm, key, now, step) {
+                Ok(hit) => {
+                    return futures::future::ready(Ok(vec![(hit.refusal, Receipt::NONE)])).boxed()
                 }
                 Err(miss) => miss,
             },

@@ -8,6 +8,7 @@ use std::borrow::Borrow;
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash};
+use std::sync::Arc;
 
 /// Shards at most: enough that threads refused on different keys rarely meet on
 /// one lock, few enough that a small table still gives each shard some room.
@@ -25,8 +26,31 @@ struct Entry {
     /// only before it.
     until: Nanos,
     /// How every limit of a set stood with the refusal, when the call that got it
-    /// asked (a reporting call); empty otherwise.
-    each: Box<[Decision]>,
+    /// asked (a reporting call). Shared, so that a hit takes it without a copy.
+    each: Option<Arc<[Decision]>>,
+}
+
+/// A cached refusal found for a call: the refusal counted down to the call's time,
+/// and how every limit stood with it, if that was kept.
+pub(super) struct Hit {
+    pub(super) refusal: Decision,
+    each: Option<Arc<[Decision]>>,
+    elapsed: Nanos,
+}
+
+impl Hit {
+    /// Reports how every limit stands to `each`: as the store reported them with
+    /// the refusal, counted down alike, or the refusal alone if that was not kept.
+    pub(super) fn report(&self, each: &mut dyn FnMut(Decision)) {
+        match &self.each {
+            Some(limits) => {
+                for d in limits.iter() {
+                    each(d.later(self.elapsed, 0, Source::Cached));
+                }
+            }
+            None => each(self.refusal),
+        }
+    }
 }
 
 struct Shard<K> {
@@ -99,18 +123,10 @@ impl<K: Hash + Eq> Table<K> {
         &self.shards[index]
     }
 
-    /// The cached refusal of `cost` on `key` at `now`, counted down to `now`, and
-    /// into `report`, if given, how every limit stood with it, counted down alike
-    /// (the refusal alone if that was not kept); otherwise the ticket to learn the
-    /// store's answer with. An entry answers a cost from its own up to its limit
-    /// (a larger one may be refused as never).
-    pub(super) fn lookup<Q>(
-        &self,
-        key: &Q,
-        now: Nanos,
-        cost: u64,
-        report: Option<&mut Vec<Decision>>,
-    ) -> Result<Decision, Ticket>
+    /// The cached refusal of `cost` on `key` at `now`, counted down to `now`;
+    /// otherwise the ticket to learn the store's answer with. An entry answers a
+    /// cost from its own up to its limit (a larger one may be refused as never).
+    pub(super) fn lookup<Q>(&self, key: &Q, now: Nanos, cost: u64) -> Result<Hit, Ticket>
     where
         K: Borrow<Q>,
         Q: ToOwned<Owned = K> + Hash + Eq + ?Sized,
@@ -121,17 +137,13 @@ impl<K: Hash + Eq> Table<K> {
                 shard.map.remove(key);
             } else if cost >= entry.cost && cost <= entry.decision.limit() {
                 let elapsed = now.saturating_sub(entry.at);
-                let refusal = entry.decision.later(elapsed, 0, Source::Cached);
-                if let Some(report) = report {
-                    if entry.each.is_empty() {
-                        report.push(refusal);
-                    } else {
-                        let later = |d: &Decision| d.later(elapsed, 0, Source::Cached);
-                        report.extend(entry.each.iter().map(later));
-                    }
-                }
+                let hit = Hit {
+                    refusal: entry.decision.later(elapsed, 0, Source::Cached),
+                    each: entry.each.clone(),
+                    elapsed,
+                };
                 shard.hits += 1;
-                return Ok(refusal);
+                return Ok(hit);
             }
         }
         Err(Ticket(shard.cancels))
@@ -177,7 +189,7 @@ impl<K: Hash + Eq> Table<K> {
             cost,
             at: now,
             until,
-            each: each.into_boxed_slice(),
+            each: (!each.is_empty()).then(|| Arc::from(each)),
         };
         shard.map.insert(key, entry);
     }
