@@ -17,21 +17,6 @@
 -- that library.rs writes from its list FACTORIES (the kinds' one source).
 local FACTORIES = {}
 
--- a > b for durations sent as {us, ns} (us -1: for ever).
-local function longer(a_us, a_ns, b_us, b_ns)
-  if a_us < 0 then return b_us >= 0 end
-  if b_us < 0 then return false end
-  if a_us ~= b_us then return a_us > b_us end
-  return a_ns > b_ns
-end
-
--- a < b for counts (-1: u64::MAX).
-local function fewer(a, b)
-  if a < 0 then return false end
-  if b < 0 then return true end
-  return a < b
-end
-
 -- A single algorithm's grant, as its cancel reads it, from a leaf's 7 integers at
 -- w[at..at+6] (also the driver's, for a single algorithm's cancel).
 local function grant_of(w, at)
@@ -45,39 +30,48 @@ local function grant_of(w, at)
 end
 
 local function make_set(C)
-  local members, nkeys, nleaves, at = {}, 0, 0, 2
-  for m = 1, C[1] do
+  -- The members, by index: each one's algorithm, its first key among the
+  -- identity's, its number of keys and of leaves, and whether it is a set itself
+  -- (whose leaves are its own). Arrays rather than a table per member: a named
+  -- field costs a hash lookup on every call.
+  local ALGS, FIRST, NK, LEAVES, NESTED = {}, {}, {}, {}, {}
+  local nkeys, nleaves, at = 0, 0, 2
+  local M = C[1]
+  for m = 1, M do
     local kind, len = C[at], C[at + 1]
     local sub = {}
     for j = 1, len do sub[j] = C[at + 1 + j] end
     at = at + 2 + len
     local alg = FACTORIES[kind](sub)
-    members[m] = {alg = alg, first = nkeys + 1, leaves = alg.leaves or 1}
+    ALGS[m], FIRST[m], NK[m] = alg, nkeys + 1, alg.nkeys
+    LEAVES[m], NESTED[m] = alg.leaves or 1, alg.leaves ~= nil
     nkeys = nkeys + alg.nkeys
     nleaves = nleaves + (alg.leaves or 1)
   end
 
-  -- A table of one slot per member, made at that size (growing one from empty
-  -- reallocates it at 1, 2 and 4 slots).
-  local FALSES = {}
-  for m = 1, #members do FALSES[m] = false end
-  local function per_member() return {unpack(FALSES)} end
+  -- A state is one array of 4 slots per member, made at its size from a template
+  -- (a table grown from empty is reallocated at 1, 2, 4, ... slots, and a table
+  -- per part would cost one allocation each): member m's state at m, its keys at
+  -- M + m, whether it changed since the load at 2M + m, and the decision of the
+  -- step that made the state at 3M + m (false: none, as after a load or a cancel).
+  local M2, M3 = 2 * M, 3 * M
+  local TEMPLATE = {}
+  for j = 1, 4 * M do TEMPLATE[j] = false end
 
-  local function slice(keys, member)
-    local t = {}
-    for j = 1, member.alg.nkeys do t[j] = keys[member.first + j - 1] end
-    return t
-  end
-
-  -- A member's state is held if any member's key is. The members' keys are kept
-  -- with the state, for its save.
+  -- A member's state is held if any member's key is.
   local function load(keys)
-    local st = {members = per_member(), changed = per_member(), keys = per_member()}
+    local st = {unpack(TEMPLATE)}
     local held = false
-    for m, member in ipairs(members) do
-      local mine = slice(keys, member)
-      local s, h = member.alg.load(mine)
-      st.members[m], st.keys[m] = s, mine
+    for m = 1, M do
+      local first, mine = FIRST[m], nil
+      if NK[m] == 1 then
+        mine = {keys[first]}
+      else
+        mine = {}
+        for j = 1, NK[m] do mine[j] = keys[first + j - 1] end
+      end
+      local s, h = ALGS[m].load(mine)
+      st[m], st[M + m] = s, mine
       held = held or h
     end
     return st, held
@@ -86,20 +80,19 @@ local function make_set(C)
   -- Each changed member keeps its own expiry: its own reset_after, or after a
   -- cancel the expiry it had.
   local function save(keys, st, ms)
-    for m, member in ipairs(members) do
-      if st.changed[m] then
-        local mine = st.keys[m]
-        local d = st.decisions and st.decisions[m]
-        if ms == 'keep' or d == nil then
-          member.alg.save(mine, st.members[m], 'keep')
+    for m = 1, M do
+      if st[M2 + m] then
+        local mine, d, alg = st[M + m], st[M3 + m], ALGS[m]
+        if ms == 'keep' or not d then
+          alg.save(mine, st[m], 'keep')
+        elseif d[6] < 0 then
+          alg.save(mine, st[m], nil)
         else
           local reset_ns = d[6] * 1000 + d[7]
-          if d[6] < 0 then
-            member.alg.save(mine, st.members[m], nil)
-          elseif reset_ns <= 0 then
-            member.alg.drop(mine)
+          if reset_ns <= 0 then
+            alg.drop(mine)
           else
-            member.alg.save(mine, st.members[m], ceil(reset_ns / 1000000) + GRACE_MS)
+            alg.save(mine, st[m], ceil(reset_ns / 1000000) + GRACE_MS)
           end
         end
       end
@@ -114,76 +107,86 @@ local function make_set(C)
   -- table made at its full width (appending would grow it twice).
   local WIDE = {}
   for j = 1, 16 + 7 * nleaves do WIDE[j] = 0 end
-  local function wide(verdict, limit, remaining)
-    local d = {unpack(WIDE)}
-    d[1], d[8], d[9] = verdict, remaining, limit
-    return d
-  end
 
   -- Writes into d, after its 16 integers, the receipt of a grant whose members
-  -- answered `decisions` (or zeros: a refusal gives nothing back).
-  local function put_leaves(d, decisions)
+  -- answered the decisions the state st holds.
+  local function put_leaves(d, st)
     local at = 16
-    for m, member in ipairs(members) do
-      local md = decisions and decisions[m]
-      if member.alg.leaves then
-        for j = 17, 16 + 7 * member.leaves do
+    for m = 1, M do
+      local md = st[M3 + m]
+      if NESTED[m] then
+        for j = 17, 16 + 7 * LEAVES[m] do
           at = at + 1
-          d[at] = (md and md[j]) or 0
+          d[at] = md[j] or 0
         end
-      elseif md and md[1] == 0 then
-        d[at + 1], d[at + 2], d[at + 3], d[at + 4], d[at + 5], d[at + 6], d[at + 7] =
-          1, md[11], md[12], md[13], md[14], md[15], md[16]
-        at = at + 7
       else
+        if md[1] == 0 then
+          d[at + 1], d[at + 2], d[at + 3], d[at + 4], d[at + 5], d[at + 6], d[at + 7] =
+            1, md[11], md[12], md[13], md[14], md[15], md[16]
+        end
         at = at + 7
       end
     end
     return d
   end
 
+  -- Durations are {us, ns} pairs, us -1 for ever; counts are -1 for u64::MAX. The
+  -- comparisons are written out: a Lua function call costs more than they do.
   local function reserve(st, now, cost)
     local reset_us, reset_ns, wait_us, wait_ns = 0, 0, 0, 0
     -- The tightest grant (remaining, limit, index; none yet: index nil) and the
     -- refusal to answer (verdict, retry us and ns, remaining, limit, index).
     local t_rem, t_lim, t_at = -1, -1, nil
     local r_verdict, r_us, r_ns, r_rem, r_lim, r_at = nil, 0, 0, 0, 0, 0
-    local decisions, news = per_member(), per_member()
-    for m, member in ipairs(members) do
-      local d, new = member.alg.reserve(st.members[m], now, cost)
-      decisions[m], news[m] = d, new
-      if longer(d[6], d[7], reset_us, reset_ns) then reset_us, reset_ns = d[6], d[7] end
+    local new = {unpack(TEMPLATE)}
+    for m = 1, M do
+      local d, n = ALGS[m].reserve(st[m], now, cost)
+      new[m], new[M + m], new[M2 + m], new[M3 + m] = n or st[m], st[M + m], n ~= nil or st[M2 + m], d
+      -- The longest reset_after.
+      local u = d[6]
+      if reset_us >= 0 and (u < 0 or u > reset_us or (u == reset_us and d[7] > reset_ns)) then
+        reset_us, reset_ns = u, d[7]
+      end
       if d[1] == 0 then
-        if longer(d[2], d[3], wait_us, wait_ns) then wait_us, wait_ns = d[2], d[3] end
-        if t_at == nil or fewer(d[8], t_rem) then t_rem, t_lim, t_at = d[8], d[9], m - 1 end
+        -- The longest wait, and the fewest remaining (the first on a tie).
+        u = d[2]
+        if wait_us >= 0 and (u < 0 or u > wait_us or (u == wait_us and d[3] > wait_ns)) then
+          wait_us, wait_ns = u, d[3]
+        end
+        local rem = d[8]
+        if t_at == nil or (rem >= 0 and (t_rem < 0 or rem < t_rem)) then
+          t_rem, t_lim, t_at = rem, d[9], m - 1
+        end
       else
-        local replace = r_verdict == nil
-          or (r_verdict ~= 2 and (d[1] == 2 or longer(d[4], d[5], r_us, r_ns)))
+        -- Never beats denied; among denials the longest retry_after.
+        u = d[4]
+        local replace = r_verdict == nil or (r_verdict ~= 2 and (d[1] == 2
+          or (r_us >= 0 and (u < 0 or u > r_us or (u == r_us and d[5] > r_ns)))))
         if replace then
-          r_verdict, r_us, r_ns, r_rem, r_lim, r_at = d[1], d[4], d[5], d[8], d[9], m - 1
+          r_verdict, r_us, r_ns, r_rem, r_lim, r_at = d[1], u, d[5], d[8], d[9], m - 1
         end
       end
     end
-    if REPORT then st.reported = decisions end
     if r_verdict then
+      -- What each member answered, for `report`.
+      if REPORT then st[4 * M + 1] = new end
       local d
-      if BARE then d = decision(r_verdict, r_lim, r_rem, 0, 0, 0) else d = wide(r_verdict, r_lim, r_rem) end
+      if BARE then d = decision(r_verdict, r_lim, r_rem, 0, 0, 0) else
+        d = {unpack(WIDE)}
+        d[1], d[8], d[9] = r_verdict, r_rem, r_lim
+      end
       if r_verdict == 1 then d[4], d[5] = r_us, r_ns end
       d[6], d[7], d[10] = reset_us, reset_ns, r_at
       return d, nil
     end
     -- No member (an empty Limits): every call fits, with no limit.
     local d
-    if BARE then d = decision(0, t_lim, t_rem, 0, 0, 0) else d = wide(0, t_lim, t_rem) end
-    d[2], d[3], d[6], d[7], d[10] = wait_us, wait_ns, reset_us, reset_ns, t_at or 0
-    if not BARE then put_leaves(d, decisions) end
-    if PURE_PEEK then return d, nil end
-    local new = {members = per_member(), changed = per_member(), decisions = decisions,
-                 keys = st.keys}
-    for m = 1, #members do
-      new.members[m] = news[m] or st.members[m]
-      new.changed[m] = news[m] ~= nil
+    if BARE then d = decision(0, t_lim, t_rem, 0, 0, 0) else
+      d = put_leaves({unpack(WIDE)}, new)
+      d[8], d[9] = t_rem, t_lim
     end
+    d[2], d[3], d[6], d[7], d[10] = wait_us, wait_ns, reset_us, reset_ns, t_at or 0
+    if PURE_PEEK then return d, nil end
     return d, new
   end
 
@@ -191,26 +194,26 @@ local function make_set(C)
   -- (grant.leaves, 7 integers each from grant.at) and gives back what its rule
   -- allows, by the caller's time to act.
   local function cancel(st, now, grant, acts_at)
-    local new = {members = per_member(), changed = per_member(), keys = st.keys}
+    local new = {unpack(TEMPLATE)}
     local any = false
     local at = grant.at
-    for m, member in ipairs(members) do
-      new.members[m] = st.members[m]
-      if member.alg.cancel then
+    for m = 1, M do
+      local alg = ALGS[m]
+      new[m], new[M + m] = st[m], st[M + m]
+      if alg.cancel then
         local g
-        if member.alg.leaves then
+        if NESTED[m] then
           g = {leaves = grant.leaves, at = at}
         else
           g = grant_of(grant.leaves, at)
         end
-        local changed = member.alg.cancel(st.members[m], now, g, acts_at)
+        local changed = alg.cancel(st[m], now, g, acts_at)
         if changed then
-          new.members[m] = changed
-          new.changed[m] = true
+          new[m], new[M2 + m] = changed, true
           any = true
         end
       end
-      at = at + 7 * member.leaves
+      at = at + 7 * LEAVES[m]
     end
     if any then return new end
     return nil
@@ -220,11 +223,12 @@ local function make_set(C)
   -- after a grant (new state `new`), each member's standing; after a refusal, each
   -- member's own answer to the call.
   local function report(st, new, out)
-    for m, member in ipairs(members) do
+    local answered = new or st[4 * M + 1]
+    for m = 1, M do
       if new then
-        append(out, standing(member.alg, new.members[m], NOW, new.decisions[m]))
+        append(out, standing(ALGS[m], new[m], NOW, new[M3 + m]))
       else
-        append(out, st.reported[m])
+        append(out, answered[M3 + m])
       end
     end
   end
