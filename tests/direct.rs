@@ -1,6 +1,8 @@
 //! The direct limiter (`RateLimiter`): Guava's vectors and properties for the two
 //! Guava limiters, timed tries and rate changes, reservations and their cancel,
-//! async acquires, thread safety, bad input, and one smoke test on the real clock.
+//! async acquires, thread safety, bad input, one smoke test on the real clock, and
+//! the documented edges of every algorithm and front end (`edges_from_docs`: zero,
+//! huge and never costs, the clock's ends, sets, reservations, many callers).
 
 mod support;
 
@@ -8,6 +10,8 @@ mod support;
 mod async_acquire;
 #[path = "direct/bad_input.rs"]
 mod bad_input;
+#[path = "direct/edges_from_docs.rs"]
+mod edges_from_docs;
 #[path = "direct/guava_bound.rs"]
 mod guava_bound;
 #[path = "direct/guava_bursty.rs"]

@@ -165,8 +165,10 @@ impl SlidingLog {
     /// most 2 + log₂(len) reads.
     #[inline(always)]
     pub(super) fn first_live<W: Words + ?Sized>(&self, words: &W, header: &Header) -> u64 {
+        // Measured back from the instant, so that no sum saturates: at the clock's
+        // last instant, `time + window` would read as expired for every entry.
         let expired =
-            |index: u64| header.time(words, index).saturating_add(self.window) <= header.at;
+            |index: u64| header.at.saturating_sub(header.time(words, index)) >= self.window;
         if header.len == 0 || !expired(0) {
             return 0;
         }

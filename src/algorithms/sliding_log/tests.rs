@@ -220,7 +220,7 @@ fn ref_view(log: &SlidingLog, state: &RefLog, now: u64) -> RefView {
     let at = now.max(newest).max(state.last.unwrap_or(0));
     let first_live = state
         .entries
-        .partition_point(|entry| entry.0.saturating_add(window) <= at);
+        .partition_point(|entry| at - entry.0 >= window);
     let expired: u128 = state
         .entries
         .range(..first_live)
