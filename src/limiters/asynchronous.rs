@@ -65,9 +65,10 @@ use std::time::Duration;
 /// wait abandoned ahead of one that then acts gives nothing back, where a cancel at
 /// once would have given back what it took beyond the grants after it. A set of
 /// limits ([`AllOf`](crate::algorithms::AllOf),
-/// [`Limits`](crate::algorithms::Limits)) keeps its members' receipts of its last
-/// grant only, so of a group on a set only the latest wait comes back. The window
-/// algorithms' waiters sleep on a refusal and hold no grant: nothing to give back.
+/// [`Limits`](crate::algorithms::Limits)) follows the same rule: each wait's receipt
+/// carries its members' own, so a group on a set comes back whole, as on one limit.
+/// The window algorithms' waiters sleep on a refusal and hold no grant: nothing to
+/// give back.
 ///
 /// Only a wait that sleeps is recorded, and leaves the record when it acts or is
 /// given back: a grant that acts at once, a try and a check take no lock for it and

@@ -38,10 +38,10 @@ use std::time::Duration;
 /// its holder chooses the order: cancelling a group latest first gives it all back.
 /// The async acquires' [abandoned waits](crate::AsyncKeyedRateLimiter) are recorded
 /// apart; to them, and to other processes on a shared store, a reservation is a
-/// grant by another caller. A set of limits ([`AllOf`](crate::algorithms::AllOf),
-/// [`Limits`](crate::algorithms::Limits)) knows its last grant only, by its
-/// receipt, so only a key's latest reservation on a set comes back (each key's by
-/// its own time to act, also for a key of a
+/// grant by another caller. On a set of limits ([`AllOf`](crate::algorithms::AllOf),
+/// [`Limits`](crate::algorithms::Limits)) the receipt carries every member's own,
+/// so any of a key's reservations on a set comes back by the same rule, each key's
+/// by its own time to act (also for a key of a
 /// [`reserve_all`](KeyedRateLimiter::reserve_all) whose own turn came first).
 ///
 /// **Dropping** a reservation without cancelling keeps the permits taken.
