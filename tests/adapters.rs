@@ -11,6 +11,8 @@ mod support;
 mod backoff;
 #[path = "adapters/client.rs"]
 mod client;
+#[path = "adapters/client_from_docs.rs"]
+mod client_from_docs;
 #[path = "adapters/client_holds.rs"]
 mod client_holds;
 #[path = "adapters/loopback.rs"]

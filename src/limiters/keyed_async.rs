@@ -47,9 +47,10 @@ use std::time::Duration;
 /// The cancels go through [`Store::cancel_detached`], which never blocks the
 /// dropping thread and keeps their order: the in-memory store applies each at
 /// once; the Redis store sends them one after another, in the order given, without
-/// the dropping task waiting for the replies, so with a remote store the permits
-/// come back only if the requests arrive (if one is lost, they stay taken, never
-/// the reverse).
+/// the dropping task waiting for the replies, and its later calls wait for them
+/// (so a request made right after a group timed out takes one of their turns), so
+/// with a remote store the permits come back only if the requests arrive (if one
+/// is lost, they stay taken, never the reverse).
 ///
 /// [`reserve`](Self::reserve) and [`reserve_all`](Self::reserve_all) answer a
 /// [`KeyedReservation`] through [`Store::apply_async`] too. Its permits are the

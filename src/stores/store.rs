@@ -329,7 +329,11 @@ pub trait Store<K: ?Sized, A: Algorithm>: Send + Sync {
     /// back only what later grants leave, so the async keyed limiter gives back the
     /// latest of several abandoned grants first (see
     /// [`AsyncKeyedRateLimiter`](crate::AsyncKeyedRateLimiter)), and a store that
-    /// reordered them would keep permits taken.
+    /// reordered them would keep permits taken. For the same reason a later call of
+    /// the same store must not overtake them: a request made right after others
+    /// were abandoned would count as a grant after theirs and leave them nothing
+    /// to give back. (The Redis store's steps wait for the cancels given before
+    /// them, at most the response timeout.)
     fn cancel_detached(
         &self,
         algorithm: &A,

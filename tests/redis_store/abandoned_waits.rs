@@ -16,7 +16,7 @@ use sluicegate::{DefaultClock, Error, KeyedRateLimiter};
 use std::future::Future;
 use std::pin::Pin;
 use std::task::Poll;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use timed_clock::Timed;
 
 type Waiter = Pin<Box<dyn Future<Output = Result<Duration, Error>> + Send>>;
@@ -79,15 +79,11 @@ fn dropped_at_once_leave_no_trace<A: RedisAlgorithm + Clone>(algorithm: A) {
         }));
         assert_eq!(next_turn(&limiter), Duration::from_secs(6));
         if dropped_on_a_runtime {
-            // Dropped by a task on a worker thread, where the tasks it spawns may
-            // run in any order. The cancels go out from a task: wait (at most 5 s)
-            // until they have.
+            // Dropped by a task on a worker thread: the cancels go out from a task
+            // of their own, and the acquire below, made at once, waits for them
+            // rather than overtaking them.
             runtime.block_on(async {
                 tokio::spawn(async move { drop(waiters) }).await.unwrap();
-                let deadline = Instant::now() + Duration::from_secs(5);
-                while next_turn(&limiter) != Duration::from_secs(1) && Instant::now() < deadline {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
             });
         } else {
             // Outside a runtime they go out on this thread before the drop returns.
@@ -107,8 +103,9 @@ fn keyed_waits_timed_out_together_give_their_turns_back_over_redis() {
     // 1 permit a second, no saved burst, on the server's time: after a first
     // request, ten tasks wait for turns 1, 2, … 10 s away, all with a 200 ms
     // timeout, so they are dropped at about the same time, on four worker threads,
-    // in no particular order. Once the cancels have arrived, the next acquire waits
-    // for the first turn (about 0.8 s), not one turn per abandoned wait.
+    // in no particular order. The next acquire, made at once, reaches the server
+    // after their cancels and waits for the first turn (about 0.8 s), not one turn
+    // per abandoned wait.
     let server = RedisServer::start();
     let options = RedisOptions::default()
         .prefix(unique_prefix("abandoned-real"))
@@ -134,22 +131,56 @@ fn keyed_waits_timed_out_together_give_their_turns_back_over_redis() {
         for task in tasks {
             assert!(task.await.unwrap().is_err(), "every wait times out");
         }
-        // The cancels are detached: wait (at most 2 s) until the first turn is free.
-        let deadline = Instant::now() + Duration::from_secs(2);
-        loop {
-            let peeking = limiter.clone();
-            let turn = tokio::task::spawn_blocking(move || next_turn(&peeking))
-                .await
-                .unwrap();
-            if turn <= Duration::from_secs(1) || Instant::now() > deadline {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
         tokio::time::timeout(Duration::from_secs(3), handle.acquire(&"k"))
             .await
             .expect("the next acquire waits one turn, not one per abandoned wait")
             .unwrap()
     });
     assert!(waited <= Duration::from_millis(1500), "{waited:?}");
+}
+
+#[test]
+fn a_step_waits_for_earlier_cancels_at_most_the_response_timeout_then_fails_unsent() {
+    // Five detached cancels on a paused server take a response timeout each (or
+    // a connect timeout, once the connection they failed on is replaced). A step
+    // made after them waits for them no longer than one response timeout, then
+    // fails without being sent: it must not overtake them, nor hang behind them.
+    use redis_support::{assert_unapplied_error, take, window};
+    use sluicegate::stores::Store;
+    use sluicegate::Decision;
+
+    let mut server = RedisServer::start_own();
+    let timeout = Duration::from_millis(200);
+    let options = RedisOptions::default()
+        .prefix(unique_prefix("cancels-paused"))
+        .unwrap()
+        .response_timeout(timeout)
+        .connect_timeout(timeout);
+    let store: RedisStore<&'static str, _> = RedisStore::open_with(server.url(), options).unwrap();
+    let window = window(10);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let granted = runtime
+        .block_on(store.apply_async(&window, &["k"], 0, take(1)))
+        .unwrap();
+    let receipt = granted[0].1.clone();
+    server.pause();
+    runtime.block_on(async {
+        for _ in 0..5 {
+            store.cancel_detached(&window, &["k"], 0, std::slice::from_ref(&receipt), 0);
+        }
+    });
+    let started = std::time::Instant::now();
+    let step: Result<Decision, _> = store.apply_key(&window, &"k", 0, take(1));
+    let waited = started.elapsed();
+    assert_unapplied_error(step, "earlier cancels");
+    assert!(
+        waited >= timeout && waited < 4 * timeout,
+        "waited {waited:?} for cancels that take {:?}",
+        5 * timeout
+    );
+    server.resume();
 }

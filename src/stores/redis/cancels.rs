@@ -1,4 +1,5 @@
-//! Detached cancels, sent one after another in the order they were given.
+//! Detached cancels, sent one after another in the order they were given, and
+//! ahead of every later step of the same store.
 //!
 //! By the cancel rule a grant gives back only what the grants after it leave, so
 //! the order of cancels matters: the async keyed limiter gives back the latest of
@@ -10,17 +11,39 @@
 //! the cancel was given on, or, outside one, on the calling thread over a
 //! blocking connection. A cancel given while a sender is at work joins the queue
 //! behind the others and is sent by that sender.
+//!
+//! A step of the store made after a cancel was given must not overtake it: a
+//! request made right after others timed out would otherwise reach the server
+//! first, count as a grant after theirs, and leave them nothing to give back. So
+//! every step first waits until the cancels given before it have been answered
+//! (or have failed, or were dropped), at most the response timeout; when none is
+//! pending, which is almost always, that is one uncontended lock.
 
 use super::connection::Connections;
 use super::step::Request;
+use crate::error::{Applied, Error, StoreError};
+use futures::future::{select, Either};
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
 
 /// The cancels of one store (shared by its clones) waiting to be sent.
-#[derive(Default)]
 pub(super) struct Cancels {
     queue: Mutex<Queue>,
+    /// How many of the cancels given so far are settled: answered, failed, or
+    /// dropped unsent. Steps wait on it.
+    settled: watch::Sender<u64>,
+}
+
+impl Default for Cancels {
+    fn default() -> Self {
+        Cancels {
+            queue: Mutex::default(),
+            settled: watch::Sender::new(0),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -28,6 +51,40 @@ struct Queue {
     requests: VecDeque<Request>,
     /// A sender is at work: it will send what joins the queue.
     sending: bool,
+    /// How many cancels were given so far.
+    given: u64,
+}
+
+/// A step's wait for the cancels given before it: until as many are settled.
+pub(super) struct Pending {
+    settled: watch::Receiver<u64>,
+    given: u64,
+}
+
+impl Pending {
+    /// Waits until the cancels given before the step are settled, at most
+    /// `timeout`; after it, the step fails unsent, as one that timed out
+    /// connecting: the server has not answered the cancels ahead of it.
+    pub(super) async fn settled(mut self, timeout: Duration) -> Result<(), Error> {
+        let given = self.given;
+        let settled = self.settled.wait_for(move |settled| *settled >= given);
+        match select(Box::pin(settled), futures_timer::Delay::new(timeout)).await {
+            Either::Left(_) => Ok(()),
+            Either::Right(_) => {
+                let text = format!(
+                    "timed out after {timeout:?} waiting for this store's earlier cancels to \
+                     be answered (the response timeout); the step was not sent"
+                );
+                let source = std::io::Error::new(std::io::ErrorKind::TimedOut, text);
+                Err(Error::Store(StoreError::new("redis", Applied::No, source)))
+            }
+        }
+    }
+
+    /// [`settled`](Self::settled), blocking the calling thread.
+    pub(super) fn settled_blocking(self, timeout: Duration) -> Result<(), Error> {
+        futures::executor::block_on(self.settled(timeout))
+    }
 }
 
 impl Cancels {
@@ -37,6 +94,7 @@ impl Cancels {
         {
             let mut queue = self.queue.lock();
             queue.requests.push_back(request);
+            queue.given += 1;
             if queue.sending {
                 return;
             }
@@ -53,6 +111,24 @@ impl Cancels {
             }
             Err(_) => sender.send_blocking(connections),
         }
+    }
+}
+
+impl Cancels {
+    /// What a step made now waits for: `None` when every cancel given so far is
+    /// settled.
+    pub(super) fn pending(&self) -> Option<Pending> {
+        let given = self.queue.lock().given;
+        let settled = self.settled.subscribe();
+        if *settled.borrow() >= given {
+            return None;
+        }
+        Some(Pending { settled, given })
+    }
+
+    /// Counts `n` more cancels settled, waking the steps that wait for them.
+    fn settle(&self, n: u64) {
+        self.settled.send_modify(|settled| *settled += n);
     }
 }
 
@@ -83,12 +159,14 @@ impl Sender {
             let _ = Arc::clone(&connections)
                 .run_async(request.keys, request.args)
                 .await;
+            self.cancels.settle(1);
         }
     }
 
     fn send_blocking(mut self, connections: &Connections) {
         while let Some(request) = self.next() {
             let _ = connections.run_blocking(&request.keys, &request.args);
+            self.cancels.settle(1);
         }
     }
 }
@@ -97,8 +175,11 @@ impl Drop for Sender {
     fn drop(&mut self) {
         if !self.done {
             let mut queue = self.cancels.queue.lock();
+            let dropped = queue.requests.len() as u64;
             queue.requests.clear();
             queue.sending = false;
+            drop(queue);
+            self.cancels.settle(dropped);
         }
     }
 }

@@ -187,7 +187,11 @@
 //! the node did not run the call, so the call follows one, to the node named (a
 //! second fails the call with [`Applied::No`]); only a blocking call through a
 //! cluster client you built fails with the first. Connect and response timeouts
-//! are [`RedisOptions`] (250 ms by default). State formats are not versioned:
+//! are [`RedisOptions`] (250 ms by default). A step made while cancels given to
+//! the store before it ([`Store::cancel_detached`](crate::stores::Store::cancel_detached),
+//! e.g. abandoned async waits) are still on their way first waits for them, at most
+//! the response timeout (then it fails unsent, [`Applied::No`]): it must not
+//! overtake them, or they would give back nothing. State formats are not versioned:
 //! after an upgrade that changes one, clear the limiter's keys or give the new version its own
 //! [`RedisOptions::prefix`]. A packed state of the wrong size is refused
 //! ([`Applied::No`], the key left as it is), never misread.

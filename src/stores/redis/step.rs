@@ -116,6 +116,15 @@ impl<K, A: RedisAlgorithm> RedisStore<K, A> {
         }))
     }
 
+    /// Waits, blocking, until the cancels given to this store before now are
+    /// settled (see [`cancels`](super::cancels)): a step must not overtake them.
+    fn after_cancels(&self) -> Result<(), Error> {
+        match self.cancels.pending() {
+            Some(pending) => pending.settled_blocking(self.options.response_timeout),
+            None => Ok(()),
+        }
+    }
+
     /// Sends the step on `keys` and writes one answer per key into `out` (none
     /// for a cancel, which answers nothing).
     fn run<'k, Q: RenderKey + ?Sized + 'k>(
@@ -130,6 +139,7 @@ impl<K, A: RedisAlgorithm> RedisStore<K, A> {
         let Some(request) = self.request(algorithm, keys, now, step, answer)? else {
             return Ok(());
         };
+        self.after_cancels()?;
         let reply = self
             .connections
             .run_blocking(&request.keys, &request.args)?;
@@ -198,6 +208,7 @@ where
         let Some(request) = self.request(algorithm, [key], now, step, Answer::Report)? else {
             return Ok(blank());
         };
+        self.after_cancels()?;
         let reply = self
             .connections
             .run_blocking(&request.keys, &request.args)?;
@@ -231,7 +242,11 @@ where
             },
         };
         let connections = Arc::clone(&self.connections);
+        let (pending, timeout) = (self.cancels.pending(), self.options.response_timeout);
         Box::pin(async move {
+            if let Some(pending) = pending {
+                pending.settled(timeout).await?;
+            }
             let reply = connections.run_async(request.keys, request.args).await?;
             reported_from(&reply, &step, &request.layout)
         })
@@ -259,7 +274,11 @@ where
             matches!(step, Operation::Peek { .. }),
         );
         let connections = Arc::clone(&self.connections);
+        let (pending, timeout) = (self.cancels.pending(), self.options.response_timeout);
         async move {
+            if let Some(pending) = pending {
+                pending.settled(timeout).await?;
+            }
             let reply = connections.run_async(request.keys, request.args).await?;
             let mut out = blank;
             if !cancel {
@@ -271,8 +290,9 @@ where
     }
 
     /// Sends the cancel after every cancel given to this store (or a clone) before
-    /// it, in order, each once the one before has been answered, and returns at
-    /// once: inside a tokio runtime one task sends the queued cancels on the
+    /// it, in order, each once the one before has been answered, and ahead of
+    /// every step made after it (which waits for it, at most the response
+    /// timeout), and returns at once: inside a tokio runtime one task sends the queued cancels on the
     /// multiplexed connection; outside one the calling thread sends them on a
     /// blocking connection, each waiting at most the response timeout, unless a
     /// sender is already at work. Replies and failures are not awaited by the
