@@ -1,7 +1,8 @@
 //! The Redis store (feature `redis`) on a real server the harness starts: the
 //! store's own behaviour, each algorithm's decisions against memory on random
-//! traces, keyed reservations, and abandoned waits. Sets on Redis, Cluster and TLS
-//! have crates of their own.
+//! traces, keyed reservations, abandoned waits, and the limiter API on a Cluster
+//! as its docs describe it (`cluster_from_docs`). Sets on Redis, the Cluster's
+//! routing and TLS have crates of their own.
 
 mod support;
 
@@ -9,6 +10,8 @@ mod support;
 mod abandoned_waits;
 #[path = "redis_store/bad_input_from_docs.rs"]
 mod bad_input_from_docs;
+#[path = "redis_store/cluster_from_docs.rs"]
+mod cluster_from_docs;
 #[path = "redis_store/configuration.rs"]
 mod configuration;
 #[path = "redis_store/deadlines.rs"]
@@ -23,6 +26,8 @@ mod leaky_bucket;
 mod operating_from_docs;
 #[path = "redis_store/outages_and_leases.rs"]
 mod outages_and_leases;
+#[path = "redis_store/runtimes.rs"]
+mod runtimes;
 #[path = "redis_store/sliding_log.rs"]
 mod sliding_log;
 #[path = "redis_store/sliding_window_buckets.rs"]

@@ -1,7 +1,8 @@
 //! Connections and step calls: a pool of blocking connections (each checked before
 //! a call, so that one the server closed while idle is replaced rather than written
-//! to; on Cluster, one per node the call is [routed](super::cluster_routes) to), one
-//! shared multiplexed async connection (replaced once its reader sees it closed),
+//! to; on Cluster, one per node the call is [routed](super::cluster_routes) to), a
+//! shared multiplexed async connection per tokio runtime that calls (replaced once
+//! its reader sees it closed),
 //! and the one rule for running a step (`FCALL` of the [library](super::library);
 //! only the server's "Function not found" loads it and calls once more, and only a
 //! Cluster redirect sends it once more, to the node named) with the one rule for
@@ -25,6 +26,7 @@ use redis::{
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use tokio::runtime::{Handle, Id as RuntimeId};
 
 /// Where connections come from.
 pub(super) enum Backend {
@@ -97,6 +99,9 @@ pub(super) fn cluster_client<I: redis::IntoConnectionInfo>(
 /// The most idle blocking connections a store keeps.
 const MAX_IDLE: usize = 16;
 
+/// The most async connections a store keeps, one per runtime that called it.
+const MAX_RUNTIMES: usize = 8;
+
 /// The connections of one store.
 pub(super) struct Connections {
     backend: Backend,
@@ -106,9 +111,14 @@ pub(super) struct Connections {
     /// it back only if it ended cleanly: a connection whose reply may still be in
     /// flight is dropped, so no later call can read a stale reply.
     idle: Mutex<Vec<(Option<Node>, Blocking)>>,
-    /// The shared async connection, opened by the first async call and dropped after
-    /// an I/O failure, or once it is known closed, so the next call opens a fresh one.
-    multiplexed: tokio::sync::Mutex<Option<(Multiplexed, Closed)>>,
+    /// The shared async connections, one per tokio runtime that has called, each
+    /// opened by that runtime's first async call and dropped after an I/O failure,
+    /// or once it is known closed, so the next call opens a fresh one. Per
+    /// runtime, because a connection is driven by a task of the runtime that
+    /// opened it: a call from another runtime would wait on one that may be idle
+    /// (a current-thread runtime between its `block_on`s) or gone (dropped). The
+    /// oldest is dropped past [`MAX_RUNTIMES`].
+    multiplexed: tokio::sync::Mutex<Vec<(RuntimeId, Multiplexed, Closed)>>,
 }
 
 /// Whether a multiplexed connection has ended. Its driver task reads the socket all
@@ -141,11 +151,14 @@ pub(super) fn failure(applied: Applied, source: RedisError) -> Error {
 
 /// What a failed call means: a server's error reply (a script error, a missing
 /// function after a reload, a Cluster redirect) means the step did not run; a refused
-/// connection means it was never sent; anything else after sending (a timeout, a
-/// dropped connection, an unreadable reply) may have run.
+/// connection, or a Cluster client with no connection to the slot's node (a node
+/// that is down: found before anything is sent), means it was never sent; anything
+/// else after sending (a timeout, a dropped connection, an unreadable reply) may
+/// have run.
 fn applied_of(error: &RedisError) -> Applied {
     match error.kind() {
         ErrorKind::Server(_) | ErrorKind::Extension => Applied::No,
+        ErrorKind::ClusterConnectionNotFound => Applied::No,
         _ if error.is_connection_refusal() => Applied::No,
         _ => Applied::Unknown,
     }
@@ -243,7 +256,7 @@ impl Connections {
             backend,
             options,
             idle: Mutex::new(Vec::new()),
-            multiplexed: tokio::sync::Mutex::new(None),
+            multiplexed: tokio::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -415,11 +428,15 @@ impl Connections {
         })
     }
 
-    async fn multiplexed(&self) -> Result<Multiplexed, RedisError> {
-        let mut slot = self.multiplexed.lock().await;
-        match slot.as_ref() {
-            Some((conn, closed)) if !closed.is_set() => return Ok(conn.clone()),
-            _ => {}
+    /// The calling runtime's async connection, opened if it has none open.
+    async fn multiplexed(&self, runtime: RuntimeId) -> Result<Multiplexed, RedisError> {
+        let mut connections = self.multiplexed.lock().await;
+        if let Some(at) = connections.iter().position(|(id, ..)| *id == runtime) {
+            let (_, conn, closed) = &connections[at];
+            if !closed.is_set() {
+                return Ok(conn.clone());
+            }
+            connections.remove(at);
         }
         let closed = Closed::default();
         let conn = match &self.backend {
@@ -444,7 +461,10 @@ impl Connections {
                 Multiplexed::Cluster(client.get_async_connection().await?)
             }
         };
-        *slot = Some((conn.clone(), closed));
+        if connections.len() >= MAX_RUNTIMES {
+            connections.remove(0);
+        }
+        connections.push((runtime, conn.clone(), closed));
         Ok(conn)
     }
 
@@ -465,8 +485,9 @@ impl Connections {
         keys: Vec<String>,
         args: Vec<String>,
     ) -> Result<Vec<i64>, Error> {
+        let runtime = Handle::current().id();
         let mut conn = self
-            .multiplexed()
+            .multiplexed(runtime)
             .await
             .map_err(|e| self.failed(Phase::Connecting, e))?;
         let cmd = library().call(&keys, &args);
@@ -482,8 +503,8 @@ impl Connections {
         result.map_err(|e| {
             if applied_of(&e) == Applied::Unknown || e.kind() == ErrorKind::Io {
                 // Open a fresh connection for the next call: this one may be dead.
-                if let Ok(mut slot) = self.multiplexed.try_lock() {
-                    *slot = None;
+                if let Ok(mut connections) = self.multiplexed.try_lock() {
+                    connections.retain(|(id, ..)| *id != runtime);
                 }
             }
             self.failed(Phase::Replying, e)

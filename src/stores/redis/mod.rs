@@ -212,13 +212,17 @@
 //! Blocking calls ([`Store::apply`]) take a connection from a pool (opening one when
 //! none is idle, so each thread in flight has its own, and keeping at most 16 idle
 //! after a burst); async calls
-//! ([`Store::apply_async`]) share one multiplexed connection, which speaks RESP3 so
+//! ([`Store::apply_async`]) share one multiplexed connection per tokio runtime
+//! that calls (at most 8, the oldest dropped first), which speaks RESP3 so
 //! that redis-rs tells the store when it closes. That connection is tokio's
-//! (redis-rs's `tokio-comp`), but no runtime is required of the caller: a call
-//! made inside a tokio runtime runs there; one made outside (a bare
-//! `futures::executor::block_on`, async-std, smol) runs on the store's own
-//! runtime, one thread started by the first such call and shared by the process's
-//! stores, and is awaited from the caller's executor (see `runtime.rs`).
+//! (redis-rs's `tokio-comp`), driven by a task of the runtime that opened it, so
+//! each runtime has its own: a call never waits on a runtime that is idle (a
+//! current-thread runtime between its `block_on`s) or dropped. No runtime is
+//! required of the caller: a call made inside a tokio runtime runs there; one made
+//! outside (a bare `futures::executor::block_on`, async-std, smol) runs on the
+//! store's own runtime, one thread started by the first such call and shared by
+//! the process's stores, and is awaited from the caller's executor (see
+//! `runtime.rs`).
 //!
 //! [`Applied::No`]: crate::Applied::No
 //! [`Applied::Unknown`]: crate::Applied::Unknown

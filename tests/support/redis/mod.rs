@@ -575,6 +575,25 @@ impl RedisCluster {
         self.wait_ok();
     }
 
+    /// Kills node `index` (SIGKILL) and leaves it down: its port refuses
+    /// connections. The others serve their slots until they agree the node
+    /// failed (the cluster node timeout, 5 s).
+    pub fn kill_node(&mut self, index: usize) {
+        let child = &mut self.children[index];
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    /// Freezes node `index` (SIGSTOP): its connections stay open, nothing answers.
+    pub fn pause_node(&mut self, index: usize) {
+        signal(self.children[index].id(), "-STOP");
+    }
+
+    /// Thaws a node [`pause_node`](Self::pause_node) froze (SIGCONT).
+    pub fn resume_node(&mut self, index: usize) {
+        signal(self.children[index].id(), "-CONT");
+    }
+
     fn wait_ok(&self) {
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
