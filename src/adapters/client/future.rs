@@ -79,7 +79,10 @@ pin_project! {
     /// a wait) does not. A cost of 0 is free: it honours the holds but takes no
     /// permits and no turn.
     ///
-    /// Dropped while waiting for its permits, it gives them back.
+    /// Dropped while waiting for its permits, it gives them back. Dropped while
+    /// waiting for its turn after a hold, it keeps that turn booked: the turns are
+    /// a cursor of the key's hold, not reservations, so the next request of the
+    /// key goes one turn later than if it had never asked.
     #[must_use = "futures do nothing unless polled"]
     #[project = ResponseFutureProj]
     pub struct ResponseFuture<S, Req, P, R>

@@ -28,7 +28,7 @@
 //! `poll_ready` is always ready and never needs to be called first (the wait happens
 //! in the response future, which readies a clone of the inner service itself);
 //! each request has its own key and cost; a request future dropped while it waits
-//! gives its permits back; waiters are served in the order they asked (the
+//! for its permits gives them back (a turn after a hold stays booked); waiters are served in the order they asked (the
 //! limiter's reservations); and a server's `Retry-After` / `RateLimit` answer slows
 //! the key down ([`HoldBack`](super::HoldBack)).
 //!
