@@ -112,18 +112,18 @@ impl Cancels {
             Err(_) => sender.send_blocking(connections),
         }
     }
-}
 
-impl Cancels {
     /// What a step made now waits for: `None` when every cancel given so far is
     /// settled.
     pub(super) fn pending(&self) -> Option<Pending> {
         let given = self.queue.lock().given;
-        let settled = self.settled.subscribe();
-        if *settled.borrow() >= given {
+        if *self.settled.borrow() >= given {
             return None;
         }
-        Some(Pending { settled, given })
+        Some(Pending {
+            settled: self.settled.subscribe(),
+            given,
+        })
     }
 
     /// Counts `n` more cancels settled, waking the steps that wait for them.
