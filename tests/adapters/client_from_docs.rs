@@ -844,8 +844,25 @@ async fn requests_timing_out_together_give_their_turns_back() {
     let limiter = RateLimiter::new(unbursting(5.0)); // one every 200 ms
     let client =
         ClientLayer::new(limiter).layer(service_fn(|n: u32| async move { Ok::<_, Infallible>(n) }));
+    let waited = eight_time_out_then_one(client).await;
+    // Given back, the next turn is at most one interval away; kept, it would be
+    // behind all eight (about 1.5 s).
+    assert!(
+        waited < Duration::from_millis(800),
+        "waited {waited:?} behind abandoned turns"
+    );
+}
+
+/// Over `client`, at 5 per second with no burst: request 0, then 1 to 8 each with
+/// a 300 ms timeout on tasks of their own (their turns at 0.2, 0.4, ... 1.6 s: all
+/// but at most two time out together), then request 99: how long 99 waited.
+async fn eight_time_out_then_one<S>(client: S) -> Duration
+where
+    S: Service<u32> + Clone + Send + 'static,
+    S::Future: Send,
+    S::Error: std::fmt::Debug,
+{
     client.clone().oneshot(0).await.unwrap();
-    // Turns at 0.2, 0.4, ... 1.6 s; all but the first time out at 0.3 s.
     let tasks: Vec<_> = (1..=8)
         .map(|n| {
             let client = client.clone();
@@ -865,14 +882,8 @@ async fn requests_timing_out_together_give_their_turns_back() {
         "{sent} of 8 were sent within 300 ms at 5 per second"
     );
     let asked = Instant::now();
-    client.clone().oneshot(99).await.unwrap();
-    let waited = asked.elapsed();
-    // Given back, the next turn is at most one interval away; kept, it would be
-    // behind all eight (about 1.5 s).
-    assert!(
-        waited < Duration::from_millis(800),
-        "waited {waited:?} behind abandoned turns"
-    );
+    client.oneshot(99).await.unwrap();
+    asked.elapsed()
 }
 
 /// The module, under concurrency: "the server's answer to one of them holds back
@@ -1355,29 +1366,7 @@ async fn requests_over_the_redis_store_timing_out_together_give_their_turns_back
     let limiter = KeyedRateLimiter::with_store(unbursting(5.0), store, DefaultClock::new());
     let client = ClientLayer::with_weigher(limiter, |_: &u32| ("api".to_owned(), 1))
         .layer(service_fn(|n: u32| async move { Ok::<_, Infallible>(n) }));
-    client.clone().oneshot(0).await.unwrap();
-    // Turns at 0.2, 0.4, ... 1.6 s; all but the first time out at 0.3 s.
-    let tasks: Vec<_> = (1..=8)
-        .map(|n| {
-            let client = client.clone();
-            tokio::spawn(async move {
-                tokio::time::timeout(Duration::from_millis(300), client.oneshot(n))
-                    .await
-                    .is_ok()
-            })
-        })
-        .collect();
-    let mut sent = 0;
-    for task in tasks {
-        sent += usize::from(task.await.unwrap());
-    }
-    assert!(
-        sent <= 2,
-        "{sent} of 8 were sent within 300 ms at 5 per second"
-    );
-    let asked = Instant::now();
-    client.clone().oneshot(99).await.unwrap();
-    let waited = asked.elapsed();
+    let waited = eight_time_out_then_one(client).await;
     assert!(
         waited < Duration::from_millis(800),
         "waited {waited:?} behind abandoned turns"

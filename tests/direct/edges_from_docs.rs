@@ -46,6 +46,23 @@ enum Refusal {
     Rate,
 }
 
+/// Checks that an error's message `text` names the parameter `what` and the
+/// `requirement` it broke, both given.
+fn assert_names(label: &str, text: &str, what: &str, requirement: &str) {
+    assert!(
+        !what.is_empty() && !requirement.is_empty(),
+        "{label}: {text:?}"
+    );
+    assert!(
+        text.contains(what),
+        "{label}: {text:?} does not name {what:?}"
+    );
+    assert!(
+        text.contains(requirement),
+        "{label}: {text:?} does not say {requirement:?}"
+    );
+}
+
 /// Checks that `got` is the expected typed error and that its message names the
 /// parameter and what it must be (`ConfigError`'s docs: "each variant names the
 /// parameter and what it must be").
@@ -66,18 +83,7 @@ fn assert_refused<T>(label: &str, got: Result<T, ConfigError>, expected: Refusal
             if let Refusal::Count(Some(want)) = expected {
                 assert_eq!(*value, want, "{label}: {err:?}");
             }
-            assert!(
-                !what.is_empty() && !requirement.is_empty(),
-                "{label}: {err:?}"
-            );
-            assert!(
-                text.contains(what),
-                "{label}: {text:?} does not name {what:?}"
-            );
-            assert!(
-                text.contains(requirement),
-                "{label}: {text:?} does not say {requirement:?}"
-            );
+            assert_names(label, &text, what, requirement);
         }
         (
             ConfigError::InvalidDuration {
@@ -95,18 +101,7 @@ fn assert_refused<T>(label: &str, got: Result<T, ConfigError>, expected: Refusal
                     assert_eq!(*value, want, "{label}: {err:?}");
                 }
             }
-            assert!(
-                !what.is_empty() && !requirement.is_empty(),
-                "{label}: {err:?}"
-            );
-            assert!(
-                text.contains(what),
-                "{label}: {text:?} does not name {what:?}"
-            );
-            assert!(
-                text.contains(requirement),
-                "{label}: {text:?} does not say {requirement:?}"
-            );
+            assert_names(label, &text, what, requirement);
         }
         (ConfigError::InvalidColdFactor { .. }, Refusal::ColdFactor) => {
             assert!(text.contains("cold"), "{label}: {text:?}");
