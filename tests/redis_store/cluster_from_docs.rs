@@ -900,36 +900,14 @@ fn async_limiter(cluster: &RedisCluster, prefix: &str) -> OnRedis<SlidingLog, De
 fn an_async_call_in_a_second_runtime_is_answered_after_the_first_runtime_is_dropped() {
     let cluster = RedisCluster::start();
     let handle = async_limiter(&cluster, "runtimes:").to_async();
-    let key = s("k");
-    {
-        let first = current_thread_runtime();
-        let d = first.block_on(handle.check(&key, 1)).unwrap();
-        assert_eq!(d.remaining(), 99);
-    }
-    // Nothing is wrong with the Cluster: the call is answered, and counted.
-    let second = current_thread_runtime();
-    let answered = second.block_on(handle.check(&key, 1));
-    assert_eq!(answered.map(|d| d.remaining()), Ok(98));
+    crate::runtimes::second_runtime_after_the_first_is_dropped(&handle);
 }
 
 #[test]
 fn an_async_call_outside_tokio_is_answered_while_the_runtime_that_called_first_is_idle() {
     let cluster = RedisCluster::start();
     let handle = async_limiter(&cluster, "idle:").to_async();
-    let key = s("k");
-    let runtime = current_thread_runtime();
-    assert_eq!(
-        runtime.block_on(handle.check(&key, 1)).unwrap().remaining(),
-        99
-    );
-    // Outside tokio the call runs on the store's own runtime: nothing is
-    // wrong with the Cluster, so it is answered, and counted.
-    let answered = futures::executor::block_on(handle.check(&key, 1));
-    assert_eq!(answered.map(|d| d.remaining()), Ok(98));
-    assert_eq!(
-        runtime.block_on(handle.check(&key, 1)).unwrap().remaining(),
-        97
-    );
+    crate::runtimes::outside_tokio_while_the_first_runtime_is_idle(&handle);
 }
 
 // ---------------------------------------------------------------------------
