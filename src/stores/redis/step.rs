@@ -4,6 +4,8 @@
 //! The protocol is in the [module docs](super).
 
 use super::algorithm::EXACT;
+use super::cancels::Pending;
+use super::options::RedisOptions;
 use super::reply::{answers_from, cancel_args, reported_from, Layout};
 use super::{keys, RedisAlgorithm, RedisStore, TimeSource};
 use crate::algorithms::{Decision, Receipt, Report};
@@ -23,6 +25,16 @@ pub(super) struct Request {
     layout: Layout,
     /// The step's cost: a set's receipt records it.
     cost: u64,
+}
+
+impl Request {
+    /// Restarts the call's deadline (if it has one: a cancel has none) from now,
+    /// for a call sent later than it was made.
+    fn sent_now(&mut self, options: &RedisOptions) {
+        if let Some(deadline) = self.args.get_mut(1).filter(|d| !d.is_empty()) {
+            *deadline = options.deadline_from_now();
+        }
+    }
 }
 
 /// What a step's reply carries besides each key's decision.
@@ -118,11 +130,20 @@ impl<K, A: RedisAlgorithm> RedisStore<K, A> {
 
     /// Waits, blocking, until the cancels given to this store before now are
     /// settled (see [`cancels`](super::cancels)): a step must not overtake them.
-    fn after_cancels(&self) -> Result<(), Error> {
-        match self.cancels.pending() {
-            Some(pending) => pending.settled_blocking(self.options.response_timeout),
-            None => Ok(()),
+    /// A step that waited carries a deadline from the end of its wait, when it is
+    /// sent.
+    fn after_cancels(&self, request: &mut Request) -> Result<(), Error> {
+        if let Some(pending) = self.cancels.pending() {
+            pending.settled_blocking(self.options.response_timeout)?;
+            request.sent_now(&self.options);
         }
+        Ok(())
+    }
+
+    /// What an async step made now waits for, with the options it then sends by.
+    fn pending_cancels(&self) -> Option<(Pending, RedisOptions)> {
+        let pending = self.cancels.pending()?;
+        Some((pending, self.options.clone()))
     }
 
     /// Sends the step on `keys` and writes one answer per key into `out` (none
@@ -136,10 +157,10 @@ impl<K, A: RedisAlgorithm> RedisStore<K, A> {
         answer: Answer,
         out: &mut [(Decision, Receipt)],
     ) -> Result<(), Error> {
-        let Some(request) = self.request(algorithm, keys, now, step, answer)? else {
+        let Some(mut request) = self.request(algorithm, keys, now, step, answer)? else {
             return Ok(());
         };
-        self.after_cancels()?;
+        self.after_cancels(&mut request)?;
         let reply = self
             .connections
             .run_blocking(&request.keys, &request.args)?;
@@ -205,10 +226,10 @@ where
         step: Operation<'_>,
         each: &mut dyn FnMut(Decision),
     ) -> Result<(Decision, Receipt), Error> {
-        let Some(request) = self.request(algorithm, [key], now, step, Answer::Report)? else {
+        let Some(mut request) = self.request(algorithm, [key], now, step, Answer::Report)? else {
             return Ok(blank());
         };
-        self.after_cancels()?;
+        self.after_cancels(&mut request)?;
         let reply = self
             .connections
             .run_blocking(&request.keys, &request.args)?;
@@ -227,7 +248,7 @@ where
     where
         Q: Sized,
     {
-        let request = match self.request(algorithm, [key], now, step, Answer::Report) {
+        let mut request = match self.request(algorithm, [key], now, step, Answer::Report) {
             Ok(Some(request)) => request,
             Ok(None) => return Box::pin(futures::future::ready(Ok((blank(), Vec::new())))),
             Err(e) => return Box::pin(futures::future::ready(Err(e))),
@@ -242,10 +263,11 @@ where
             },
         };
         let connections = Arc::clone(&self.connections);
-        let (pending, timeout) = (self.cancels.pending(), self.options.response_timeout);
+        let pending = self.pending_cancels();
         Box::pin(async move {
-            if let Some(pending) = pending {
-                pending.settled(timeout).await?;
+            if let Some((pending, options)) = pending {
+                pending.settled(options.response_timeout).await?;
+                request.sent_now(&options);
             }
             let reply = connections.run_async(request.keys, request.args).await?;
             reported_from(&reply, &step, &request.layout)
@@ -263,7 +285,7 @@ where
         Q: Sized,
     {
         let blank = vec![blank(); keys.len()];
-        let request = match self.request(algorithm, keys, now, step, Answer::Receipt) {
+        let mut request = match self.request(algorithm, keys, now, step, Answer::Receipt) {
             Ok(Some(request)) => request,
             Ok(None) => return futures::future::ready(Ok(blank)).boxed(),
             Err(e) => return futures::future::ready(Err(e)).boxed(),
@@ -274,10 +296,11 @@ where
             matches!(step, Operation::Peek { .. }),
         );
         let connections = Arc::clone(&self.connections);
-        let (pending, timeout) = (self.cancels.pending(), self.options.response_timeout);
+        let pending = self.pending_cancels();
         async move {
-            if let Some(pending) = pending {
-                pending.settled(timeout).await?;
+            if let Some((pending, options)) = pending {
+                pending.settled(options.response_timeout).await?;
+                request.sent_now(&options);
             }
             let reply = connections.run_async(request.keys, request.args).await?;
             let mut out = blank;
@@ -292,11 +315,11 @@ where
     /// Sends the cancel after every cancel given to this store (or a clone) before
     /// it, in order, each once the one before has been answered, and ahead of
     /// every step made after it (which waits for it, at most the response
-    /// timeout), and returns at once: inside a tokio runtime one task sends the queued cancels on the
-    /// multiplexed connection; outside one the calling thread sends them on a
-    /// blocking connection, each waiting at most the response timeout, unless a
-    /// sender is already at work. Replies and failures are not awaited by the
-    /// caller (a lost cancel leaves the permits taken).
+    /// timeout), and returns at once: inside a tokio runtime one task sends the
+    /// queued cancels on the multiplexed connection; outside one the calling
+    /// thread sends them on a blocking connection, each waiting at most the
+    /// response timeout, unless a sender is already at work. Replies and failures
+    /// are not awaited by the caller (a lost cancel leaves the permits taken).
     fn cancel_detached(
         &self,
         algorithm: &A,
