@@ -1,6 +1,7 @@
 //! The keyed limiter and its in-memory store: per-key decisions, every algorithm
 //! and set keyed, keyed reservations, the store's forgetting and cap, hostile
-//! keys, and keys looked up by their borrowed form.
+//! keys, keys looked up by their borrowed form, and the store wrappers (deny cache,
+//! leases, failover) tested from their docs.
 
 mod support;
 
@@ -18,3 +19,5 @@ mod limiter;
 mod reservations;
 #[path = "keyed/store.rs"]
 mod store;
+#[path = "keyed/wrappers_from_docs.rs"]
+mod wrappers_from_docs;

@@ -195,6 +195,10 @@ impl<K: Hash + Eq + Clone> Table<K> {
         }
         let slot = Slot::default();
         keys.slots.insert(key.to_owned(), Arc::clone(&slot));
+        // A new entry may end before anything the last sweep saw (after a sweep
+        // that left the table empty, nothing at all was due): as the sweep rules
+        // for an entry without a lease, the next full table looks again.
+        keys.sweep_at = keys.sweep_at.min(now.saturating_add(1));
         Some(slot)
     }
 

@@ -131,6 +131,8 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
             self.release(freed);
             if shard.table.is_crowded() {
                 shard.table.grow(&empty);
+            } else {
+                shard.table.maybe_shrink(&empty);
             }
         }
         shard.table.insert(hash, state, &empty);
@@ -147,10 +149,11 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
         let freed = shard
             .table
             .sweep(1, &empty, |state| algorithm.is_replenished(state, now));
-        if freed > 0 {
-            self.release(freed);
-            shard.table.maybe_shrink(&empty);
-        }
+        self.release(freed);
+        // Halves a table below 1/4 full (a check of two numbers otherwise), also
+        // one that a sweep for room emptied: shrinking a step per tick keeps the
+        // rebuilds' cost proportional to what they save.
+        shard.table.maybe_shrink(&empty);
     }
 
     pub(super) fn full(&self) -> Error {
