@@ -60,6 +60,13 @@
 //! A set with no member limits nothing: every call is allowed, with `u64::MAX`
 //! remaining.
 //!
+//! A refused set records nothing in any member, also in one whose own refusals
+//! count (a [`SlidingLog`](crate::algorithms::SlidingLog) recording refusals, a
+//! [`SlidingWindowCounter`](crate::algorithms::SlidingWindowCounter) counting
+//! attempts). Such a member still answers as its own step would, as if the refused
+//! attempt were recorded, so a set's refusal by it can name a `retry_after` later
+//! than the first instant the call would succeed: later, never earlier.
+//!
 //! # Reservations (Guava's limiters, the leaky-bucket queue)
 //!
 //! A caller willing to wait (`max_wait > 0`, e.g. a blocking `acquire`) is granted
