@@ -128,14 +128,9 @@ where
             Plan::Leased(decision) => return Ok((decision, Receipt::NONE)),
             Plan::Store => {}
             Plan::Lease(taking) => {
-                let lease = take(self.size);
                 let mut each = Vec::new();
-                let (grant, _) = match report {
-                    Some(_) => {
-                        inner.apply_key_each(algorithm, key, now, lease, &mut |d| each.push(d))?
-                    }
-                    None => Store::<Q, A>::apply_key(inner, algorithm, key, now, lease)?,
-                };
+                let into = report.is_some().then_some(&mut each);
+                let (grant, _) = ask_blocking(inner, algorithm, key, now, take(self.size), into)?;
                 let sizes = (self.size, self.period);
                 let settled = Self::settle(
                     sizes,
@@ -151,12 +146,7 @@ where
                 }
             }
         }
-        match report {
-            Some(report) => {
-                inner.apply_key_each(algorithm, key, now, take(cost), &mut |d| report.push(d))
-            }
-            None => Store::<Q, A>::apply_key(inner, algorithm, key, now, take(cost)),
-        }
+        ask_blocking(inner, algorithm, key, now, take(cost), report)
     }
 
     /// [`take_key`](Self::take_key) as a future that borrows nothing: the answer
@@ -203,6 +193,27 @@ where
             ask(&*inner, &algorithm, &key, now, take(cost), reporting).await
         }
         .boxed()
+    }
+}
+
+/// `step` on `key` from `store`, blocking: the answer, and with `report` how every
+/// limit stands after it, pushed into it.
+fn ask_blocking<S, K, A>(
+    store: &S,
+    algorithm: &A,
+    key: &K,
+    now: Nanos,
+    step: Operation<'_>,
+    report: Option<&mut Vec<Decision>>,
+) -> Result<(Decision, Receipt), Error>
+where
+    S: Store<K, A>,
+    K: ?Sized,
+    A: Algorithm,
+{
+    match report {
+        Some(report) => store.apply_key_each(algorithm, key, now, step, &mut |d| report.push(d)),
+        None => store.apply_key(algorithm, key, now, step),
     }
 }
 
