@@ -168,11 +168,7 @@ where
                     let decision: Decision = self.inner.apply_key(algorithm, key, now, step)?;
                     (decision, Receipt::NONE)
                 };
-                if decision.is_allowed() {
-                    self.table.forget(key);
-                } else {
-                    self.table.record(key, ticket, now, keep, decision, &[]);
-                }
+                self.table.record(key, ticket, now, keep, decision, &[]);
                 Ok(R::decided(decision, receipt))
             }
         }
