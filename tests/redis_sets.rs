@@ -13,7 +13,7 @@ use redis_support::trace::{
 use redis_support::{assert_unapplied_error, unique_prefix, RedisCluster, RedisServer};
 use sluicegate::algorithms::Receipt;
 use sluicegate::algorithms::{
-    AllOf, FixedWindow, LeakyBucket, Limits, SlidingLog, SlidingWindowBuckets,
+    AllOf, Counting, FixedWindow, LeakyBucket, Limits, SlidingLog, SlidingWindowBuckets,
     SlidingWindowCounter, SmoothBursty, SmoothWarmingUp,
 };
 use sluicegate::stores::redis::{RedisAlgorithm, RedisStore};
@@ -106,6 +106,22 @@ fn random_traces_of_sets_decide_as_the_algorithm() {
         703,
         7 * MS,
         1 << 52,
+    ));
+    // Members whose refusals count on their own answer a set as if they did not.
+    totals.add(run(
+        &server,
+        &AllOf::new((
+            SlidingWindowCounter::new(4, ms(60))
+                .unwrap()
+                .with_counting(Counting::Attempts),
+            SlidingLog::new(5, ms(100))
+                .unwrap()
+                .with_min_spacing(ms(3))
+                .with_rejected_recorded(),
+        )),
+        704,
+        12 * MS,
+        1_763_900_000_000_000,
     ));
     totals.assert_each_above(100);
 }

@@ -7,3 +7,5 @@ mod support;
 mod all_of_and_limits;
 #[path = "sets/allocation.rs"]
 mod allocation;
+#[path = "sets/recording_members.rs"]
+mod recording_members;

@@ -308,6 +308,38 @@ pub trait Algorithm: Send + Sync + 'static {
         self.reserve::<Decision>(&mut scratch, now, cost, 0)
     }
 
+    /// For an algorithm whose refusals change its state (a
+    /// [`SlidingLog`] recording rejected attempts, a
+    /// [`SlidingWindowCounter`] counting attempts): the decision a zero-wait
+    /// [`reserve`](Algorithm::reserve) would give now if its refusal recorded
+    /// nothing, without changing anything. `None`, the default, for an algorithm
+    /// whose refusals change nothing, where [`peek`](Algorithm::peek) is that
+    /// answer.
+    ///
+    /// A set ([`AllOf`], [`Limits`]) asks its members this: a refused set records
+    /// nothing in any member, so a member's `retry_after` is the first instant its
+    /// limit admits the call, not the later one at which a recorded attempt would
+    /// have left. A grant is the same either way.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, Decision, SlidingLog};
+    /// use std::time::Duration;
+    /// let s = 1_000_000_000;
+    /// let log = SlidingLog::new(1, Duration::from_secs(10)).unwrap();
+    /// let recording = log.with_rejected_recorded();
+    /// let mut state = recording.initial_state(0);
+    /// assert!(recording.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
+    /// // At 4 s the entry of 0 s leaves at 10 s; a recorded attempt would stay until 14 s.
+    /// assert_eq!(recording.peek(&state, 4 * s, 1).retry_after_nanos(), 10 * s);
+    /// let unrecorded = recording.peek_unrecorded(&state, 4 * s, 1).unwrap();
+    /// assert_eq!(unrecorded.retry_after_nanos(), 6 * s);
+    /// assert_eq!(log.peek_unrecorded(&log.initial_state(0), 0, 1), None);
+    /// ```
+    fn peek_unrecorded(&self, state: &Self::State, now: Nanos, cost: u64) -> Option<Decision> {
+        let _ = (state, now, cost);
+        None
+    }
+
     /// Gives back the permits of a grant whose caller has not acted on it, given
     /// its `receipt` and the time `acts_at` it was to act, by Go's
     /// `Reservation.Cancel` rule (the crate's one cancel rule): up to `acts_at`,

@@ -1,7 +1,7 @@
 //! [`AllOf`]: a statically typed set of two or three limits.
 
-use super::{first_refusal, Call, Tally};
-use crate::algorithms::{standing, Algorithm, Decision, Pace, Plain, Receipt, Report};
+use super::{first_refusal, member_peek, member_standing, Call, Tally};
+use crate::algorithms::{Algorithm, Decision, Pace, Plain, Receipt, Report};
 use crate::clock::Nanos;
 
 /// Two or three limits that must all admit a call: `AllOf<(A, B)>` or
@@ -119,7 +119,7 @@ macro_rules! all_of {
                     return (refusal, Receipt::NONE);
                 }
                 if REPORT {
-                    $( each(standing($m, $s, step.now, grants[$i].0)); )+
+                    $( each(member_standing($m, $s, step.now, grants[$i].0)); )+
                 }
                 let [$($g),+] = grants;
                 (tally.decision(), step.receipt([$($g.1),+]))
@@ -166,7 +166,7 @@ macro_rules! all_of {
                 let ($($m,)+) = &self.members;
                 let ($($s,)+) = &state.members;
                 let mut tally = Tally::default();
-                $( tally.add($i, $m.peek($s, now, cost)); )+
+                $( tally.add($i, member_peek($m, $s, now, cost)); )+
                 tally.decision()
             }
 

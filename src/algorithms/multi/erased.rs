@@ -1,8 +1,8 @@
 //! A limit with its types erased: what lets [`Limits`](super::Limits) hold members
 //! of any algorithms in one vector.
 
-use super::{plain, Call};
-use crate::algorithms::{standing, standing_with, Algorithm, Decision, Pace, Receipt};
+use super::{member_peek, member_standing, plain, Call};
+use crate::algorithms::{standing_with, Algorithm, Decision, Pace, Receipt};
 use crate::clock::Nanos;
 use std::any::Any;
 use std::fmt;
@@ -84,25 +84,30 @@ pub trait DynLimit: Send + Sync + 'static {
         max_wait: Nanos,
     ) -> (Decision, Receipt);
 
-    /// [`Algorithm::peek`].
+    /// [`Algorithm::peek`] as a set's member answers it: as if its refusals
+    /// recorded nothing ([`Algorithm::peek_unrecorded`]), since a set's refusal
+    /// records nothing in any member.
     fn peek_dyn(&self, state: &DynState, now: Nanos, cost: u64) -> Decision;
 
     /// [`Algorithm::standing`] after a step on `state` at `now` that answered
-    /// `answer`. The default applies the default rule through
-    /// [`peek_dyn`](DynLimit::peek_dyn); every `Algorithm` answers its own.
+    /// `answer`, by the member's answers ([`peek_dyn`](DynLimit::peek_dyn)). The
+    /// default applies the default rule; every `Algorithm` answers its own.
     fn standing_dyn(&self, state: &DynState, now: Nanos, answer: Decision) -> Decision {
         standing_with(answer, &mut |cost| self.peek_dyn(state, now, cost))
     }
 
     /// What [`reserve_dyn`](DynLimit::reserve_dyn) would answer, without changing
-    /// `state`: a peek when `max_wait` is 0 or the peek admits; otherwise a reserve on
-    /// a copy of the (unboxed) state.
+    /// `state`, as a set's member answers: a [`peek_dyn`](DynLimit::peek_dyn) when
+    /// `max_wait` is 0 or the peek admits; otherwise a reserve on a copy of the
+    /// (unboxed) state.
     fn decide_dyn(&self, state: &DynState, now: Nanos, cost: u64, max_wait: Nanos) -> Decision;
 
     /// Pass 1 of a set's call. If no member has `refused` yet and the algorithm's
     /// state is plain data (it owns no heap memory, so copying it cannot allocate),
     /// copies `state` into `backup` and reserves: answers the decision, its receipt
-    /// and `true` if allowed; a refusal leaves `state` as it was and answers `false`.
+    /// and `true` if allowed; a refusal leaves `state` as it was and answers `false`
+    /// with the refusal as a set's member answers it (see
+    /// [`peek_dyn`](DynLimit::peek_dyn)).
     /// Otherwise answers [`decide_dyn`](DynLimit::decide_dyn) and `false`, changing
     /// nothing.
     fn attempt_dyn(
@@ -164,14 +169,14 @@ impl<A: Algorithm + Clone> DynLimit for A {
     #[inline]
     fn peek_dyn(&self, state: &DynState, now: Nanos, cost: u64) -> Decision {
         match state.downcast_ref::<A::State>() {
-            Some(state) => self.peek(state, now, cost),
+            Some(state) => member_peek(self, state, now, cost),
             None => foreign(),
         }
     }
 
     fn standing_dyn(&self, state: &DynState, now: Nanos, answer: Decision) -> Decision {
         match state.downcast_ref::<A::State>() {
-            Some(state) => standing(self, state, now, answer),
+            Some(state) => member_standing(self, state, now, answer),
             None => answer,
         }
     }
@@ -215,8 +220,9 @@ impl<A: Algorithm + Clone> DynLimit for A {
         if decision.is_allowed() {
             (decision, receipt, true)
         } else {
-            state.clone_from(backup); // a refusal changes nothing; this makes sure of it
-            (decision, Receipt::NONE, false)
+            state.clone_from(backup); // the set's refusal records nothing in any member
+            let unrecorded = self.peek_unrecorded(state, now, cost);
+            (unrecorded.unwrap_or(decision), Receipt::NONE, false)
         }
     }
 

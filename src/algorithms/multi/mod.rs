@@ -63,9 +63,10 @@
 //! A refused set records nothing in any member, also in one whose own refusals
 //! count (a [`SlidingLog`](crate::algorithms::SlidingLog) recording refusals, a
 //! [`SlidingWindowCounter`](crate::algorithms::SlidingWindowCounter) counting
-//! attempts). Such a member still answers as its own step would, as if the refused
-//! attempt were recorded, so a set's refusal by it can name a `retry_after` later
-//! than the first instant the call would succeed: later, never earlier.
+//! attempts). Such a member answers the set as its refusals recorded nothing
+//! ([`Algorithm::peek_unrecorded`]), in its decisions and in how it stands after a
+//! grant: its `retry_after` is the first instant its limit admits the call. Inside
+//! a set it acts as the same limit without recorded refusals.
 //!
 //! # Reservations (Guava's limiters, the leaky-bucket queue)
 //!
@@ -204,8 +205,9 @@ impl Call {
                 receipt,
             }
         } else {
-            *state = saved; // a refusal changes nothing; this only makes sure of it
-            Attempt::Looked(grant)
+            *state = saved; // the set's refusal records nothing in any member
+            let unrecorded = algorithm.peek_unrecorded(state, self.now, self.cost);
+            Attempt::Looked(unrecorded.unwrap_or(grant))
         }
     }
 
@@ -213,14 +215,22 @@ impl Call {
     /// A zero-wait question is a peek (no copy); a caller willing to wait is asked on
     /// a scratch copy, but only when the peek refused (a member that admits a caller
     /// who will not wait admits one who would).
+    /// A member whose refusals would be recorded answers as if they were not (a
+    /// set's refusal records nothing): its zero-wait answer stands for a refusal
+    /// whatever the wait.
     #[inline]
     fn decide<A: Algorithm>(&self, algorithm: &A, state: &A::State) -> Decision {
-        let peeked = algorithm.peek(state, self.now, self.cost);
+        let unrecorded = algorithm.peek_unrecorded(state, self.now, self.cost);
+        let peeked = unrecorded.unwrap_or_else(|| algorithm.peek(state, self.now, self.cost));
         if self.max_wait == 0 || peeked.verdict() != Verdict::Denied {
             return peeked;
         }
         let mut scratch = state.clone();
-        algorithm.reserve::<Decision>(&mut scratch, self.now, self.cost, self.max_wait)
+        let waited: Decision = algorithm.reserve(&mut scratch, self.now, self.cost, self.max_wait);
+        if unrecorded.is_some() && !waited.is_allowed() {
+            return peeked;
+        }
+        waited
     }
 
     /// Reserves in `algorithm`, with its receipt if the caller wants one.
@@ -277,6 +287,32 @@ impl Call {
             }
         }
     }
+}
+
+/// What a member answers a set's zero-wait question: its answer as if its
+/// refusals recorded nothing (see [`Algorithm::peek_unrecorded`]).
+#[inline]
+fn member_peek<A: Algorithm + ?Sized>(
+    algorithm: &A,
+    state: &A::State,
+    now: Nanos,
+    cost: u64,
+) -> Decision {
+    algorithm
+        .peek_unrecorded(state, now, cost)
+        .unwrap_or_else(|| algorithm.peek(state, now, cost))
+}
+
+/// How a member stands after the set's grant (see [`Algorithm::standing`]), by
+/// its answers as a member: a later refusal of the set records nothing in it.
+#[inline]
+fn member_standing<A: Algorithm + ?Sized>(
+    algorithm: &A,
+    state: &A::State,
+    now: Nanos,
+    answer: Decision,
+) -> Decision {
+    algorithm.standing(answer, &mut |cost| member_peek(algorithm, state, now, cost))
 }
 
 /// The first refusal among pass-2 grants, with its index: a member broke its

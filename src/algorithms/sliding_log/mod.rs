@@ -363,7 +363,9 @@ impl SlidingLog {
 
     /// The same log, also recording refused attempts, in at most
     /// `limit + 1` entries (see the [module docs](self#memory): the bound changes no
-    /// decision).
+    /// decision). Inside a set of limits ([`AllOf`](super::AllOf),
+    /// [`Limits`](super::Limits)) a refused call records nothing in any member, so
+    /// there the log answers as it would without recording.
     ///
     /// ```
     /// use sluicegate::Decision;
@@ -506,6 +508,14 @@ impl Algorithm for SlidingLog {
 
     fn peek(&self, state: &LogState, now: Nanos, cost: u64) -> Decision {
         self.peek_in(&state.words[..], state.ring_slots(), now, cost)
+    }
+
+    /// With recorded rejects, a refusal described as if the attempt were not
+    /// logged: the same log without them; `None` without.
+    fn peek_unrecorded(&self, state: &LogState, now: Nanos, cost: u64) -> Option<Decision> {
+        let ring = state.ring_slots();
+        self.record_rejected
+            .then(|| self.peek_unrecorded_in(&state.words[..], ring, now, cost))
     }
 
     fn pace(&self) -> Option<Pace> {

@@ -504,6 +504,20 @@ impl SlidingLog {
         let recorded = !granted && take.is_some();
         self.decision_of(words, ring, now, cost, (granted, recorded))
     }
+
+    /// [`Algorithm::peek_unrecorded`](crate::algorithms::Algorithm::peek_unrecorded)
+    /// on words holding a ring of `ring` slots: the step's decision with a refusal
+    /// not recorded, nothing written.
+    pub(super) fn peek_unrecorded_in<W: Words + ?Sized>(
+        &self,
+        words: &W,
+        ring: u64,
+        now: Nanos,
+        cost: u64,
+    ) -> Decision {
+        let (granted, _) = self.plan_in(words, ring, now, cost);
+        self.decision_of(words, ring, now, cost, (granted, false))
+    }
 }
 
 impl WordEncoded for SlidingLog {

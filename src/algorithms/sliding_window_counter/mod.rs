@@ -44,8 +44,10 @@
 //!   waits `retry_after` gets in. [`Counting::Attempts`] counts refused calls too (what
 //!   a Redis counter that runs `INCR` before comparing does): a client that keeps
 //!   hammering stays refused for longer. In that mode, and only there, a *denied*
-//!   decision moves the counter; do not use it inside an all-or-nothing set of
-//!   limits. Counts saturate (see [the state word](#the-state-word)), which only this
+//!   decision moves the counter. Inside a set of limits
+//!   ([`AllOf`](super::AllOf), [`Limits`](super::Limits)) a refused call records
+//!   nothing in any member, so there the counter counts admitted permits only and
+//!   answers as it would under [`Counting::Admitted`]. Counts saturate (see [the state word](#the-state-word)), which only this
 //!   mode can reach.
 //!
 //! # Cancelling

@@ -94,6 +94,15 @@ impl Settle for SlidingWindowCounter {
 
     #[inline(always)]
     fn describe(&self, settled: &CounterSettled) -> Decision {
+        self.described(settled, self.counting == Counting::Attempts)
+    }
+}
+
+impl SlidingWindowCounter {
+    /// The decision of a call that found `settled`, a refusal described with the
+    /// attempt counted if `counted`.
+    #[inline(always)]
+    fn described(&self, settled: &CounterSettled, counted: bool) -> Decision {
         // Immediate or denied: an estimate cannot promise future capacity.
         let CounterSettled { mut view, cost, .. } = *settled;
         // Counts are below 2³¹ and the weight is at most the previous count, so
@@ -106,7 +115,7 @@ impl Settle for SlidingWindowCounter {
             return Decision::never(self.limit, remaining, reset.saturating_add(view.behind));
         }
         if used + cost > self.limit {
-            if self.counting == Counting::Attempts {
+            if counted {
                 // The refused attempt was counted: the state it left.
                 view.current = self.attempted(view.current, cost);
             }
@@ -159,6 +168,21 @@ impl Algorithm for SlidingWindowCounter {
             || self.describe(&settled),
             || Receipt::new(index as i64, cost),
         )
+    }
+
+    /// Counting attempts, a refusal described as if the attempt were not counted:
+    /// the same counter counting grants; `None` counting grants.
+    fn peek_unrecorded(
+        &self,
+        state: &SlidingWindowState,
+        now: Nanos,
+        cost: u64,
+    ) -> Option<Decision> {
+        if self.counting != Counting::Attempts {
+            return None;
+        }
+        let settled = self.settle(&mut state.clone(), now, cost);
+        Some(self.described(&settled, false))
     }
 
     #[inline]

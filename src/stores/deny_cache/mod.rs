@@ -67,11 +67,11 @@
 //!     other algorithm of the crate counts grants only, and a set of limits
 //!     ([`AllOf`](crate::algorithms::AllOf), [`Limits`](crate::algorithms::Limits))
 //!     restores every member on a refusal whatever its members, so sets are
-//!     accepted. (A set's member whose refusals count answers a set's refusal
-//!     as if it were recorded, a `retry_after` that can be later than the store
-//!     would then grant, see [`AllOf`](crate::algorithms::AllOf); the cache
-//!     refuses until it, longer than needed, never less.) An algorithm of your own is accepted: the [`Algorithm`] contract
-//!     says its refusals change nothing unless its docs say otherwise.
+//!     accepted: inside a set, a member whose refusals count on its own answers
+//!     as if they did not ([`Algorithm::peek_unrecorded`]), so a set's
+//!     `retry_after` is the first instant the store grants again. An algorithm
+//!     of your own is accepted: the [`Algorithm`] contract says its refusals
+//!     change nothing unless its docs say otherwise.
 //!   * *Cancels* (Go's rule: the token buckets and the leaky-bucket queue give
 //!     back a grant not yet acted on; windows and logs only at the instant of
 //!     the grant) can give permits back early. A cancel that goes through this

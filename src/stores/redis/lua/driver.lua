@@ -139,6 +139,7 @@ local function call(KEYS, ARGV)
   GRACE_MS, STEP, REPORT, BARE, COST, COST_TEXT, MAX_WAIT =
     ALG.grace, P.step, P.report, P.bare, P.cost, P.cost_text, P.max_wait
   LONE = false
+  UNRECORDED = ALG.leaves ~= nil
   local deadline, now = ARGV[2], ARGV[3]
   SERVER_TIME = now == nil or now == ''
   if SERVER_TIME then

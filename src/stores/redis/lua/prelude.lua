@@ -12,11 +12,13 @@
 -- keeps no receipt (a set leaves its leaves off); GRACE_MS, the expiry grace; LONE:
 -- a reserve or peek on one identity of a single algorithm, whose step may answer
 -- with the short reply (`short` in driver.lua) straight away rather than the full
--- decision. Every number is an integer below 2^53, so a Lua double holds it
+-- decision; UNRECORDED: a step of a set's members, whose refusals record nothing
+-- (a set's refusal records nothing in any member, Rust's `peek_unrecorded`), so a
+-- member whose refusals count answers as if they did not. Every number is an integer below 2^53, so a Lua double holds it
 -- exactly, except the cost and f64 configuration words (sent in shortest
 -- round-trip decimal, which tonumber reads back to the same double).
 local STEP, NOW, SERVER_TIME, COST, COST_TEXT, MAX_WAIT, PURE_PEEK, REPORT, BARE, GRACE_MS
-local LONE
+local LONE, UNRECORDED
 
 -- Lua's library functions the steps use, bound by the first call (a library's
 -- chunk runs without them) and kept as upvalues: here a global lookup costs more

@@ -257,7 +257,7 @@ local function make_sliding_log(C)
         d = {0, 0, 0, 0, 0, reset, 0, LIMIT - live - cost, LIMIT, 0, (mark - mark_lo) / 4294967296,
              mark_lo, (charge - charge_lo) / 4294967296, charge_lo, 0, 0}
       end
-    elseif not RECORD then
+    elseif not RECORD or UNRECORDED then
       -- fits_at(first): on a hammered log, the oldest entry's copy answers.
       local allowed, at = LIMIT - cost, 0
       if live > allowed then

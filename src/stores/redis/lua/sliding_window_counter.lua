@@ -137,10 +137,10 @@ local function make_sliding_window_counter(C)
 
   local load, save = doubles_state({0, 0, 0})
 
-  -- A refusal counted as an attempt (with `ATTEMPTS`) updates the view v and the
-  -- state; answers the new state, or nil.
+  -- A refusal counted as an attempt (with `ATTEMPTS`, outside a set) updates the
+  -- view v and the state; answers the new state, or nil.
   local function attempted(v, cost)
-    if not ATTEMPTS then return nil end
+    if not ATTEMPTS or UNRECORDED then return nil end
     v.cur = min(v.cur + cost, SAT)
     return {v.index, v.prev, v.cur}
   end
@@ -201,7 +201,7 @@ local function make_sliding_window_counter(C)
     if used + cost > LIMIT then
       -- A refusal counted as an attempt counts before its retry_after is found.
       local changed
-      if ATTEMPTS then
+      if ATTEMPTS and not UNRECORDED then
         cur = min(cur + cost, SAT)
         changed = {index, prev, cur}
       end
