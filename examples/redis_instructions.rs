@@ -44,7 +44,8 @@
 //! many of its calls were granted, so that a count per call is known to be one
 //! kind of call. `server` makes its calls at the server's `TIME`, as `benches/redis.rs`
 //! does (the call the store sends by default, one argument shorter), as fast as they
-//! come back: a hammered key, without a fill.
+//! come back: a hammered key, without a fill. `fresh` makes each call on a key the
+//! server does not hold (granted), without a fill.
 
 use sluicegate::algorithms::{
     AllOf, FixedWindow, LeakyBucket, Receipt, SlidingLog, SlidingWindowBuckets,
@@ -66,7 +67,7 @@ const WINDOW: Duration = Duration::from_secs(60);
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let usage = "usage: redis_instructions log|buckets|weighted|leaky|meter|queue|bursty|fixed|counter|set <limit> \
-                 fill | hammer <calls> | pace <calls> | server <calls>\n       redis_instructions floor <calls>";
+                 fill | hammer <calls> | pace <calls> | server <calls> | fresh <calls>\n       redis_instructions floor <calls>";
     let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:7790/".into());
     let fail = || -> ! {
         eprintln!("{usage}");
@@ -182,13 +183,19 @@ fn run<A: RedisAlgorithm>(
         .expiry_grace(Duration::from_secs(3600))
         .response_timeout(Duration::from_secs(60));
     let store: RedisStore<String, A> = RedisStore::open_with(url, options).expect("a Redis URL");
-    let key = ["hot".to_owned()];
+    let fresh = phase == "fresh";
+    let pid = std::process::id();
     let mut out = [(Decision::never(0, 0, 0), Receipt::NONE)];
     let step = Operation::Reserve {
         cost: 1,
         max_wait: 0,
     };
-    let mut apply = |now: u64| {
+    let mut apply = |i: u64, now: u64| {
+        let key = [if fresh {
+            format!("fresh:{pid}:{i}")
+        } else {
+            "hot".to_owned()
+        }];
         store
             .apply(&algorithm, &key, now, step, &mut out)
             .unwrap_or_else(|e| panic!("{e} (is a redis-server at {url}?)"));
@@ -201,11 +208,12 @@ fn run<A: RedisAlgorithm>(
         "hammer" => Box::new(|i| START + window - 3_000 + i % 3_000),
         "pace" => Box::new(|i| START + window + i * spacing),
         "server" => Box::new(|_| 0),
+        "fresh" => Box::new(|i| START + i * spacing),
         _ => {
             eprintln!("unknown phase {phase}");
             std::process::exit(2)
         }
     };
-    let granted = (0..calls).filter(|&i| apply(at(i))).count();
+    let granted = (0..calls).filter(|&i| apply(i, at(i))).count();
     println!("{phase}: {granted} of {calls} granted");
 }
