@@ -15,6 +15,8 @@ mod from_the_readme;
 mod hostile_keys;
 #[path = "keyed/limiter.rs"]
 mod limiter;
+#[path = "keyed/repeated_keys.rs"]
+mod repeated_keys;
 #[path = "keyed/reservations.rs"]
 mod reservations;
 #[path = "keyed/store.rs"]

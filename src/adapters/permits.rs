@@ -327,7 +327,7 @@ impl<K, A: Algorithm, S, C: Clock> sealed::Sealed for KeyedRateLimiter<K, A, S, 
 
 impl<K, A, S, C> Permits for KeyedRateLimiter<K, A, S, C>
 where
-    K: Clone + Send + Sync + 'static,
+    K: Clone + PartialEq + Send + Sync + 'static,
     A: Algorithm,
     S: Store<K, A> + 'static,
     C: Clock,
@@ -467,7 +467,7 @@ macro_rules! permits_of_the_blocking_limiter {
 
 permits_of_the_blocking_limiter!([A: CellAlgorithm, C: Clock] AsyncRateLimiter<A, C>, key ());
 permits_of_the_blocking_limiter!(
-    [K: Clone + Send + Sync + 'static, A: Algorithm, S: Store<K, A> + 'static, C: Clock]
+    [K: Clone + PartialEq + Send + Sync + 'static, A: Algorithm, S: Store<K, A> + 'static, C: Clock]
     AsyncKeyedRateLimiter<K, A, S, C>,
     key K
 );

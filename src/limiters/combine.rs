@@ -1,6 +1,7 @@
 //! The one decision of a call over several keys.
 
-use crate::algorithms::{Decision, Receipt, Verdict};
+use crate::algorithms::{Algorithm, Decision, Receipt, Verdict};
+use crate::clock::Nanos;
 use crate::stores::store::blank;
 
 /// The one decision of a multi-key call: any never wins; else the denial with the
@@ -37,4 +38,47 @@ pub(crate) fn combine(answers: &[(Decision, Receipt)]) -> Decision {
         .unwrap_or(0);
     Decision::allowed_after(wait, tightest.limit(), tightest.remaining(), reset)
         .with_limit_index(tightest.limit_index())
+}
+
+/// Whether a call that charges `cost` on each of `keys` at `now` can never be
+/// granted for its repeated keys. A store steps a key listed twice twice, the
+/// second time on the state the first left, so a key listed m times is charged m ×
+/// `cost`: when `algorithm` could never grant that much at once (a window of 3 and
+/// `[a, a]` at 2 need 4), no wait lets the call through. Costs one comparison per
+/// pair of keys, and a peek on a new state per repeated key.
+pub(crate) fn repeats_never<K: PartialEq, A: Algorithm>(
+    algorithm: &A,
+    keys: &[K],
+    now: Nanos,
+    cost: u64,
+) -> bool {
+    keys.iter().enumerate().any(|(index, key)| {
+        if keys[..index].contains(key) {
+            return false;
+        }
+        let listed = keys[index..].iter().filter(|other| *other == key).count() as u64;
+        listed > 1
+            && cost.checked_mul(listed).is_none_or(|charge| {
+                algorithm
+                    .peek(&algorithm.initial_state(now), now, charge)
+                    .is_never()
+            })
+    })
+}
+
+/// A multi-key call's combined `decision`, a denial made never if `never` (asked
+/// only of a denial) says the call's repeated keys can never be granted (see
+/// [`repeats_never`]): with the denial's limit, remaining, reset, index and
+/// source.
+pub(crate) fn with_repeats(decision: Decision, never: impl FnOnce() -> bool) -> Decision {
+    if decision.verdict() != Verdict::Denied || !never() {
+        return decision;
+    }
+    Decision::never(
+        decision.limit(),
+        decision.remaining(),
+        decision.reset_after_nanos(),
+    )
+    .with_limit_index(decision.limit_index())
+    .with_source(decision.source())
 }

@@ -1,7 +1,7 @@
 //! The keyed limiter's calls over several keys (an IP *and* a user id):
 //! all-or-nothing, in one store step over every key.
 
-use super::combine::combine;
+use super::combine::{combine, repeats_never, with_repeats};
 use super::direct::nonzero;
 use super::KeyedRateLimiter;
 use crate::algorithms::{Algorithm, Decision};
@@ -15,8 +15,9 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     /// Takes `cost` permits from *every* key in `keys`, or from none: allowed only if
     /// each key's limit allows it. Never blocks. See the type docs for which decision
     /// is returned. A key listed twice is charged twice (the store's contract: one
-    /// charge per listed key), so `check_all(&[a, a], 1)` needs room for 2 in `a`;
-    /// pass each key once.
+    /// charge per listed key), so `check_all(&[a, a], 1)` needs room for 2 in `a`,
+    /// and is never allowed where `a`'s limit could never grant 2 at once; pass
+    /// each key once.
     ///
     /// # Errors
     /// [`Error::ZeroCost`] for a cost of 0; [`Error::InvalidCount`] for no keys; the
@@ -35,10 +36,13 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     /// assert!(!limiter.check_all(&["ip:10.0.0.1", "user:alice"], 1).unwrap().is_allowed());
     /// assert_eq!(limiter.peek(&"ip:10.0.0.1", 1).unwrap().remaining(), 1); // 2 - this peek
     /// ```
-    pub fn check_all(&self, keys: &[K], cost: u64) -> Result<Decision, Error> {
+    pub fn check_all(&self, keys: &[K], cost: u64) -> Result<Decision, Error>
+    where
+        K: PartialEq,
+    {
         let cost = nonzero(cost)?;
         let now = self.clock().now();
-        self.step(keys, now, Operation::Reserve { cost, max_wait: 0 })
+        self.step_all(keys, now, Operation::Reserve { cost, max_wait: 0 })
     }
 
     /// The decision [`check_all`](Self::check_all) would give now, consuming
@@ -58,10 +62,13 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     /// assert!(limiter.peek_all(&[], 1).is_err()); // no keys
     /// assert!(limiter.try_acquire(&"ip")); // nothing was taken from "ip"
     /// ```
-    pub fn peek_all(&self, keys: &[K], cost: u64) -> Result<Decision, Error> {
+    pub fn peek_all(&self, keys: &[K], cost: u64) -> Result<Decision, Error>
+    where
+        K: PartialEq,
+    {
         let cost = nonzero(cost)?;
         let now = self.clock().now();
-        self.step(keys, now, Operation::Peek { cost })
+        self.step_all(keys, now, Operation::Peek { cost })
     }
 
     /// Takes `cost` permits from every key in `keys` (all-or-nothing), blocking as
@@ -80,8 +87,28 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     /// assert_eq!(limiter.acquire_all(&["ip", "bob"], 1).unwrap(), Duration::from_secs(1));
     /// assert!(limiter.acquire_all(&[], 1).is_err());
     /// ```
-    pub fn acquire_all(&self, keys: &[K], cost: u64) -> Result<Duration, Error> {
-        self.acquire_within(cost, u64::MAX, |now, step| self.step(keys, now, step))
+    pub fn acquire_all(&self, keys: &[K], cost: u64) -> Result<Duration, Error>
+    where
+        K: PartialEq,
+    {
+        self.acquire_within(cost, u64::MAX, |now, step| self.step_all(keys, now, step))
+    }
+
+    /// [`step`](Self::step) for a reserve or peek over `keys`, whose repeated keys
+    /// may make it never (see [`repeats_never`]).
+    fn step_all(&self, keys: &[K], now: Nanos, step: Operation<'_>) -> Result<Decision, Error>
+    where
+        K: PartialEq,
+    {
+        let decision = self.step(keys, now, step)?;
+        Ok(match step {
+            Operation::Reserve { cost, .. } | Operation::Peek { cost } => {
+                with_repeats(decision, || {
+                    repeats_never(self.algorithm(), keys, now, cost)
+                })
+            }
+            Operation::Cancel { .. } => decision,
+        })
     }
 
     /// One store step over `keys`, combined into one decision.

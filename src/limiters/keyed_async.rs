@@ -1,6 +1,6 @@
 //! Async waiting on a [`KeyedRateLimiter`].
 
-use super::combine::combine;
+use super::combine::{combine, repeats_never, with_repeats};
 use super::direct::nonzero;
 use super::keyed_all::no_keys;
 use super::keyed_reservation::reserve_async;
@@ -134,7 +134,7 @@ where
 /// still names its keys when it gives its grant back.
 impl<K, A, S, C> AsyncKeyedRateLimiter<K, A, S, C>
 where
-    K: Clone + Send + Sync + 'static,
+    K: Clone + PartialEq + Send + Sync + 'static,
     A: Algorithm,
     S: Store<K, A> + 'static,
     C: Clock,
@@ -340,7 +340,8 @@ where
     }
 }
 
-/// One store step through [`Store::apply_async`], combined into one decision.
+/// One store step through [`Store::apply_async`], combined into one decision
+/// (a reserve or peek never for its repeated keys, see [`repeats_never`]).
 async fn step_async<K, A, S, C>(
     limiter: &KeyedRateLimiter<K, A, S, C>,
     keys: &[K],
@@ -348,6 +349,7 @@ async fn step_async<K, A, S, C>(
     step: Operation<'_>,
 ) -> Result<Decision, Error>
 where
+    K: PartialEq,
     A: Algorithm,
     S: Store<K, A>,
     C: Clock,
@@ -357,7 +359,13 @@ where
     }
     let (algorithm, store, _) = limiter.shared_parts();
     let answers = store.apply_async(algorithm, keys, now, step).await?;
-    Ok(combine(&answers))
+    let decision = combine(&answers);
+    Ok(match step {
+        Operation::Reserve { cost, .. } | Operation::Peek { cost } => {
+            with_repeats(decision, || repeats_never(algorithm, keys, now, cost))
+        }
+        Operation::Cancel { .. } => decision,
+    })
 }
 
 /// A keyed grant given back after its wait was abandoned: a cancel of its keys
@@ -449,6 +457,7 @@ pub(crate) async fn acquire_within<K, A, S, C, Keys>(
     budget: Nanos,
 ) -> Result<Duration, Error>
 where
+    K: PartialEq,
     A: Algorithm,
     S: Store<K, A>,
     C: Clock,
@@ -465,9 +474,11 @@ where
             max_wait: left,
         };
         let pending = store.apply_async(algorithm, keys.as_ref(), now, step);
+        // Asked before the reply, whose future cannot borrow the keys.
+        let never = keys.as_ref().len() > 1 && repeats_never(algorithm, keys.as_ref(), now, cost);
         async move {
             let answers = pending.await?;
-            Ok((combine(&answers), answers))
+            Ok((with_repeats(combine(&answers), || never), answers))
         }
     };
     let hold = |keys: Keys, decision: Decision, answers: Vec<(Decision, Receipt)>, now: Nanos| {

@@ -1,7 +1,7 @@
 //! Keyed reservations: permits taken now on one key or several, acted on later, or
 //! given back, by the direct [`Reservation`](super::Reservation)'s rule.
 
-use super::combine::combine;
+use super::combine::{combine, repeats_never, with_repeats};
 use super::direct::nonzero;
 use super::keyed_all::no_keys;
 use super::{reservation, KeyedRateLimiter};
@@ -98,14 +98,15 @@ impl<K: fmt::Debug, A: Algorithm, S, C: Clock> fmt::Debug for KeyedReservation<K
 }
 
 impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedReservation<K, A, S, C> {
-    /// The reservation a reserve step answered at `now`, one answer per key.
+    /// The reservation a reserve step answered at `now`, one answer per key, and
+    /// their one `decision`.
     fn new(
         limiter: KeyedRateLimiter<K, A, S, C>,
         keys: Vec<K>,
         answers: &[(Decision, Receipt)],
+        decision: Decision,
         now: Nanos,
     ) -> Self {
-        let decision = combine(answers);
         KeyedReservation {
             limiter,
             keys,
@@ -380,6 +381,7 @@ impl<K: Clone, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S,
             self.clone(),
             vec![key.to_owned()],
             std::slice::from_ref(&answer),
+            answer.0,
             now,
         ))
     }
@@ -387,8 +389,10 @@ impl<K: Clone, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S,
     /// Reserves `cost` permits on *every* key in `keys`, or on none, in one atomic
     /// store step: ok only if each key's limit grants it (see
     /// [`KeyedReservation`]). A key listed twice is charged twice (the store's
-    /// contract), and its two grants are cancelled in the order listed, the first
-    /// giving back only what the second leaves: pass each key once.
+    /// contract), so the call is never granted where its limit could never grant
+    /// twice the cost at once, and its two grants are cancelled in the order
+    /// listed, the first giving back only what the second leaves: pass each key
+    /// once.
     ///
     /// # Errors
     /// As [`reserve`](Self::reserve), plus [`Error::InvalidCount`] for no keys.
@@ -405,11 +409,10 @@ impl<K: Clone, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S,
     /// assert!(limiter.try_acquire(&"ip:10.0.0.1"));
     /// assert!(limiter.reserve_all(&[], 1).is_err());
     /// ```
-    pub fn reserve_all(
-        &self,
-        keys: &[K],
-        cost: u64,
-    ) -> Result<KeyedReservation<K, A, S, C>, Error> {
+    pub fn reserve_all(&self, keys: &[K], cost: u64) -> Result<KeyedReservation<K, A, S, C>, Error>
+    where
+        K: PartialEq,
+    {
         let step = reserve_step(cost)?;
         if keys.is_empty() {
             return Err(no_keys());
@@ -418,10 +421,14 @@ impl<K: Clone, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S,
         let now = clock.now();
         let mut answers = vec![blank(); keys.len()];
         store.apply(algorithm, keys, now, step, &mut answers)?;
+        let decision = with_repeats(combine(&answers), || {
+            repeats_never(algorithm, keys, now, cost)
+        });
         Ok(KeyedReservation::new(
             self.clone(),
             keys.to_vec(),
             &answers,
+            decision,
             now,
         ))
     }
@@ -435,6 +442,7 @@ pub(crate) async fn reserve_async<K, A, S, C>(
     cost: u64,
 ) -> Result<KeyedReservation<K, A, S, C>, Error>
 where
+    K: PartialEq,
     A: Algorithm,
     S: Store<K, A>,
     C: Clock,
@@ -449,5 +457,10 @@ where
         store.apply_async(algorithm, &keys, now, step)
     };
     let answers = pending.await?;
-    Ok(KeyedReservation::new(limiter, keys, &answers, now))
+    let decision = with_repeats(combine(&answers), || {
+        repeats_never(limiter.algorithm(), &keys, now, cost)
+    });
+    Ok(KeyedReservation::new(
+        limiter, keys, &answers, decision, now,
+    ))
 }
