@@ -1,10 +1,13 @@
 //! The keyed limiter and its in-memory store: per-key decisions, every algorithm
 //! and set keyed, keyed reservations, the store's forgetting and cap, hostile
 //! keys, keys looked up by their borrowed form, and the store wrappers (deny cache,
-//! leases, failover) tested from their docs.
+//! leases, failover) tested from their docs, and the async front end, multi-key calls
+//! and sets tested from their docs in memory and on Redis.
 
 mod support;
 
+#[path = "keyed/async_from_docs.rs"]
+mod async_from_docs;
 #[path = "keyed/borrowed_keys.rs"]
 mod borrowed_keys;
 #[path = "keyed/every_algorithm.rs"]
