@@ -25,6 +25,8 @@ mod server_delay;
 mod server_draft;
 #[path = "adapters/server_failover.rs"]
 mod server_failover;
+#[path = "adapters/server_from_docs.rs"]
+mod server_from_docs;
 #[path = "adapters/server_legacy.rs"]
 mod server_legacy;
 #[path = "adapters/server_on_redis.rs"]

@@ -299,7 +299,6 @@ impl RateLimitHeaders {
     ) {
         let single = each.len() <= 1;
         let refused = !decision.is_allowed();
-        let denied = decision.verdict() == Verdict::Denied;
         let mut items = String::with_capacity(48 * each.len().max(1));
         for (position, limit) in each.iter().enumerate() {
             if refused && !single && limit.is_allowed() {
@@ -320,8 +319,13 @@ impl RateLimitHeaders {
                     let _ = write!(items, "\"limit{index}\"");
                 }
             }
-            // A 429's items: nothing is left for this request until `t`.
-            let remaining = if denied { 0 } else { limit.remaining() };
+            // A refusing limit: nothing is left for this request until `t` (one that
+            // can never grant the cost keeps what is left, with no `t`).
+            let remaining = if refused && limit.verdict() == Verdict::Denied {
+                0
+            } else {
+                limit.remaining()
+            };
             let _ = write!(items, ";r={}", remaining.min(MAX_SF_INTEGER));
             let t = match limit.verdict() {
                 Verdict::Denied => Some(limit.retry_after_nanos()),
