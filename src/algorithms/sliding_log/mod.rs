@@ -507,7 +507,7 @@ impl Algorithm for SlidingLog {
     }
 
     fn peek(&self, state: &LogState, now: Nanos, cost: u64) -> Decision {
-        self.peek_in(&state.words[..], state.ring_slots(), now, cost)
+        self.peek_in(&state.words[..], state.ring_slots(), (now, cost), true)
     }
 
     /// With recorded rejects, a refusal described as if the attempt were not
@@ -515,7 +515,7 @@ impl Algorithm for SlidingLog {
     fn peek_unrecorded(&self, state: &LogState, now: Nanos, cost: u64) -> Option<Decision> {
         let ring = state.ring_slots();
         self.record_rejected
-            .then(|| self.peek_unrecorded_in(&state.words[..], ring, now, cost))
+            .then(|| self.peek_in(&state.words[..], ring, (now, cost), false))
     }
 
     fn pace(&self) -> Option<Pace> {

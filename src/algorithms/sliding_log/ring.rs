@@ -492,31 +492,19 @@ impl SlidingLog {
     }
 
     /// [`Algorithm::peek`] on words holding a ring of `ring` slots: the step's
-    /// decision, with nothing written.
+    /// decision, with nothing written; a refusal this log records described as
+    /// recorded only if `recording` (false:
+    /// [`Algorithm::peek_unrecorded`](crate::algorithms::Algorithm::peek_unrecorded)).
     pub(super) fn peek_in<W: Words + ?Sized>(
         &self,
         words: &W,
         ring: u64,
-        now: Nanos,
-        cost: u64,
+        (now, cost): (Nanos, u64),
+        recording: bool,
     ) -> Decision {
         let (granted, take) = self.plan_in(words, ring, now, cost);
-        let recorded = !granted && take.is_some();
+        let recorded = recording && !granted && take.is_some();
         self.decision_of(words, ring, now, cost, (granted, recorded))
-    }
-
-    /// [`Algorithm::peek_unrecorded`](crate::algorithms::Algorithm::peek_unrecorded)
-    /// on words holding a ring of `ring` slots: the step's decision with a refusal
-    /// not recorded, nothing written.
-    pub(super) fn peek_unrecorded_in<W: Words + ?Sized>(
-        &self,
-        words: &W,
-        ring: u64,
-        now: Nanos,
-        cost: u64,
-    ) -> Decision {
-        let (granted, _) = self.plan_in(words, ring, now, cost);
-        self.decision_of(words, ring, now, cost, (granted, false))
     }
 }
 
@@ -558,7 +546,7 @@ impl WordEncoded for SlidingLog {
     }
 
     fn peek_words<W: Words + ?Sized>(&self, words: &W, now: Nanos, cost: u64) -> Decision {
-        self.peek_in(words, self.slots(), now, cost)
+        self.peek_in(words, self.slots(), (now, cost), true)
     }
 
     /// The step's own plan ([`plan_in`](Self::plan_in)) on this log's ring.
