@@ -491,10 +491,8 @@ impl SlidingLog {
         }
     }
 
-    /// [`Algorithm::peek`] on words holding a ring of `ring` slots: the step's
-    /// decision, with nothing written; a refusal this log records described as
-    /// recorded only if `recording` (false:
-    /// [`Algorithm::peek_unrecorded`](crate::algorithms::Algorithm::peek_unrecorded)).
+    /// [`Algorithm::peek`] on words holding a ring of `ring` slots, nothing written;
+    /// a refusal this log records is described as recorded only if `recording`.
     pub(super) fn peek_in<W: Words + ?Sized>(
         &self,
         words: &W,
