@@ -21,7 +21,24 @@ local function make_fixed_window(C)
     local reset = until_end
     if count == 0 then reset = 0 end
     if cost > LIMIT then return decision(2, LIMIT, remaining, 0, 0, reset), nil end
-    if cost > remaining then return decision(1, LIMIT, remaining, 0, until_end, reset), nil end
+    -- A LONE step answers the short reply itself (driver.lua's `short`) where it
+    -- holds the durations (below 9 x 10^12 us): building the full decision and
+    -- converting it costs more than the step's arithmetic.
+    local lone = LONE and until_end < 9e12
+    if cost > remaining then
+      if lone then
+        return struct_pack(SHORT5, 1, until_end * 1000, reset * 1000, remaining, LIMIT), nil, 1,
+          reset * 1000
+      end
+      return decision(1, LIMIT, remaining, 0, until_end, reset), nil
+    end
+    if lone then
+      -- The receipt: the grant's window index and its cost, as 32-bit halves.
+      local index_lo, cost_lo = index % 4294967296, cost % 4294967296
+      return struct_pack(SHORT9, 0, 0, until_end * 1000, remaining - cost, LIMIT,
+          (index - index_lo) / 4294967296, index_lo, (cost - cost_lo) / 4294967296, cost_lo),
+        {index, count + cost}, 0, until_end * 1000
+    end
     local d = decision(0, LIMIT, remaining - cost, 0, 0, until_end)
     -- The receipt: the grant's window index and its cost.
     d[11], d[12] = split32(index)
