@@ -4,7 +4,10 @@
 -- entries, the running count before the oldest, the ring size, and copies of the
 -- oldest and the newest entry (time, running count after it). One field per slot,
 -- named by the slot as 4 big-endian bytes (a C pack, where decimal text took
--- sprintf): the entry (time, running count after it).
+-- sprintf): the entry (time, running count after it). Only the entries between the
+-- oldest and the newest are read from their slots, so the newest one's slot is
+-- written when a later entry follows it: a new key's first grant writes the header
+-- alone.
 -- Why the copies: every call needs the newest entry, and a refusal on a full log
 -- needs the oldest (is it live? when does its count leave?), so with both in the
 -- header a hammered refusal reads one field, and a grant that drops the oldest
@@ -159,9 +162,15 @@ local function make_sliding_log(C)
     local ot, oc = nt, nc
     if dropped > 0 then base = count_before(dropped) end
     if len > 1 then ot, oc = entry(dropped) end
-    local slot = st[1] + LEN
+    -- The previous newest entry's slot, once the new entry makes it a middle one
+    -- (neither the oldest nor the newest, whose header copies are read instead).
+    if LEN - 1 - dropped < 1 then
+      return {head, len, base, ring, ot, oc, nt, nc, st[9], st[10], st[11], st[12], st[13],
+              st[14], st[15], st[16]}
+    end
+    local slot = st[1] + LEN - 1
     if slot >= ring then slot = slot - ring end
-    local raw = struct_pack('>dd', nt, nc)
+    local raw = struct_pack('>dd', st[7], st[8])
     local w
     if st[10] then
       w = written()
@@ -177,7 +186,10 @@ local function make_sliding_log(C)
     local key = keys[1]
     local header = struct_pack(HEADER, st[1], st[2], st[3], st[4], st[5], st[6], st[7], st[8])
     if st[16] then redis_call('DEL', key) end
-    if st[13] == 1 and st[11] then
+    if st[13] == 0 then
+      -- No slot written (a new key's first entry, or one that follows the oldest).
+      redis_call('HSET', key, 'H', header)
+    elseif st[13] == 1 and st[11] then
       -- One step's write (most calls): one HSET, no argument list to build.
       redis_call('HSET', key, 'H', header, struct_pack('>I4', st[11]), st[12])
     else
