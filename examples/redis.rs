@@ -15,13 +15,13 @@ fn main() {
     let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1/".to_owned());
     if let Err(e) = run(&url) {
         eprintln!("error: {e}");
-        if let Some(Error::Store(store)) = e.downcast_ref::<Error>() {
-            if store.applied() == Applied::No {
-                eprintln!(
+        if let Some(Error::Store(store)) = e.downcast_ref::<Error>()
+            && store.applied() == Applied::No
+        {
+            eprintln!(
                     "No Redis answered at {url}. Start one (`redis-server`) or point REDIS_URL at one, e.g. \
                      REDIS_URL=redis://my-host:6380/ cargo run --example redis --features redis"
                 );
-            }
         }
         std::process::exit(1);
     }

@@ -24,9 +24,14 @@ fn trust_test_ca() {
     // The application picks rustls's crypto provider (the crate does not); a second
     // install in this process is refused, which is fine.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    // Read by rustls-native-certs, for the store's sockets and redis-rs's alike. Every
-    // test of this file sets the same value.
-    std::env::set_var("SSL_CERT_FILE", test_ca().join("ca.crt"));
+    // Read by rustls-native-certs, for the store's sockets and redis-rs's alike.
+    static TRUSTED: std::sync::Once = std::sync::Once::new();
+    TRUSTED.call_once(|| {
+        // SAFETY: every reader of the environment in this test binary goes through
+        // std (`env::var`, `Command::spawn`: rustls-native-certs, the server
+        // harness), which holds the lock `set_var` takes; no C code here reads it.
+        unsafe { std::env::set_var("SSL_CERT_FILE", test_ca().join("ca.crt")) };
+    });
 }
 
 /// A store on `server`'s TLS port, trusting the test CA.

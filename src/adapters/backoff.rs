@@ -395,13 +395,11 @@ impl<K: Hash + Eq, C: Clock> HoldBack<K, C> {
     ) -> Option<Nanos> {
         let throttled =
             status == StatusCode::TOO_MANY_REQUESTS || status == StatusCode::SERVICE_UNAVAILABLE;
-        if throttled {
-            if let Some(retry) = headers.get(RETRY_AFTER) {
-                // A malformed Retry-After is ignored like a missing one.
-                let pause = retry.to_str().ok();
-                if let Some(pause) = pause.and_then(|v| retry_after(v, headers, wall_now)) {
-                    return Some(pause);
-                }
+        if throttled && let Some(retry) = headers.get(RETRY_AFTER) {
+            // A malformed Retry-After is ignored like a missing one.
+            let pause = retry.to_str().ok();
+            if let Some(pause) = pause.and_then(|v| retry_after(v, headers, wall_now)) {
+                return Some(pause);
             }
         }
         let (spent, any) = ratelimit_resets(headers);

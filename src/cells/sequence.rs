@@ -117,10 +117,10 @@ impl SequenceLock {
         let mut spins = 0;
         loop {
             let seen = self.sequence.load(Ordering::Relaxed);
-            if seen & 1 == 0 {
-                if let Some(claim) = self.claim(seen) {
-                    return claim;
-                }
+            if seen & 1 == 0
+                && let Some(claim) = self.claim(seen)
+            {
+                return claim;
             }
             backoff(&mut spins);
         }

@@ -139,7 +139,9 @@ impl<A: CellAlgorithm, C: Clock> AsyncRateLimiter<A, C> {
     ///     assert_eq!(handle.acquire().await.unwrap(), Duration::from_millis(250));
     /// });
     /// ```
-    pub fn acquire(&self) -> impl Future<Output = Result<Duration, Error>> + Send + 'static {
+    pub fn acquire(
+        &self,
+    ) -> impl Future<Output = Result<Duration, Error>> + Send + 'static + use<A, C> {
         self.acquire_n(1)
     }
 
@@ -164,7 +166,7 @@ impl<A: CellAlgorithm, C: Clock> AsyncRateLimiter<A, C> {
     pub fn acquire_n(
         &self,
         cost: u64,
-    ) -> impl Future<Output = Result<Duration, Error>> + Send + 'static {
+    ) -> impl Future<Output = Result<Duration, Error>> + Send + 'static + use<A, C> {
         acquire_within(self.limiter.clone(), cost, u64::MAX)
     }
 
@@ -188,7 +190,7 @@ impl<A: CellAlgorithm, C: Clock> AsyncRateLimiter<A, C> {
         &self,
         cost: u64,
         timeout: Duration,
-    ) -> impl Future<Output = Result<bool, Error>> + Send + 'static {
+    ) -> impl Future<Output = Result<bool, Error>> + Send + 'static + use<A, C> {
         let acquired = acquire_within(self.limiter.clone(), cost, duration_to_nanos(timeout));
         async move { granted_within(acquired.await) }
     }

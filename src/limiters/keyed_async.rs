@@ -155,7 +155,7 @@ where
         &self,
         key: &Q,
         cost: u64,
-    ) -> impl Future<Output = Result<Decision, Error>> + Send + 'static {
+    ) -> impl Future<Output = Result<Decision, Error>> + Send + 'static + use<Q, K, A, S, C> {
         let limiter = self.limiter.clone();
         let keys = [key.to_owned()];
         async move {
@@ -189,7 +189,7 @@ where
     pub fn acquire<Q: ToOwned<Owned = K> + ?Sized>(
         &self,
         key: &Q,
-    ) -> impl Future<Output = Result<Duration, Error>> + Send + 'static {
+    ) -> impl Future<Output = Result<Duration, Error>> + Send + 'static + use<Q, K, A, S, C> {
         self.acquire_n(key, 1)
     }
 
@@ -215,7 +215,7 @@ where
         &self,
         key: &Q,
         cost: u64,
-    ) -> impl Future<Output = Result<Duration, Error>> + Send + 'static {
+    ) -> impl Future<Output = Result<Duration, Error>> + Send + 'static + use<Q, K, A, S, C> {
         // One key travels in a one-element array: no allocation per call.
         acquire_within(self.limiter.clone(), [key.to_owned()], cost, u64::MAX)
     }
@@ -240,7 +240,7 @@ where
         &self,
         keys: &[K],
         cost: u64,
-    ) -> impl Future<Output = Result<Duration, Error>> + Send + 'static {
+    ) -> impl Future<Output = Result<Duration, Error>> + Send + 'static + use<K, A, S, C> {
         acquire_within(self.limiter.clone(), keys.to_vec(), cost, u64::MAX)
     }
 
@@ -266,7 +266,7 @@ where
         key: &Q,
         cost: u64,
         timeout: Duration,
-    ) -> impl Future<Output = Result<bool, Error>> + Send + 'static {
+    ) -> impl Future<Output = Result<bool, Error>> + Send + 'static + use<Q, K, A, S, C> {
         let budget = duration_to_nanos(timeout);
         let acquired = acquire_within(self.limiter.clone(), [key.to_owned()], cost, budget);
         async move { granted_within(acquired.await) }
@@ -307,7 +307,10 @@ where
         &self,
         key: &Q,
         cost: u64,
-    ) -> impl Future<Output = Result<KeyedReservation<K, A, S, C>, Error>> + Send + 'static {
+    ) -> impl Future<Output = Result<KeyedReservation<K, A, S, C>, Error>>
+           + Send
+           + 'static
+           + use<Q, K, A, S, C> {
         reserve_async(self.limiter.clone(), vec![key.to_owned()], cost)
     }
 
@@ -335,7 +338,10 @@ where
         &self,
         keys: &[K],
         cost: u64,
-    ) -> impl Future<Output = Result<KeyedReservation<K, A, S, C>, Error>> + Send + 'static {
+    ) -> impl Future<Output = Result<KeyedReservation<K, A, S, C>, Error>>
+           + Send
+           + 'static
+           + use<K, A, S, C> {
         reserve_async(self.limiter.clone(), keys.to_vec(), cost)
     }
 }

@@ -78,10 +78,10 @@ impl Calls {
     /// Polls every call not yet done, once.
     fn poll_all(&mut self) {
         for (call, done) in self.calls.iter_mut().zip(self.done.iter_mut()) {
-            if done.is_none() {
-                if let std::task::Poll::Ready(outcome) = poll_once(call.as_mut()) {
-                    *done = Some(outcome.is_ok());
-                }
+            if done.is_none()
+                && let std::task::Poll::Ready(outcome) = poll_once(call.as_mut())
+            {
+                *done = Some(outcome.is_ok());
             }
         }
     }

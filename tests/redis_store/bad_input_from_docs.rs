@@ -393,12 +393,11 @@ fn the_documented_server_key_layouts_hold() {
 pub(crate) fn slot(name: &str) -> u16 {
     let bytes = name.as_bytes();
     let mut hashed = bytes;
-    if let Some(open) = bytes.iter().position(|&b| b == b'{') {
-        if let Some(len) = bytes[open + 1..].iter().position(|&b| b == b'}') {
-            if len > 0 {
-                hashed = &bytes[open + 1..open + 1 + len];
-            }
-        }
+    if let Some(open) = bytes.iter().position(|&b| b == b'{')
+        && let Some(len) = bytes[open + 1..].iter().position(|&b| b == b'}')
+        && len > 0
+    {
+        hashed = &bytes[open + 1..open + 1 + len];
     }
     let mut crc: u16 = 0;
     for &b in hashed {

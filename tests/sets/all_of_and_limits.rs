@@ -35,7 +35,7 @@ impl SlidingLog {
         }
     }
 
-    fn live<'a>(&self, log: &'a [Nanos], now: Nanos) -> impl Iterator<Item = &'a Nanos> {
+    fn live<'a>(&self, log: &'a [Nanos], now: Nanos) -> impl Iterator<Item = &'a Nanos> + use<'a> {
         let window = self.window;
         log.iter().filter(move |&&t| t + window > now)
     }

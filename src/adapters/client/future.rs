@@ -249,12 +249,12 @@ where
                     let outcome = ready!(future.poll(cx));
                     this.state.set(State::Done);
                     let response = outcome.map_err(ClientError::Service)?;
-                    if let (Some(hold), Some(key)) = (this.hold.as_ref(), this.key.take()) {
-                        if let Some((status, headers)) = this.read.read(&response) {
-                            let permits = &*this.permits;
-                            let now = SystemTime::now();
-                            hold.observe_paced(key, status, headers, now, || permits.pace());
-                        }
+                    if let (Some(hold), Some(key)) = (this.hold.as_ref(), this.key.take())
+                        && let Some((status, headers)) = this.read.read(&response)
+                    {
+                        let permits = &*this.permits;
+                        let now = SystemTime::now();
+                        hold.observe_paced(key, status, headers, now, || permits.pace());
                     }
                     return Poll::Ready(Ok(response));
                 }

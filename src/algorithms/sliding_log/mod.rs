@@ -463,7 +463,7 @@ impl SlidingLog {
         &self,
         state: &'a LogState,
         now: Nanos,
-    ) -> impl Iterator<Item = (Nanos, u64)> + 'a {
+    ) -> impl Iterator<Item = (Nanos, u64)> + 'a + use<'a> {
         let view = self.view(&state.words[..], state.ring_slots(), now);
         state.entries().skip(view.first_live as usize)
     }

@@ -276,10 +276,10 @@ fn ref_append(log: &SlidingLog, state: &mut RefLog, view: &RefView, entry: (u64,
             state.total = state.total.saturating_sub(u128::from(reference.1));
         }
     }
-    if state.entries.len() as u64 >= log.slots() {
-        if let Some(reference) = state.entries.pop_front() {
-            state.total = state.total.saturating_sub(u128::from(reference.1));
-        }
+    if state.entries.len() as u64 >= log.slots()
+        && let Some(reference) = state.entries.pop_front()
+    {
+        state.total = state.total.saturating_sub(u128::from(reference.1));
     }
     state.entries.push_back(entry);
     state.total = state.total.saturating_add(u128::from(entry.1));

@@ -144,7 +144,7 @@ impl SlidingWindowBuckets {
         view: &View,
         first: u64,
         last: u64,
-    ) -> impl Iterator<Item = u64> + 'a {
+    ) -> impl Iterator<Item = u64> + 'a + use<'a, W> {
         (first..=last.min(view.newest)).map(move |bucket| words.word(self.slot(bucket)))
     }
 

@@ -86,10 +86,10 @@ impl SlidingWindowCounter {
             .current
             .checked_add(cost)
             .and_then(|used| self.limit.checked_sub(used));
-        if let Some(room) = room {
-            if let Some(first) = self.first_fit(view.previous, room) {
-                return first.saturating_sub(view.elapsed);
-            }
+        if let Some(room) = room
+            && let Some(first) = self.first_fit(view.previous, room)
+        {
+            return first.saturating_sub(view.elapsed);
         }
         let to_next = self.window - view.elapsed;
         if let Some(first) = self.first_fit(view.current, self.limit - cost) {

@@ -129,11 +129,11 @@ where
         Q: Sized,
     {
         check_output(keys.len(), out.len())?;
-        if let ([key], [slot]) = (keys, &mut *out) {
-            if !matches!(step, Operation::Cancel { .. }) {
-                *slot = self.apply_key::<(Decision, Receipt)>(algorithm, key, now, step)?;
-                return Ok(());
-            }
+        if let ([key], [slot]) = (keys, &mut *out)
+            && !matches!(step, Operation::Cancel { .. })
+        {
+            *slot = self.apply_key::<(Decision, Receipt)>(algorithm, key, now, step)?;
+            return Ok(());
         }
         if let Operation::Cancel { .. } = step {
             self.forget_for(keys, step, out);

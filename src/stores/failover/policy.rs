@@ -180,10 +180,10 @@ impl<K: Hash + Eq, A: Algorithm> Fallback<K, A> {
     where
         Q: ToOwned<Owned = K> + Hash + Eq,
     {
-        if let Fallback::Local { algorithm, store } = self {
-            if local.iter().any(|r| !r.is_none()) {
-                store.cancel_detached(algorithm, keys, now, local, acts_at);
-            }
+        if let Fallback::Local { algorithm, store } = self
+            && local.iter().any(|r| !r.is_none())
+        {
+            store.cancel_detached(algorithm, keys, now, local, acts_at);
         }
     }
 
@@ -192,15 +192,15 @@ impl<K: Hash + Eq, A: Algorithm> Fallback<K, A> {
     where
         Q: ToOwned<Owned = K> + Hash + Eq + ?Sized,
     {
-        if let Fallback::Local { algorithm, store } = self {
-            if local.iter().any(|r| !r.is_none()) {
-                let step = Operation::Cancel {
-                    receipts: local,
-                    acts_at,
-                };
-                // A cancel inserts nothing, so the in-memory store cannot fail it.
-                let _: Result<Decision, Error> = store.apply_key(algorithm, key, now, step);
-            }
+        if let Fallback::Local { algorithm, store } = self
+            && local.iter().any(|r| !r.is_none())
+        {
+            let step = Operation::Cancel {
+                receipts: local,
+                acts_at,
+            };
+            // A cancel inserts nothing, so the in-memory store cannot fail it.
+            let _: Result<Decision, Error> = store.apply_key(algorithm, key, now, step);
         }
     }
 }

@@ -283,10 +283,10 @@ where
             out[0] = self.take_key(algorithm, key, now, cost, None)?;
             return Ok(());
         }
-        if let Operation::Cancel { receipts, .. } = step {
-            if !gives_back(receipts) {
-                return Ok(());
-            }
+        if let Operation::Cancel { receipts, .. } = step
+            && !gives_back(receipts)
+        {
+            return Ok(());
         }
         Store::<Q, A>::apply(&*self.inner, algorithm, keys, now, step, out)
     }
@@ -302,11 +302,11 @@ where
             let (decision, receipt) = self.take_key(algorithm, key, now, cost, None)?;
             return Ok(R::decided(decision, receipt));
         }
-        if let Operation::Cancel { receipts, .. } = step {
-            if !gives_back(receipts) {
-                let (decision, receipt) = crate::stores::store::blank();
-                return Ok(R::decided(decision, receipt));
-            }
+        if let Operation::Cancel { receipts, .. } = step
+            && !gives_back(receipts)
+        {
+            let (decision, receipt) = crate::stores::store::blank();
+            return Ok(R::decided(decision, receipt));
         }
         Store::<Q, A>::apply_key(&*self.inner, algorithm, key, now, step)
     }
@@ -363,11 +363,11 @@ where
             let answer = self.take_key_async(algorithm, key, now, cost, false);
             return answer.map_ok(|(answer, _)| vec![answer]).boxed();
         }
-        if let Operation::Cancel { receipts, .. } = step {
-            if !gives_back(receipts) {
-                let answers = vec![crate::stores::store::blank(); keys.len()];
-                return futures::future::ready(Ok(answers)).boxed();
-            }
+        if let Operation::Cancel { receipts, .. } = step
+            && !gives_back(receipts)
+        {
+            let answers = vec![crate::stores::store::blank(); keys.len()];
+            return futures::future::ready(Ok(answers)).boxed();
         }
         Store::<Q, A>::apply_async(&*self.inner, algorithm, keys, now, step).boxed()
     }

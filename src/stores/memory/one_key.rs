@@ -80,16 +80,17 @@ impl<K, A: Algorithm, H: BuildHasher> MemoryStore<K, A, H> {
             Probe::Absent => fresh.insert(algorithm.initial_state(0)),
         };
         let (answer, granted) = step(state);
-        if let Some(state) = fresh {
-            if granted && !algorithm.is_replenished(&state, now) {
+        if let Some(state) = fresh
+            && granted
+            && !algorithm.is_replenished(&state, now)
+        {
+            if !self.claim(1) {
+                self.sweep_for_room(shard, algorithm, now);
                 if !self.claim(1) {
-                    self.sweep_for_room(shard, algorithm, now);
-                    if !self.claim(1) {
-                        return Err(self.full());
-                    }
+                    return Err(self.full());
                 }
-                self.insert(shard, hash, state, algorithm, now);
             }
+            self.insert(shard, hash, state, algorithm, now);
         }
         Ok(answer)
     }

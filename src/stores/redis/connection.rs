@@ -495,10 +495,10 @@ impl Connections {
         // A Cluster node that redirects did not run the call: it goes once more to
         // the node named (redis-rs's own follow-up would be a retry, which the
         // store's cluster client never makes).
-        if let (Multiplexed::Cluster(_), Err(e)) = (&conn, &result) {
-            if let Some(redirect) = Redirect::of(e, None) {
-                result = step_async(&mut conn, &cmd, Some(&redirect)).await;
-            }
+        if let (Multiplexed::Cluster(_), Err(e)) = (&conn, &result)
+            && let Some(redirect) = Redirect::of(e, None)
+        {
+            result = step_async(&mut conn, &cmd, Some(&redirect)).await;
         }
         result.map_err(|e| {
             if applied_of(&e) == Applied::Unknown || e.kind() == ErrorKind::Io {

@@ -359,14 +359,14 @@ where
             "event {event} (seed {seed}): {step:?} on {keys:?} at {now_us} us"
         );
         let expected: Vec<Decision> = expected.iter().map(|(d, _)| *d).collect();
-        if let (Operation::Reserve { .. }, false) = (step, bare) {
-            if expected.iter().all(Decision::is_allowed) {
-                let wait = expected.iter().map(Decision::wait_nanos).max().unwrap_or(0);
-                let receipts = got.iter().map(|(_, r)| r.clone()).collect();
-                granted.push((keys.clone(), receipts, now.saturating_add(wait)));
-                if granted.len() > 8 {
-                    granted.remove(0);
-                }
+        if let (Operation::Reserve { .. }, false) = (step, bare)
+            && expected.iter().all(Decision::is_allowed)
+        {
+            let wait = expected.iter().map(Decision::wait_nanos).max().unwrap_or(0);
+            let receipts = got.iter().map(|(_, r)| r.clone()).collect();
+            granted.push((keys.clone(), receipts, now.saturating_add(wait)));
+            if granted.len() > 8 {
+                granted.remove(0);
             }
         }
         // A cancel answers nothing: only decisions are tallied.
