@@ -74,6 +74,7 @@ const STEPS: &str = concat!(
     include_str!("lua/leaky_bucket.lua"),
     include_str!("lua/sliding_window_counter.lua"),
     include_str!("lua/smooth_bursty.lua"),
+    include_str!("lua/sliding_window_buckets_hash.lua"),
     include_str!("lua/sliding_window_buckets.lua"),
     include_str!("lua/sliding_log.lua"),
     include_str!("lua/smooth_warming_up.lua"),
@@ -274,6 +275,6 @@ mod tests {
                 );
             }
         }
-        assert_eq!(files, 11, "every Lua file of the library is checked");
+        assert_eq!(files, 12, "every Lua file of the library is checked");
     }
 }

@@ -1,4 +1,5 @@
-//! [`SlidingWindowBuckets`] on the server: `lua/sliding_window_buckets.lua`.
+//! [`SlidingWindowBuckets`] on the server: `lua/sliding_window_buckets.lua` (the step)
+//! over `lua/sliding_window_buckets_hash.lua` (where its ring is kept).
 //!
 //! # Why a hash, and copies in its header
 //!
