@@ -1,8 +1,11 @@
 //! The Redis store (feature `redis`) on a real server the harness starts: the
 //! store's own behaviour, each algorithm's decisions against memory on random
 //! traces, keyed reservations, abandoned waits, and the limiter API on a Cluster
-//! as its docs describe it (`cluster_from_docs`). Sets on Redis, the Cluster's
-//! routing and TLS have crates of their own.
+//! as its docs describe it (`cluster_from_docs`); the deny cache, leases and
+//! failure policies over a Cluster, and TLS with them, as their docs describe them
+//! (`wrappers_on_cluster_from_docs`, `failover_on_cluster_from_docs`,
+//! `cancels_and_backoff_on_cluster_from_docs`, `tls_from_docs`). Sets on Redis,
+//! the Cluster's routing and TLS have crates of their own.
 
 mod support;
 
@@ -10,12 +13,16 @@ mod support;
 mod abandoned_waits;
 #[path = "redis_store/bad_input_from_docs.rs"]
 mod bad_input_from_docs;
+#[path = "redis_store/cancels_and_backoff_on_cluster_from_docs.rs"]
+mod cancels_and_backoff_on_cluster_from_docs;
 #[path = "redis_store/cluster_from_docs.rs"]
 mod cluster_from_docs;
 #[path = "redis_store/configuration.rs"]
 mod configuration;
 #[path = "redis_store/deadlines.rs"]
 mod deadlines;
+#[path = "redis_store/failover_on_cluster_from_docs.rs"]
+mod failover_on_cluster_from_docs;
 #[path = "redis_store/fixed_window.rs"]
 mod fixed_window;
 #[path = "redis_store/keyed_reservations.rs"]
@@ -40,3 +47,7 @@ mod smooth_bursty;
 mod smooth_warming_up;
 #[path = "redis_store/store.rs"]
 mod store;
+#[path = "redis_store/tls_from_docs.rs"]
+mod tls_from_docs;
+#[path = "redis_store/wrappers_on_cluster_from_docs.rs"]
+mod wrappers_on_cluster_from_docs;
