@@ -1,8 +1,9 @@
 //! The keyed limiter and its in-memory store: per-key decisions, every algorithm
 //! and set keyed, keyed reservations, the store's forgetting and cap, hostile
-//! keys, keys looked up by their borrowed form, and the store wrappers (deny cache,
-//! leases, failover) tested from their docs, and the async front end, multi-key calls
-//! and sets tested from their docs in memory and on Redis.
+//! keys, keys looked up by their borrowed form, the source of a multi-key grant,
+//! and the store wrappers (deny cache, leases, failover) tested from their docs, and
+//! the async front end, multi-key calls and sets tested from their docs in memory
+//! and on Redis.
 
 mod support;
 
@@ -18,6 +19,8 @@ mod from_the_readme;
 mod hostile_keys;
 #[path = "keyed/limiter.rs"]
 mod limiter;
+#[path = "keyed/multi_key_sources.rs"]
+mod multi_key_sources;
 #[path = "keyed/repeated_keys.rs"]
 mod repeated_keys;
 #[path = "keyed/reservations.rs"]

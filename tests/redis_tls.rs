@@ -12,27 +12,12 @@ use support::redis as redis_support;
 
 use redis_support::trace::caller_time_options;
 use redis_support::{
-    a_restarted_node_loses_no_call, calls, current_thread_runtime, take, test_ca, window,
+    a_restarted_node_loses_no_call, calls, current_thread_runtime, take, trust_test_ca, window,
     RedisCluster, RedisServer, SECOND,
 };
 use sluicegate::algorithms::FixedWindow;
 use sluicegate::stores::redis::RedisStore;
 use sluicegate::stores::Store;
-
-/// Makes this process trust the test CA, with ring as rustls's crypto provider.
-fn trust_test_ca() {
-    // The application picks rustls's crypto provider (the crate does not); a second
-    // install in this process is refused, which is fine.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    // Read by rustls-native-certs, for the store's sockets and redis-rs's alike.
-    static TRUSTED: std::sync::Once = std::sync::Once::new();
-    TRUSTED.call_once(|| {
-        // SAFETY: every reader of the environment in this test binary goes through
-        // std (`env::var`, `Command::spawn`: rustls-native-certs, the server
-        // harness), which holds the lock `set_var` takes; no C code here reads it.
-        unsafe { std::env::set_var("SSL_CERT_FILE", test_ca().join("ca.crt")) };
-    });
-}
 
 /// A store on `server`'s TLS port, trusting the test CA.
 fn tls_store(server: &RedisServer, prefix: &str) -> RedisStore<&'static str, FixedWindow> {

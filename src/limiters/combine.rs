@@ -1,12 +1,13 @@
 //! The one decision of a call over several keys.
 
-use crate::algorithms::{Algorithm, Decision, Receipt, Verdict};
+use crate::algorithms::{Algorithm, Decision, Receipt, Source, Verdict};
 use crate::clock::Nanos;
 use crate::stores::store::blank;
 
 /// The one decision of a multi-key call: any never wins; else the denial with the
 /// longest `retry_after`; else (all allowed) the key with the fewest permits left,
-/// with the longest wait and reset of all keys.
+/// with the longest wait and reset of all keys, and the source of the least
+/// checked grant (see [`least_checked`]).
 pub(crate) fn combine(answers: &[(Decision, Receipt)]) -> Decision {
     let decisions = answers.iter().map(|(decision, _)| decision);
     if let [(one, _)] = answers {
@@ -36,8 +37,32 @@ pub(crate) fn combine(answers: &[(Decision, Receipt)]) -> Decision {
         .map(Decision::reset_after_nanos)
         .max()
         .unwrap_or(0);
+    let source = answers
+        .iter()
+        .map(|(decision, _)| decision.source())
+        .fold(Source::Store, least_checked);
     Decision::allowed_after(wait, tightest.limit(), tightest.remaining(), reset)
         .with_limit_index(tightest.limit_index())
+        .with_source(source)
+}
+
+/// Of two grants' sources, the one a caller must trust less: a call granted on
+/// several keys is only as checked as its least checked key, so one key let
+/// through unchecked (`Open`) makes the call unchecked, and one decided by the
+/// local share makes it local, whatever the others' sources. A leased grant is
+/// the limit's own, taken earlier: it outranks only the store.
+fn least_checked(a: Source, b: Source) -> Source {
+    let rank = |source: Source| match source {
+        Source::Store => 0,
+        Source::Leased | Source::Cached => 1,
+        Source::Local => 2,
+        Source::Unchecked | Source::FailedClosed => 3,
+    };
+    if rank(b) > rank(a) {
+        b
+    } else {
+        a
+    }
 }
 
 /// Whether a call that charges `cost` on each of `keys` at `now` can never be

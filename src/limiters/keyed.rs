@@ -76,7 +76,8 @@ use super::AsyncKeyedRateLimiter;
 /// every key; a refused call changes no key. Their decision is the tightest one:
 /// when refused, the refusing key with the longest `retry_after`; when allowed, the
 /// key with the fewest permits remaining, with the longest `wait` and `reset_after`
-/// of all keys.
+/// of all keys, and the [`source`](crate::Decision::source) of the least checked key
+/// (one key let through by a failure policy makes the call's grant the policy's).
 ///
 /// ```
 /// use sluicegate::algorithms::SmoothBursty;

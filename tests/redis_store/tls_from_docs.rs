@@ -16,7 +16,7 @@ use super::failover_on_cluster_from_docs::{
 use super::wrappers_on_cluster_from_docs::key_on_node;
 use crate::support::redis as redis_support;
 use redis_support::trace::caller_time_options;
-use redis_support::{calls, current_thread_runtime, test_ca, RedisCluster, RedisServer};
+use redis_support::{calls, current_thread_runtime, trust_test_ca, RedisCluster, RedisServer};
 use sluicegate::algorithms::{FixedWindow, SlidingLog};
 use sluicegate::stores::deny_cache::DenyCache;
 use sluicegate::stores::failover::{Backoff, FailoverStore, FailurePolicy};
@@ -26,14 +26,6 @@ use sluicegate::{DefaultClock, KeyedRateLimiter, ManualClock, Source};
 use std::time::{Duration, Instant};
 
 const HOUR: Duration = Duration::from_secs(3600);
-
-/// Makes this process trust the test CA, with ring as rustls's crypto provider.
-fn trust_test_ca() {
-    // A second install in this process is refused, which is fine.
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    // Read by rustls-native-certs; every TLS test of this crate sets the same value.
-    std::env::set_var("SSL_CERT_FILE", test_ca().join("ca.crt"));
-}
 
 #[test]
 fn eight_threads_and_eight_tasks_on_one_key_of_a_tls_cluster_get_exactly_its_limit() {

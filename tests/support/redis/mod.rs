@@ -96,6 +96,24 @@ fn wait_ready(port: u16, child: &mut Child) -> Result<(), String> {
     }
 }
 
+/// Makes this process trust the test CA ([`test_ca`]) through `SSL_CERT_FILE`,
+/// which rustls-native-certs reads for the store's sockets and redis-rs's alike,
+/// with ring as rustls's crypto provider (the crate leaves that choice to the
+/// application). Once per process: every TLS test calls it before it connects.
+#[cfg(feature = "redis-tls")]
+pub fn trust_test_ca() {
+    static TRUSTED: std::sync::Once = std::sync::Once::new();
+    TRUSTED.call_once(|| {
+        // A provider installed already (by the application, here none) is kept.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let file = test_ca().join("ca.crt");
+        // SAFETY: every reader of the environment in the test binaries goes through
+        // std (`env::var`, `Command::spawn`: rustls-native-certs, this harness),
+        // which holds the lock `set_var` takes; no C code in them reads it.
+        unsafe { std::env::set_var("SSL_CERT_FILE", file) };
+    });
+}
+
 /// The tests' certificate authority (`ca.crt` and `ca.key`), whose certificate the
 /// TLS tests trust: its directory. Made once and kept in the temporary directory
 /// for later runs (valid ten years), so that test processes leave nothing behind;
