@@ -2,8 +2,9 @@
 //! fields in every form, delays, stacking, recipes, over the Redis store), each
 //! algorithm's standing as the server reports it, the Stream and Sink adapters, and
 //! a real loopback between the two layers, and the two layers as a service uses
-//! them over every store (`service_*`). Modules gate themselves on `tower` (and
-//! `redis`) where they need it.
+//! them over every store (`service_*`); the outbound adapters and `Jitter` as their
+//! documentation alone describes them (`streams_from_docs*`). Modules gate
+//! themselves on `tower` (and `redis`) where they need it.
 
 mod support;
 
@@ -43,5 +44,11 @@ mod service_stores;
 mod standing_per_algorithm;
 #[path = "adapters/stream_sink.rs"]
 mod stream_sink;
+#[path = "adapters/streams_from_docs.rs"]
+mod streams_from_docs;
+#[path = "adapters/streams_from_docs_client.rs"]
+mod streams_from_docs_client;
+#[path = "adapters/streams_from_docs_real_clock.rs"]
+mod streams_from_docs_real_clock;
 #[path = "adapters/zero_cost.rs"]
 mod zero_cost;
