@@ -360,8 +360,8 @@ impl<K: Hash + Eq, C: Clock> HoldBack<K, C> {
         }
     }
 
-    /// Waits, on the clock, until `key` is no longer held back; resolves to the time
-    /// waited. For clients that are not tower services: call it before each request.
+    /// Waits, on the clock, until `key` is no longer held back (a hold lengthened
+    /// while it waits is waited out too); resolves to the time waited. For clients that are not tower services: call it before each request.
     /// It waits out the hold only; the steady pace after it is the client layer's,
     /// which knows the limiter.
     ///
@@ -379,11 +379,17 @@ impl<K: Hash + Eq, C: Clock> HoldBack<K, C> {
     /// assert_eq!(clock.now(), 4_000_000_000);
     /// ```
     pub async fn wait(&self, key: &K) -> Duration {
-        let left = self.remaining(key);
-        if !left.is_zero() {
+        // Looks again after each sleep: another response may have lengthened the
+        // hold meanwhile.
+        let mut waited = Duration::ZERO;
+        loop {
+            let left = self.remaining(key);
+            if left.is_zero() {
+                return waited;
+            }
             self.clock.sleep_async(left).await;
+            waited = waited.saturating_add(left);
         }
-        left
     }
 
     /// The pause a response asks for, in nanoseconds, before the cap.

@@ -99,18 +99,14 @@ fn a_stream_a_sink_and_a_client_on_one_limit_are_served_in_the_order_they_asked(
         if let Poll::Ready(Some(item)) = poll_next(Pin::new(&mut paced)) {
             now.push(item.unwrap());
         }
-        if !c_done {
-            if let Poll::Ready(sent) = poll_once(send.as_mut()) {
-                sent.unwrap();
-                c_done = true;
-                now.push(rx.try_recv().unwrap());
-            }
+        if !c_done && let Poll::Ready(sent) = poll_once(send.as_mut()) {
+            sent.unwrap();
+            c_done = true;
+            now.push(rx.try_recv().unwrap());
         }
-        if !b_done {
-            if let Poll::Ready(answer) = poll_once(request.as_mut()) {
-                b_done = true;
-                now.push(answer.unwrap());
-            }
+        if !b_done && let Poll::Ready(answer) = poll_once(request.as_mut()) {
+            b_done = true;
+            now.push(answer.unwrap());
         }
         assert_eq!(now.len(), 1, "at {} ms: {now:?}", step * 100);
         order.extend(now);

@@ -73,9 +73,10 @@ pin_project! {
     /// A request goes only when both its permits and every hold of its key allow
     /// it: it waits out a server's hold on the key (and any longer hold another
     /// response sets meanwhile), then its turn at the limiter's steady pace if the
-    /// key was held ([`HoldBack`]), then its permits; a hold that began while it
-    /// waited for them sends it back to wait the hold out and take fresh permits
-    /// after it. All of this counts against the maximum wait; the jitter (only after
+    /// key was held ([`HoldBack`]), then its permits; a hold that began before it
+    /// is sent (while it waited for its permits, its jitter or the inner service's
+    /// readiness) sends it back to wait the hold out and take fresh permits after
+    /// it, dropping the clone of the inner service readied for it. All of this counts against the maximum wait; the jitter (only after
     /// a wait) does not. A cost of 0 is free: it honours the holds but takes no
     /// permits and no turn.
     ///
@@ -141,7 +142,7 @@ where
 
 impl<S, Req, P, R> Future for ResponseFuture<S, Req, P, R>
 where
-    S: Service<Req>,
+    S: Service<Req> + Clone,
     P: Permits,
     P::Key: Clone + Hash + Eq,
     R: ReadResponse<S::Response>,
@@ -231,12 +232,31 @@ where
                 }
                 StateProj::Jitter { sleep } => {
                     ready!(sleep.poll(cx));
-                    this.state.set(State::Ready);
+                    // A hold that began during the jitter stops the request too.
+                    match held_now(&this) {
+                        0 => this.state.set(State::Ready),
+                        held => {
+                            let sleep = wait_for(&mut this, held)?;
+                            this.state.set(State::Held { sleep });
+                        }
+                    }
                 }
                 StateProj::Ready => {
                     if let Err(error) = ready!(this.service.poll_ready(cx)) {
                         this.state.set(State::Done);
                         return Poll::Ready(Err(ClientError::Service(error)));
+                    }
+                    // The last look before sending: a hold that began while the
+                    // inner service was not ready stops the request too. The clone
+                    // readied for it is dropped (a fresh one takes its place), so
+                    // that waiting out the hold keeps no slot of the inner service.
+                    let held = held_now(&this);
+                    if held > 0 {
+                        let fresh = this.service.clone();
+                        *this.service = fresh;
+                        let sleep = wait_for(&mut this, held)?;
+                        this.state.set(State::Held { sleep });
+                        continue;
                     }
                     let Some(request) = this.request.take() else {
                         this.state.set(State::Done);

@@ -5,15 +5,16 @@
 //!   call(request) ─► weigh: (key, cost) ─► held back by the server? sleep it out
 //!                 ─► just after a hold? wait for its turn at the limiter's steady pace
 //!                 ─► limiter.acquire(key, cost, max_wait) ─► held back meanwhile? back to the top
-//!                 ─► jitter (if it waited)
-//!                 ─► inner.poll_ready ─► inner.call ─► response ─► observe 429/503,
-//!                                                                   Retry-After, RateLimit
+//!                 ─► jitter (if it waited) ─► held back meanwhile? back to the top
+//!                 ─► inner.poll_ready ─► held back meanwhile? back to the top
+//!                 ─► inner.call ─► response ─► observe 429/503, Retry-After, RateLimit
 //! ```
 //!
 //! **Under concurrency.** Many tasks share one client, and the server's answer to
 //! one of them holds back every request of that key: those that have not started
-//! waiting, and those already waiting for permits (they wait the hold out and take
-//! fresh permits after it). A request already sent cannot be recalled, so the
+//! waiting, and those not yet sent: waiting for permits, for their jitter or for
+//! the inner service to be ready (they wait the hold out and take fresh permits
+//! after it). A request already sent cannot be recalled, so the
 //! refusals a hold can still meet are bounded by the requests in flight when it
 //! began. After the hold the key resumes at its limiter's steady rate, one turn per
 //! [`Pace::interval`](crate::algorithms::Pace::interval), not with the burst its
