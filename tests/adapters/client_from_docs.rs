@@ -1115,22 +1115,12 @@ async fn a_client_over_the_redis_store_paces_concurrent_tasks() {
 #[cfg(feature = "redis")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_unreachable_store_fails_the_request_typed_and_unsent() {
-    use crate::support::redis::unique_prefix;
+    use crate::support::redis::unreachable_store;
     use sluicegate::clock::DefaultClock;
-    use sluicegate::stores::redis::{RedisOptions, RedisStore};
+    use sluicegate::stores::redis::RedisStore;
 
     // A port nothing listens on (bound, read, released).
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let options = RedisOptions::default()
-        .prefix(unique_prefix("client-from-docs-down"))
-        .unwrap()
-        .connect_timeout(Duration::from_millis(200));
-    let store: RedisStore<String, SmoothBursty> =
-        RedisStore::open_with(&format!("redis://127.0.0.1:{port}/"), options).unwrap();
+    let store: RedisStore<String, SmoothBursty> = unreachable_store("client-from-docs-down");
     let limiter =
         KeyedRateLimiter::with_store(SmoothBursty::new(10.0).unwrap(), store, DefaultClock::new());
     let calls = Arc::new(AtomicUsize::new(0));

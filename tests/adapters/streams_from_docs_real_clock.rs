@@ -152,24 +152,14 @@ async fn eight_tasks_streaming_over_the_redis_store_keep_each_keys_meter() {
 #[cfg(feature = "redis")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_failed_store_refuses_each_item_typed_and_the_adapters_go_on() {
-    use crate::support::redis::unique_prefix;
+    use crate::support::redis::unreachable_store;
     use sluicegate::adapters::{sink::SinkError, Rejected};
     use sluicegate::algorithms::FixedWindow;
     use sluicegate::clock::DefaultClock;
-    use sluicegate::stores::redis::{RedisOptions, RedisStore};
+    use sluicegate::stores::redis::RedisStore;
     use sluicegate::Error;
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let options = RedisOptions::default()
-        .prefix(unique_prefix("streams-from-docs-down"))
-        .unwrap()
-        .connect_timeout(Duration::from_millis(200));
-    let store: RedisStore<String, FixedWindow> =
-        RedisStore::open_with(&format!("redis://127.0.0.1:{port}/"), options).unwrap();
+    let store: RedisStore<String, FixedWindow> = unreachable_store("streams-from-docs-down");
     let window = FixedWindow::new(10, Duration::from_secs(1)).unwrap();
     let limiter = KeyedRateLimiter::with_store(window, store, DefaultClock::new());
     let by_name = |s: &&'static str| ((*s).to_owned(), 1);

@@ -41,6 +41,18 @@ fn free_port() -> u16 {
         .unwrap_or_else(|e| panic!("redis test harness: cannot find a free port: {e}"))
 }
 
+/// A store whose server never answers, for the tests of what a failed store does:
+/// its URL names a port nothing listens on, and a connection gives up after
+/// 200 ms. Its keys are under a prefix made unique from `tag`.
+pub fn unreachable_store<K, A>(tag: &str) -> sluicegate::stores::redis::RedisStore<K, A> {
+    let options = sluicegate::stores::redis::RedisOptions::default()
+        .prefix(unique_prefix(tag))
+        .unwrap()
+        .connect_timeout(std::time::Duration::from_millis(200));
+    let url = format!("redis://127.0.0.1:{}/", free_port());
+    sluicegate::stores::redis::RedisStore::open_with(&url, options).unwrap()
+}
+
 fn temp_dir(tag: &str) -> PathBuf {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let dir = std::env::temp_dir().join(format!(
