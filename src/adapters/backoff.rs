@@ -360,10 +360,10 @@ impl<K: Hash + Eq, C: Clock> HoldBack<K, C> {
         }
     }
 
-    /// Waits, on the clock, until `key` is no longer held back (a hold lengthened
-    /// while it waits is waited out too); resolves to the time waited. For clients that are not tower services: call it before each request.
-    /// It waits out the hold only; the steady pace after it is the client layer's,
-    /// which knows the limiter.
+    /// Waits, on the clock, until `key` is no longer held back (a hold lengthened while
+    /// it waits is waited out too); resolves to the time waited. For clients that are
+    /// not tower services: call it before each request. It waits out the hold only; the
+    /// steady pace after it is the client layer's, which knows the limiter.
     ///
     /// ```
     /// use http::{HeaderMap, StatusCode};

@@ -70,15 +70,15 @@ pin_project! {
     /// go, then readies and calls its clone of the inner service, and lets the
     /// back-off read the response.
     ///
-    /// A request goes only when both its permits and every hold of its key allow
-    /// it: it waits out a server's hold on the key (and any longer hold another
-    /// response sets meanwhile), then its turn at the limiter's steady pace if the
-    /// key was held ([`HoldBack`]), then its permits; a hold that began before it
-    /// is sent (while it waited for its permits, its jitter or the inner service's
-    /// readiness) sends it back to wait the hold out and take fresh permits after
-    /// it, dropping the clone of the inner service readied for it. All of this counts against the maximum wait; the jitter (only after
-    /// a wait) does not. A cost of 0 is free: it honours the holds but takes no
-    /// permits and no turn.
+    /// A request goes only when both its permits and every hold of its key allow it: it
+    /// waits out a server's hold on the key (and any longer hold another response sets
+    /// meanwhile), then its turn at the limiter's steady pace if the key was held
+    /// ([`HoldBack`]), then its permits; a hold that began before it is sent (while it
+    /// waited for its permits, its jitter or the inner service's readiness) sends it
+    /// back to wait the hold out and take fresh permits after it, dropping the clone of
+    /// the inner service readied for it. All of this counts against the maximum wait;
+    /// the jitter (only after a wait) does not. A cost of 0 is free: it honours the
+    /// holds but takes no permits and no turn.
     ///
     /// Dropped while waiting for its permits, it gives them back. Dropped while
     /// waiting for its turn after a hold, it keeps that turn booked: the turns are

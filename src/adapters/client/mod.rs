@@ -10,16 +10,16 @@
 //!                 ─► inner.call ─► response ─► observe 429/503, Retry-After, RateLimit
 //! ```
 //!
-//! **Under concurrency.** Many tasks share one client, and the server's answer to
-//! one of them holds back every request of that key: those that have not started
-//! waiting, and those not yet sent: waiting for permits, for their jitter or for
-//! the inner service to be ready (they wait the hold out and take fresh permits
-//! after it). A request already sent cannot be recalled, so the
-//! refusals a hold can still meet are bounded by the requests in flight when it
-//! began. After the hold the key resumes at its limiter's steady rate, one turn per
+//! **Under concurrency.** Many tasks share one client, and the server's answer to one
+//! of them holds back every request of that key: those that have not started waiting,
+//! and those not yet sent: waiting for permits, for their jitter or for the inner
+//! service to be ready (they wait the hold out and take fresh permits after it). A
+//! request already sent cannot be recalled, so the refusals a hold can still meet are
+//! bounded by the requests in flight when it began. After the hold the key resumes at
+//! its limiter's steady rate, one turn per
 //! [`Pace::interval`](crate::algorithms::Pace::interval), not with the burst its
-//! limiter stored meanwhile ([`HoldBack`](super::HoldBack) says how each
-//! algorithm's credit is left unspent).
+//! limiter stored meanwhile ([`HoldBack`](super::HoldBack) says how each algorithm's
+//! credit is left unspent).
 //!
 //! **A cost of 0 is free**, as in every adapter: such a request takes no permits
 //! and no turn, and goes as soon as no hold stops its key.
