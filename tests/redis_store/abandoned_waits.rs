@@ -20,6 +20,8 @@ use std::time::Duration;
 use timed_clock::Timed;
 
 type Waiter = Pin<Box<dyn Future<Output = Result<Duration, Error>> + Send>>;
+type AsyncKeyed<A> =
+    sluicegate::AsyncKeyedRateLimiter<&'static str, A, RedisStore<&'static str, A>, Timed>;
 
 /// How long `limiter` would make a request of 1 on `k` wait now.
 fn next_turn<A: RedisAlgorithm + Clone, C: sluicegate::Clock>(
@@ -63,20 +65,7 @@ fn dropped_at_once_leave_no_trace<A: RedisAlgorithm + Clone>(algorithm: A) {
             .enable_all()
             .build()
             .unwrap();
-        let mut waiters: Vec<Waiter> = (0..5)
-            .map(|_| Box::pin(handle.acquire(&"k")) as Waiter)
-            .collect();
-        // Each waiter's reserve is one round trip; then it sleeps on virtual time.
-        runtime.block_on(futures::future::poll_fn(|cx| {
-            for waiter in &mut waiters {
-                assert!(waiter.as_mut().poll(cx).is_pending());
-            }
-            if clock.sleeps_begun() == 5 {
-                Poll::Ready(())
-            } else {
-                Poll::Pending
-            }
-        }));
+        let waiters = five_waiting(&handle, &clock, &runtime);
         assert_eq!(next_turn(&limiter), Duration::from_secs(6));
         if dropped_on_a_runtime {
             // Dropped by a task on a worker thread: the cancels go out from a task
@@ -95,6 +84,70 @@ fn dropped_at_once_leave_no_trace<A: RedisAlgorithm + Clone>(algorithm: A) {
             "dropped on a runtime: {dropped_on_a_runtime}"
         );
         assert_eq!(clock.clock.take_sleeps_secs(), [0.0, 1.0, 1.0]);
+    }
+}
+
+/// Five async acquires of `handle` on `k`, each polled on `runtime` until its
+/// reserve is answered and it sleeps (on `clock`, virtual time).
+fn five_waiting<A: RedisAlgorithm + Clone>(
+    handle: &AsyncKeyed<A>,
+    clock: &Timed,
+    runtime: &tokio::runtime::Runtime,
+) -> Vec<Waiter> {
+    let mut waiters: Vec<Waiter> = (0..5)
+        .map(|_| Box::pin(handle.acquire(&"k")) as Waiter)
+        .collect();
+    // Each waiter's reserve is one round trip; then it sleeps on virtual time.
+    runtime.block_on(futures::future::poll_fn(|cx| {
+        for waiter in &mut waiters {
+            assert!(waiter.as_mut().poll(cx).is_pending());
+        }
+        if clock.sleeps_begun() == 5 {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }));
+    waiters
+}
+
+#[test]
+fn waiters_dropped_on_a_current_thread_runtime_give_their_permits_back_to_a_blocking_call() {
+    // A current-thread runtime runs its tasks only while it is driven. The cancels
+    // of waits dropped on it still go out when the next call is a blocking one on
+    // the same thread, made inside its `block_on` (which the blocking call keeps
+    // from running anything) or after it (the runtime idle): that call finds them
+    // answered and waits one turn, not the response timeout and an error.
+    let server = RedisServer::start();
+    for blocking_inside in [false, true] {
+        let clock = Timed::default();
+        let prefix = unique_prefix("abandoned-current-thread");
+        let store = RedisStore::open_with(server.url(), caller_time_options(&prefix)).unwrap();
+        let limiter =
+            KeyedRateLimiter::with_store(SmoothBursty::new(1.0).unwrap(), store, clock.clone());
+        limiter.acquire(&"k").unwrap();
+        limiter.acquire(&"k").unwrap();
+        let handle = limiter.to_async();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let waiters = five_waiting(&handle, &clock, &runtime);
+        assert_eq!(next_turn(&limiter), Duration::from_secs(6));
+        let next = if blocking_inside {
+            runtime.block_on(async {
+                drop(waiters);
+                limiter.acquire(&"k")
+            })
+        } else {
+            runtime.block_on(async { drop(waiters) });
+            limiter.acquire(&"k")
+        };
+        assert_eq!(
+            next.unwrap(),
+            Duration::from_secs(1),
+            "blocking inside the runtime: {blocking_inside}"
+        );
     }
 }
 

@@ -7,8 +7,10 @@
 //! Requests handed to separate tasks would reach the server in the order the
 //! tasks happen to run; so the cancels of one store wait in one queue, and a
 //! single sender at a time takes them from its front, sending each once the one
-//! before it has been answered (or has failed): on a task of the tokio runtime
-//! the cancel was given on, or, outside one, on the calling thread over a
+//! before it has been answered (or has failed): on a task of the multi-thread
+//! tokio runtime the cancel was given on; on a task of the store's own runtime
+//! (see `runtime.rs`) when given on a current-thread runtime, which runs its tasks
+//! only while it is driven; or, outside a runtime, on the calling thread over a
 //! blocking connection. A cancel given while a sender is at work joins the queue
 //! behind the others and is sent by that sender.
 //!
@@ -20,6 +22,7 @@
 //! pending, which is almost always, that is one uncontended lock.
 
 use super::connection::Connections;
+use super::runtime::own as own_runtime;
 use super::step::Request;
 use crate::error::{Applied, Error, StoreError};
 use futures::future::{select, Either};
@@ -27,6 +30,7 @@ use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::runtime::RuntimeFlavor;
 use tokio::sync::watch;
 
 /// The cancels of one store (shared by its clones) waiting to be sent.
@@ -105,9 +109,20 @@ impl Cancels {
             done: false,
         };
         match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => {
+            Ok(runtime) if runtime.runtime_flavor() != RuntimeFlavor::CurrentThread => {
                 let connections = Arc::clone(connections);
                 runtime.spawn(sender.send_async(connections));
+            }
+            // A current-thread runtime runs its tasks only while it is driven: a
+            // blocking step on its thread, or one made between its `block_on`s,
+            // would wait for a sender that cannot run. The store's own runtime
+            // sends them instead; should it not start, they are dropped unsent
+            // (their permits stay taken, the safe direction).
+            Ok(_) => {
+                if let Ok(own) = own_runtime() {
+                    let connections = Arc::clone(connections);
+                    own.spawn(sender.send_async(connections));
+                }
             }
             Err(_) => sender.send_blocking(connections),
         }

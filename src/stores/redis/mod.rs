@@ -222,7 +222,9 @@
 //! outside (a bare `futures::executor::block_on`, async-std, smol) runs on the
 //! store's own runtime, one thread started by the first such call and shared by
 //! the process's stores, and is awaited from the caller's executor (see
-//! `runtime.rs`).
+//! `runtime.rs`). The same thread sends the detached cancels given on a
+//! current-thread runtime (abandoned async waits there), so that a blocking call
+//! made on that runtime's thread never waits for a task that cannot run.
 //!
 //! [`Applied::No`]: crate::Applied::No
 //! [`Applied::Unknown`]: crate::Applied::Unknown

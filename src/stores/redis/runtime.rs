@@ -42,8 +42,9 @@ where
 
 /// The store's own runtime, started on a thread of its own the first time it is
 /// needed. A failure to start it (no thread can be spawned) is the call's error,
-/// and the next call tries again.
-fn own() -> Result<Handle, Error> {
+/// and the next call tries again. It also sends the cancels given on a
+/// current-thread runtime (see `cancels.rs`).
+pub(super) fn own() -> Result<Handle, Error> {
     static OWN: Mutex<Option<Handle>> = Mutex::new(None);
     let mut own = OWN.lock();
     if let Some(handle) = &*own {

@@ -315,10 +315,13 @@ where
     /// Sends the cancel after every cancel given to this store (or a clone) before
     /// it, in order, each once the one before has been answered, and ahead of
     /// every step made after it (which waits for it, at most the response
-    /// timeout), and returns at once: inside a tokio runtime one task sends the
-    /// queued cancels on the multiplexed connection; outside one the calling
-    /// thread sends them on a blocking connection, each waiting at most the
-    /// response timeout, unless a sender is already at work. Replies and failures
+    /// timeout), and returns at once: inside a multi-thread tokio runtime one task
+    /// sends the queued cancels on the multiplexed connection; inside a
+    /// current-thread runtime (which runs tasks only while driven, so a blocking
+    /// step on its thread would wait for them in vain) a task of the store's own
+    /// runtime does; outside one the calling thread sends them on a blocking
+    /// connection, each waiting at most the response timeout, unless a sender is
+    /// already at work. Replies and failures
     /// are not awaited by the caller (a lost cancel leaves the permits taken).
     fn cancel_detached(
         &self,
