@@ -2,10 +2,16 @@
 //! Guava limiters, timed tries and rate changes, reservations and their cancel,
 //! async acquires, thread safety, bad input, one smoke test on the real clock, and
 //! the documented edges of every algorithm and front end (`edges_from_docs`: zero,
-//! huge and never costs, the clock's ends, sets, reservations, many callers).
+//! huge and never costs, the clock's ends, sets, reservations, many callers), and
+//! each algorithm's decision fields, pace and standing at the exact instants its
+//! docs name (`algorithm_edges_from_docs`, `algorithm_edges_from_docs_sets`).
 
 mod support;
 
+#[path = "direct/algorithm_edges_from_docs.rs"]
+mod algorithm_edges_from_docs;
+#[path = "direct/algorithm_edges_from_docs_sets.rs"]
+mod algorithm_edges_from_docs_sets;
 #[path = "direct/async_acquire.rs"]
 mod async_acquire;
 #[path = "direct/bad_input.rs"]

@@ -1,6 +1,7 @@
 //! The Redis store (feature `redis`) on a real server the harness starts: the
 //! store's own behaviour, each algorithm's decisions against memory on random
-//! traces, keyed reservations, abandoned waits, and the limiter API on a Cluster
+//! traces and at each algorithm's documented edges (`algorithm_edges_from_docs`),
+//! keyed reservations, abandoned waits, and the limiter API on a Cluster
 //! as its docs describe it (`cluster_from_docs`); the deny cache, leases and
 //! failure policies over a Cluster, and TLS with them, as their docs describe them
 //! (`wrappers_on_cluster_from_docs`, `failover_on_cluster_from_docs`,
@@ -11,6 +12,8 @@ mod support;
 
 #[path = "redis_store/abandoned_waits.rs"]
 mod abandoned_waits;
+#[path = "redis_store/algorithm_edges_from_docs.rs"]
+mod algorithm_edges_from_docs;
 #[path = "redis_store/bad_input_from_docs.rs"]
 mod bad_input_from_docs;
 #[path = "redis_store/cancels_and_backoff_on_cluster_from_docs.rs"]
