@@ -132,6 +132,7 @@ use crate::error::ConfigError;
 use ring::{at_word, wrap, BASE, HEAD, HEADER, LEN};
 use std::time::Duration;
 
+mod answer;
 mod ring;
 
 /// The largest `limit` of a log: 2²⁰ entries (16 MiB of ring per state, plus a
@@ -342,8 +343,11 @@ impl SlidingLog {
     }
 
     /// The same log, also refusing a call that comes less than `min_spacing` after
-    /// the previous one (a "minimum distance" between calls). Zero means no spacing;
-    /// a spacing beyond 584 years saturates (one call, ever).
+    /// the previous one (a "minimum distance" between calls). Zero means no spacing.
+    /// A spacing whose end would reach the clock's last reading (`u64::MAX` ns, 584
+    /// years after its zero, which stands for "for ever") never ends: every call
+    /// after the one it follows is refused for good ([`Verdict::Never`](crate::Verdict::Never),
+    /// so acquires fail at once), and `Duration::MAX` allows one call, ever.
     ///
     /// ```
     /// use sluicegate::Decision;
@@ -355,6 +359,12 @@ impl SlidingLog {
     /// assert!(log.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
     /// let refused = log.reserve::<Decision>(&mut state, 200_000_000, 1, 0);
     /// assert_eq!(refused.retry_after(), Duration::from_millis(300));
+    ///
+    /// let once = SlidingLog::new(100, Duration::from_secs(60)).unwrap()
+    ///     .with_min_spacing(Duration::MAX);
+    /// let mut state = once.initial_state(0);
+    /// assert!(once.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
+    /// assert!(once.reserve::<Decision>(&mut state, 1_000_000_000, 1, 0).is_never());
     /// ```
     pub fn with_min_spacing(mut self, min_spacing: Duration) -> Self {
         self.min_spacing = crate::clock::duration_to_nanos(min_spacing);
@@ -526,7 +536,10 @@ impl Algorithm for SlidingLog {
 
     fn is_replenished(&self, state: &LogState, now: Nanos) -> bool {
         let view = self.view(&state.words[..], state.ring_slots(), now);
-        view.live == 0 && view.header.at >= self.spaced_at(view.header.last())
+        view.live == 0
+            && self
+                .spacing_end(view.header.last())
+                .is_some_and(|end| view.header.at >= end)
     }
 }
 

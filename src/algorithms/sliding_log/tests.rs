@@ -233,11 +233,13 @@ fn ref_view(log: &SlidingLog, state: &RefLog, now: u64) -> RefView {
     }
 }
 
-fn ref_spaced_at(log: &SlidingLog, last: Option<u64>) -> u64 {
+/// When the spacing after `last` ends; `None`: never (at or past the clock's last
+/// reading).
+fn ref_spacing_end(log: &SlidingLog, last: Option<u64>) -> Option<u64> {
     let spacing = log.min_spacing().as_nanos() as u64;
     match last {
-        Some(last) if spacing > 0 => last.saturating_add(spacing),
-        _ => 0,
+        Some(last) if spacing > 0 => last.checked_add(spacing).filter(|end| *end < u64::MAX),
+        _ => Some(0),
     }
 }
 
@@ -263,7 +265,7 @@ fn ref_fits_at(
 
 fn ref_reset_at(log: &SlidingLog, newest: Option<u64>, last: Option<u64>) -> u64 {
     let expired = newest.map_or(0, |at| at.saturating_add(log.window().as_nanos() as u64));
-    expired.max(ref_spaced_at(log, last))
+    expired.max(ref_spacing_end(log, last).unwrap_or(u64::MAX))
 }
 
 fn ref_remaining(log: &SlidingLog, live: u128) -> u64 {
@@ -301,14 +303,17 @@ fn ref_judge(
         return Err(Decision::never(limit, remaining, reset));
     }
     let fits = view.live.saturating_add(u128::from(cost)) <= u128::from(limit);
-    let spaced = view.at >= ref_spaced_at(log, state.last);
+    let spaced = ref_spacing_end(log, state.last).is_some_and(|end| view.at >= end);
     if fits && spaced {
         let reset = ref_reset_at(log, Some(view.at), Some(view.at)).saturating_sub(now);
         let remaining = ref_remaining(log, view.live.saturating_add(u128::from(cost)));
         return Ok(Decision::allowed(limit, remaining, reset));
     }
+    let Some(spaced) = ref_spacing_end(log, state.last) else {
+        return Err(Decision::never(limit, remaining, reset));
+    };
     let live_entries = state.entries.range(view.first_live..).copied();
-    let at = ref_fits_at(log, live_entries, view.live, cost).max(ref_spaced_at(log, state.last));
+    let at = ref_fits_at(log, live_entries, view.live, cost).max(spaced);
     Err(Decision::denied(
         limit,
         remaining,
@@ -336,14 +341,17 @@ fn ref_recorded_refusal(
         .live
         .saturating_sub(evicted_cost)
         .saturating_add(u128::from(cost));
+    let reset = ref_reset_at(log, Some(view.at), Some(view.at)).saturating_sub(now);
+    let Some(spaced) = ref_spacing_end(log, Some(view.at)) else {
+        return Decision::never(log.limit(), ref_remaining(log, live), reset);
+    };
     let at = ref_fits_at(
         log,
         kept.chain(std::iter::once((view.at, cost))),
         live,
         cost,
     )
-    .max(ref_spaced_at(log, Some(view.at)));
-    let reset = ref_reset_at(log, Some(view.at), Some(view.at)).saturating_sub(now);
+    .max(spaced);
     Decision::denied(
         log.limit(),
         ref_remaining(log, live),
@@ -379,7 +387,7 @@ fn ref_peek(log: &SlidingLog, state: &RefLog, now: u64, cost: u64) -> Decision {
 
 fn ref_is_replenished(log: &SlidingLog, state: &RefLog, now: u64) -> bool {
     let view = ref_view(log, state, now);
-    view.live == 0 && view.at >= ref_spaced_at(log, state.last)
+    view.live == 0 && ref_spacing_end(log, state.last).is_some_and(|end| view.at >= end)
 }
 
 fn ref_live_entries(log: &SlidingLog, state: &RefLog, now: u64) -> Vec<(u64, u64)> {
