@@ -59,8 +59,11 @@ mod word;
 /// Guava's bursty token bucket: `rate` permits per second, up to `max_burst` of
 /// unused permits saved (1 second's worth by default), pay-later reservations.
 ///
-/// Starts with no stored permits, as Guava does. See the [module docs](self) for the
-/// model.
+/// Starts with no stored permits, as Guava does: a direct limiter at its creation.
+/// A key of a keyed limiter starts as a state made at the clock's zero
+/// (`initial_state(0)`, see [`stores`](crate::stores)), so a key first seen once the
+/// clock has run for `max_burst` holds a full burst. See the [module docs](self)
+/// for the model.
 ///
 /// ```
 /// use sluicegate::algorithms::{Algorithm, SmoothBursty};
