@@ -11,7 +11,7 @@
 
 use crate::support::adapters::poll_once;
 use crate::support::gate_clock::GateClock;
-use crate::support::waiting::{eight_threads, serve_in_turn};
+use crate::support::waiting::{answered_at_once, eight_threads, serve_in_turn};
 
 use sluicegate::algorithms::{FixedWindow, LeakyBucket, SmoothBursty, SmoothWarmingUp};
 use sluicegate::clock::{Clock, ManualClock};
@@ -169,9 +169,14 @@ fn refused_timed_tries_between_the_waiters_take_no_turn_and_do_not_wait() {
     let between = |i: usize| {
         let short = ms(100) * (i as u32 + 1) - Duration::from_nanos(1);
         let sleeps = clock.sleeps().len();
-        assert!(!direct.try_acquire_timeout(short), "after waiter {i}");
-        assert!(!direct.try_acquire_n_timeout(3, short).unwrap());
-        assert!(!futures::executor::block_on(handle.try_acquire_n_timeout(1, short)).unwrap());
+        let tried = answered_at_once(&clock, "a timed try", || {
+            [
+                direct.try_acquire_timeout(short),
+                direct.try_acquire_n_timeout(3, short).unwrap(),
+                futures::executor::block_on(handle.try_acquire_n_timeout(1, short)).unwrap(),
+            ]
+        });
+        assert_eq!(tried, [false; 3], "after waiter {i}");
         assert_eq!(clock.sleeps().len(), sleeps, "a refused try sleeps nothing");
         assert_eq!(clock.parked(), i);
         refused.fetch_add(3, Ordering::Relaxed);
@@ -185,11 +190,16 @@ fn refused_timed_tries_between_the_waiters_take_no_turn_and_do_not_wait() {
     let handle = keyed.to_async();
     let between = |i: usize| {
         let short = ms(100) * (i as u32 + 1) - Duration::from_nanos(1);
-        assert!(!keyed.try_acquire_n_timeout(&"k", 1, short).unwrap());
-        assert!(!current_thread()
-            .block_on(handle.try_acquire_n_timeout(&"k", 2, short))
-            .unwrap());
-        assert!(!keyed.try_acquire(&"k"));
+        let tried = answered_at_once(&clock, "a timed try", || {
+            [
+                keyed.try_acquire_n_timeout(&"k", 1, short).unwrap(),
+                current_thread()
+                    .block_on(handle.try_acquire_n_timeout(&"k", 2, short))
+                    .unwrap(),
+                keyed.try_acquire(&"k"),
+            ]
+        });
+        assert_eq!(tried, [false; 3], "after waiter {i}");
         assert_eq!(clock.parked(), i);
     };
     let got = serve_in_turn(

@@ -177,3 +177,22 @@ pub fn hammer(span: Duration, attempt: &(dyn Fn() -> bool + Sync)) -> (usize, Du
     });
     (granted.into_inner(), began.elapsed())
 }
+
+/// Runs `f` on a thread of its own and answers what it returns, failing if it
+/// has not returned within [`PATIENCE`]: a call that should answer at once but
+/// sleeps on `clock`, which only the test moves, is then released (the clock is
+/// moved far ahead) and reported instead of hanging the test.
+#[track_caller]
+pub fn answered_at_once<T: Send>(clock: &GateClock, what: &str, f: impl FnOnce() -> T + Send) -> T {
+    let (tx, rx) = mpsc::channel();
+    thread::scope(|s| {
+        s.spawn(move || tx.send(f()).unwrap());
+        match rx.recv_timeout(PATIENCE) {
+            Ok(answer) => answer,
+            Err(_) => {
+                clock.advance(Duration::from_secs(1 << 30));
+                panic!("{what} did not answer at once: it waits on the clock");
+            }
+        }
+    })
+}
