@@ -3,7 +3,9 @@
 //! keys, keys looked up by their borrowed form, the source of a multi-key grant,
 //! and the store wrappers (deny cache, leases, failover) tested from their docs, and
 //! the async front end, multi-key calls and sets tested from their docs in memory
-//! and on Redis.
+//! and on Redis; waiting (order of waiters, refused timed tries, idle bursts,
+//! impossible costs, what cancels and dropped waits give back) on virtual time and
+//! on the real clock.
 
 mod support;
 
@@ -27,5 +29,9 @@ mod repeated_keys;
 mod reservations;
 #[path = "keyed/store.rs"]
 mod store;
+#[path = "keyed/waiting_from_docs.rs"]
+mod waiting_from_docs;
+#[path = "keyed/waiting_on_the_real_clock_from_docs.rs"]
+mod waiting_on_the_real_clock_from_docs;
 #[path = "keyed/wrappers_from_docs.rs"]
 mod wrappers_from_docs;

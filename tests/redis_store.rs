@@ -5,7 +5,8 @@
 //! as its docs describe it (`cluster_from_docs`); the deny cache, leases and
 //! failure policies over a Cluster, and TLS with them, as their docs describe them
 //! (`wrappers_on_cluster_from_docs`, `failover_on_cluster_from_docs`,
-//! `cancels_and_backoff_on_cluster_from_docs`, `tls_from_docs`). Sets on Redis,
+//! `cancels_and_backoff_on_cluster_from_docs`, `tls_from_docs`), and waiting as
+//! the docs describe it (`waiting_from_docs`). Sets on Redis,
 //! the Cluster's routing and TLS have crates of their own.
 
 mod support;
@@ -52,5 +53,7 @@ mod smooth_warming_up;
 mod store;
 #[path = "redis_store/tls_from_docs.rs"]
 mod tls_from_docs;
+#[path = "redis_store/waiting_from_docs.rs"]
+mod waiting_from_docs;
 #[path = "redis_store/wrappers_on_cluster_from_docs.rs"]
 mod wrappers_on_cluster_from_docs;

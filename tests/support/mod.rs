@@ -7,9 +7,11 @@
 //! (`tests/<crate>/<module>.proptest-regressions`), where proptest looks for it.
 
 pub mod adapters;
+pub mod gate_clock;
 #[cfg(feature = "redis")]
 pub mod redis;
 pub mod reservation_trace;
 pub mod rng;
 pub mod timed_clock;
 pub mod virtual_time;
+pub mod waiting;
