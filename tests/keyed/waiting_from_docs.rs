@@ -11,7 +11,9 @@
 
 use crate::support::adapters::poll_once;
 use crate::support::gate_clock::GateClock;
-use crate::support::waiting::{answered_at_once, eight_threads, serve_in_turn};
+use crate::support::waiting::{
+    answered_at_once, current_thread, eight_threads, in_order, ms, serve_in_turn, unbursting,
+};
 
 use sluicegate::algorithms::{FixedWindow, LeakyBucket, SmoothBursty, SmoothWarmingUp};
 use sluicegate::clock::{Clock, ManualClock};
@@ -19,32 +21,6 @@ use sluicegate::{Error, KeyedRateLimiter, RateLimiter};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::Poll;
 use std::time::Duration;
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-/// `rate` a second with no saved burst: each permit comes one interval after the
-/// last, however long the limit sat idle.
-fn unbursting(rate: f64) -> SmoothBursty {
-    SmoothBursty::new(rate)
-        .unwrap()
-        .with_max_burst(Duration::ZERO)
-        .unwrap()
-}
-
-fn current_thread() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-/// Waiter `i` of eight, each asking after the one before, served `i` steps of
-/// 100 ms later.
-fn in_order() -> Vec<(usize, Duration)> {
-    (0..8).map(|i| (i, ms(100) * i as u32)).collect()
-}
 
 #[test]
 fn blocking_waiters_are_served_one_slot_each_in_the_order_they_asked() {

@@ -10,8 +10,8 @@
 use crate::support::gate_clock::GateClock;
 use crate::support::redis::{unique_prefix, RedisServer};
 use crate::support::waiting::{
-    answered_at_once, eight_threads, eight_threads_until_the_end, hammer, serve_in_turn,
-    sixteen_tasks_until_the_end,
+    answered_at_once, current_thread, eight_threads, eight_threads_until_the_end, hammer, in_order,
+    ms, serve_in_turn, sixteen_tasks_until_the_end, unbursting,
 };
 
 use sluicegate::algorithms::{Algorithm, FixedWindow, LeakyBucket, SmoothBursty, SmoothWarmingUp};
@@ -21,17 +21,6 @@ use sluicegate::{DefaultClock, Error, KeyedRateLimiter};
 use std::time::{Duration, Instant};
 
 type OnRedis<A, C> = KeyedRateLimiter<&'static str, A, RedisStore<&'static str, A>, C>;
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-fn unbursting(rate: f64) -> SmoothBursty {
-    SmoothBursty::new(rate)
-        .unwrap()
-        .with_max_burst(Duration::ZERO)
-        .unwrap()
-}
 
 /// A limiter on `server` at the server's time (the default), keys under a prefix
 /// of the test's own.
@@ -60,17 +49,6 @@ fn at_caller_time<A: RedisAlgorithm, C: Clock>(
         .expiry_grace(Duration::from_secs(3600));
     let store = RedisStore::open_with(server.url(), options).unwrap();
     KeyedRateLimiter::with_store(algorithm, store, clock)
-}
-
-fn current_thread() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-fn in_order() -> Vec<(usize, Duration)> {
-    (0..8).map(|i| (i, ms(100) * i as u32)).collect()
 }
 
 #[test]

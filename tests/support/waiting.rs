@@ -20,6 +20,32 @@ impl Drop for ReleaseOnPanic<'_> {
     }
 }
 
+pub fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// `rate` a second with no saved burst: each permit comes one interval after the
+/// last, however long the limit sat idle.
+pub fn unbursting(rate: f64) -> sluicegate::algorithms::SmoothBursty {
+    sluicegate::algorithms::SmoothBursty::new(rate)
+        .unwrap()
+        .with_max_burst(Duration::ZERO)
+        .unwrap()
+}
+
+pub fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Waiter `i` of eight, each asking after the one before, served `i` steps of
+/// 100 ms later.
+pub fn in_order() -> Vec<(usize, Duration)> {
+    (0..8).map(|i| (i, ms(100) * i as u32)).collect()
+}
+
 /// Starts `n` waiters on threads of their own, one after another, each once the
 /// ones before it are asleep (waiter 0 must act at once), calling `between(i)` once
 /// waiter `i` has its turn; then moves time one `step` at a time, taking the one
