@@ -346,8 +346,9 @@ impl SlidingLog {
     /// the previous one (a "minimum distance" between calls). Zero means no spacing.
     /// A spacing whose end would reach the clock's last reading (`u64::MAX` ns, 584
     /// years after its zero, which stands for "for ever") never ends: every call
-    /// after the one it follows is refused for good ([`Verdict::Never`](crate::Verdict::Never),
-    /// so acquires fail at once), and `Duration::MAX` allows one call, ever.
+    /// after the one it follows is refused for good
+    /// ([`Verdict::Never`](crate::Verdict::Never), so acquires fail at once), and
+    /// `Duration::MAX` allows one call, ever.
     ///
     /// ```
     /// use sluicegate::Decision;
