@@ -36,7 +36,8 @@ use std::time::Duration;
 /// or list reserved after them, gives back all its permits, as far as grants made
 /// after them by others allow: a blocking acquire, another process on a shared
 /// store, or a wait of this process on a list that shares a key with them (a
-/// single key and a list holding it are recorded apart). Keys are told apart by the
+/// single key and a longer list holding it are recorded apart; a list of one key
+/// is recorded as that key, whose state it alone reserves on). Keys are told apart by the
 /// store ([`Store::key_id`]: the in-memory and Redis stores do); on a store that
 /// cannot, each dropped wait is cancelled alone, at once, by Go's rule. A store
 /// that decides at its own time (Redis, by default) answers waits relative to it,
