@@ -6,7 +6,8 @@
 //! failure policies over a Cluster, and TLS with them, as their docs describe them
 //! (`wrappers_on_cluster_from_docs`, `failover_on_cluster_from_docs`,
 //! `cancels_and_backoff_on_cluster_from_docs`, `tls_from_docs`), and waiting as
-//! the docs describe it (`waiting_from_docs`). Sets on Redis,
+//! the docs describe it (`waiting_from_docs`), and the seeds' worked examples about
+//! Redis (`seeds_worked_examples`). Sets on Redis,
 //! the Cluster's routing and TLS have crates of their own.
 
 mod support;
@@ -39,6 +40,8 @@ mod operating_from_docs;
 mod outages_and_leases;
 #[path = "redis_store/runtimes.rs"]
 mod runtimes;
+#[path = "redis_store/seeds_worked_examples.rs"]
+mod seeds_worked_examples;
 #[path = "redis_store/sliding_log.rs"]
 mod sliding_log;
 #[path = "redis_store/sliding_window_buckets.rs"]
