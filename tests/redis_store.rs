@@ -6,8 +6,9 @@
 //! failure policies over a Cluster, and TLS with them, as their docs describe them
 //! (`wrappers_on_cluster_from_docs`, `failover_on_cluster_from_docs`,
 //! `cancels_and_backoff_on_cluster_from_docs`, `tls_from_docs`), and waiting as
-//! the docs describe it (`waiting_from_docs`). Sets on Redis,
-//! the Cluster's routing and TLS have crates of their own.
+//! the docs describe it (`waiting_from_docs`), and sets through the keyed
+//! limiter as their docs describe them (`sets_from_docs`). Random traces of sets on
+//! Redis, the Cluster's routing and TLS have crates of their own.
 
 mod support;
 
@@ -39,6 +40,8 @@ mod operating_from_docs;
 mod outages_and_leases;
 #[path = "redis_store/runtimes.rs"]
 mod runtimes;
+#[path = "redis_store/sets_from_docs.rs"]
+mod sets_from_docs;
 #[path = "redis_store/sliding_log.rs"]
 mod sliding_log;
 #[path = "redis_store/sliding_window_buckets.rs"]
