@@ -3,7 +3,8 @@
 //! algorithm's standing as the server reports it, the Stream and Sink adapters, and
 //! a real loopback between the two layers, and the two layers as a service uses
 //! them over every store (`service_*`); the outbound adapters and `Jitter` as their
-//! documentation alone describes them (`streams_from_docs*`). Modules gate
+//! documentation alone describes them (`streams_from_docs*`), and a set's
+//! per-limit fields over real HTTP (`sets_headers_from_docs`). Modules gate
 //! themselves on `tower` (and `redis`) where they need it.
 
 mod support;
@@ -40,6 +41,8 @@ mod server_stacked;
 mod service_memory;
 #[path = "adapters/service_stores.rs"]
 mod service_stores;
+#[path = "adapters/sets_headers_from_docs.rs"]
+mod sets_headers_from_docs;
 #[path = "adapters/standing_per_algorithm.rs"]
 mod standing_per_algorithm;
 #[path = "adapters/stream_sink.rs"]

@@ -6,9 +6,10 @@
 //! failure policies over a Cluster, and TLS with them, as their docs describe them
 //! (`wrappers_on_cluster_from_docs`, `failover_on_cluster_from_docs`,
 //! `cancels_and_backoff_on_cluster_from_docs`, `tls_from_docs`), and waiting as
-//! the docs describe it (`waiting_from_docs`), and the seeds' worked examples about
-//! Redis (`seeds_worked_examples`). Sets on Redis,
-//! the Cluster's routing and TLS have crates of their own.
+//! the docs describe it (`waiting_from_docs`), sets through the keyed limiter as
+//! their docs describe them (`sets_from_docs`), and the seeds' worked examples about
+//! Redis (`seeds_worked_examples`). Random traces of sets on Redis, the Cluster's
+//! routing and TLS have crates of their own.
 
 mod support;
 
@@ -42,6 +43,8 @@ mod outages_and_leases;
 mod runtimes;
 #[path = "redis_store/seeds_worked_examples.rs"]
 mod seeds_worked_examples;
+#[path = "redis_store/sets_from_docs.rs"]
+mod sets_from_docs;
 #[path = "redis_store/sliding_log.rs"]
 mod sliding_log;
 #[path = "redis_store/sliding_window_buckets.rs"]

@@ -1,5 +1,6 @@
 //! Sets of limits (`AllOf`, static, and `Limits`, dynamic): their decisions over
-//! several members, and a set's step allocating nothing.
+//! several members, a set's step allocating nothing, and sets through every front
+//! end as their documentation alone describes them (`sets_from_docs*`).
 
 mod support;
 
@@ -9,3 +10,7 @@ mod all_of_and_limits;
 mod allocation;
 #[path = "sets/recording_members.rs"]
 mod recording_members;
+#[path = "sets/sets_from_docs.rs"]
+mod sets_from_docs;
+#[path = "sets/sets_from_docs_concurrent.rs"]
+mod sets_from_docs_concurrent;
