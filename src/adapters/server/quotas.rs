@@ -171,6 +171,12 @@ impl Policy {
     /// algorithm of your own, which state no quotas, build each policy with
     /// [`Policy::new`].
     ///
+    /// Serve sets flat: a set nested in a set has its limits listed here in place,
+    /// while the server's per-limit answers count it as one member (its combined
+    /// answer, see [`Algorithm::reserve_each`](crate::algorithms::Algorithm::reserve_each)),
+    /// so the `RateLimit` items after it would be named by the wrong policies. Write
+    /// `AllOf::new((a, b, c))`, not `AllOf::new((AllOf::new((a, b)), c))`.
+    ///
     /// [`Limits`]: crate::algorithms::Limits
     ///
     /// ```
