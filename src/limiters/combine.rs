@@ -3,6 +3,7 @@
 use crate::algorithms::{Algorithm, Decision, Receipt, Source, Verdict};
 use crate::clock::Nanos;
 use crate::stores::store::blank;
+use crate::stores::Operation;
 
 /// The one decision of a multi-key call: any never wins; else the denial with the
 /// longest `retry_after`; else (all allowed) the key with the fewest permits left,
@@ -89,6 +90,24 @@ pub(crate) fn repeats_never<K: PartialEq, A: Algorithm>(
                     .is_never()
             })
     })
+}
+
+/// The combined `decision` of a `step` over `keys` at `now`, a reserve's or a
+/// peek's denial made never where the repeated keys can never be granted
+/// ([`repeats_never`], asked only then; see [`with_repeats`]).
+pub(crate) fn with_repeats_of<K: PartialEq, A: Algorithm>(
+    decision: Decision,
+    algorithm: &A,
+    keys: &[K],
+    now: Nanos,
+    step: Operation<'_>,
+) -> Decision {
+    match step {
+        Operation::Reserve { cost, .. } | Operation::Peek { cost } => {
+            with_repeats(decision, || repeats_never(algorithm, keys, now, cost))
+        }
+        Operation::Cancel { .. } => decision,
+    }
 }
 
 /// A multi-key call's combined `decision`, a denial made never if `never` (asked

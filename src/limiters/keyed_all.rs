@@ -1,7 +1,7 @@
 //! The keyed limiter's calls over several keys (an IP *and* a user id):
 //! all-or-nothing, in one store step over every key.
 
-use super::combine::{combine, repeats_never, with_repeats};
+use super::combine::{combine, with_repeats_of};
 use super::direct::nonzero;
 use super::KeyedRateLimiter;
 use crate::algorithms::{Algorithm, Decision};
@@ -95,20 +95,13 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
     }
 
     /// [`step`](Self::step) for a reserve or peek over `keys`, whose repeated keys
-    /// may make it never (see [`repeats_never`]).
+    /// may make it never (see [`with_repeats_of`]).
     fn step_all(&self, keys: &[K], now: Nanos, step: Operation<'_>) -> Result<Decision, Error>
     where
         K: PartialEq,
     {
         let decision = self.step(keys, now, step)?;
-        Ok(match step {
-            Operation::Reserve { cost, .. } | Operation::Peek { cost } => {
-                with_repeats(decision, || {
-                    repeats_never(self.algorithm(), keys, now, cost)
-                })
-            }
-            Operation::Cancel { .. } => decision,
-        })
+        Ok(with_repeats_of(decision, self.algorithm(), keys, now, step))
     }
 
     /// One store step over `keys`, combined into one decision.

@@ -1,6 +1,6 @@
 //! Async waiting on a [`KeyedRateLimiter`].
 
-use super::combine::{combine, repeats_never, with_repeats};
+use super::combine::{combine, repeats_never, with_repeats, with_repeats_of};
 use super::direct::nonzero;
 use super::keyed_all::no_keys;
 use super::keyed_reservation::reserve_async;
@@ -366,13 +366,13 @@ where
     }
     let (algorithm, store, _) = limiter.shared_parts();
     let answers = store.apply_async(algorithm, keys, now, step).await?;
-    let decision = combine(&answers);
-    Ok(match step {
-        Operation::Reserve { cost, .. } | Operation::Peek { cost } => {
-            with_repeats(decision, || repeats_never(algorithm, keys, now, cost))
-        }
-        Operation::Cancel { .. } => decision,
-    })
+    Ok(with_repeats_of(
+        combine(&answers),
+        algorithm,
+        keys,
+        now,
+        step,
+    ))
 }
 
 /// A keyed grant given back after its wait was abandoned: a cancel of its keys

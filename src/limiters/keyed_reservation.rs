@@ -1,7 +1,7 @@
 //! Keyed reservations: permits taken now on one key or several, acted on later, or
 //! given back, by the direct [`Reservation`](super::Reservation)'s rule.
 
-use super::combine::{combine, repeats_never, with_repeats};
+use super::combine::{combine, with_repeats_of};
 use super::direct::nonzero;
 use super::keyed_all::no_keys;
 use super::{reservation, KeyedRateLimiter};
@@ -421,9 +421,7 @@ impl<K: Clone, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S,
         let now = clock.now();
         let mut answers = vec![blank(); keys.len()];
         store.apply(algorithm, keys, now, step, &mut answers)?;
-        let decision = with_repeats(combine(&answers), || {
-            repeats_never(algorithm, keys, now, cost)
-        });
+        let decision = with_repeats_of(combine(&answers), algorithm, keys, now, step);
         Ok(KeyedReservation::new(
             self.clone(),
             keys.to_vec(),
@@ -457,9 +455,7 @@ where
         store.apply_async(algorithm, &keys, now, step)
     };
     let answers = pending.await?;
-    let decision = with_repeats(combine(&answers), || {
-        repeats_never(limiter.algorithm(), &keys, now, cost)
-    });
+    let decision = with_repeats_of(combine(&answers), limiter.algorithm(), &keys, now, step);
     Ok(KeyedReservation::new(
         limiter, keys, &answers, decision, now,
     ))

@@ -84,8 +84,8 @@ impl SlidingLog {
     }
 
     /// The decision at `view` for a call the step `granted` or refused (a cost
-    /// above the limit is never), without recording a refused attempt: only its
-    /// fields, the verdict being the plan's.
+    /// above the limit, or a spacing that never ends, is never), without recording
+    /// a refused attempt: only its fields, the verdict being the plan's.
     pub(super) fn describe<W: Words + ?Sized>(
         &self,
         words: &W,
