@@ -104,6 +104,8 @@ pin_project! {
         read: R,
         // Time spent held back, paced and waiting for permits so far.
         waited: Nanos,
+        // The inner service was not ready at a poll since the holds were last read.
+        unready: bool,
     }
 }
 
@@ -136,6 +138,7 @@ where
             hold,
             read,
             waited: 0,
+            unready: false,
         }
     }
 }
@@ -232,26 +235,31 @@ where
                 }
                 StateProj::Jitter { sleep } => {
                     ready!(sleep.poll(cx));
-                    // A hold that began during the jitter stops the request too.
-                    match held_now(&this) {
-                        0 => this.state.set(State::Ready),
-                        held => {
-                            let sleep = wait_for(&mut this, held)?;
-                            this.state.set(State::Held { sleep });
-                        }
-                    }
+                    this.state.set(State::Ready);
                 }
                 StateProj::Ready => {
-                    if let Err(error) = ready!(this.service.poll_ready(cx)) {
+                    let Poll::Ready(readied) = this.service.poll_ready(cx) else {
+                        *this.unready = true;
+                        return Poll::Pending;
+                    };
+                    if let Err(error) = readied {
                         this.state.set(State::Done);
                         return Poll::Ready(Err(ClientError::Service(error)));
                     }
-                    // The last look before sending: a hold that began while the
-                    // inner service was not ready stops the request too. The clone
+                    // The last look before sending, for a request that waited (its
+                    // permits, a hold, its jitter) or found the inner service not
+                    // ready: a hold that began meanwhile stops it too. The clone
                     // readied for it is dropped (a fresh one takes its place), so
                     // that waiting out the hold keeps no slot of the inner service.
-                    let held = held_now(&this);
+                    // A request that went straight through has nothing to look at
+                    // again: its gate was read in this same poll.
+                    let held = if *this.waited > 0 || *this.unready {
+                        held_now(&this)
+                    } else {
+                        0
+                    };
                     if held > 0 {
+                        *this.unready = false;
                         let fresh = this.service.clone();
                         *this.service = fresh;
                         let sleep = wait_for(&mut this, held)?;
