@@ -7,10 +7,8 @@
 //! and after it resumes.
 #![cfg(feature = "tower")]
 
-use crate::support::adapters::serve;
+use crate::support::adapters::{client_of, counted_app, serve};
 use axum::body::Body;
-use axum::routing::any;
-use axum::Router;
 use http::{HeaderMap, Request};
 use sluicegate::adapters::server::{Legacy, Policy, RateLimitHeaders, ServerLayer};
 use sluicegate::adapters::Weighed;
@@ -33,33 +31,6 @@ const FIELDS: [&str; 9] = [
     "x-rate-limit-remaining",
     "x-rate-limit-reset",
 ];
-
-/// An application answering "hello" on every path and method, counting its runs.
-fn counted_app() -> (Router, Arc<AtomicUsize>) {
-    let runs = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&runs);
-    let hello = move || {
-        let counter = Arc::clone(&counter);
-        async move {
-            counter.fetch_add(1, Ordering::SeqCst);
-            "hello"
-        }
-    };
-    let router = Router::new()
-        .route("/", any(hello.clone()))
-        .route("/{*rest}", any(hello));
-    (router, runs)
-}
-
-/// The `x-client` header, or "anon" without one.
-fn client_of(request: &Request<Body>) -> String {
-    request
-        .headers()
-        .get("x-client")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("anon")
-        .to_owned()
-}
 
 /// The `x-cost` header, 1 without one.
 fn cost_of(request: &Request<Body>) -> u64 {

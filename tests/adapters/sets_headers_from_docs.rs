@@ -5,45 +5,17 @@
 //! and over a Redis server the test starts itself.
 #![cfg(feature = "tower")]
 
-use crate::support::adapters::serve;
-use axum::body::Body;
-use axum::routing::any;
-use axum::Router;
-use http::{HeaderMap, Request};
+use crate::support::adapters::{client_of, counted_app, serve};
+use http::HeaderMap;
 use sluicegate::adapters::server::{Policy, RateLimitHeaders, ServerLayer};
 use sluicegate::algorithms::{AllOf, FixedWindow, LeakyBucket, Limits, SlidingLog};
 use sluicegate::clock::ManualClock;
 use sluicegate::{KeyedRateLimiter, RateLimiter};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 fn secs(n: u64) -> Duration {
     Duration::from_secs(n)
-}
-
-/// An application answering "hello", counting its runs.
-fn counted_app() -> (Router, Arc<AtomicUsize>) {
-    let runs = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&runs);
-    let hello = move || {
-        let counter = Arc::clone(&counter);
-        async move {
-            counter.fetch_add(1, Ordering::SeqCst);
-            "hello"
-        }
-    };
-    (Router::new().route("/", any(hello)), runs)
-}
-
-/// The `x-client` header, or "anon".
-fn client_of(request: &Request<Body>) -> String {
-    request
-        .headers()
-        .get("x-client")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("anon")
-        .to_owned()
 }
 
 /// The status and the fields; several lines of one field joined with ", ", as a

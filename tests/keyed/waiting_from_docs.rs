@@ -10,9 +10,10 @@
 //! next one asks, and each turn is released on its own.
 
 use crate::support::adapters::poll_once;
+use crate::support::adapters::unbursting;
 use crate::support::gate_clock::GateClock;
 use crate::support::waiting::{
-    answered_at_once, current_thread, eight_threads, in_order, ms, serve_in_turn, unbursting,
+    answered_at_once, current_thread, eight_threads, in_order, ms, serve_in_turn,
 };
 
 use sluicegate::algorithms::{FixedWindow, LeakyBucket, SmoothBursty, SmoothWarmingUp};

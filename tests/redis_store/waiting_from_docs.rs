@@ -7,11 +7,12 @@
 //! latest first, giving every turn back; and a blocking call made on a tokio
 //! runtime's thread right after waits were dropped there.
 
+use crate::support::adapters::unbursting;
 use crate::support::gate_clock::GateClock;
 use crate::support::redis::{unique_prefix, RedisServer};
 use crate::support::waiting::{
     answered_at_once, current_thread, eight_threads, eight_threads_until_the_end, hammer, in_order,
-    ms, serve_in_turn, sixteen_tasks_until_the_end, unbursting,
+    ms, serve_in_turn, sixteen_tasks_until_the_end,
 };
 
 use sluicegate::algorithms::{Algorithm, FixedWindow, LeakyBucket, SmoothBursty, SmoothWarmingUp};

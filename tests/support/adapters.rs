@@ -219,3 +219,32 @@ pub async fn serve(router: axum::Router) -> String {
     tokio::spawn(async move { axum::serve(listener, app).await });
     format!("http://{address}/")
 }
+
+/// An application answering "hello" on every path and method, and how many times
+/// it ran.
+pub fn counted_app() -> (axum::Router, Arc<std::sync::atomic::AtomicUsize>) {
+    let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = Arc::clone(&runs);
+    let hello = move || {
+        let counter = Arc::clone(&counter);
+        async move {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            "hello"
+        }
+    };
+    let router = axum::Router::new()
+        .route("/", axum::routing::any(hello.clone()))
+        .route("/{*rest}", axum::routing::any(hello));
+    (router, runs)
+}
+
+/// A request's `x-client` header, or "anon" without one: the key of the server
+/// tests' limits.
+pub fn client_of(request: &http::Request<axum::body::Body>) -> String {
+    request
+        .headers()
+        .get("x-client")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("anon")
+        .to_owned()
+}

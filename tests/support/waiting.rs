@@ -24,15 +24,6 @@ pub fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-/// `rate` a second with no saved burst: each permit comes one interval after the
-/// last, however long the limit sat idle.
-pub fn unbursting(rate: f64) -> sluicegate::algorithms::SmoothBursty {
-    sluicegate::algorithms::SmoothBursty::new(rate)
-        .unwrap()
-        .with_max_burst(Duration::ZERO)
-        .unwrap()
-}
-
 pub fn current_thread() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
