@@ -4,7 +4,9 @@
 //! the documented edges of every algorithm and front end (`edges_from_docs`: zero,
 //! huge and never costs, the clock's ends, sets, reservations, many callers), and
 //! each algorithm's decision fields, pace and standing at the exact instants its
-//! docs name (`algorithm_edges_from_docs`, `algorithm_edges_from_docs_sets`).
+//! docs name (`algorithm_edges_from_docs`, `algorithm_edges_from_docs_sets`), and
+//! every constructor and call fed hostile input as its docs describe the answer
+//! (`hostile_constructors_from_docs`, `hostile_calls_from_docs`).
 
 mod support;
 
@@ -30,6 +32,10 @@ mod guava_edges;
 mod guava_reference;
 #[path = "direct/guava_warming_up.rs"]
 mod guava_warming_up;
+#[path = "direct/hostile_calls_from_docs.rs"]
+mod hostile_calls_from_docs;
+#[path = "direct/hostile_constructors_from_docs.rs"]
+mod hostile_constructors_from_docs;
 #[path = "direct/real_clock_smoke.rs"]
 mod real_clock_smoke;
 #[path = "direct/reservations.rs"]
