@@ -4,7 +4,8 @@
 //! a real loopback between the two layers, and the two layers as a service uses
 //! them over every store (`service_*`); the outbound adapters and `Jitter` as their
 //! documentation alone describes them (`streams_from_docs*`), and a set's
-//! per-limit fields over real HTTP (`sets_headers_from_docs`). Modules gate
+//! per-limit fields over real HTTP (`sets_headers_from_docs`), and hostile input to
+//! the layers and `HoldBack` (`hostile_input_from_docs`). Modules gate
 //! themselves on `tower` (and `redis`) where they need it.
 
 mod support;
@@ -17,6 +18,8 @@ mod client;
 mod client_from_docs;
 #[path = "adapters/client_holds.rs"]
 mod client_holds;
+#[path = "adapters/hostile_input_from_docs.rs"]
+mod hostile_input_from_docs;
 #[path = "adapters/loopback.rs"]
 mod loopback;
 #[path = "adapters/server.rs"]

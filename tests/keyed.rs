@@ -5,7 +5,8 @@
 //! the async front end, multi-key calls and sets tested from their docs in memory
 //! and on Redis; waiting (order of waiters, refused timed tries, idle bursts,
 //! impossible costs, what cancels and dropped waits give back) on virtual time and
-//! on the real clock.
+//! on the real clock; hostile input to every call and to the store's builders
+//! (`hostile_input_from_docs`).
 
 mod support;
 
@@ -17,6 +18,8 @@ mod borrowed_keys;
 mod every_algorithm;
 #[path = "keyed/from_the_readme.rs"]
 mod from_the_readme;
+#[path = "keyed/hostile_input_from_docs.rs"]
+mod hostile_input_from_docs;
 #[path = "keyed/hostile_keys.rs"]
 mod hostile_keys;
 #[path = "keyed/limiter.rs"]
