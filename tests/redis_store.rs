@@ -8,8 +8,10 @@
 //! `cancels_and_backoff_on_cluster_from_docs`, `tls_from_docs`), and waiting as
 //! the docs describe it (`waiting_from_docs`), sets through the keyed limiter as
 //! their docs describe them (`sets_from_docs`), and the seeds' worked examples about
-//! Redis (`seeds_worked_examples`). Random traces of sets on Redis, the Cluster's
-//! routing and TLS have crates of their own.
+//! Redis (`seeds_worked_examples`), and hostile key texts, prefixes, absent
+//! servers and configurations past the server's range (`hostile_input_from_docs`).
+//! Random traces of sets on Redis, the Cluster's routing and TLS have crates of
+//! their own.
 
 mod support;
 
@@ -31,6 +33,8 @@ mod deadlines;
 mod failover_on_cluster_from_docs;
 #[path = "redis_store/fixed_window.rs"]
 mod fixed_window;
+#[path = "redis_store/hostile_input_from_docs.rs"]
+mod hostile_input_from_docs;
 #[path = "redis_store/keyed_reservations.rs"]
 mod keyed_reservations;
 #[path = "redis_store/leaky_bucket.rs"]
