@@ -51,7 +51,9 @@ pub enum Error {
     },
     /// The requested cost can never be granted: it exceeds what the limit can ever
     /// hold, or the limit will never grant again (e.g. after the smallest positive
-    /// rate spent its one permit). Waiting would never end, so acquires fail at once.
+    /// rate spent its one permit, or when its next permit comes after the clock's
+    /// last reading, `u64::MAX` ns). Waiting would never end, so acquires fail at
+    /// once.
     Never {
         /// The cost that was asked for.
         cost: u64,

@@ -37,12 +37,16 @@ pub(crate) enum Move {
 /// The rule: granted means act after the decision's wait; never means fail now;
 /// denied means retry after `retry_after` if that fits in the `left` budget (the
 /// decision was asked with `max_wait = left`), else time out at once (having
-/// `waited` so far).
+/// `waited` so far). A deadline at the clock's last reading (`deadline`
+/// `Nanos::MAX`: a wait without a timeout, or one that reaches the clock's end)
+/// leaves no later reading at which a retry past it could act, so such a refusal
+/// is never granted: [`Error::Never`], not a timeout.
 #[inline]
 pub(crate) fn next_move(
     decision: &Decision,
     cost: u64,
     left: Nanos,
+    deadline: Nanos,
     waited: Nanos,
 ) -> Result<Move, Error> {
     match decision.verdict() {
@@ -50,7 +54,9 @@ pub(crate) fn next_move(
         Verdict::Never => Err(Error::Never { cost }),
         Verdict::Denied => {
             let retry = decision.retry_after_nanos();
-            if retry > left {
+            if retry > left && deadline == Nanos::MAX {
+                Err(Error::Never { cost })
+            } else if retry > left {
                 Err(Error::Timeout {
                     needed: nanos_to_duration(waited.saturating_add(retry)),
                 })
@@ -76,7 +82,7 @@ pub(crate) fn wait_blocking<C: Clock>(
     loop {
         let left = deadline.saturating_sub(now);
         let decision = reserve(now, left)?;
-        match next_move(&decision, cost, left, waited)? {
+        match next_move(&decision, cost, left, deadline, waited)? {
             Move::Act(wait) => {
                 clock.sleep(nanos_to_duration(wait));
                 return Ok(nanos_to_duration(waited.saturating_add(wait)));
@@ -124,7 +130,7 @@ where
     loop {
         let left = deadline.saturating_sub(now);
         let (decision, grant) = reserve(&keys, now, left).await?;
-        match next_move(&decision, cost, left, waited)? {
+        match next_move(&decision, cost, left, deadline, waited)? {
             Move::Act(wait) => {
                 let held = hold(keys, decision, grant, now);
                 clock.sleep_async(nanos_to_duration(wait)).await;
