@@ -442,7 +442,7 @@ fn write_legacy(
 
 /// The largest Integer a structured field can carry (15 digits); larger counts
 /// (an unlimited set's `u64::MAX` remaining) are sent as this.
-const MAX_SF_INTEGER: u64 = 999_999_999_999_999;
+pub(super) const MAX_SF_INTEGER: u64 = 999_999_999_999_999;
 
 /// Whole seconds, rounded up: a client told to wait this long is never early.
 /// Capped at the structured-field Integer maximum.

@@ -1,7 +1,7 @@
 //! One limit as a client should know it (a `RateLimit-Policy` item), and the
 //! spellings of the legacy fields.
 
-use super::headers::ceil_seconds;
+use super::headers::{ceil_seconds, MAX_SF_INTEGER};
 use crate::adapters::fields::push_string;
 use crate::clock::duration_to_nanos;
 use http::header::HeaderName;
@@ -16,7 +16,9 @@ use std::time::Duration;
 /// weigher that charges something else says so with
 /// [`quota_unit`](Policy::quota_unit) (the draft registers `"content-bytes"` and
 /// `"concurrent-requests"`). The window is in whole seconds (the draft allows no
-/// finer), rounded up; a policy without a window sends no `w`.
+/// finer), rounded up; a policy without a window sends no `w`. A structured field's
+/// integer has at most 15 digits, so a larger quota or window is sent as
+/// 999,999,999,999,999 (the quota keeps its value in [`quota`](Policy::quota)).
 ///
 /// ```
 /// use sluicegate::adapters::server::Policy;
@@ -24,6 +26,9 @@ use std::time::Duration;
 /// let p = Policy::new("burst", 100, Duration::from_secs(60));
 /// assert_eq!(p.to_string(), r#""burst";q=100;w=60"#);
 /// assert_eq!(Policy::without_window("daily", 5).to_string(), r#""daily";q=5"#);
+/// let unlimited = Policy::without_window("any", u64::MAX);
+/// assert_eq!(unlimited.to_string(), r#""any";q=999999999999999"#);
+/// assert_eq!(unlimited.quota(), u64::MAX);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Policy {
@@ -119,7 +124,7 @@ impl Policy {
 
     pub(super) fn write(&self, out: &mut String) {
         push_string(out, &self.name);
-        let _ = write!(out, ";q={}", self.quota);
+        let _ = write!(out, ";q={}", self.quota.min(MAX_SF_INTEGER));
         if let Some(unit) = &self.unit {
             out.push_str(";qu=");
             push_string(out, unit);
