@@ -43,6 +43,9 @@
 //! * A tiny rate such as `f64::MIN_POSITIVE` or `5e-324`: the first request goes, its
 //!   cost saturates the state, and every later request is refused for good
 //!   ([`Verdict::Never`](super::Verdict::Never)).
+//! * The state is signed nanoseconds: a limiter whose state starts at a clock
+//!   reading of 2^63 − 1 ns (292 years from the clock's origin) or later answers
+//!   every call never (see [`clock`](crate::clock)).
 //! * All arithmetic saturates.
 //! * Guava truncates each reservation to whole microseconds; this crate keeps
 //!   nanoseconds, so waits agree with Guava's to within a microsecond.

@@ -49,6 +49,9 @@
 //!   starts warm (no stored permits), the opposite of the bursty limiter.
 //! * All arithmetic saturates; a rate so small that one permit costs more than the
 //!   clock can count leaves the limit exhausted for good.
+//! * Its instants are signed nanoseconds: from a clock reading of 2^63 − 1 ns (292
+//!   years from the clock's origin) on, every call is answered never (see
+//!   [`clock`](crate::clock)).
 
 use super::validate::{validate_period, validate_rate};
 use super::{signed, until, AdjustableRate, Algorithm, Decision, Pace, Receipt, Report, WordArray};

@@ -16,7 +16,17 @@
 //!
 //! Time is a plain `u64` of nanoseconds ([`Nanos`]): 2^64 ns is 584 years, so the
 //! arithmetic in this crate saturates rather than wraps, and a reading never
-//! overflows in practice.
+//! overflows in practice. Three algorithms reach less far:
+//! * Guava's limiters keep their instants as signed nanoseconds: from a reading of
+//!   2^63 − 1 ns (292 years from the clock's origin) on, a warming-up limiter, and a
+//!   bursty one whose state starts there, answer every call
+//!   [never](crate::algorithms::Verdict::Never);
+//! * the leaky bucket counts ticks of 0.5-1 ns in 64 bits (at least 292 years), and
+//!   answers never a call whose drain would end past its last tick (for a
+//!   whole-nanosecond interval, within one interval of the clock's end).
+//!
+//! A clock counted from the Unix epoch stays below 2^63 ns until 2262;
+//! [`DefaultClock`] counts from its own creation.
 
 mod manual;
 mod system;

@@ -78,6 +78,9 @@
 //!   typed error.
 //! * Time that appears to go backwards grants nothing: the bucket never drains
 //!   below what it held at the latest time seen.
+//! * A call whose drain would end past the last tick the state counts is answered
+//!   never: 2⁶⁴ ticks, at least 292 years, and for a whole-nanosecond interval the
+//!   clock's last reading (see [`clock`](crate::clock)).
 
 use super::validate::validate_positive_period;
 use super::{Algorithm, Decision, OneWord, Pace, Receipt, Report};
