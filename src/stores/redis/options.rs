@@ -127,9 +127,17 @@ impl RedisOptions {
     /// How long opening a connection (TLS handshake and `AUTH` included) may take
     /// before the call fails with [`Applied::No`](crate::Applied::No) (default 250
     /// ms); the error's source is an [`std::io::Error`] of kind `TimedOut`, reading
-    /// `timed out after 250ms connecting (the connect timeout)`.
+    /// `timed out after 250ms connecting (the connect timeout)`. A zero duration is
+    /// raised to 1 ms (a socket takes no zero timeout).
+    ///
+    /// ```
+    /// use sluicegate::stores::redis::RedisOptions;
+    /// use std::time::Duration;
+    /// let options = RedisOptions::default().connect_timeout(Duration::ZERO);
+    /// assert!(format!("{options:?}").contains("connect_timeout: 1ms"));
+    /// ```
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
+        self.connect_timeout = timeout.max(Duration::from_millis(1));
         self
     }
 
@@ -139,6 +147,13 @@ impl RedisOptions {
     /// error's source is an [`std::io::Error`] of kind `TimedOut`, reading `timed
     /// out after 250ms waiting for the step's reply (the response timeout)`. A
     /// zero duration is raised to 1 ms (the socket layer treats zero as "for ever").
+    ///
+    /// ```
+    /// use sluicegate::stores::redis::RedisOptions;
+    /// use std::time::Duration;
+    /// let options = RedisOptions::default().response_timeout(Duration::ZERO);
+    /// assert!(format!("{options:?}").contains("response_timeout: 1ms"));
+    /// ```
     pub fn response_timeout(mut self, timeout: Duration) -> Self {
         self.response_timeout = timeout.max(Duration::from_millis(1));
         self
