@@ -55,7 +55,8 @@ pub enum Error {
     /// last reading, `u64::MAX` ns). Waiting would never end, so acquires fail at
     /// once.
     Never {
-        /// The cost that was asked for.
+        /// The cost that was asked for: the call's `n`, which a multi-key call asks
+        /// of each key (a key listed twice is charged it twice, and this stays `n`).
         cost: u64,
     },
     /// A blocking or async acquire with a deadline could not be granted in time.
