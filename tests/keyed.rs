@@ -10,22 +10,42 @@
 
 mod support;
 
-#[path = "keyed/async_from_docs.rs"]
-mod async_from_docs;
+#[path = "keyed/async_bad_input_from_docs.rs"]
+mod async_bad_input_from_docs;
+#[path = "keyed/async_common.rs"]
+mod async_common;
+#[path = "keyed/async_on_redis_from_docs.rs"]
+mod async_on_redis_from_docs;
+#[path = "keyed/async_on_the_real_clock_from_docs.rs"]
+mod async_on_the_real_clock_from_docs;
+#[path = "keyed/async_waits_from_docs.rs"]
+mod async_waits_from_docs;
 #[path = "keyed/borrowed_keys.rs"]
 mod borrowed_keys;
+#[path = "keyed/deny_cache_from_docs.rs"]
+mod deny_cache_from_docs;
 #[path = "keyed/every_algorithm.rs"]
 mod every_algorithm;
+#[path = "keyed/failover_from_docs.rs"]
+mod failover_from_docs;
 #[path = "keyed/from_the_readme.rs"]
 mod from_the_readme;
 #[path = "keyed/hostile_input_from_docs.rs"]
 mod hostile_input_from_docs;
 #[path = "keyed/hostile_keys.rs"]
 mod hostile_keys;
+#[path = "keyed/keyed_answers_from_docs.rs"]
+mod keyed_answers_from_docs;
+#[path = "keyed/leases_from_docs.rs"]
+mod leases_from_docs;
 #[path = "keyed/limiter.rs"]
 mod limiter;
+#[path = "keyed/memory_store_from_docs.rs"]
+mod memory_store_from_docs;
 #[path = "keyed/multi_key_sources.rs"]
 mod multi_key_sources;
+#[path = "keyed/probe_store.rs"]
+mod probe_store;
 #[path = "keyed/repeated_keys.rs"]
 mod repeated_keys;
 #[path = "keyed/reservations.rs"]
@@ -36,5 +56,5 @@ mod store;
 mod waiting_from_docs;
 #[path = "keyed/waiting_on_the_real_clock_from_docs.rs"]
 mod waiting_on_the_real_clock_from_docs;
-#[path = "keyed/wrappers_from_docs.rs"]
-mod wrappers_from_docs;
+#[path = "keyed/wrappers_on_the_real_clock_from_docs.rs"]
+mod wrappers_on_the_real_clock_from_docs;

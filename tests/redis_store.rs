@@ -2,7 +2,8 @@
 //! store's own behaviour, each algorithm's decisions against memory on random
 //! traces and at each algorithm's documented edges (`algorithm_edges_from_docs`),
 //! keyed reservations, abandoned waits, and the limiter API on a Cluster
-//! as its docs describe it (`cluster_from_docs`); the deny cache, leases and
+//! as its docs describe it (`cluster_*_from_docs`); operating the store when Redis
+//! is slow, down or hot (`operating_*_from_docs`); the deny cache, leases and
 //! failure policies over a Cluster, and TLS with them, as their docs describe them
 //! (`wrappers_on_cluster_from_docs`, `failover_on_cluster_from_docs`,
 //! `cancels_and_backoff_on_cluster_from_docs`, `tls_from_docs`), and waiting as
@@ -23,8 +24,18 @@ mod algorithm_edges_from_docs;
 mod bad_input_from_docs;
 #[path = "redis_store/cancels_and_backoff_on_cluster_from_docs.rs"]
 mod cancels_and_backoff_on_cluster_from_docs;
-#[path = "redis_store/cluster_from_docs.rs"]
-mod cluster_from_docs;
+#[path = "redis_store/cluster_all_calls_from_docs.rs"]
+mod cluster_all_calls_from_docs;
+#[path = "redis_store/cluster_common.rs"]
+mod cluster_common;
+#[path = "redis_store/cluster_concurrency_from_docs.rs"]
+mod cluster_concurrency_from_docs;
+#[path = "redis_store/cluster_keys_and_slots_from_docs.rs"]
+mod cluster_keys_and_slots_from_docs;
+#[path = "redis_store/cluster_node_down_from_docs.rs"]
+mod cluster_node_down_from_docs;
+#[path = "redis_store/cluster_one_api_from_docs.rs"]
+mod cluster_one_api_from_docs;
 #[path = "redis_store/configuration.rs"]
 mod configuration;
 #[path = "redis_store/deadlines.rs"]
@@ -39,8 +50,18 @@ mod hostile_input_from_docs;
 mod keyed_reservations;
 #[path = "redis_store/leaky_bucket.rs"]
 mod leaky_bucket;
-#[path = "redis_store/operating_from_docs.rs"]
-mod operating_from_docs;
+#[path = "redis_store/operating_common.rs"]
+mod operating_common;
+#[path = "redis_store/operating_failures_and_cancels_from_docs.rs"]
+mod operating_failures_and_cancels_from_docs;
+#[path = "redis_store/operating_plain_store_from_docs.rs"]
+mod operating_plain_store_from_docs;
+#[path = "redis_store/operating_policies_from_docs.rs"]
+mod operating_policies_from_docs;
+#[path = "redis_store/operating_sets_from_docs.rs"]
+mod operating_sets_from_docs;
+#[path = "redis_store/operating_stacked_wrappers_from_docs.rs"]
+mod operating_stacked_wrappers_from_docs;
 #[path = "redis_store/outages_and_leases.rs"]
 mod outages_and_leases;
 #[path = "redis_store/runtimes.rs"]
@@ -59,10 +80,18 @@ mod sliding_window_counter;
 mod smooth_bursty;
 #[path = "redis_store/smooth_warming_up.rs"]
 mod smooth_warming_up;
-#[path = "redis_store/store.rs"]
-mod store;
+#[path = "redis_store/store_common.rs"]
+mod store_common;
+#[path = "redis_store/store_connections.rs"]
+mod store_connections;
+#[path = "redis_store/store_decisions.rs"]
+mod store_decisions;
+#[path = "redis_store/store_keys_and_state.rs"]
+mod store_keys_and_state;
 #[path = "redis_store/tls_from_docs.rs"]
 mod tls_from_docs;
+#[path = "redis_store/twin_limiters.rs"]
+mod twin_limiters;
 #[path = "redis_store/waiting_from_docs.rs"]
 mod waiting_from_docs;
 #[path = "redis_store/wrappers_on_cluster_from_docs.rs"]

@@ -4,9 +4,7 @@
 //! granted names that policy's source, so the outage stays visible.
 #![cfg(feature = "redis")]
 
-use super::operating_from_docs::{
-    day_window, failover_limiter, redis, remaining_on_redis, Failover,
-};
+use super::operating_common::{day_window, failover_limiter, redis, remaining_on_redis, Failover};
 use crate::support::redis::{unique_prefix, RedisServer};
 use sluicegate::clock::ManualClock;
 use sluicegate::stores::failover::{FailoverStore, FailurePolicy};
