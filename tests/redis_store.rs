@@ -20,8 +20,12 @@ mod support;
 mod abandoned_waits;
 #[path = "redis_store/algorithm_edges_from_docs.rs"]
 mod algorithm_edges_from_docs;
-#[path = "redis_store/bad_input_from_docs.rs"]
-mod bad_input_from_docs;
+#[path = "redis_store/bad_input_connections_from_docs.rs"]
+mod bad_input_connections_from_docs;
+#[path = "redis_store/bad_input_counts_and_time_from_docs.rs"]
+mod bad_input_counts_and_time_from_docs;
+#[path = "redis_store/bad_input_keys_from_docs.rs"]
+mod bad_input_keys_from_docs;
 #[path = "redis_store/cancels_and_backoff_on_cluster_from_docs.rs"]
 mod cancels_and_backoff_on_cluster_from_docs;
 #[path = "redis_store/cluster_all_calls_from_docs.rs"]
