@@ -8,10 +8,14 @@
 use crate::support::nested_sets::{self, log, minute, ten, Seen};
 use crate::support::redis::trace::{caller_time_options, NOV_2025};
 use crate::support::redis::{unique_prefix, RedisServer};
-use sluicegate::algorithms::{AllOf, Limits};
+use sluicegate::algorithms::{
+    Algorithm, AllOf, Counting, FixedWindow, Limits, SlidingLog, SlidingWindowCounter, SmoothBursty,
+};
 use sluicegate::clock::ManualClock;
 use sluicegate::stores::redis::{RedisAlgorithm, RedisStore};
-use sluicegate::KeyedRateLimiter;
+use sluicegate::stores::{Operation, Store};
+use sluicegate::{Decision, KeyedRateLimiter};
+use std::time::Duration;
 
 /// The script on `set` in memory and over Redis, each on a clock of its own at
 /// November 2025 (the Redis store at the caller's time): what each saw.
@@ -81,4 +85,45 @@ fn each_leaf_of_a_nested_limits_refuses_alone_as_in_memory() {
         "nested-empty-first",
         AllOf::new((Limits::new(), AllOf::new((ten(), minute())), log())),
     );
+}
+
+/// `multi`'s table: a never's `reset_after` is the "longest of all members". A
+/// nested set that can never grant a caller willing to wait answers, on the
+/// server as in memory, with its other limits' answers to that caller.
+#[test]
+fn a_nested_set_that_can_never_grant_a_waiting_caller_answers_as_in_memory() {
+    let server = RedisServer::start();
+    let ms = Duration::from_millis;
+    let set = AllOf::new((
+        AllOf::new((
+            SlidingLog::new(3, ms(100))
+                .unwrap()
+                .with_rejected_recorded(),
+            // No saved burst: the first call leaves it owing the next permit.
+            SmoothBursty::new(20.0)
+                .unwrap()
+                .with_max_burst(Duration::ZERO)
+                .unwrap(),
+        )),
+        FixedWindow::new(4, ms(50)).unwrap(),
+        SlidingWindowCounter::new(5, ms(80))
+            .unwrap()
+            .with_counting(Counting::Attempts),
+    ));
+    let store = RedisStore::open_with(
+        server.url(),
+        caller_time_options(&unique_prefix("nested-never")),
+    )
+    .unwrap();
+    // A store's new key starts as a state made at the clock's zero.
+    let mut state = set.initial_state(0);
+    for (cost, max_wait) in [(1, 0), (4, u64::MAX), (4, 30_000_000)] {
+        let expected = set.reserve::<Decision>(&mut state, NOV_2025, cost, max_wait);
+        let step = Operation::Reserve { cost, max_wait };
+        let got = store
+            .apply_key::<Decision>(&set, &"k", NOV_2025, step)
+            .unwrap();
+        assert_eq!(got, expected, "cost {cost}, max_wait {max_wait}");
+        assert_eq!(expected.is_never(), cost == 4, "{expected:?}");
+    }
 }

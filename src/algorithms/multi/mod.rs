@@ -260,7 +260,9 @@ impl Call {
     /// What `algorithm` would answer to this call on `state`, without changing it.
     /// A zero-wait question is a peek (no copy); a caller willing to wait is asked on
     /// a scratch copy, but only when the peek refused (a member that admits a caller
-    /// who will not wait admits one who would).
+    /// who will not wait admits one who would). A never is asked again too: a
+    /// nested set that can never grant answers with the longest `reset_after` of
+    /// its members, whose answers to a caller who waits are their grants.
     /// A member whose refusals would be recorded answers as if they were not (a
     /// set's refusal records nothing): its zero-wait answer stands for a refusal
     /// whatever the wait.
@@ -268,7 +270,7 @@ impl Call {
     fn decide<A: Algorithm + ?Sized>(&self, algorithm: &A, state: &A::State) -> Decision {
         let unrecorded = algorithm.peek_unrecorded(state, self.now, self.cost);
         let peeked = unrecorded.unwrap_or_else(|| algorithm.peek(state, self.now, self.cost));
-        if self.max_wait == 0 || peeked.verdict() != Verdict::Denied {
+        if self.max_wait == 0 || peeked.is_allowed() {
             return peeked;
         }
         let mut scratch = state.clone();
