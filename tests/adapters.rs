@@ -4,8 +4,9 @@
 //! a real loopback between the two layers, and the two layers as a service uses
 //! them over every store (`service_*`); the outbound adapters and `Jitter` as their
 //! documentation alone describes them (`streams_from_docs*`), and a set's
-//! per-limit fields over real HTTP (`sets_headers_from_docs`), and hostile input to
-//! the layers and `HoldBack` (`hostile_input_from_docs`). Modules gate
+//! per-limit fields over real HTTP (`sets_headers_from_docs`), a nested set's
+//! fields named after its leaf limits (`nested_sets_headers`), and hostile input
+//! to the layers and `HoldBack` (`hostile_input_from_docs`). Modules gate
 //! themselves on `tower` (and `redis`) where they need it.
 
 mod support;
@@ -32,6 +33,8 @@ mod client_requests_from_docs;
 mod hostile_input_from_docs;
 #[path = "adapters/loopback.rs"]
 mod loopback;
+#[path = "adapters/nested_sets_headers.rs"]
+mod nested_sets_headers;
 #[path = "adapters/server.rs"]
 mod server;
 #[path = "adapters/server_concurrency_from_docs.rs"]

@@ -162,6 +162,60 @@ fn random_traces_of_limits_decide_as_the_algorithm() {
     assert_eq!(seen[1] + seen[2], 0, "{seen:?}");
 }
 
+/// Sets nested in sets, in three shapes of the same four leaves (a recording log,
+/// Guava's bursty, a window, a counter of attempts), with reserves that wait and
+/// reports of every limit: Redis decides, numbers the deciding leaf and reports
+/// each leaf as memory does.
+#[test]
+fn random_traces_of_nested_sets_decide_and_report_as_the_algorithm() {
+    let server = RedisServer::start();
+    let ms = Duration::from_millis;
+    let log = || {
+        SlidingLog::new(3, ms(100))
+            .unwrap()
+            .with_rejected_recorded()
+    };
+    let bursty = || SmoothBursty::new(20.0).unwrap();
+    let window = || FixedWindow::new(4, ms(50)).unwrap();
+    let counter = || {
+        SlidingWindowCounter::new(5, ms(80))
+            .unwrap()
+            .with_counting(Counting::Attempts)
+    };
+    let mut totals = Totals::default();
+    totals.add(run(
+        &server,
+        &AllOf::new((AllOf::new((log(), bursty())), window(), counter())),
+        720,
+        20 * MS,
+        0,
+    ));
+    totals.add(run(
+        &server,
+        &AllOf::new((
+            log(),
+            Limits::new()
+                .with(bursty())
+                .with(Limits::new().with(window()).with(counter())),
+        )),
+        721,
+        20 * MS,
+        1_763_900_000_000_000,
+    ));
+    totals.add(run(
+        &server,
+        &Limits::new()
+            .with(Limits::new().with(log()))
+            .with(Limits::new())
+            .with(Limits::new().with(bursty()).with(window()))
+            .with(counter()),
+        722,
+        20 * MS,
+        5,
+    ));
+    totals.assert_each_above(100);
+}
+
 #[test]
 fn a_limits_member_the_server_cannot_run_is_a_typed_error_before_sending() {
     let server = RedisServer::start_own();

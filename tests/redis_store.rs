@@ -8,11 +8,12 @@
 //! (`wrappers_on_cluster_from_docs`, `failover_on_cluster_from_docs`,
 //! `cancels_and_backoff_on_cluster_from_docs`, `tls_from_docs`), and waiting as
 //! the docs describe it (`waiting_from_docs`), sets through the keyed limiter as
-//! their docs describe them (`sets_from_docs`), and the seeds' worked examples about
-//! Redis (`seeds_worked_examples`), and hostile key texts, prefixes, absent
-//! servers and configurations past the server's range (`hostile_input_from_docs`).
-//! Random traces of sets on Redis, the Cluster's routing and TLS have crates of
-//! their own.
+//! their docs describe them (`sets_from_docs`), sets nested in sets reporting and
+//! numbering their leaf limits as memory does (`nested_sets`), and the seeds'
+//! worked examples about Redis (`seeds_worked_examples`), and hostile key texts,
+//! prefixes, absent servers and configurations past the server's range
+//! (`hostile_input_from_docs`). Random traces of sets on Redis, the Cluster's
+//! routing and TLS have crates of their own.
 
 mod support;
 
@@ -54,6 +55,8 @@ mod hostile_input_from_docs;
 mod keyed_reservations;
 #[path = "redis_store/leaky_bucket.rs"]
 mod leaky_bucket;
+#[path = "redis_store/nested_sets.rs"]
+mod nested_sets;
 #[path = "redis_store/operating_common.rs"]
 mod operating_common;
 #[path = "redis_store/operating_failures_and_cancels_from_docs.rs"]

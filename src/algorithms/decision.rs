@@ -104,7 +104,8 @@ impl Source {
 /// * [`wait`](Decision::wait): for an allowed call, how long the caller must wait before
 ///   acting on it. Non-zero only for algorithms that reserve future capacity.
 /// * [`limit_index`](Decision::limit_index): which limit of a multi-limit set decided
-///   (0 for a single limit).
+///   (0 for a single limit), counting the set's leaf limits depth first: a nested
+///   set's limits in its place.
 /// * [`source`](Decision::source): who decided ([`Source::Store`], the limit itself,
 ///   unless a lease of its permits or a failover store answered in its place). It
 ///   takes a byte of the padding next to the verdict, so a decision stays five
@@ -434,12 +435,37 @@ impl Decision {
         self.limit
     }
 
-    /// Which limit of a set decided (0 for a single limit).
+    /// Which limit of a set decided (0 for a single limit). A set's limits are
+    /// counted as leaf limits, depth first: a set nested in a set counts its own
+    /// limits in its place, not as one, so the index is the limit's position among
+    /// the set's [`limit_count`](crate::algorithms::Algorithm::limit_count) limits,
+    /// the order in which
+    /// [`reserve_each`](crate::algorithms::Algorithm::reserve_each) reports them.
     ///
     /// ```
     /// use sluicegate::Decision;
     /// assert_eq!(Decision::allowed(100, 99, 0).limit_index(), 0);
     /// assert_eq!(Decision::allowed(100, 99, 0).with_limit_index(1).limit_index(), 1);
+    /// ```
+    ///
+    /// In a nested set, the outer limit after a nested pair is limit 2:
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, AllOf, FixedWindow};
+    /// use sluicegate::Decision;
+    /// use std::time::Duration;
+    /// let window = |limit, secs| FixedWindow::new(limit, Duration::from_secs(secs)).unwrap();
+    /// let set = AllOf::new((AllOf::new((window(5, 1), window(4, 60))), window(3, 10)));
+    /// let mut state = set.initial_state(0);
+    /// for _ in 0..3 {
+    ///     assert!(set.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
+    /// }
+    /// // The outer 3 per 10 s refuses the 4th: limit 2, after the nested pair.
+    /// assert_eq!(set.reserve::<Decision>(&mut state, 0, 1, 0).limit_index(), 2);
+    /// let later = 10_000_000_000;
+    /// assert!(set.reserve::<Decision>(&mut state, later, 1, 0).is_allowed());
+    /// // The minute's 4 are spent: the nested set's second limit refuses, limit 1.
+    /// assert_eq!(set.reserve::<Decision>(&mut state, later, 1, 0).limit_index(), 1);
     /// ```
     #[inline]
     pub fn limit_index(&self) -> u32 {

@@ -217,9 +217,11 @@ pub trait Algorithm: Send + Sync + 'static {
     /// [`reserve`](Algorithm::reserve) with its receipt, also telling
     /// `each` how every limit stands after the step: one decision per limit, in
     /// order (what an HTTP server lists as one `RateLimit` item per limit). A single
-    /// limit reports its own answer; a set ([`AllOf`], [`Limits`]) reports each
-    /// member's. A set nested inside a set is one member of it: it reports its one
-    /// combined answer there.
+    /// limit reports its own answer; a set ([`AllOf`], [`Limits`]) reports each of
+    /// its leaf limits, depth first: a set nested inside a set reports its own
+    /// limits in its place, as [`limit_count`](Algorithm::limit_count) counts them
+    /// and [`limit_index`](Decision::limit_index) numbers them, and as the server
+    /// layer's `Policy::describe` lists them.
     ///
     /// * A grant reports each limit's [`standing`](Algorithm::standing): a limit
     ///   left with fewer permits than it holds when whole reports, with its
@@ -232,12 +234,15 @@ pub trait Algorithm: Send + Sync + 'static {
     ///   happen).
     ///
     /// The step is the same as `reserve`'s; reporting costs one more
-    /// [`peek`](Algorithm::peek) per limit that is not whole after a grant. The
-    /// receipt is too, but for a set: reporting serves checks (a server's, a
-    /// limiter's `check_each`), which give nothing back, so a set answers
-    /// [`Receipt::NONE`] here rather than build its members' receipt (one
-    /// allocation a call). Reserve with [`reserve`](Algorithm::reserve) to keep
-    /// one.
+    /// [`peek`](Algorithm::peek) per limit that is not whole after a grant. A set
+    /// nested in a set costs the reporting step a buffer on the heap, which holds
+    /// the nested limits' reports until the set's answer is known, and after a
+    /// refusal one more question per nested limit (its answer to the call). The
+    /// receipt is the same as `reserve`'s too, but for a set: reporting serves
+    /// checks (a server's, a limiter's `check_each`), which give nothing back, so
+    /// a set answers [`Receipt::NONE`] here rather than build its members' receipt
+    /// (one allocation a call). Reserve with [`reserve`](Algorithm::reserve) to
+    /// keep one.
     ///
     /// ```
     /// use sluicegate::algorithms::{Algorithm, AllOf, FixedWindow, SmoothBursty};
@@ -266,6 +271,65 @@ pub trait Algorithm: Send + Sync + 'static {
         let answer: (Decision, Receipt) = self.reserve(state, now, cost, max_wait);
         each(standing(self, state, now, answer.0));
         answer
+    }
+
+    /// How many limits this algorithm is: the decisions
+    /// [`reserve_each`](Algorithm::reserve_each) reports, one per limit, and the
+    /// limits a set's [`limit_index`](Decision::limit_index) counts. 1 for a single
+    /// limit, the default; a set ([`AllOf`], [`Limits`]) counts its leaf limits, a
+    /// nested set's in its place (an empty [`Limits`] has none). An algorithm of
+    /// your own that reports several limits says how many here.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, AllOf, FixedWindow, Limits};
+    /// use std::time::Duration;
+    /// let window = FixedWindow::new(5, Duration::from_secs(1)).unwrap();
+    /// assert_eq!(window.limit_count(), 1);
+    /// let nested = AllOf::new((AllOf::new((window, window)), window));
+    /// assert_eq!(nested.limit_count(), 3);
+    /// assert_eq!(Limits::new().with(nested).with(window).limit_count(), 4);
+    /// assert_eq!(Limits::new().limit_count(), 0);
+    /// ```
+    fn limit_count(&self) -> usize {
+        1
+    }
+
+    /// A set's reserve as a member of another set's reporting step (see
+    /// [`reserve_each`](Algorithm::reserve_each)): it reserves as its
+    /// `reserve_each` does, telling `each` how each of its limits stands, and
+    /// answers its decision. A single limit answers `None` and changes nothing:
+    /// the enclosing set reserves and reports it itself. What lets a nested set's
+    /// limits be reported in its place; the crate's sets implement it.
+    #[doc(hidden)]
+    fn reserve_leaves(
+        &self,
+        state: &mut Self::State,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+        each: &mut dyn FnMut(Decision),
+    ) -> Option<Decision> {
+        let _ = (state, now, cost, max_wait, each);
+        None
+    }
+
+    /// What a set reports of a member when it refuses a call (see
+    /// [`reserve_each`](Algorithm::reserve_each)), on the member's state as the
+    /// refusal left it: each of its limits' answer to the call, as a set's member
+    /// answers. A single limit reports `answer`, its answer as the set has it, or
+    /// without one asks itself; a set asks each of its limits. The crate's sets
+    /// implement it.
+    #[doc(hidden)]
+    fn answer_leaves(
+        &self,
+        state: &Self::State,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+        answer: Option<Decision>,
+        each: &mut dyn FnMut(Decision),
+    ) {
+        each(answer.unwrap_or_else(|| multi::member_answer(self, state, now, cost, max_wait)));
     }
 
     /// How this limit stands after a step that answered `answer`, as

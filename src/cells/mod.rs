@@ -81,8 +81,8 @@ pub trait StateCell<A: Algorithm + Clone>: Send + Sync + 'static {
     /// of one limit, reports the check's decision as the algorithm's
     /// [`standing`](Algorithm::standing) reads it, peeking after the step
     /// ([`peek`](StateCell::peek)) only for a grant that left the limit short of
-    /// whole; [`LockedCell`], which holds the sets, reports every member in the
-    /// same locked step.
+    /// whole; [`LockedCell`], which holds the sets, reports every limit of a set
+    /// in the same locked step.
     fn check_each(&self, now: Nanos, cost: u64, each: &mut dyn FnMut(Decision)) -> Decision {
         let decision = self.check(now, cost);
         each(

@@ -366,12 +366,12 @@ impl<A: CellAlgorithm, C: Clock> RateLimiter<A, C> {
     /// [`check`](Self::check), also telling `each` how every limit stands after
     /// it, one decision per limit in order (see
     /// [`Algorithm::reserve_each`](crate::algorithms::Algorithm::reserve_each)):
-    /// every member of a set ([`AllOf`](crate::algorithms::AllOf),
-    /// [`Limits`](crate::algorithms::Limits)), in the same atomic step; a single
-    /// limit reports the check's decision (after a grant of its last permit, the
-    /// refusal one more would get). A cost above a limit's capacity makes that
-    /// limit report never, and the call is refused. What the server layer lists as
-    /// one `RateLimit` item per limit.
+    /// every limit of a set ([`AllOf`](crate::algorithms::AllOf),
+    /// [`Limits`](crate::algorithms::Limits)), a nested set's in its place, in the
+    /// same atomic step; a single limit reports the check's decision (after a
+    /// grant of its last permit, the refusal one more would get). A cost above a
+    /// limit's capacity makes that limit report never, and the call is refused.
+    /// What the server layer lists as one `RateLimit` item per limit.
     ///
     /// # Errors
     /// [`Error::ZeroCost`] for a cost of 0.

@@ -319,11 +319,12 @@ impl<K, A: Algorithm, S: Store<K, A>, C: Clock> KeyedRateLimiter<K, A, S, C> {
 
     /// [`check`](Self::check), also telling `each` how every limit of the
     /// algorithm stands after the step, one decision per limit in order (see
-    /// [`Algorithm::reserve_each`]): every member of a set
-    /// ([`AllOf`](crate::algorithms::AllOf), [`Limits`](crate::algorithms::Limits))
-    /// when the store can say so in the same step (the in-memory store can, under
-    /// the same lock, and the Redis store, in the same round trip; a store that
-    /// cannot reports the combined decision once, see [`Store::apply_key_each`]).
+    /// [`Algorithm::reserve_each`]): every limit of a set
+    /// ([`AllOf`](crate::algorithms::AllOf), [`Limits`](crate::algorithms::Limits)),
+    /// a nested set's in its place, when the store can say so in the same step
+    /// (the in-memory store can, under the same lock, and the Redis store, in the
+    /// same round trip; a store that cannot reports the combined decision once,
+    /// see [`Store::apply_key_each`]).
     /// A cost above a limit's capacity makes that limit report never, and the call
     /// is refused. What the server layer lists as one `RateLimit` item per limit.
     ///

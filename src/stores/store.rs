@@ -209,7 +209,8 @@ pub trait Store<K: ?Sized, A: Algorithm>: Send + Sync {
 
     /// [`apply_key`](Store::apply_key) of an [`Operation::Reserve`], also telling `each`
     /// how every limit of the algorithm stands after the step, as
-    /// [`Algorithm::reserve_each`] does (one decision per member of a set). The
+    /// [`Algorithm::reserve_each`] does (one decision per limit of a set, a nested
+    /// set's limits in its place). The
     /// in-memory store reports every limit under the same lock as the step, the
     /// Redis store in the same round trip; the default, for a store that cannot,
     /// reports the combined decision once. Any other step reports its one

@@ -147,6 +147,48 @@ async fn an_unnamed_limits_set_names_each_member_by_its_index_with_its_own_quota
     assert_eq!(both.retry_after, some("56"));
 }
 
+/// `Quotas`: a set's quotas are "one per member for a set, a nested set's members
+/// in place", and `Policy::describe` gives "One policy per limit of `algorithm`";
+/// `RateLimitHeaders`: a refused call "lists only the limits that refused it",
+/// so "a client sees every limit that applies and which one refused (`r=0`, its
+/// `t` the `Retry-After`)". With a nested set described so, a refusal by the outer
+/// log must be named as the log, not as a limit that did not refuse.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nested_sets_refusal_is_named_after_the_limit_that_refused() {
+    let clock = ManualClock::new();
+    let set = AllOf::new((
+        AllOf::new((
+            FixedWindow::new(2, secs(10)).unwrap(),
+            FixedWindow::new(10, secs(60)).unwrap(),
+        )),
+        SlidingLog::new(3, secs(30)).unwrap(),
+    ));
+    let policies = Policy::describe(&set, ["ten", "minute", "log"]);
+    assert_eq!(policies.len(), 3, "a nested set's members in place");
+    let limiter = KeyedRateLimiter::with_clock(set, clock.clone());
+    let layer =
+        ServerLayer::keyed(limiter, client_of).headers(RateLimitHeaders::new().policies(policies));
+    let (router, _) = counted_app();
+    let base = serve(router.layer(layer)).await;
+    let client = reqwest::Client::new();
+
+    for _ in 0..2 {
+        assert_eq!(get(&client, &base, "ann").await.status, 200);
+    }
+    clock.advance(secs(10));
+    // The third call fills the log.
+    assert_eq!(get(&client, &base, "ann").await.status, 200);
+    // The ten-second window and the minute would grant; the log frees at 30 s.
+    let refused = get(&client, &base, "ann").await;
+    assert_eq!(refused.status, 429);
+    assert_eq!(refused.retry_after, some("20"));
+    assert_eq!(
+        refused.policy,
+        some(r#""ten";q=2;w=10, "minute";q=10;w=60, "log";q=3;w=30"#)
+    );
+    assert_eq!(refused.ratelimit, some(r#""log";r=0;t=20"#));
+}
+
 /// Sixteen concurrent clients on the real clock, all charged to one key of a
 /// `Limits` set: exactly the tightest member's limit is served, every refusal
 /// names that member with `r=0`, and the application runs once per grant.

@@ -170,7 +170,7 @@ fn a_set_answers_never_for_a_cost_any_member_can_never_grant() {
         each[1]
     );
     assert_eq!(limiter.acquire_n(5), Err(Error::Never { cost: 5 }));
-    // Above both: the first member that answered never.
+    // Above both: the first limit that answered never.
     let both = limiter.check(11).unwrap();
     assert!(both.is_never() && both.limit_index() == 0, "{both:?}");
     // Nothing was taken from either member.

@@ -202,7 +202,7 @@ where
     assert_eq!(
         never.limit_index(),
         0,
-        "the first member that answered never"
+        "the first limit that answered never"
     );
     assert_eq!(never.retry_after_nanos(), u64::MAX);
     assert_eq!(

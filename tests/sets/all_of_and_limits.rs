@@ -582,7 +582,7 @@ fn limits_nest_and_run_under_the_limiter() {
     }
     assert_eq!(admitted, 3); // the inner 3 per 10 s binds over 5 s
     let d = limiter.peek(1).unwrap();
-    assert_eq!(d.limit_index(), 0); // a nested set counts as one member
+    assert_eq!(d.limit_index(), 1); // the inner set's second limit, counted in place
     assert_eq!(d.retry_after(), Duration::from_secs(5));
 }
 

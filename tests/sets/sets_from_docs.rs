@@ -37,10 +37,10 @@ fn row(d: &Decision) -> (Verdict, u32, u64, u64, Nanos, Nanos, Nanos) {
     )
 }
 
-/// `multi`'s table, row "allowed": "the member with the fewest `remaining` (first on
+/// `multi`'s table, row "allowed": "the limit with the fewest `remaining` (first on
 /// a tie)", `retry_after` 0, `reset_after` "longest of all members"; row "denied":
-/// "the refusing member with the longest `retry_after` (first on a tie)"; row
-/// "never": "the first member that answered never", `retry_after` `u64::MAX` ns,
+/// "the refusing limit with the longest `retry_after` (first on a tie)"; row
+/// "never": "the first limit that answered never", `retry_after` `u64::MAX` ns,
 /// and "never beats denied".
 #[test]
 fn the_keyed_check_answers_each_verdict_by_the_sets_table() {
@@ -266,7 +266,7 @@ fn zero_cost_is_an_error_and_an_empty_set_admits_the_largest_cost() {
 }
 
 /// The largest cost on a set of every algorithm: never (some member cannot hold
-/// it), named by "the first member that answered never", without a panic, and
+/// it), named by "the first limit that answered never", without a panic, and
 /// nothing taken from any member.
 #[test]
 fn the_largest_cost_on_a_set_of_every_algorithm_is_never_and_takes_nothing() {
@@ -368,42 +368,61 @@ fn keyed_check_each_reports_refusers_would_be_grants_and_standings() {
 }
 
 /// `multi`: "more than three members nest (`AllOf<(AllOf<(A, B)>, C, D)>`); a
-/// nested set then counts as one member and its index is its position in the
-/// outer tuple"; `reserve_each`: "A set nested inside a set is one member of it: it
-/// reports its one combined answer there".
+/// nested set decides as one member, and its limits are counted and reported in
+/// its place"; `reserve_each`: "a set nested inside a set reports its own limits
+/// in its place, as `limit_count` counts them and `limit_index` numbers them".
 #[test]
-fn a_nested_set_is_one_member_in_decisions_and_reports() {
+fn a_nested_sets_limits_count_and_report_in_its_place() {
     let inner = AllOf::new((fw(1, 10), fw(10, 60), fw(8, 30)));
     let set = AllOf::new((inner, fw(3, 5), SlidingLog::new(2, secs(25)).unwrap()));
+    assert_eq!(set.limit_count(), 5);
     let clock = ManualClock::new();
     let limiter = KeyedRateLimiter::with_clock(set, clock.clone());
     let mut each = Vec::new();
     let first = limiter.check_each(&"k", 1, &mut |d| each.push(d)).unwrap();
-    assert_eq!(each.len(), 3, "{each:?}");
+    let limits: Vec<(u64, u64)> = each.iter().map(|d| (d.limit(), d.remaining())).collect();
     assert_eq!(
-        (each[0].limit(), each[0].remaining()),
-        (1, 0),
-        "the inner set's tightest"
+        limits,
+        [(1, 0), (10, 9), (8, 7), (3, 2), (2, 1)],
+        "one per leaf"
     );
-    assert_eq!((each[2].limit(), each[2].remaining()), (2, 1));
     assert_eq!((first.limit_index(), first.remaining()), (0, 0));
-    // The inner set's first member refuses: the nested set, index 0, refused.
-    let refused = limiter.check(&"k", 1).unwrap();
+    // The inner set's first limit refuses: limit 0. Every leaf reports its
+    // answer, the refuser its refusal.
+    each.clear();
+    let refused = limiter.check_each(&"k", 1, &mut |d| each.push(d)).unwrap();
     assert_eq!(
         (refused.limit_index(), refused.retry_after()),
         (0, secs(10))
     );
+    let verdicts: Vec<Verdict> = each.iter().map(Decision::verdict).collect();
+    assert_eq!(verdicts[0], Verdict::Denied);
+    assert!(
+        verdicts[1..].iter().all(|v| *v == Verdict::Allowed),
+        "{each:?}"
+    );
     clock.advance(secs(10));
     assert!(limiter.check(&"k", 1).unwrap().is_allowed());
     clock.advance(secs(5));
-    // At 15 s the inner set frees at 20 s, the log (calls at 0 s and 10 s) at 25 s.
-    let d = limiter.check(&"k", 1).unwrap();
+    // At 15 s the inner set frees at 20 s, the log (calls at 0 s and 10 s) at 25 s:
+    // the log decides, limit 4, after the inner set's three and the window.
+    each.clear();
+    let d = limiter.check_each(&"k", 1, &mut |d| each.push(d)).unwrap();
     assert_eq!(
         (d.verdict(), d.limit_index()),
-        (Verdict::Denied, 2),
+        (Verdict::Denied, 4),
         "{d:?}"
     );
     assert_eq!(d.retry_after(), secs(10));
+    assert_eq!(each.len(), 5);
+    assert_eq!(each[4].retry_after(), secs(10));
+    assert_eq!(each[0].retry_after(), secs(5));
+    // The inner set's second limit decides the tightest grant: limit 1.
+    let wide = KeyedRateLimiter::with_clock(
+        AllOf::new((AllOf::new((fw(9, 10), fw(2, 60))), fw(5, 5))),
+        ManualClock::new(),
+    );
+    assert_eq!(wide.check(&"k", 1).unwrap().limit_index(), 1);
 }
 
 /// `Receipt`: "A set of limits ... keeps no record of its grants: its receipt

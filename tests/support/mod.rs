@@ -8,6 +8,7 @@
 
 pub mod adapters;
 pub mod gate_clock;
+pub mod nested_sets;
 #[cfg(feature = "redis")]
 pub mod redis;
 pub mod reservation_trace;

@@ -23,11 +23,12 @@ use std::fmt::Write;
 ///
 /// * `RateLimit-Policy` lists every configured [`Policy`] in the set's order; without
 ///   policies it is one item `"default";q=<limit>` from the decision (or, for a set
-///   reporting each member, `"limit<i>";q=<its limit>` per member).
+///   reporting each limit, `"limit<i>";q=<its limit>` per limit).
 /// * `RateLimit` has one item per limit when the limiter reports every limit (a
-///   direct limiter, or a keyed one whose store reports each member, see
+///   direct limiter, or a keyed one whose store reports each limit, see
 ///   [`KeyedRateLimiter::check_each`](crate::KeyedRateLimiter::check_each)), in the
-///   set's order. On a grant each item is that limit's
+///   set's order, a nested set's limits in its place (the order of
+///   [`Policy::describe`]). On a grant each item is that limit's
 ///   [`standing`](crate::algorithms::Algorithm::standing): `r` its remaining
 ///   permits, `t` the whole seconds, rounded up, until more than `r` are there (the
 ///   draft's "time until additional quota is made available": a fixed window's end,
@@ -39,7 +40,7 @@ use std::fmt::Write;
 ///   combined decision (a store that keeps
 ///   [`Store::apply_key_each`](crate::stores::Store::apply_key_each)'s default),
 ///   gets one item, for the limit that decided (the decision's `limit_index`: the
-///   set's tightest member when allowed, its refusing member when refused). A cost
+///   set's tightest limit when allowed, its refusing limit when refused). A cost
 ///   that can never be granted has no `t`, and `r` what is left.
 /// * `Retry-After` on a refusal: `retry_after` in whole seconds, rounded up, so a
 ///   client that honours it is never early; it equals the `t` of the refusing

@@ -171,11 +171,13 @@ impl Policy {
     /// algorithm of your own, which state no quotas, build each policy with
     /// [`Policy::new`].
     ///
-    /// Serve sets flat: a set nested in a set has its limits listed here in place,
-    /// while the server's per-limit answers count it as one member (its combined
-    /// answer, see [`Algorithm::reserve_each`](crate::algorithms::Algorithm::reserve_each)),
-    /// so the `RateLimit` items after it would be named by the wrong policies. Write
-    /// `AllOf::new((a, b, c))`, not `AllOf::new((AllOf::new((a, b)), c))`.
+    /// A set nested in a set has its limits listed here in its place, depth
+    /// first: the order in which the set reports its limits
+    /// ([`Algorithm::reserve_each`](crate::algorithms::Algorithm::reserve_each))
+    /// and in which a decision's [`limit_index`](crate::Decision::limit_index)
+    /// counts them, on every store. So `RateLimit` item `i` is named by policy
+    /// `i` however the set nests: `AllOf::new((AllOf::new((a, b)), c))` is served
+    /// as `AllOf::new((a, b, c))` is.
     ///
     /// [`Limits`]: crate::algorithms::Limits
     ///

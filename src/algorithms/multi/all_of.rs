@@ -1,6 +1,6 @@
 //! [`AllOf`]: a statically typed set of two or three limits.
 
-use super::{first_refusal, member_peek, member_standing, Call, Tally};
+use super::{first_refusal, leaf_index, member_peek, member_standing, offsets, Call, Span, Tally};
 use crate::algorithms::{Algorithm, Decision, Pace, Plain, Receipt, Report};
 use crate::clock::Nanos;
 
@@ -8,12 +8,13 @@ use crate::clock::Nanos;
 /// `AllOf<(A, B, C)>`, any mix of algorithms. See the [module docs](super) for what a
 /// set guarantees and answers.
 ///
-/// Members are indexed by their position in the tuple (the decision's
-/// [`limit_index`](Decision::limit_index)). The state is the tuple of member
-/// states. A call on the allowed path costs each member one reserve (plus one peek
-/// for a member whose state owns heap memory), and allocates nothing unless a
-/// member's own step does, or the caller asks for the grant's [`Receipt`] (one
-/// allocation holding the members' receipts).
+/// A decision's [`limit_index`](Decision::limit_index) is the deciding limit's
+/// position in the tuple, a nested set's limits counted in its place, depth
+/// first: in `AllOf<(AllOf<(A, B)>, C)>`, `C` is limit 2. The state is the tuple
+/// of member states. A call on the allowed path costs each member one reserve
+/// (plus one peek for a member whose state owns heap memory), and allocates
+/// nothing unless a member's own step does, or the caller asks for the grant's
+/// [`Receipt`] (one allocation holding the members' receipts).
 ///
 /// ```
 /// use sluicegate::Decision;
@@ -24,6 +25,19 @@ use crate::clock::Nanos;
 /// let refused = set.reserve::<Decision>(&mut state, 0, 1, 0);
 /// assert_eq!(refused.limit_index(), 0); // 1/s needs a second, 5/s only 0.2 s
 /// assert_eq!(refused.retry_after_nanos(), 1_000_000_000);
+/// ```
+///
+/// Nested, the outer limit comes after the nested set's two:
+///
+/// ```
+/// use sluicegate::Decision;
+/// use sluicegate::algorithms::{Algorithm, AllOf, SmoothBursty};
+/// let rate = |r| SmoothBursty::new(r).unwrap();
+/// let set = AllOf::new((AllOf::new((rate(5.0), rate(4.0))), rate(1.0)));
+/// let mut state = set.initial_state(0);
+/// assert!(set.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
+/// let refused = set.reserve::<Decision>(&mut state, 0, 1, 0);
+/// assert_eq!(refused.limit_index(), 2); // 1/s, after the nested 5/s and 4/s
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AllOf<M> {
@@ -83,8 +97,9 @@ macro_rules! all_of {
     ($(($T:ident, $m:ident, $s:ident, $g:ident, $i:literal)),+) => {
         impl<$($T: Algorithm),+> AllOf<($($T,)+)> {
             /// The set's step (see the module docs); with `REPORT`, also tells
-            /// `each` every member's standing (see [`Algorithm::reserve_each`]).
-            /// Without it the reporting compiles away.
+            /// `each` how every limit stands (see [`Algorithm::reserve_each`]), a
+            /// nested set's limits in its place. Without it the reporting compiles
+            /// away.
             #[inline(always)]
             fn step<const REPORT: bool>(
                 &self,
@@ -94,32 +109,52 @@ macro_rules! all_of {
             ) -> (Decision, Receipt) {
                 let ($($m,)+) = &self.members;
                 let ($($s,)+) = &mut state.members;
+                // Limit indices count leaf limits: a nested set's in its place.
+                let counts = [$($m.limit_count()),+];
+                let offsets = offsets(counts);
+                let index = |member: usize, decision| {
+                    leaf_index(offsets[member], counts[member], decision)
+                };
+                // What nested sets report as they reserve, held until the answer
+                // is known (see `Call::commit`).
+                let mut held = Vec::new();
+                let mut spans: [Span; 3] = [None; 3];
                 // Pass 1: once a member refuses, the rest are only looked at.
                 let mut refused = false;
                 $(
-                    let $g = step.attempt($m, $s, refused);
+                    let $g = step.attempt::<$T, REPORT>($m, $s, refused, &mut held, &mut spans[$i]);
                     refused |= !$g.decision().is_allowed();
                 )+
                 let mut tally = Tally::default();
-                $( tally.add($i, $g.decision()); )+
+                $( tally.add(index($i, $g.decision()), $g.decision()); )+
                 if refused {
-                    if REPORT {
-                        $( each($g.decision()); )+
-                    }
+                    let answers = [$($g.decision()),+];
                     $( $g.restore($s); )+
+                    if REPORT {
+                        let (now, cost, wait) = (step.now, step.cost, step.max_wait);
+                        $( $m.answer_leaves($s, now, cost, wait, Some(answers[$i]), each); )+
+                    }
                     return (tally.decision(), Receipt::NONE);
                 }
                 // Pass 2 (the attempts become the members' grants).
-                let grants = [$(step.finish($m, $s, &$g)),+];
-                if let Some(refusal) = first_refusal(&grants) {
+                let grants = [$(
+                    step.finish::<$T, REPORT>($m, $s, &$g, &mut held, &mut spans[$i])
+                ),+];
+                if let Some(refusal) = first_refusal(&grants, index) {
                     $( step.undo($m, $s, $g, &grants[$i]); )+
                     if REPORT {
-                        $( each(grants[$i].0); )+
+                        let (now, cost, wait) = (step.now, step.cost, step.max_wait);
+                        $( $m.answer_leaves($s, now, cost, wait, Some(grants[$i].0), each); )+
                     }
                     return (refusal, Receipt::NONE);
                 }
                 if REPORT {
-                    $( each(member_standing($m, $s, step.now, grants[$i].0)); )+
+                    $(
+                        match spans[$i] {
+                            Some((start, end)) => held[start..end].iter().for_each(|d| each(*d)),
+                            None => each(member_standing($m, $s, step.now, grants[$i].0)),
+                        }
+                    )+
                 }
                 let [$($g),+] = grants;
                 (tally.decision(), step.receipt([$($g.1),+]))
@@ -162,11 +197,47 @@ macro_rules! all_of {
             }
 
             #[inline]
+            fn limit_count(&self) -> usize {
+                let ($($m,)+) = &self.members;
+                0 $( + $m.limit_count() )+
+            }
+
+            fn reserve_leaves(
+                &self,
+                state: &mut Self::State,
+                now: Nanos,
+                cost: u64,
+                max_wait: Nanos,
+                each: &mut dyn FnMut(Decision),
+            ) -> Option<Decision> {
+                Some(self.reserve_each(state, now, cost, max_wait, each).0)
+            }
+
+            fn answer_leaves(
+                &self,
+                state: &Self::State,
+                now: Nanos,
+                cost: u64,
+                max_wait: Nanos,
+                _answer: Option<Decision>,
+                each: &mut dyn FnMut(Decision),
+            ) {
+                let ($($m,)+) = &self.members;
+                let ($($s,)+) = &state.members;
+                $( $m.answer_leaves($s, now, cost, max_wait, None, each); )+
+            }
+
+            #[inline]
             fn peek(&self, state: &Self::State, now: Nanos, cost: u64) -> Decision {
                 let ($($m,)+) = &self.members;
                 let ($($s,)+) = &state.members;
+                let counts = [$($m.limit_count()),+];
+                let offsets = offsets(counts);
                 let mut tally = Tally::default();
-                $( tally.add($i, member_peek($m, $s, now, cost)); )+
+                $(
+                    let answer = member_peek($m, $s, now, cost);
+                    tally.add(leaf_index(offsets[$i], counts[$i], answer), answer);
+                )+
                 tally.decision()
             }
 

@@ -1,7 +1,7 @@
 //! [`Limits`]: a set of any number of limits chosen at run time.
 
 use super::erased::foreign;
-use super::{index_u32, Call, DynLimit, DynState, Tally};
+use super::{leaf_index, Call, DynLimit, DynState, Tally};
 use crate::algorithms::{Algorithm, Decision, Pace, Plain, Receipt, Report};
 use crate::clock::Nanos;
 use std::fmt;
@@ -9,12 +9,14 @@ use std::fmt;
 /// Any number of limits, of any algorithms, chosen at run time, that must all admit
 /// a call. See the [module docs](super) for what a set guarantees and answers.
 ///
-/// Members are indexed in the order they were added. A call costs each member one
-/// virtual call and one reserve on the allowed path (plus a peek for a member whose
-/// state owns heap memory), and allocates nothing unless the caller asks for the
-/// grant's [`Receipt`] (one allocation holding the members'); the state ([`LimitsState`])
-/// allocates two boxes per member (its state and pass 1's saved copy) when it is
-/// created. An empty set admits everything.
+/// Members count in the order they were added; a decision's
+/// [`limit_index`](Decision::limit_index) counts leaf limits, depth first, so a
+/// member that is itself a set counts its own limits in its place. A call costs
+/// each member one virtual call and one reserve on the allowed path (plus a peek
+/// for a member whose state owns heap memory), and allocates nothing unless the
+/// caller asks for the grant's [`Receipt`] (one allocation holding the members');
+/// the state ([`LimitsState`]) allocates two boxes per member (its state and pass
+/// 1's saved copy) when it is created. An empty set admits everything.
 ///
 /// ```
 /// use sluicegate::Decision;
@@ -30,9 +32,30 @@ use std::fmt;
 /// assert_eq!(refused.limit_index(), 1); // the cold limiter: 1.375 s
 /// assert_eq!(refused.retry_after_nanos(), 1_375_000_000);
 /// ```
+///
+/// With a nested set as its first member, the cold limiter is limit 2:
+///
+/// ```
+/// use sluicegate::Decision;
+/// use sluicegate::algorithms::{Algorithm, AllOf, Limits, SmoothBursty, SmoothWarmingUp};
+/// use std::time::Duration;
+/// let rate = |r| SmoothBursty::new(r).unwrap();
+/// let limits = Limits::new()
+///     .with(AllOf::new((rate(10.0), rate(20.0))))
+///     .with(SmoothWarmingUp::new(2.0, Duration::from_secs(4)).unwrap());
+/// assert_eq!((limits.len(), limits.limit_count()), (2, 3));
+/// let mut state = limits.initial_state(0);
+/// assert!(limits.reserve::<Decision>(&mut state, 0, 1, 0).is_allowed());
+/// assert_eq!(limits.reserve::<Decision>(&mut state, 0, 1, 0).limit_index(), 2);
+/// ```
 #[derive(Default)]
 pub struct Limits {
     members: Vec<Box<dyn DynLimit>>,
+    /// Each member's [`limit_count`](Algorithm::limit_count), by which limit
+    /// indices count leaf limits; kept rather than asked on every call.
+    counts: Vec<usize>,
+    /// Their sum, the set's own limit count.
+    leaves: usize,
 }
 
 impl Limits {
@@ -72,7 +95,10 @@ impl Limits {
     /// assert!(limits.reserve::<Decision>(&mut fresh, 0, 1, 0).is_allowed());
     /// ```
     pub fn push<A: Algorithm + Clone>(&mut self, limit: A) {
+        let count = limit.limit_count();
         self.members.push(Box::new(limit));
+        self.counts.push(count);
+        self.leaves = self.leaves.saturating_add(count);
     }
 
     /// The number of member limits.
@@ -97,6 +123,27 @@ impl Limits {
         &self.members
     }
 
+    /// The limit index of member `index`'s decision, its leaf limits starting
+    /// at `offset` (see [`leaf_index`]).
+    #[inline]
+    fn index_of(&self, index: usize, offset: usize, decision: Decision) -> u32 {
+        leaf_index(offset, self.counts[index], decision)
+    }
+
+    /// Reports each member's limits' answers to a refused call (see
+    /// [`Algorithm::answer_leaves`]), on the states the refusal left.
+    fn answer_each(
+        &self,
+        state: &LimitsState,
+        call: (Nanos, u64, Nanos),
+        each: &mut dyn FnMut(Decision),
+    ) {
+        for (index, member) in self.members.iter().enumerate() {
+            let answer = Some(state.pending[index].0);
+            member.answer_leaves_dyn(&state.members[index], call, answer, each);
+        }
+    }
+
     /// Puts back the members pass 1 reserved in.
     fn restore_taken(&self, state: &mut LimitsState) {
         for (index, member) in self.members.iter().enumerate() {
@@ -116,8 +163,8 @@ impl Limits {
     }
 
     /// The set's step (see the module docs); with `REPORT`, also tells `each`
-    /// every member's standing (see [`Algorithm::reserve_each`]). Without it the
-    /// reporting compiles away.
+    /// how every limit stands (see [`Algorithm::reserve_each`]), a nested set's
+    /// limits in its place. Without it the reporting compiles away.
     #[inline(always)]
     fn step<const REPORT: bool>(
         &self,
@@ -133,52 +180,72 @@ impl Limits {
         if !self.fits(state) {
             return (foreign(), Receipt::NONE);
         }
+        let call = (now, cost, max_wait);
+        // What nested sets report as they reserve, held until the answer is
+        // known, and where: (member, start, end). Allocated only once one reports.
+        let mut held: Vec<Decision> = Vec::new();
+        let mut spans: Vec<(usize, usize, usize)> = Vec::new();
         let mut tally = Tally::default();
         let mut refused = false;
+        let mut offset = 0;
         for (index, member) in self.members.iter().enumerate() {
-            let (decision, receipt, taken) = member.attempt_dyn(
+            let start = held.len();
+            let mut keep = |d| held.push(d);
+            let attempted = member.attempt_dyn(
                 &mut state.members[index],
                 &mut state.backups[index],
-                now,
-                cost,
-                max_wait,
+                call,
                 refused,
+                if REPORT { Some(&mut keep) } else { None },
             );
-            state.taken[index] = taken;
-            state.pending[index] = (decision, receipt);
-            refused |= !decision.is_allowed();
-            tally.add(index, decision);
-        }
-        let report = |each: &mut dyn FnMut(Decision), state: &LimitsState, look| {
-            if REPORT {
-                for (index, member) in self.members.iter().enumerate() {
-                    let answer = state.pending[index].0;
-                    each(if look {
-                        member.standing_dyn(&state.members[index], now, answer)
-                    } else {
-                        answer
-                    });
-                }
+            if attempted.reported {
+                spans.push((index, start, held.len()));
             }
-        };
+            let decision = attempted.decision;
+            state.taken[index] = attempted.taken;
+            state.pending[index] = (decision, attempted.receipt);
+            refused |= !decision.is_allowed();
+            tally.add(self.index_of(index, offset, decision), decision);
+            offset += self.counts[index];
+        }
         if refused {
-            report(each, state, false);
             self.restore_taken(state);
+            if REPORT {
+                self.answer_each(state, call, each);
+            }
             return (tally.decision(), Receipt::NONE);
         }
         let mut broken = None;
+        let mut offset = 0;
         for (index, member) in self.members.iter().enumerate() {
             if !state.taken[index] {
-                let grant = member.reserve_dyn(&mut state.members[index], now, cost, max_wait);
+                let start = held.len();
+                let leaves = if REPORT {
+                    let keep = &mut |d| held.push(d);
+                    member.reserve_leaves_dyn(&mut state.members[index], now, cost, max_wait, keep)
+                } else {
+                    None
+                };
+                let grant = match leaves {
+                    Some(decision) => {
+                        spans.push((index, start, held.len()));
+                        (decision, Receipt::NONE)
+                    }
+                    None => member.reserve_dyn(&mut state.members[index], now, cost, max_wait),
+                };
                 if !grant.0.is_allowed() && broken.is_none() {
-                    broken = Some(grant.0.with_limit_index(index_u32(index)));
+                    broken = Some(
+                        grant
+                            .0
+                            .with_limit_index(self.index_of(index, offset, grant.0)),
+                    );
                 }
                 state.pending[index] = grant;
             }
+            offset += self.counts[index];
         }
         if let Some(refusal) = broken {
             // A member broke its contract (see the module docs): undo the others.
-            report(each, state, false);
             self.restore_taken(state);
             for (index, member) in self.members.iter().enumerate() {
                 let (grant, receipt) = &state.pending[index];
@@ -186,9 +253,22 @@ impl Limits {
                     member.cancel_dyn(&mut state.members[index], now, receipt, Nanos::MAX);
                 }
             }
+            if REPORT {
+                self.answer_each(state, call, each);
+            }
             return (refusal, Receipt::NONE);
         }
-        report(each, state, true);
+        if REPORT {
+            for (index, member) in self.members.iter().enumerate() {
+                match spans.iter().find(|(m, ..)| *m == index) {
+                    Some(&(_, start, end)) => held[start..end].iter().for_each(|d| each(*d)),
+                    None => {
+                        let grant = state.pending[index].0;
+                        each(member.standing_dyn(&state.members[index], now, grant));
+                    }
+                }
+            }
+        }
         let receipt = if receipts {
             Receipt::of_members(cost, state.pending.iter().map(|(_, r)| r.clone()))
         } else {
@@ -202,6 +282,8 @@ impl Clone for Limits {
     fn clone(&self) -> Self {
         Limits {
             members: self.members.iter().map(|m| m.clone_dyn()).collect(),
+            counts: self.counts.clone(),
+            leaves: self.leaves,
         }
     }
 }
@@ -305,13 +387,51 @@ impl Algorithm for Limits {
         self.step::<true>(state, step, each)
     }
 
+    #[inline]
+    fn limit_count(&self) -> usize {
+        self.leaves
+    }
+
+    fn reserve_leaves(
+        &self,
+        state: &mut LimitsState,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+        each: &mut dyn FnMut(Decision),
+    ) -> Option<Decision> {
+        Some(self.reserve_each(state, now, cost, max_wait, each).0)
+    }
+
+    /// A state made for another set reports nothing, as its
+    /// [`reserve_each`](Algorithm::reserve_each) does.
+    fn answer_leaves(
+        &self,
+        state: &LimitsState,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+        _answer: Option<Decision>,
+        each: &mut dyn FnMut(Decision),
+    ) {
+        if !self.fits(state) {
+            return;
+        }
+        for (member, s) in self.members.iter().zip(&state.members) {
+            member.answer_leaves_dyn(s, (now, cost, max_wait), None, each);
+        }
+    }
+
     fn peek(&self, state: &LimitsState, now: Nanos, cost: u64) -> Decision {
         if !self.fits(state) {
             return foreign();
         }
         let mut tally = Tally::default();
+        let mut offset = 0;
         for (index, (member, s)) in self.members.iter().zip(&state.members).enumerate() {
-            tally.add(index, member.peek_dyn(s, now, cost));
+            let answer = member.peek_dyn(s, now, cost);
+            tally.add(self.index_of(index, offset, answer), answer);
+            offset += self.counts[index];
         }
         tally.decision()
     }

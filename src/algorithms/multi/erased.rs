@@ -105,20 +105,41 @@ pub trait DynLimit: Send + Sync + 'static {
     /// Pass 1 of a set's call. If no member has `refused` yet and the algorithm's
     /// state is plain data (it owns no heap memory, so copying it cannot allocate),
     /// copies `state` into `backup` and reserves: answers the decision, its receipt
-    /// and `true` if allowed; a refusal leaves `state` as it was and answers `false`
-    /// with the refusal as a set's member answers it (see
-    /// [`peek_dyn`](DynLimit::peek_dyn)).
-    /// Otherwise answers [`decide_dyn`](DynLimit::decide_dyn) and `false`, changing
-    /// nothing.
+    /// and `taken` if allowed; a refusal leaves `state` as it was and answers the
+    /// refusal as a set's member answers it (see [`peek_dyn`](DynLimit::peek_dyn)).
+    /// Otherwise answers [`decide_dyn`](DynLimit::decide_dyn), changing nothing.
+    /// In a reporting step (`report`), a set that reserves reports its limits
+    /// there ([`reserve_leaves_dyn`](DynLimit::reserve_leaves_dyn)), and its grant
+    /// says so (`reported`).
     fn attempt_dyn(
         &self,
         state: &mut DynState,
         backup: &mut DynState,
+        call: (Nanos, u64, Nanos),
+        refused: bool,
+        report: Option<&mut dyn FnMut(Decision)>,
+    ) -> Attempted;
+
+    /// [`Algorithm::reserve_leaves`]: `None` for a single limit (or a state of
+    /// another type, which [`reserve_dyn`](DynLimit::reserve_dyn) then answers).
+    fn reserve_leaves_dyn(
+        &self,
+        state: &mut DynState,
         now: Nanos,
         cost: u64,
         max_wait: Nanos,
-        refused: bool,
-    ) -> (Decision, Receipt, bool);
+        each: &mut dyn FnMut(Decision),
+    ) -> Option<Decision>;
+
+    /// [`Algorithm::answer_leaves`]; on a state of another type, `answer` (or
+    /// never) reported once.
+    fn answer_leaves_dyn(
+        &self,
+        state: &DynState,
+        call: (Nanos, u64, Nanos),
+        answer: Option<Decision>,
+        each: &mut dyn FnMut(Decision),
+    );
 
     /// Puts back into `state` the copy that [`attempt_dyn`](DynLimit::attempt_dyn)
     /// saved in `backup`, undoing its reservation exactly.
@@ -140,6 +161,19 @@ pub trait DynLimit: Send + Sync + 'static {
     /// known algorithms its own way (the Redis store) recognizes a member.
     #[cfg(any(test, feature = "redis"))]
     fn as_any(&self) -> &dyn std::any::Any;
+}
+
+/// What pass 1 of a set's call did with one boxed member
+/// ([`DynLimit::attempt_dyn`]).
+pub struct Attempted {
+    /// The member's answer to the call.
+    pub decision: Decision,
+    /// Its grant's receipt, if it reserved ([`Receipt::NONE`] otherwise).
+    pub receipt: Receipt,
+    /// Whether it reserved already (its state before is in the backup).
+    pub taken: bool,
+    /// Whether it reserved as a set reporting its limits.
+    pub reported: bool,
 }
 
 /// The answer to a step on a state of the wrong type.
@@ -200,29 +234,68 @@ impl<A: Algorithm + Clone> DynLimit for A {
         &self,
         state: &mut DynState,
         backup: &mut DynState,
-        now: Nanos,
-        cost: u64,
-        max_wait: Nanos,
+        (now, cost, max_wait): (Nanos, u64, Nanos),
         refused: bool,
-    ) -> (Decision, Receipt, bool) {
+        report: Option<&mut dyn FnMut(Decision)>,
+    ) -> Attempted {
+        let looked = |decision| Attempted {
+            decision,
+            receipt: Receipt::NONE,
+            taken: false,
+            reported: false,
+        };
         if refused || !plain::<A::State>() {
-            let decision = self.decide_dyn(state, now, cost, max_wait);
-            return (decision, Receipt::NONE, false);
+            return looked(self.decide_dyn(state, now, cost, max_wait));
         }
         let (Some(state), Some(backup)) = (
             state.downcast_mut::<A::State>(),
             backup.downcast_mut::<A::State>(),
         ) else {
-            return (foreign(), Receipt::NONE, false);
+            return looked(foreign());
         };
         backup.clone_from(state);
-        let (decision, receipt): (Decision, Receipt) = self.reserve(state, now, cost, max_wait);
+        let leaves = report.and_then(|each| self.reserve_leaves(state, now, cost, max_wait, each));
+        let reported = leaves.is_some();
+        let (decision, receipt) = match leaves {
+            Some(decision) => (decision, Receipt::NONE),
+            None => self.reserve(state, now, cost, max_wait),
+        };
         if decision.is_allowed() {
-            (decision, receipt, true)
+            Attempted {
+                decision,
+                receipt,
+                taken: true,
+                reported,
+            }
         } else {
             state.clone_from(backup); // the set's refusal records nothing in any member
             let unrecorded = self.peek_unrecorded(state, now, cost);
-            (unrecorded.unwrap_or(decision), Receipt::NONE, false)
+            looked(unrecorded.unwrap_or(decision))
+        }
+    }
+
+    fn reserve_leaves_dyn(
+        &self,
+        state: &mut DynState,
+        now: Nanos,
+        cost: u64,
+        max_wait: Nanos,
+        each: &mut dyn FnMut(Decision),
+    ) -> Option<Decision> {
+        let state = state.downcast_mut::<A::State>()?;
+        self.reserve_leaves(state, now, cost, max_wait, each)
+    }
+
+    fn answer_leaves_dyn(
+        &self,
+        state: &DynState,
+        (now, cost, max_wait): (Nanos, u64, Nanos),
+        answer: Option<Decision>,
+        each: &mut dyn FnMut(Decision),
+    ) {
+        match state.downcast_ref::<A::State>() {
+            Some(state) => self.answer_leaves(state, now, cost, max_wait, answer, each),
+            None => each(answer.unwrap_or_else(foreign)),
         }
     }
 

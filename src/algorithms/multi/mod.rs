@@ -53,9 +53,15 @@
 //!
 //! | verdict | `limit_index`, `limit`, `remaining` | `retry_after` | `wait` | `reset_after` |
 //! |---|---|---|---|---|
-//! | never (some member can never grant the cost) | the first member that answered never | `u64::MAX` ns | 0 | longest of all members |
-//! | denied | the refusing member with the longest `retry_after` (first on a tie) | that longest one | 0 | longest of all members |
-//! | allowed | the member with the fewest `remaining` (first on a tie) | 0 | longest of the members' | longest of all members |
+//! | never (some member can never grant the cost) | the first limit that answered never | `u64::MAX` ns | 0 | longest of all members |
+//! | denied | the refusing limit with the longest `retry_after` (first on a tie) | that longest one | 0 | longest of all members |
+//! | allowed | the limit with the fewest `remaining` (first on a tie) | 0 | longest of the members' | longest of all members |
+//!
+//! `limit_index` counts the set's *leaf* limits, depth first, from 0: a member
+//! that is itself a set counts its own limits in its place, and the index of its
+//! answer is that of its deciding limit among them. It is the position of the
+//! deciding limit in the set's reports ([`Algorithm::reserve_each`], one per leaf
+//! limit, [`Algorithm::limit_count`] in all), the same on every store.
 //!
 //! A set with no member limits nothing: every call is allowed, with `u64::MAX`
 //! remaining.
@@ -93,8 +99,9 @@
 //!   `AllOf<(SmoothBursty, FixedWindow, FixedWindow)>`. Statically typed, no
 //!   dynamic dispatch, no heap: its state is the tuple of member states. Pick it when the limits are known when you write the
 //!   code. A set is itself an algorithm, so more than three members nest
-//!   (`AllOf<(AllOf<(A, B)>, C, D)>`); a nested set then counts as one member and its
-//!   index is its position in the outer tuple.
+//!   (`AllOf<(AllOf<(A, B)>, C, D)>`); a nested set decides as one member, and its
+//!   limits are counted and reported in its place: `A` and `B` are limits 0 and 1,
+//!   `C` and `D` limits 2 and 3, as if the set were written flat.
 //! * [`Limits`]: any number of limits chosen at run time (e.g. read from a
 //!   configuration file), each boxed behind an object-safe trait that every
 //!   `Algorithm + Clone` implements. Its state is a vector of type-erased member
@@ -121,6 +128,30 @@
 //! assert_eq!(refused.limit_index(), 0); // the cadence refused
 //! assert_eq!(refused.retry_after(), Duration::from_millis(500));
 //! ```
+//!
+//! A nested set's limits count in its place, in decisions and in reports:
+//!
+//! ```
+//! use sluicegate::algorithms::{Algorithm, AllOf, FixedWindow, Limits};
+//! use sluicegate::Decision;
+//! use std::time::Duration;
+//! let window = |limit, secs| FixedWindow::new(limit, Duration::from_secs(secs)).unwrap();
+//! // Limits 0 and 1 in the nested set, 2 after it, 3 in the nested Limits.
+//! let set = AllOf::new((
+//!     AllOf::new((window(10, 1), window(2, 60))),
+//!     window(5, 10),
+//!     Limits::new().with(window(100, 3600)),
+//! ));
+//! assert_eq!(set.limit_count(), 4);
+//! let mut state = set.initial_state(0);
+//! let mut each = Vec::new();
+//! let (grant, _) = set.reserve_each(&mut state, 0, 2, 0, &mut |d| each.push(d));
+//! assert_eq!(grant.limit_index(), 1); // the minute: none left
+//! let left: Vec<u64> = each.iter().map(Decision::remaining).collect();
+//! assert_eq!(left, [8, 0, 3, 98]);
+//! // The minute refuses the next call: limit 1, the nested set's second.
+//! assert_eq!(set.peek(&state, 0, 1).limit_index(), 1);
+//! ```
 
 mod all_of;
 mod dynamic;
@@ -143,6 +174,17 @@ struct Call {
     /// asked for none either, so a nested set allocates nothing.
     receipts: bool,
 }
+
+/// What a reporting step's nested sets reported as they reserved: their limits'
+/// standings after their grants, in the order the members reserved, kept until
+/// the set's answer is known (a refused set reports its members' answers
+/// instead). Allocates only once a nested set reports.
+type Held = Vec<Decision>;
+
+/// Where in [`Held`] one member's reports are (`start`, `end`); `None` for a
+/// member that reported nothing there (a single limit, or any member of a step
+/// that does not report).
+type Span = Option<(usize, usize)>;
 
 /// How pass 1 went for one member of a static set.
 enum Attempt<S> {
@@ -185,19 +227,22 @@ fn plain<S>() -> bool {
 
 impl Call {
     /// Pass 1 for one member: reserve at once if its state is plain data and no
-    /// member has refused yet; otherwise only ask.
+    /// member has refused yet; otherwise only ask. In a reporting step a nested
+    /// set reserves reporting its limits (see [`commit`](Call::commit)).
     #[inline(always)]
-    fn attempt<A: Algorithm>(
+    fn attempt<A: Algorithm, const REPORT: bool>(
         &self,
         algorithm: &A,
         state: &mut A::State,
         refused: bool,
+        held: &mut Held,
+        span: &mut Span,
     ) -> Attempt<A::State> {
         if refused || !plain::<A::State>() {
             return Attempt::Looked(self.decide(algorithm, state));
         }
         let saved = state.clone();
-        let (grant, receipt) = self.commit(algorithm, state);
+        let (grant, receipt) = self.commit::<A, REPORT>(algorithm, state, held, span);
         if grant.is_allowed() {
             Attempt::Taken {
                 saved,
@@ -206,6 +251,7 @@ impl Call {
             }
         } else {
             *state = saved; // the set's refusal records nothing in any member
+            *span = None; // nor reports anything it reported
             let unrecorded = algorithm.peek_unrecorded(state, self.now, self.cost);
             Attempt::Looked(unrecorded.unwrap_or(grant))
         }
@@ -214,15 +260,17 @@ impl Call {
     /// What `algorithm` would answer to this call on `state`, without changing it.
     /// A zero-wait question is a peek (no copy); a caller willing to wait is asked on
     /// a scratch copy, but only when the peek refused (a member that admits a caller
-    /// who will not wait admits one who would).
+    /// who will not wait admits one who would). A never is asked again too: a
+    /// nested set that can never grant answers with the longest `reset_after` of
+    /// its members, whose answers to a caller who waits are their grants.
     /// A member whose refusals would be recorded answers as if they were not (a
     /// set's refusal records nothing): its zero-wait answer stands for a refusal
     /// whatever the wait.
     #[inline]
-    fn decide<A: Algorithm>(&self, algorithm: &A, state: &A::State) -> Decision {
+    fn decide<A: Algorithm + ?Sized>(&self, algorithm: &A, state: &A::State) -> Decision {
         let unrecorded = algorithm.peek_unrecorded(state, self.now, self.cost);
         let peeked = unrecorded.unwrap_or_else(|| algorithm.peek(state, self.now, self.cost));
-        if self.max_wait == 0 || peeked.verdict() != Verdict::Denied {
+        if self.max_wait == 0 || peeked.is_allowed() {
             return peeked;
         }
         let mut scratch = state.clone();
@@ -233,9 +281,28 @@ impl Call {
         waited
     }
 
-    /// Reserves in `algorithm`, with its receipt if the caller wants one.
+    /// Reserves in `algorithm`, with its receipt if the caller wants one. In a
+    /// reporting step (`REPORT`, which keeps no receipt) a member that is a set
+    /// reserves reporting its limits ([`Algorithm::reserve_leaves`]): their
+    /// reports go to `held`, and `span` says where.
     #[inline(always)]
-    fn commit<A: Algorithm>(&self, algorithm: &A, state: &mut A::State) -> (Decision, Receipt) {
+    fn commit<A: Algorithm, const REPORT: bool>(
+        &self,
+        algorithm: &A,
+        state: &mut A::State,
+        held: &mut Held,
+        span: &mut Span,
+    ) -> (Decision, Receipt) {
+        if REPORT {
+            let start = held.len();
+            let (now, cost, max_wait) = (self.now, self.cost, self.max_wait);
+            let reported =
+                algorithm.reserve_leaves(state, now, cost, max_wait, &mut |d| held.push(d));
+            if let Some(decision) = reported {
+                *span = Some((start, held.len()));
+                return (decision, Receipt::NONE);
+            }
+        }
         if self.receipts {
             algorithm.reserve(state, self.now, self.cost, self.max_wait)
         } else {
@@ -256,15 +323,17 @@ impl Call {
 
     /// Pass 2 for one member: its grant, taken in pass 1 or reserved now.
     #[inline(always)]
-    fn finish<A: Algorithm>(
+    fn finish<A: Algorithm, const REPORT: bool>(
         &self,
         algorithm: &A,
         state: &mut A::State,
         attempt: &Attempt<A::State>,
+        held: &mut Held,
+        span: &mut Span,
     ) -> (Decision, Receipt) {
         match attempt {
             Attempt::Taken { grant, receipt, .. } => (*grant, receipt.clone()),
-            Attempt::Looked(_) => self.commit(algorithm, state),
+            Attempt::Looked(_) => self.commit::<A, REPORT>(algorithm, state, held, span),
         }
     }
 
@@ -303,6 +372,25 @@ fn member_peek<A: Algorithm + ?Sized>(
         .unwrap_or_else(|| algorithm.peek(state, now, cost))
 }
 
+/// A member's answer to a set's call on `state` without changing it, as pass 1
+/// has it (see [`Call::decide`]): what [`Algorithm::answer_leaves`] reports for a
+/// limit of a nested set when the set refuses.
+pub(crate) fn member_answer<A: Algorithm + ?Sized>(
+    algorithm: &A,
+    state: &A::State,
+    now: Nanos,
+    cost: u64,
+    max_wait: Nanos,
+) -> Decision {
+    let call = Call {
+        now,
+        cost,
+        max_wait,
+        receipts: false,
+    };
+    call.decide(algorithm, state)
+}
+
 /// How a member stands after the set's grant (see [`Algorithm::standing`]), by
 /// its answers as a member: a later refusal of the set records nothing in it.
 #[inline]
@@ -315,17 +403,44 @@ fn member_standing<A: Algorithm + ?Sized>(
     algorithm.standing(answer, &mut |cost| member_peek(algorithm, state, now, cost))
 }
 
-/// The first refusal among pass-2 grants, with its index: a member broke its
-/// contract.
+/// The first refusal among pass-2 grants, with its limit index (`index` of the
+/// member's position and decision): a member broke its contract.
 #[inline]
-fn first_refusal(grants: &[(Decision, Receipt)]) -> Option<Decision> {
-    let (index, (refusal, _)) = grants.iter().enumerate().find(|(_, g)| !g.0.is_allowed())?;
-    Some(refusal.with_limit_index(index_u32(index)))
+fn first_refusal(
+    grants: &[(Decision, Receipt)],
+    index: impl Fn(usize, Decision) -> u32,
+) -> Option<Decision> {
+    let (member, (refusal, _)) = grants.iter().enumerate().find(|(_, g)| !g.0.is_allowed())?;
+    Some(refusal.with_limit_index(index(member, *refusal)))
+}
+
+/// The limit index, in a set, of a member's decision: `offset`, the number of
+/// leaf limits before the member, plus, for a member that is itself a set of
+/// `count` limits, the index its decision names among them. A single limit's
+/// decision counts as its one limit, whatever index it carries.
+#[inline(always)]
+fn leaf_index(offset: usize, count: usize, decision: Decision) -> u32 {
+    let inner = (decision.limit_index() as usize).min(count.saturating_sub(1));
+    index_u32(offset.saturating_add(inner))
+}
+
+/// The leaf limits before each of a static set's members, from the members'
+/// [`limit_count`](Algorithm::limit_count)s.
+#[inline(always)]
+fn offsets<const N: usize>(counts: [usize; N]) -> [usize; N] {
+    let mut offsets = [0; N];
+    let mut before = 0_usize;
+    for (offset, count) in offsets.iter_mut().zip(counts) {
+        *offset = before;
+        before = before.saturating_add(count);
+    }
+    offsets
 }
 
 /// Folds the members' answers into the set's answer (see the table in the module
-/// docs). Feeding the members in index order makes "first on a tie" hold. Keeps
-/// only the few words it needs, not whole decisions: this runs on every call.
+/// docs), each with its limit index ([`leaf_index`]). Feeding the members in
+/// order makes "first on a tie" hold. Keeps only the few words it needs, not
+/// whole decisions: this runs on every call.
 #[derive(Default)]
 struct Tally {
     reset_after: Nanos,
@@ -339,8 +454,7 @@ struct Tally {
 
 impl Tally {
     #[inline]
-    fn add(&mut self, index: usize, decision: Decision) {
-        let index = index_u32(index);
+    fn add(&mut self, index: u32, decision: Decision) {
         self.reset_after = self.reset_after.max(decision.reset_after_nanos());
         let verdict = decision.verdict();
         if verdict == Verdict::Allowed {

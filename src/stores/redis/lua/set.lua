@@ -6,7 +6,9 @@
 -- member as it was and answers the tally's refusal (never beats denied; among
 -- denials the longest retry_after, the first on a tie); otherwise every member
 -- keeps its new state and the answer is the tightest member's (fewest remaining),
--- with the longest wait and reset_after of all.
+-- with the longest wait and reset_after of all. The answer's limit index counts
+-- leaf limits, depth first: a nested set's limits in its place, its answer's own
+-- index among them.
 --
 -- The set keeps no record of its grants: its answer carries, after its 16
 -- integers, its receipt as its members' own, one leaf of 7 integers per single
@@ -34,7 +36,8 @@ local function make_set(C)
   -- identity's, its number of keys and of leaves, and whether it is a set itself
   -- (whose leaves are its own). Arrays rather than a table per member: a named
   -- field costs a hash lookup on every call.
-  local ALGS, FIRST, NK, LEAVES, NESTED = {}, {}, {}, {}, {}
+  -- OFFSET[m]: the leaf limits before member m, by which limit indices count.
+  local ALGS, FIRST, NK, LEAVES, NESTED, OFFSET = {}, {}, {}, {}, {}, {}
   local nkeys, nleaves, at = 0, 0, 2
   local M = C[1]
   for m = 1, M do
@@ -44,7 +47,7 @@ local function make_set(C)
     at = at + 2 + len
     local alg = FACTORIES[kind](sub)
     ALGS[m], FIRST[m], NK[m] = alg, nkeys + 1, alg.nkeys
-    LEAVES[m], NESTED[m] = alg.leaves or 1, alg.leaves ~= nil
+    LEAVES[m], NESTED[m], OFFSET[m] = alg.leaves or 1, alg.leaves ~= nil, nleaves
     nkeys = nkeys + alg.nkeys
     nleaves = nleaves + (alg.leaves or 1)
   end
@@ -131,7 +134,8 @@ local function make_set(C)
   end
 
   -- Durations are {us, ns} pairs, us -1 for ever; counts are -1 for u64::MAX. The
-  -- comparisons are written out: a Lua function call costs more than they do.
+  -- comparisons are written out: a Lua function call costs more than they do. A
+  -- member's limit index is its first leaf's, plus a nested set's own index.
   local function reserve(st, now, cost)
     local reset_us, reset_ns, wait_us, wait_ns = 0, 0, 0, 0
     -- The tightest grant (remaining, limit, index; none yet: index nil) and the
@@ -155,7 +159,8 @@ local function make_set(C)
         end
         local rem = d[8]
         if t_at == nil or (rem >= 0 and (t_rem < 0 or rem < t_rem)) then
-          t_rem, t_lim, t_at = rem, d[9], m - 1
+          t_rem, t_lim, t_at = rem, d[9], OFFSET[m]
+          if NESTED[m] then t_at = t_at + d[10] end
         end
       else
         -- Never beats denied; among denials the longest retry_after.
@@ -163,7 +168,8 @@ local function make_set(C)
         local replace = r_verdict == nil or (r_verdict ~= 2 and (d[1] == 2
           or (r_us >= 0 and (u < 0 or u > r_us or (u == r_us and d[5] > r_ns)))))
         if replace then
-          r_verdict, r_us, r_ns, r_rem, r_lim, r_at = d[1], u, d[5], d[8], d[9], m - 1
+          r_verdict, r_us, r_ns, r_rem, r_lim, r_at = d[1], u, d[5], d[8], d[9], OFFSET[m]
+          if NESTED[m] then r_at = r_at + d[10] end
         end
       end
     end
@@ -219,20 +225,38 @@ local function make_set(C)
     return nil
   end
 
-  -- Appends to out how each member stands after a reserve (Rust's reserve_each):
-  -- after a grant (new state `new`), each member's standing; after a refusal, each
-  -- member's own answer to the call.
-  local function report(st, new, out)
-    local answered = new or st[4 * M + 1]
+  -- Appends to out how each leaf limit stands after a reserve (Rust's
+  -- reserve_each), depth first: a nested set's limits in its place. After a grant
+  -- (`standings`, of the new state `new`), each limit's standing; after a refusal
+  -- (`answers`), each limit's own answer to the call, from x, what the reserve
+  -- left of this set: its new state if it granted, else its state, whose slot
+  -- 4M + 1 holds what its members answered.
+  local function standings(new, out)
     for m = 1, M do
-      if new then
+      if NESTED[m] then
+        ALGS[m].standings(new[m], out)
+      else
         append(out, standing(ALGS[m], new[m], NOW, new[M3 + m]))
+      end
+    end
+  end
+
+  local function answers(x, out)
+    local answered = x[4 * M + 1] or x
+    for m = 1, M do
+      if NESTED[m] then
+        ALGS[m].answers(answered[m], out)
       else
         append(out, answered[M3 + m])
       end
     end
   end
 
+  local function report(st, new, out)
+    if new then standings(new, out) else answers(st, out) end
+  end
+
   return {nkeys = max(nkeys, 1), leaves = nleaves, load = load, save = save, drop = drop,
-          reserve = reserve, cancel = cancel, report = report}
+          reserve = reserve, cancel = cancel, report = report, standings = standings,
+          answers = answers}
 end
