@@ -7,6 +7,8 @@ mod support;
 
 #[path = "sets/all_of_and_limits.rs"]
 mod all_of_and_limits;
+#[path = "sets/all_of_and_limits_properties.rs"]
+mod all_of_and_limits_properties;
 #[path = "sets/allocation.rs"]
 mod allocation;
 #[path = "sets/nested_sets.rs"]
