@@ -425,12 +425,11 @@ mod loopback {
         eprintln!("sent at {sent:?}");
         // Nothing before the hold ends, then 10 per second: the 8 answers span
         // about 0.7 s (the stored burst would have sent them within milliseconds).
+        // The span is measured, not each gap: on a loaded machine two answers sent
+        // 100 ms apart may arrive together, while a burst cannot span 0.5 s.
         assert!(sent[0] >= Duration::from_millis(990), "{sent:?}");
         let span = sent[7] - sent[0];
         assert!(span >= Duration::from_millis(500), "{sent:?}");
-        for pair in sent.windows(2) {
-            assert!(pair[1] - pair[0] >= Duration::from_millis(40), "{sent:?}");
-        }
     }
 
     use axum::response::IntoResponse;
