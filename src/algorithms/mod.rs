@@ -300,16 +300,17 @@ pub trait Algorithm: Send + Sync + 'static {
     /// answers its decision. A single limit answers `None` and changes nothing:
     /// the enclosing set reserves and reports it itself. What lets a nested set's
     /// limits be reported in its place; the crate's sets implement it.
+    ///
+    /// Its `call` is a type no other crate can name, so only the crate's own code
+    /// calls or implements it; an algorithm of your own keeps the default.
     #[doc(hidden)]
     fn reserve_leaves(
         &self,
         state: &mut Self::State,
-        now: Nanos,
-        cost: u64,
-        max_wait: Nanos,
+        call: sealed::MemberCall,
         each: &mut dyn FnMut(Decision),
     ) -> Option<Decision> {
-        let _ = (state, now, cost, max_wait, each);
+        let _ = (state, call, each);
         None
     }
 
@@ -319,16 +320,21 @@ pub trait Algorithm: Send + Sync + 'static {
     /// answers. A single limit reports `answer`, its answer as the set has it, or
     /// without one asks itself; a set asks each of its limits. The crate's sets
     /// implement it.
+    ///
+    /// Sealed as [`reserve_leaves`](Algorithm::reserve_leaves) is.
     #[doc(hidden)]
     fn answer_leaves(
         &self,
         state: &Self::State,
-        now: Nanos,
-        cost: u64,
-        max_wait: Nanos,
+        call: sealed::MemberCall,
         answer: Option<Decision>,
         each: &mut dyn FnMut(Decision),
     ) {
+        let sealed::MemberCall {
+            now,
+            cost,
+            max_wait,
+        } = call;
         each(answer.unwrap_or_else(|| multi::member_answer(self, state, now, cost, max_wait)));
     }
 
@@ -507,12 +513,37 @@ pub trait AdjustableRate: Algorithm + sealed::Sealed {
     ) -> Result<(), crate::ConfigError>;
 }
 
-/// The seal of [`AdjustableRate`]: public in a private module, so no other crate can
-/// name it, and only the crate's rate-based algorithms implement it.
-mod sealed {
+/// What other crates cannot name: public in a private module.
+pub(crate) mod sealed {
+    use super::Nanos;
+
+    /// The seal of [`AdjustableRate`](super::AdjustableRate): only the crate's
+    /// rate-based algorithms implement it.
     pub trait Sealed {}
     impl Sealed for super::SmoothBursty {}
     impl Sealed for super::SmoothWarmingUp {}
+
+    /// The call a set puts to one of its members when it reports each limit
+    /// ([`Algorithm::reserve_leaves`](super::Algorithm::reserve_leaves),
+    /// [`answer_leaves`](super::Algorithm::answer_leaves)). Taking it seals those
+    /// two methods: code outside the crate can neither make one (to call them) nor
+    /// name it (to implement them), so they are not part of the public surface.
+    ///
+    /// ```compile_fail
+    /// use sluicegate::algorithms::{Algorithm, FixedWindow};
+    /// let window = FixedWindow::new(1, std::time::Duration::from_secs(1)).unwrap();
+    /// let mut state = window.initial_state(0);
+    /// // No crate but this one can name or build the call.
+    /// window.reserve_leaves(&mut state, sluicegate::algorithms::sealed::MemberCall {
+    ///     now: 0, cost: 1, max_wait: 0,
+    /// }, &mut |_| {});
+    /// ```
+    #[derive(Clone, Copy, Debug)]
+    pub struct MemberCall {
+        pub(crate) now: Nanos,
+        pub(crate) cost: u64,
+        pub(crate) max_wait: Nanos,
+    }
 }
 
 /// What one limit reports after a step on `state` (see [`Algorithm::standing`]).

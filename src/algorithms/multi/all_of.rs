@@ -1,6 +1,7 @@
 //! [`AllOf`]: a statically typed set of two or three limits.
 
 use super::{first_refusal, leaf_index, member_peek, member_standing, offsets, Call, Span, Tally};
+use crate::algorithms::sealed::MemberCall;
 use crate::algorithms::{Algorithm, Decision, Pace, Plain, Receipt, Report};
 use crate::clock::Nanos;
 
@@ -131,8 +132,8 @@ macro_rules! all_of {
                     let answers = [$($g.decision()),+];
                     $( $g.restore($s); )+
                     if REPORT {
-                        let (now, cost, wait) = (step.now, step.cost, step.max_wait);
-                        $( $m.answer_leaves($s, now, cost, wait, Some(answers[$i]), each); )+
+                        let call = step.member_call();
+                        $( $m.answer_leaves($s, call, Some(answers[$i]), each); )+
                     }
                     return (tally.decision(), Receipt::NONE);
                 }
@@ -143,8 +144,8 @@ macro_rules! all_of {
                 if let Some(refusal) = first_refusal(&grants, index) {
                     $( step.undo($m, $s, $g, &grants[$i]); )+
                     if REPORT {
-                        let (now, cost, wait) = (step.now, step.cost, step.max_wait);
-                        $( $m.answer_leaves($s, now, cost, wait, Some(grants[$i].0), each); )+
+                        let call = step.member_call();
+                        $( $m.answer_leaves($s, call, Some(grants[$i].0), each); )+
                     }
                     return (refusal, Receipt::NONE);
                 }
@@ -205,26 +206,23 @@ macro_rules! all_of {
             fn reserve_leaves(
                 &self,
                 state: &mut Self::State,
-                now: Nanos,
-                cost: u64,
-                max_wait: Nanos,
+                call: MemberCall,
                 each: &mut dyn FnMut(Decision),
             ) -> Option<Decision> {
+                let MemberCall { now, cost, max_wait } = call;
                 Some(self.reserve_each(state, now, cost, max_wait, each).0)
             }
 
             fn answer_leaves(
                 &self,
                 state: &Self::State,
-                now: Nanos,
-                cost: u64,
-                max_wait: Nanos,
+                call: MemberCall,
                 _answer: Option<Decision>,
                 each: &mut dyn FnMut(Decision),
             ) {
                 let ($($m,)+) = &self.members;
                 let ($($s,)+) = &state.members;
-                $( $m.answer_leaves($s, now, cost, max_wait, None, each); )+
+                $( $m.answer_leaves($s, call, None, each); )+
             }
 
             #[inline]

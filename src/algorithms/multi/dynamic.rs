@@ -2,6 +2,7 @@
 
 use super::erased::foreign;
 use super::{leaf_index, Call, DynLimit, DynState, Tally};
+use crate::algorithms::sealed::MemberCall;
 use crate::algorithms::{Algorithm, Decision, Pace, Plain, Receipt, Report};
 use crate::clock::Nanos;
 use std::fmt;
@@ -132,12 +133,7 @@ impl Limits {
 
     /// Reports each member's limits' answers to a refused call (see
     /// [`Algorithm::answer_leaves`]), on the states the refusal left.
-    fn answer_each(
-        &self,
-        state: &LimitsState,
-        call: (Nanos, u64, Nanos),
-        each: &mut dyn FnMut(Decision),
-    ) {
+    fn answer_each(&self, state: &LimitsState, call: MemberCall, each: &mut dyn FnMut(Decision)) {
         for (index, member) in self.members.iter().enumerate() {
             let answer = Some(state.pending[index].0);
             member.answer_leaves_dyn(&state.members[index], call, answer, each);
@@ -180,7 +176,11 @@ impl Limits {
         if !self.fits(state) {
             return (foreign(), Receipt::NONE);
         }
-        let call = (now, cost, max_wait);
+        let call = MemberCall {
+            now,
+            cost,
+            max_wait,
+        };
         // What nested sets report as they reserve, held until the answer is
         // known, and where: (member, start, end). Allocated only once one reports.
         let mut held: Vec<Decision> = Vec::new();
@@ -222,7 +222,7 @@ impl Limits {
                 let start = held.len();
                 let leaves = if REPORT {
                     let keep = &mut |d| held.push(d);
-                    member.reserve_leaves_dyn(&mut state.members[index], now, cost, max_wait, keep)
+                    member.reserve_leaves_dyn(&mut state.members[index], call, keep)
                 } else {
                     None
                 };
@@ -395,11 +395,14 @@ impl Algorithm for Limits {
     fn reserve_leaves(
         &self,
         state: &mut LimitsState,
-        now: Nanos,
-        cost: u64,
-        max_wait: Nanos,
+        call: MemberCall,
         each: &mut dyn FnMut(Decision),
     ) -> Option<Decision> {
+        let MemberCall {
+            now,
+            cost,
+            max_wait,
+        } = call;
         Some(self.reserve_each(state, now, cost, max_wait, each).0)
     }
 
@@ -408,9 +411,7 @@ impl Algorithm for Limits {
     fn answer_leaves(
         &self,
         state: &LimitsState,
-        now: Nanos,
-        cost: u64,
-        max_wait: Nanos,
+        call: MemberCall,
         _answer: Option<Decision>,
         each: &mut dyn FnMut(Decision),
     ) {
@@ -418,7 +419,7 @@ impl Algorithm for Limits {
             return;
         }
         for (member, s) in self.members.iter().zip(&state.members) {
-            member.answer_leaves_dyn(s, (now, cost, max_wait), None, each);
+            member.answer_leaves_dyn(s, call, None, each);
         }
     }
 

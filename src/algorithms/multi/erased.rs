@@ -2,6 +2,7 @@
 //! of any algorithms in one vector.
 
 use super::{member_peek, member_standing, plain, Call};
+use crate::algorithms::sealed::MemberCall;
 use crate::algorithms::{standing_with, Algorithm, Decision, Pace, Receipt};
 use crate::clock::Nanos;
 use std::any::Any;
@@ -115,7 +116,7 @@ pub trait DynLimit: Send + Sync + 'static {
         &self,
         state: &mut DynState,
         backup: &mut DynState,
-        call: (Nanos, u64, Nanos),
+        call: MemberCall,
         refused: bool,
         report: Option<&mut dyn FnMut(Decision)>,
     ) -> Attempted;
@@ -125,9 +126,7 @@ pub trait DynLimit: Send + Sync + 'static {
     fn reserve_leaves_dyn(
         &self,
         state: &mut DynState,
-        now: Nanos,
-        cost: u64,
-        max_wait: Nanos,
+        call: MemberCall,
         each: &mut dyn FnMut(Decision),
     ) -> Option<Decision>;
 
@@ -136,7 +135,7 @@ pub trait DynLimit: Send + Sync + 'static {
     fn answer_leaves_dyn(
         &self,
         state: &DynState,
-        call: (Nanos, u64, Nanos),
+        call: MemberCall,
         answer: Option<Decision>,
         each: &mut dyn FnMut(Decision),
     );
@@ -234,10 +233,15 @@ impl<A: Algorithm + Clone> DynLimit for A {
         &self,
         state: &mut DynState,
         backup: &mut DynState,
-        (now, cost, max_wait): (Nanos, u64, Nanos),
+        call: MemberCall,
         refused: bool,
         report: Option<&mut dyn FnMut(Decision)>,
     ) -> Attempted {
+        let MemberCall {
+            now,
+            cost,
+            max_wait,
+        } = call;
         let looked = |decision| Attempted {
             decision,
             receipt: Receipt::NONE,
@@ -254,7 +258,7 @@ impl<A: Algorithm + Clone> DynLimit for A {
             return looked(foreign());
         };
         backup.clone_from(state);
-        let leaves = report.and_then(|each| self.reserve_leaves(state, now, cost, max_wait, each));
+        let leaves = report.and_then(|each| self.reserve_leaves(state, call, each));
         let reported = leaves.is_some();
         let (decision, receipt) = match leaves {
             Some(decision) => (decision, Receipt::NONE),
@@ -277,24 +281,22 @@ impl<A: Algorithm + Clone> DynLimit for A {
     fn reserve_leaves_dyn(
         &self,
         state: &mut DynState,
-        now: Nanos,
-        cost: u64,
-        max_wait: Nanos,
+        call: MemberCall,
         each: &mut dyn FnMut(Decision),
     ) -> Option<Decision> {
         let state = state.downcast_mut::<A::State>()?;
-        self.reserve_leaves(state, now, cost, max_wait, each)
+        self.reserve_leaves(state, call, each)
     }
 
     fn answer_leaves_dyn(
         &self,
         state: &DynState,
-        (now, cost, max_wait): (Nanos, u64, Nanos),
+        call: MemberCall,
         answer: Option<Decision>,
         each: &mut dyn FnMut(Decision),
     ) {
         match state.downcast_ref::<A::State>() {
-            Some(state) => self.answer_leaves(state, now, cost, max_wait, answer, each),
+            Some(state) => self.answer_leaves(state, call, answer, each),
             None => each(answer.unwrap_or_else(foreign)),
         }
     }

@@ -161,6 +161,7 @@ pub use all_of::{AllOf, AllOfState};
 pub use dynamic::{Limits, LimitsState};
 pub(crate) use erased::{DynLimit, DynState};
 
+use super::sealed::MemberCall;
 use super::{Algorithm, Decision, Receipt, Verdict};
 use crate::clock::Nanos;
 
@@ -226,6 +227,17 @@ fn plain<S>() -> bool {
 }
 
 impl Call {
+    /// The call as a member that is a set is asked it (sealed: see
+    /// [`MemberCall`]).
+    #[inline(always)]
+    fn member_call(&self) -> MemberCall {
+        MemberCall {
+            now: self.now,
+            cost: self.cost,
+            max_wait: self.max_wait,
+        }
+    }
+
     /// Pass 1 for one member: reserve at once if its state is plain data and no
     /// member has refused yet; otherwise only ask. In a reporting step a nested
     /// set reserves reporting its limits (see [`commit`](Call::commit)).
@@ -295,9 +307,8 @@ impl Call {
     ) -> (Decision, Receipt) {
         if REPORT {
             let start = held.len();
-            let (now, cost, max_wait) = (self.now, self.cost, self.max_wait);
             let reported =
-                algorithm.reserve_leaves(state, now, cost, max_wait, &mut |d| held.push(d));
+                algorithm.reserve_leaves(state, self.member_call(), &mut |d| held.push(d));
             if let Some(decision) = reported {
                 *span = Some((start, held.len()));
                 return (decision, Receipt::NONE);
