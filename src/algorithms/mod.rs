@@ -334,6 +334,7 @@ pub trait Algorithm: Send + Sync + 'static {
             now,
             cost,
             max_wait,
+            ..
         } = call;
         each(answer.unwrap_or_else(|| multi::member_answer(self, state, now, cost, max_wait)));
     }
@@ -535,7 +536,7 @@ pub(crate) mod sealed {
     /// let mut state = window.initial_state(0);
     /// // No crate but this one can name or build the call.
     /// window.reserve_leaves(&mut state, sluicegate::algorithms::sealed::MemberCall {
-    ///     now: 0, cost: 1, max_wait: 0,
+    ///     now: 0, cost: 1, max_wait: 0, receipts: false,
     /// }, &mut |_| {});
     /// ```
     #[derive(Clone, Copy, Debug)]
@@ -543,6 +544,35 @@ pub(crate) mod sealed {
         pub(crate) now: Nanos,
         pub(crate) cost: u64,
         pub(crate) max_wait: Nanos,
+        /// Whether the caller keeps the grant's receipt: without it a member that
+        /// is a set builds none either, so it allocates nothing.
+        pub(crate) receipts: bool,
+    }
+
+    impl MemberCall {
+        /// Reserves in `algorithm`, with the grant's receipt only if the caller
+        /// keeps one.
+        #[inline]
+        pub(crate) fn reserve<A: super::Algorithm + ?Sized>(
+            self,
+            algorithm: &A,
+            state: &mut A::State,
+        ) -> (super::Decision, super::Receipt) {
+            let MemberCall {
+                now,
+                cost,
+                max_wait,
+                receipts,
+            } = self;
+            if receipts {
+                algorithm.reserve(state, now, cost, max_wait)
+            } else {
+                (
+                    algorithm.reserve(state, now, cost, max_wait),
+                    super::Receipt::NONE,
+                )
+            }
+        }
     }
 }
 

@@ -54,14 +54,15 @@ pub(crate) fn next_move(
         Verdict::Never => Err(Error::Never { cost }),
         Verdict::Denied => {
             let retry = decision.retry_after_nanos();
-            if retry > left && deadline == Nanos::MAX {
+            if retry <= left {
+                Ok(Move::Retry(retry))
+            } else if deadline == Nanos::MAX {
+                // No later reading of the clock ends the wait.
                 Err(Error::Never { cost })
-            } else if retry > left {
+            } else {
                 Err(Error::Timeout {
                     needed: nanos_to_duration(waited.saturating_add(retry)),
                 })
-            } else {
-                Ok(Move::Retry(retry))
             }
         }
     }

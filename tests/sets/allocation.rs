@@ -88,3 +88,53 @@ fn the_hot_path_does_not_allocate() {
     });
     assert_eq!(n, 0);
 }
+
+#[test]
+fn a_set_holding_sets_does_not_allocate_when_the_caller_keeps_no_receipt() {
+    let (a, b, c) = members();
+    // A nested AllOf of plain states (reserved in pass 1) and a nested Limits.
+    let limits = Limits::new()
+        .with(AllOf::new((a, b)))
+        .with(Limits::new().with(c).with(a));
+    let flat = AllOf::new((a, b, c));
+    let mut state = limits.initial_state(0);
+    let mut flat_state = flat.initial_state(0);
+    let (mut allowed, mut refused) = (0, 0);
+    let n = allocations_during(|| {
+        for step in 0..2_000u64 {
+            let now = step * 50_000_000;
+            for _ in 0..3 {
+                let d = limits.reserve::<Decision>(&mut state, now, 1, 0);
+                let f = flat.reserve::<Decision>(&mut flat_state, now, 1, 0);
+                assert_eq!(d.is_allowed(), f.is_allowed());
+                if d.is_allowed() {
+                    allowed += 1;
+                } else {
+                    refused += 1;
+                }
+            }
+        }
+    });
+    assert_eq!(n, 0);
+    assert!(allowed > 100 && refused > 100);
+
+    let clock = ManualClock::new();
+    let limiter = RateLimiter::with_clock(limits.clone(), clock.clone());
+    let n = allocations_during(|| {
+        for _ in 0..1_000 {
+            let _ = limiter.try_acquire();
+            clock.advance_nanos(10_000_000);
+        }
+    });
+    assert_eq!(n, 0);
+
+    // A reservation keeps its receipt: the nested sets' receipts are built then.
+    let mut state = limits.initial_state(0);
+    let n = allocations_during(|| {
+        let (grant, receipt) =
+            limits.reserve::<(Decision, sluicegate::algorithms::Receipt)>(&mut state, 0, 1, 0);
+        assert!(grant.is_allowed());
+        drop(receipt);
+    });
+    assert!(n >= 1);
+}

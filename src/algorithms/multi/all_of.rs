@@ -209,7 +209,7 @@ macro_rules! all_of {
                 call: MemberCall,
                 each: &mut dyn FnMut(Decision),
             ) -> Option<Decision> {
-                let MemberCall { now, cost, max_wait } = call;
+                let MemberCall { now, cost, max_wait, .. } = call;
                 Some(self.reserve_each(state, now, cost, max_wait, each).0)
             }
 

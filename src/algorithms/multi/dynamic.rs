@@ -180,6 +180,7 @@ impl Limits {
             now,
             cost,
             max_wait,
+            receipts,
         };
         // What nested sets report as they reserve, held until the answer is
         // known, and where: (member, start, end). Allocated only once one reports.
@@ -231,7 +232,7 @@ impl Limits {
                         spans.push((index, start, held.len()));
                         (decision, Receipt::NONE)
                     }
-                    None => member.reserve_dyn(&mut state.members[index], now, cost, max_wait),
+                    None => member.reserve_dyn(&mut state.members[index], call),
                 };
                 if !grant.0.is_allowed() && broken.is_none() {
                     broken = Some(
@@ -402,6 +403,7 @@ impl Algorithm for Limits {
             now,
             cost,
             max_wait,
+            ..
         } = call;
         Some(self.reserve_each(state, now, cost, max_wait, each).0)
     }

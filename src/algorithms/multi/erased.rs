@@ -76,14 +76,8 @@ pub trait DynLimit: Send + Sync + 'static {
     /// [`Algorithm::initial_state`], boxed.
     fn initial_dyn_state(&self, now: Nanos) -> DynState;
 
-    /// [`Algorithm::reserve`] with its receipt.
-    fn reserve_dyn(
-        &self,
-        state: &mut DynState,
-        now: Nanos,
-        cost: u64,
-        max_wait: Nanos,
-    ) -> (Decision, Receipt);
+    /// [`Algorithm::reserve`], with the grant's receipt if the call keeps one.
+    fn reserve_dyn(&self, state: &mut DynState, call: MemberCall) -> (Decision, Receipt);
 
     /// [`Algorithm::peek`] as a set's member answers it: as if its refusals
     /// recorded nothing ([`Algorithm::peek_unrecorded`]), since a set's refusal
@@ -186,15 +180,9 @@ impl<A: Algorithm + Clone> DynLimit for A {
     }
 
     #[inline]
-    fn reserve_dyn(
-        &self,
-        state: &mut DynState,
-        now: Nanos,
-        cost: u64,
-        max_wait: Nanos,
-    ) -> (Decision, Receipt) {
+    fn reserve_dyn(&self, state: &mut DynState, call: MemberCall) -> (Decision, Receipt) {
         match state.downcast_mut::<A::State>() {
-            Some(state) => self.reserve(state, now, cost, max_wait),
+            Some(state) => call.reserve(self, state),
             None => (foreign(), Receipt::NONE),
         }
     }
@@ -241,6 +229,7 @@ impl<A: Algorithm + Clone> DynLimit for A {
             now,
             cost,
             max_wait,
+            ..
         } = call;
         let looked = |decision| Attempted {
             decision,
@@ -262,7 +251,7 @@ impl<A: Algorithm + Clone> DynLimit for A {
         let reported = leaves.is_some();
         let (decision, receipt) = match leaves {
             Some(decision) => (decision, Receipt::NONE),
-            None => self.reserve(state, now, cost, max_wait),
+            None => call.reserve(self, state),
         };
         if decision.is_allowed() {
             Attempted {
@@ -339,7 +328,7 @@ impl<A: Algorithm + Clone> DynLimit for A {
 
 #[cfg(test)]
 mod tests {
-    use super::{DynLimit, DynState};
+    use super::{DynLimit, DynState, MemberCall};
     use crate::algorithms::{FixedWindow, Limits, SmoothBursty};
     use std::time::Duration;
 
@@ -353,11 +342,19 @@ mod tests {
         assert_eq!(state.downcast_ref::<u32>(), Some(&2));
     }
 
+    /// One permit at instant 0, no wait, the receipt kept.
+    const ONE_AT_ZERO: MemberCall = MemberCall {
+        now: 0,
+        cost: 1,
+        max_wait: 0,
+        receipts: true,
+    };
+
     #[test]
     fn a_boxed_limit_steps_its_boxed_state() {
         let limit: Box<dyn DynLimit> = Box::new(SmoothBursty::new(1.0).unwrap());
         let mut state = limit.initial_dyn_state(0);
-        assert!(limit.reserve_dyn(&mut state, 0, 1, 0).0.is_allowed());
+        assert!(limit.reserve_dyn(&mut state, ONE_AT_ZERO).0.is_allowed());
         assert!(!limit.peek_dyn(&state, 0, 1).is_allowed());
         assert!(limit.as_any().downcast_ref::<SmoothBursty>().is_some());
     }
@@ -367,7 +364,7 @@ mod tests {
         let limit: Box<dyn DynLimit> =
             Box::new(FixedWindow::new(3, Duration::from_secs(1)).unwrap());
         let mut state = limit.initial_dyn_state(0);
-        let (grant, _) = limit.reserve_dyn(&mut state, 0, 1, 0);
+        let (grant, _) = limit.reserve_dyn(&mut state, ONE_AT_ZERO);
         let standing = limit.standing_dyn(&state, 0, grant);
         assert_eq!(
             (standing.remaining(), standing.retry_after()),
@@ -380,7 +377,7 @@ mod tests {
         let limits = Limits::new().with(SmoothBursty::new(1.0).unwrap());
         let mut state = limits.members()[0].initial_dyn_state(0);
         assert!(limits.members()[0]
-            .reserve_dyn(&mut state, 0, 1, 0)
+            .reserve_dyn(&mut state, ONE_AT_ZERO)
             .0
             .is_allowed());
     }

@@ -44,7 +44,10 @@
 //! will not wait also admits one who would. Should a member break that contract, the
 //! set puts back the saved copies, gives back what the looked-at members took (with
 //! [`Algorithm::cancel`], as grants not yet acted on) and answers the refusal, so
-//! that it stays all-or-nothing as far as the members allow.
+//! that it stays all-or-nothing as far as the members allow. Giving back takes the
+//! members' receipts, which a set asks its members for only when its caller keeps
+//! one (a reservation): a call that keeps none costs no allocation, and leaves what
+//! such a member took taken.
 //!
 //! The set's state lives in one cell of a store, so both passes run under one lock:
 //! concurrent callers see a set change all its members at once or not at all.
@@ -235,6 +238,7 @@ impl Call {
             now: self.now,
             cost: self.cost,
             max_wait: self.max_wait,
+            receipts: self.receipts,
         }
     }
 
@@ -314,12 +318,7 @@ impl Call {
                 return (decision, Receipt::NONE);
             }
         }
-        if self.receipts {
-            algorithm.reserve(state, self.now, self.cost, self.max_wait)
-        } else {
-            let decision: Decision = algorithm.reserve(state, self.now, self.cost, self.max_wait);
-            (decision, Receipt::NONE)
-        }
+        self.member_call().reserve(algorithm, state)
     }
 
     /// The set's receipt for a grant whose members' receipts are `members`.
