@@ -127,8 +127,8 @@ fn keyed_async_timed_try_on_a_queue_whose_turn_is_too_far_answers_at_once() {
     assert_eq!(clock.now(), 0);
 }
 
-/// The set case: queue(3, 1/s) with a meter of 10 used to sleep 1 s of a
-/// 1 s timeout.
+/// A set holding a queue (queue(3, 1/s) with a meter of 10) whose next grant is
+/// 2 s away answers a timed try of 1 s at once, without sleeping out the timeout.
 #[test]
 fn sets_holding_a_queue_answer_a_timed_try_at_once() {
     let all_of = AllOf::new((queue(3), meter(10)));
