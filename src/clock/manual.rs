@@ -44,7 +44,19 @@ struct Inner {
 }
 
 impl ManualClock {
-    /// A clock at time 0 with no recorded sleeps.
+    /// A clock at time 0 with no recorded sleeps, on a timeline of its own:
+    /// only its clones share it. Allocates one small shared record.
+    ///
+    /// ```
+    /// use sluicegate::clock::{Clock, ManualClock};
+    /// use std::time::Duration;
+    /// let clock = ManualClock::new();
+    /// assert_eq!(clock.now(), 0);
+    /// assert!(clock.sleeps().is_empty());
+    /// let other = ManualClock::new();
+    /// other.advance(Duration::from_secs(1));
+    /// assert_eq!(clock.now(), 0); // a new clock is not a clone
+    /// ```
     pub fn new() -> Self {
         Self::default()
     }
