@@ -504,7 +504,21 @@ impl<A: CellAlgorithm + AdjustableRate, C: Clock> RateLimiter<A, C> {
     }
 
     /// The current rate in permits per second, recomputed from the stable interval
-    /// as Guava does (`+inf` when unlimited).
+    /// as Guava does (`+inf` when unlimited), so a rate such as 7.0 reads back as
+    /// 6.999999999999999. It reads the live configuration: a
+    /// [`set_rate`](Self::set_rate) shows at once. Changes nothing.
+    ///
+    /// ```
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// let limiter = RateLimiter::bursty_with_clock(5.0, ManualClock::new()).unwrap();
+    /// assert_eq!(limiter.rate(), 5.0);
+    /// limiter.set_rate(7.0).unwrap();
+    /// assert_eq!(limiter.rate(), 6.999999999999999); // 1e6 / the interval in µs
+    /// assert!(limiter.set_rate(0.0).is_err());
+    /// assert_eq!(limiter.rate(), 6.999999999999999); // a refused rate changes nothing
+    /// limiter.set_rate(f64::INFINITY).unwrap();
+    /// assert_eq!(limiter.rate(), f64::INFINITY); // unlimited
+    /// ```
     pub fn rate(&self) -> f64 {
         self.algorithm().rate()
     }
