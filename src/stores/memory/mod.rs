@@ -104,6 +104,17 @@ impl<K, A: Algorithm> MemoryStore<K, A> {
     /// An empty, uncapped store with the default hasher and `8 × cores` shards
     /// (rounded up to a power of two, between 16 and 4096). Allocates only the shard
     /// array; tables grow as keys arrive.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::SmoothBursty;
+    /// use sluicegate::stores::MemoryStore;
+    /// let store: MemoryStore<String, SmoothBursty> = MemoryStore::new();
+    /// assert!(store.shards().is_power_of_two());
+    /// assert!((16..=4096).contains(&store.shards()));
+    /// assert_eq!(store.max_keys(), None); // uncapped
+    /// assert_eq!(store.live_keys(), 0);
+    /// assert_eq!(store.table_bytes(), 0); // no table allocated yet
+    /// ```
     pub fn new() -> Self {
         Self::with_hasher(RandomState::new())
     }
@@ -170,6 +181,26 @@ impl<K, A: Algorithm, H> MemoryStore<K, A, H> {
     ///
     /// # Errors
     /// [`ConfigError::InvalidCount`] for 0.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::FixedWindow;
+    /// use sluicegate::stores::MemoryStore;
+    /// use sluicegate::{clock::ManualClock, Error, KeyedRateLimiter};
+    /// use std::time::Duration;
+    /// let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
+    /// // One shard: a new key may forget the replenished keys of its own shard.
+    /// let store = MemoryStore::new().with_shards(1).unwrap().with_max_keys(1).unwrap();
+    /// let clock = ManualClock::new();
+    /// let limiter = KeyedRateLimiter::with_store(window, store, clock.clone());
+    /// assert!(limiter.check(&"a", 1).unwrap().is_allowed());
+    /// // Full, and "a" has not replenished: a new key is refused, consuming nothing.
+    /// assert_eq!(limiter.check(&"b", 1).unwrap_err(), Error::StoreFull { max_keys: 1 });
+    /// assert!(!limiter.check(&"a", 1).unwrap().is_allowed()); // held keys keep working
+    /// clock.advance(Duration::from_secs(1)); // "a" replenishes and can be forgotten
+    /// assert!(limiter.check(&"b", 1).unwrap().is_allowed());
+    /// assert_eq!(limiter.store().live_keys(), 1);
+    /// assert!(MemoryStore::<&str, FixedWindow>::new().with_max_keys(0).is_err());
+    /// ```
     pub fn with_max_keys(mut self, max_keys: usize) -> Result<Self, ConfigError> {
         if max_keys == 0 {
             return Err(ConfigError::InvalidCount {
@@ -183,7 +214,25 @@ impl<K, A: Algorithm, H> MemoryStore<K, A, H> {
     }
 
     /// The number of keys whose state is held now: keys active within their
-    /// horizon, plus replenished ones the lazy sweep has not reached yet.
+    /// horizon, plus replenished ones the lazy sweep has not reached yet. Reads
+    /// one counter per shard, without locking: under concurrent calls it is a
+    /// snapshot, not an exact count.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::FixedWindow;
+    /// use sluicegate::stores::MemoryStore;
+    /// use sluicegate::{clock::ManualClock, KeyedRateLimiter};
+    /// use std::time::Duration;
+    /// let window = FixedWindow::new(5, Duration::from_secs(1)).unwrap();
+    /// let limiter = KeyedRateLimiter::with_store(window, MemoryStore::new(), ManualClock::new());
+    /// assert_eq!(limiter.store().live_keys(), 0);
+    /// for key in ["a", "b", "a"] {
+    ///     limiter.check(&key, 1).unwrap();
+    /// }
+    /// assert_eq!(limiter.store().live_keys(), 2); // one state per distinct key
+    /// limiter.peek(&"c", 1).unwrap();
+    /// assert_eq!(limiter.store().live_keys(), 2); // a peek creates no state
+    /// ```
     pub fn live_keys(&self) -> usize {
         self.shards
             .iter()
@@ -191,18 +240,51 @@ impl<K, A: Algorithm, H> MemoryStore<K, A, H> {
             .sum()
     }
 
-    /// The cap on keys, if any.
+    /// The cap on keys, if any: `None` for an uncapped store.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::SmoothBursty;
+    /// use sluicegate::stores::MemoryStore;
+    /// let store: MemoryStore<u64, SmoothBursty> = MemoryStore::new();
+    /// assert_eq!(store.max_keys(), None);
+    /// assert_eq!(store.with_max_keys(10_000).unwrap().max_keys(), Some(10_000));
+    /// ```
     pub fn max_keys(&self) -> Option<usize> {
         (self.max_keys != usize::MAX).then_some(self.max_keys)
     }
 
-    /// The number of shards.
+    /// The number of shards: a power of two, fixed when the store is built
+    /// ([`with_shards`](Self::with_shards), or the default of [`new`](MemoryStore::new)).
+    ///
+    /// ```
+    /// use sluicegate::algorithms::SmoothBursty;
+    /// use sluicegate::stores::MemoryStore;
+    /// let store: MemoryStore<u64, SmoothBursty> = MemoryStore::new().with_shards(1).unwrap();
+    /// assert_eq!(store.shards(), 1);
+    /// assert_eq!(store.with_shards(8).unwrap().shards(), 8);
+    /// ```
     pub fn shards(&self) -> usize {
         self.shards.len()
     }
 
     /// The bytes held by the tables' slot arrays (excluding allocator overhead and
-    /// the shard array). Locks each shard in turn.
+    /// the shard array). Locks each shard in turn. Zero for a new store; it grows
+    /// with the keys held, each slot a 64-bit hash and the state.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::SmoothBursty;
+    /// use sluicegate::stores::MemoryStore;
+    /// use sluicegate::{clock::ManualClock, KeyedRateLimiter};
+    /// let store: MemoryStore<u64, SmoothBursty> = MemoryStore::new().with_shards(1).unwrap();
+    /// assert_eq!(store.table_bytes(), 0);
+    /// let bursty = SmoothBursty::new(1.0).unwrap();
+    /// let limiter = KeyedRateLimiter::with_store(bursty, store, ManualClock::new());
+    /// for key in 0..100u64 {
+    ///     limiter.check(&key, 1).unwrap();
+    /// }
+    /// let bytes = limiter.store().table_bytes();
+    /// assert!(bytes >= 100 * 16, "{bytes}"); // 16 bytes a slot for a bursty key
+    /// ```
     pub fn table_bytes(&self) -> usize {
         self.shards
             .iter()
