@@ -123,7 +123,24 @@ pub enum Operation<'a> {
 }
 
 /// The future of [`Store::apply_key_each_async`]: the key's decision and receipt,
-/// and how every limit stands after the step.
+/// and how every limit stands after the step (one decision per limit, in order),
+/// or the step's error. Boxed, `Send` and `'static`: it borrows neither the store
+/// nor the key, so it may be moved to another thread or task.
+///
+/// ```
+/// use sluicegate::algorithms::FixedWindow;
+/// use sluicegate::stores::{MemoryStore, Operation, Reporting, Store};
+/// use std::time::Duration;
+/// let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
+/// let store: MemoryStore<&str, FixedWindow> = MemoryStore::new();
+/// let take = Operation::Reserve { cost: 1, max_wait: 0 };
+/// let reporting: Reporting = store.apply_key_each_async(&window, &"k", 0, take);
+/// let reported = std::thread::spawn(move || futures::executor::block_on(reporting));
+/// let ((decision, _receipt), each) = reported.join().unwrap().unwrap();
+/// assert!(decision.is_allowed());
+/// assert_eq!(each.len(), 1); // one limit
+/// assert_eq!(each[0].remaining(), 0);
+/// ```
 pub type Reporting =
     Pin<Box<dyn Future<Output = Result<((Decision, Receipt), Vec<Decision>), Error>> + Send>>;
 
@@ -151,12 +168,34 @@ pub trait Store<K: ?Sized, A: Algorithm>: Send + Sync {
 
     /// Applies `step` to the states of `keys` at `now`, atomically, writing one
     /// decision and its [`Receipt`] per key into `out` (same order; `out.len()` must
-    /// equal `keys.len()`). An empty `keys` does nothing.
+    /// equal `keys.len()`). An empty `keys` does nothing. A reserve that any key
+    /// refuses commits no key's state (see the [contract](self)).
     ///
     /// # Errors
     /// A store-specific typed error ([`Error::StoreFull`], [`Error::Store`]); the
     /// states are then unchanged, or, for an [`Error::Store`] whose
-    /// [`applied`](crate::StoreError::applied) is `Unknown`, possibly changed.
+    /// [`applied`](crate::StoreError::applied) is `Unknown`, possibly changed. The
+    /// crate's stores refuse an `out` of another length with
+    /// [`Error::InvalidCount`], before running anything.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Decision, FixedWindow, Receipt};
+    /// use sluicegate::stores::{MemoryStore, Operation, Store};
+    /// use sluicegate::Error;
+    /// use std::time::Duration;
+    /// let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
+    /// let store: MemoryStore<&str, FixedWindow> = MemoryStore::new();
+    /// let take = Operation::Reserve { cost: 1, max_wait: 0 };
+    /// let mut out = vec![(Decision::never(0, 0, 0), Receipt::NONE); 2];
+    /// store.apply(&window, &["a", "b"], 0, take, &mut out).unwrap();
+    /// assert!(out.iter().all(|(d, _)| d.is_allowed()));
+    /// store.apply(&window, &["b", "c"], 0, take, &mut out).unwrap();
+    /// assert!(!out[0].0.is_allowed()); // "b" is spent, so nothing is committed...
+    /// store.apply(&window, &["c"], 0, take, &mut out[..1]).unwrap();
+    /// assert!(out[0].0.is_allowed()); // ...and "c" still has its permit
+    /// let wrong = store.apply(&window, &["d"], 0, take, &mut out); // 2 slots, 1 key
+    /// assert!(matches!(wrong, Err(Error::InvalidCount { .. })));
+    /// ```
     fn apply(
         &self,
         algorithm: &A,
@@ -310,6 +349,26 @@ pub trait Store<K: ?Sized, A: Algorithm>: Send + Sync {
     /// sends its request at once and the future resolves with the reply, one
     /// decision and receipt per key. Everything the future needs is taken
     /// (rendered, copied) before this returns, so it borrows nothing.
+    ///
+    /// # Errors
+    /// As [`apply`](Store::apply), when the future resolves.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::FixedWindow;
+    /// use sluicegate::stores::{MemoryStore, Operation, Store};
+    /// use std::time::Duration;
+    /// let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
+    /// let store: MemoryStore<String, FixedWindow> = MemoryStore::new();
+    /// let keys = vec!["a".to_owned(), "b".to_owned()];
+    /// let pending = store.apply_async(&window, &keys, 0, Operation::Reserve { cost: 1, max_wait: 0 });
+    /// drop(keys); // the future borrows nothing
+    /// let answers = futures::executor::block_on(pending).unwrap();
+    /// assert_eq!(answers.len(), 2);
+    /// assert!(answers.iter().all(|(d, _)| d.is_allowed()));
+    /// // A cost above what the limit can ever hold is answered never.
+    /// let peek = store.apply_async(&window, &["c".to_owned()], 0, Operation::Peek { cost: 2 });
+    /// assert!(futures::executor::block_on(peek).unwrap()[0].0.is_never());
+    /// ```
     fn apply_async(
         &self,
         algorithm: &A,
@@ -335,6 +394,24 @@ pub trait Store<K: ?Sized, A: Algorithm>: Send + Sync {
     /// were abandoned would count as a grant after theirs and leave them nothing
     /// to give back. (The Redis store's steps wait for the cancels given before
     /// them, at most the response timeout.)
+    ///
+    /// ```
+    /// use sluicegate::algorithms::FixedWindow;
+    /// use sluicegate::stores::{MemoryStore, Operation, Store};
+    /// use sluicegate::Decision;
+    /// use std::time::Duration;
+    /// let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
+    /// let store: MemoryStore<&str, FixedWindow> = MemoryStore::new();
+    /// let take = Operation::Reserve { cost: 1, max_wait: 0 };
+    /// let (granted, receipt): (Decision, _) = store.apply_key(&window, &"k", 0, take).unwrap();
+    /// assert!(granted.is_allowed());
+    /// let again: Decision = store.apply_key(&window, &"k", 0, take).unwrap();
+    /// assert!(!again.is_allowed());
+    /// // Cancelled at the instant the grant acts: the window gets its permit back.
+    /// store.cancel_detached(&window, &["k"], 0, &[receipt], 0);
+    /// let after: Decision = store.apply_key(&window, &"k", 0, take).unwrap();
+    /// assert!(after.is_allowed());
+    /// ```
     fn cancel_detached(
         &self,
         algorithm: &A,
@@ -385,7 +462,18 @@ pub trait Store<K: ?Sized, A: Algorithm>: Send + Sync {
 /// assert_eq!(out, "10.0.0.1");
 /// ```
 pub trait RenderKey {
-    /// Appends this key's text to `out`.
+    /// Appends this key's text to `out`, keeping what `out` holds already. For a
+    /// `Display` type the text is its display form, with nothing escaped (a
+    /// remote store escapes it where it builds its server keys).
+    ///
+    /// ```
+    /// use sluicegate::stores::RenderKey;
+    /// let mut out = String::from("rl:");
+    /// 42u64.render_key(&mut out);
+    /// assert_eq!(out, "rl:42");
+    /// "user:{7}".render_key(&mut out);
+    /// assert_eq!(out, "rl:42user:{7}");
+    /// ```
     fn render_key(&self, out: &mut String);
 }
 
