@@ -465,7 +465,19 @@ impl<K, A> RedisStore<K, A> {
         })
     }
 
-    /// The store's options.
+    /// The store's options, as given when it was built (clones share them).
+    /// Opening does not connect, so they read the same with no server.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::FixedWindow;
+    /// use sluicegate::stores::redis::{RedisOptions, RedisStore};
+    /// type Store = RedisStore<&'static str, FixedWindow>;
+    /// let url = "redis+unix:///nonexistent/redis.sock"; // nothing listens there
+    /// assert_eq!(Store::open(url)?.options().get_prefix(), "rl:"); // the default
+    /// let store = Store::open_with(url, RedisOptions::default().prefix("api:")?)?;
+    /// assert_eq!(store.clone().options().get_prefix(), "api:");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn options(&self) -> &RedisOptions {
         &self.options
     }

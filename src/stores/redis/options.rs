@@ -90,7 +90,17 @@ impl RedisOptions {
         Ok(self)
     }
 
-    /// The namespace prefix (see [`prefix`](RedisOptions::prefix)).
+    /// The namespace prefix (see [`prefix`](RedisOptions::prefix)): `"rl:"`
+    /// unless set. A refused prefix leaves no options to read, so what this
+    /// answers never holds `{` or `}`.
+    ///
+    /// ```
+    /// use sluicegate::stores::redis::RedisOptions;
+    /// assert_eq!(RedisOptions::default().get_prefix(), "rl:");
+    /// assert_eq!(RedisOptions::default().prefix("").unwrap().get_prefix(), ""); // no namespace
+    /// let options = RedisOptions::default().prefix("a:").unwrap().prefix("b:").unwrap();
+    /// assert_eq!(options.get_prefix(), "b:"); // the last one set
+    /// ```
     pub fn get_prefix(&self) -> &str {
         &self.prefix
     }
@@ -162,6 +172,20 @@ impl RedisOptions {
     /// Whose clock the steps run at (default [`TimeSource::Server`]). With
     /// [`TimeSource::Caller`], set [`expiry_grace`](RedisOptions::expiry_grace)
     /// too: a store is not built without it.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::FixedWindow;
+    /// use sluicegate::stores::redis::{RedisOptions, RedisStore, TimeSource};
+    /// use std::time::Duration;
+    /// type Store = RedisStore<&'static str, FixedWindow>;
+    /// let url = "redis+unix:///nonexistent/redis.sock"; // opening does not connect
+    /// let caller = RedisOptions::default().time_source(TimeSource::Caller);
+    /// assert!(format!("{caller:?}").contains("time_source: Caller"));
+    /// assert!(Store::open_with(url, caller.clone()).is_err()); // no expiry grace
+    /// assert!(Store::open_with(url, caller.expiry_grace(Duration::ZERO)).is_ok());
+    /// let server = RedisOptions::default().time_source(TimeSource::Server);
+    /// assert!(Store::open_with(url, server).is_ok()); // needs no grace
+    /// ```
     pub fn time_source(mut self, source: TimeSource) -> Self {
         self.time_source = source;
         self

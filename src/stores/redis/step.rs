@@ -197,7 +197,28 @@ where
     }
 
     /// A report that keeps no receipt is answered without one: for a set, its
-    /// members' receipts are most of the reply.
+    /// members' receipts are most of the reply. The call is checked before it is
+    /// sent: a configuration the server cannot hold exactly is a typed error, and
+    /// a server that cannot be reached fails the call with
+    /// [`Applied::No`](crate::Applied::No).
+    ///
+    /// ```
+    /// use sluicegate::algorithms::FixedWindow;
+    /// use sluicegate::stores::redis::RedisStore;
+    /// use sluicegate::stores::{Operation, Store};
+    /// use sluicegate::{Applied, Decision, Error};
+    /// use std::time::Duration;
+    /// let store: RedisStore<&str, FixedWindow> =
+    ///     RedisStore::open("redis+unix:///nonexistent/redis.sock").unwrap(); // no server
+    /// let take = Operation::Reserve { cost: 1, max_wait: 0 };
+    /// let window = FixedWindow::new(5, Duration::from_secs(1)).unwrap();
+    /// let taken: Result<Result<(), Decision>, Error> = store.apply_key(&window, &"k", 0, take);
+    /// let Err(Error::Store(failure)) = taken else { panic!("{taken:?}") };
+    /// assert_eq!(failure.applied(), Applied::No); // never sent: safe to retry
+    /// let odd = FixedWindow::new(5, Duration::from_nanos(1_500)).unwrap(); // not whole µs
+    /// let refused: Result<Decision, Error> = store.apply_key(&odd, &"k", 0, take);
+    /// assert!(matches!(refused, Err(Error::InvalidDuration { .. })), "{refused:?}");
+    /// ```
     fn apply_key<R: Report>(
         &self,
         algorithm: &A,
