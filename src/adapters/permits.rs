@@ -70,8 +70,9 @@ pub type CheckingEach =
 ///
 /// Clones share one limit. The adapters call [`acquire`](Permits::acquire) to wait
 /// and [`check`](Permits::check) to decide without waiting; both take the
-/// limiter's usual errors ([`Error::ZeroCost`] for a cost of 0, [`Error::Never`] for a
-/// cost above capacity, the store's errors).
+/// limiter's usual errors ([`Error::ZeroCost`] for a cost of 0, the store's
+/// errors). A cost above capacity fails `acquire` with [`Error::Never`]; `check`
+/// answers it with a decision that [`is_never`](Decision::is_never).
 ///
 /// ```
 /// use sluicegate::adapters::Permits;
