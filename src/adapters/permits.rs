@@ -13,13 +13,53 @@ use std::time::Duration;
 
 /// The future of [`Permits::acquire`]: resolves to the time waited once the permits
 /// are granted. Dropping it before then gives the permits back.
+///
+/// ```
+/// use sluicegate::adapters::{Acquiring, Permits};
+/// use sluicegate::{algorithms::FixedWindow, clock::ManualClock, RateLimiter};
+/// use std::time::Duration;
+/// let window = FixedWindow::new(1, Duration::from_secs(1)).unwrap();
+/// let limiter = RateLimiter::with_clock(window, ManualClock::new());
+/// let first: Acquiring = Permits::acquire(&limiter, &(), 1, None);
+/// assert_eq!(futures::executor::block_on(first), Ok(Duration::ZERO));
+/// let second: Acquiring = Permits::acquire(&limiter, &(), 1, None);
+/// assert_eq!(futures::executor::block_on(second), Ok(Duration::from_secs(1))); // the next window
+/// ```
 pub type Acquiring = Pin<Box<dyn Future<Output = Result<Duration, Error>> + Send + 'static>>;
 
 /// The future of [`Permits::check_async`]: the check's decision.
+///
+/// ```
+/// use sluicegate::adapters::{Checking, Permits};
+/// use sluicegate::{algorithms::FixedWindow, clock::ManualClock, KeyedRateLimiter};
+/// use std::time::Duration;
+/// let window = FixedWindow::new(1, Duration::from_secs(60)).unwrap();
+/// let limiter = KeyedRateLimiter::with_clock(window, ManualClock::new());
+/// let checking: Checking = limiter.check_async(&"k", 1);
+/// assert!(futures::executor::block_on(checking).unwrap().is_allowed());
+/// let refused = futures::executor::block_on(limiter.check_async(&"k", 1)).unwrap();
+/// assert_eq!(refused.retry_after(), Duration::from_secs(60));
+/// ```
 pub type Checking = Pin<Box<dyn Future<Output = Result<Decision, Error>> + Send + 'static>>;
 
 /// The future of [`Permits::check_each_async`]: the check's decision and how every
 /// limit stands after it.
+///
+/// ```
+/// use sluicegate::adapters::{CheckingEach, Permits};
+/// use sluicegate::algorithms::{AllOf, FixedWindow};
+/// use sluicegate::{clock::ManualClock, KeyedRateLimiter};
+/// use std::time::Duration;
+/// let set = AllOf::new((
+///     FixedWindow::new(3, Duration::from_secs(1)).unwrap(),
+///     FixedWindow::new(5, Duration::from_secs(60)).unwrap(),
+/// ));
+/// let limiter = KeyedRateLimiter::with_clock(set, ManualClock::new());
+/// let checking: CheckingEach = limiter.check_each_async(&"k", 2);
+/// let (decision, each) = futures::executor::block_on(checking).unwrap();
+/// assert_eq!(decision.remaining(), 1); // the tightest limit
+/// assert_eq!(each.iter().map(|d| d.remaining()).collect::<Vec<_>>(), [1, 3]);
+/// ```
 pub type CheckingEach =
     Pin<Box<dyn Future<Output = Result<(Decision, Vec<Decision>), Error>> + Send + 'static>>;
 
@@ -30,8 +70,9 @@ pub type CheckingEach =
 ///
 /// Clones share one limit. The adapters call [`acquire`](Permits::acquire) to wait
 /// and [`check`](Permits::check) to decide without waiting; both take the
-/// limiter's usual errors ([`Error::ZeroCost`] for a cost of 0, [`Error::Never`] for a
-/// cost above capacity, the store's errors).
+/// limiter's usual errors ([`Error::ZeroCost`] for a cost of 0, the store's
+/// errors). A cost above capacity fails `acquire` with [`Error::Never`]; `check`
+/// answers it with a decision that [`is_never`](Decision::is_never).
 ///
 /// ```
 /// use sluicegate::adapters::Permits;
@@ -81,7 +122,20 @@ pub trait Permits: Clone + Send + Sync + 'static + sealed::Sealed {
     /// The limiter's clock, which the adapters also sleep on (jitter, back-off).
     type Clock: Clock;
 
-    /// The limiter's clock.
+    /// The limiter's clock: the one its decisions read, and the one the adapters
+    /// sleep on, so that under a [`ManualClock`](crate::ManualClock) every wait is
+    /// virtual. Costs a field read.
+    ///
+    /// ```
+    /// use sluicegate::adapters::Permits;
+    /// use sluicegate::clock::{Clock, ManualClock};
+    /// use sluicegate::RateLimiter;
+    /// use std::time::Duration;
+    /// let clock = ManualClock::new();
+    /// let limiter = RateLimiter::bursty_with_clock(1.0, clock.clone()).unwrap();
+    /// clock.advance(Duration::from_secs(3));
+    /// assert_eq!(Permits::clock(&limiter).now(), 3_000_000_000); // the same timeline
+    /// ```
     fn clock(&self) -> &Self::Clock;
 
     /// Takes `cost` permits for `key`, waiting as long as needed, or at most
@@ -91,6 +145,35 @@ pub trait Permits: Clone + Send + Sync + 'static + sealed::Sealed {
     /// theirs, in whatever order they are dropped (the limiter's
     /// [abandoned waits](crate::AsyncRateLimiter#abandoned-waits) rule, per key for
     /// a keyed limiter).
+    ///
+    /// The future resolves to the time waited (zero when granted at once). A cost
+    /// of 0 fails with [`Error::ZeroCost`] and a cost that can never be granted
+    /// (above capacity) with [`Error::Never`], both at once and whatever
+    /// `max_wait`; `None` waits as long as it takes. Nothing happens until the
+    /// future is polled.
+    ///
+    /// ```
+    /// use sluicegate::adapters::Permits;
+    /// use sluicegate::algorithms::FixedWindow;
+    /// use sluicegate::clock::{Clock, ManualClock};
+    /// use sluicegate::{Error, KeyedRateLimiter};
+    /// use std::time::Duration;
+    /// use futures::executor::block_on;
+    /// let clock = ManualClock::new();
+    /// let window = FixedWindow::new(2, Duration::from_secs(1)).unwrap();
+    /// let limiter = KeyedRateLimiter::with_clock(window, clock.clone());
+    /// assert_eq!(block_on(Permits::acquire(&limiter, &"a", 2, None)), Ok(Duration::ZERO));
+    /// // "a" has spent its window; "b" has not.
+    /// assert_eq!(block_on(Permits::acquire(&limiter, &"b", 1, None)), Ok(Duration::ZERO));
+    /// let short = block_on(Permits::acquire(&limiter, &"a", 1, Some(Duration::from_millis(100))));
+    /// assert_eq!(short, Err(Error::Timeout { needed: Duration::from_secs(1) }));
+    /// assert_eq!(clock.now(), 0); // failed at once, consuming nothing
+    /// // Without a maximum it waits for the next window (virtual time here).
+    /// assert_eq!(block_on(Permits::acquire(&limiter, &"a", 1, None)), Ok(Duration::from_secs(1)));
+    /// assert_eq!(clock.now(), 1_000_000_000);
+    /// assert_eq!(block_on(Permits::acquire(&limiter, &"a", 0, None)), Err(Error::ZeroCost));
+    /// assert_eq!(block_on(Permits::acquire(&limiter, &"a", 3, None)), Err(Error::Never { cost: 3 }));
+    /// ```
     fn acquire(&self, key: &Self::Key, cost: u64, max_wait: Option<Duration>) -> Acquiring;
 
     /// [`check_each`](Permits::check_each) without blocking the calling task, as
@@ -127,8 +210,29 @@ pub trait Permits: Clone + Send + Sync + 'static + sealed::Sealed {
     /// [`Decision`]. With a remote store this blocks the calling thread for one round
     /// trip.
     ///
+    /// A refusal consumes nothing and says when to retry; a cost that can never be
+    /// granted (above capacity) is not an error here but a decision that
+    /// [`is_never`](Decision::is_never).
+    ///
     /// # Errors
-    /// As the limiter's `check`.
+    /// As the limiter's `check`: [`Error::ZeroCost`] for a cost of 0, the store's
+    /// errors.
+    ///
+    /// ```
+    /// use sluicegate::adapters::Permits;
+    /// use sluicegate::{algorithms::FixedWindow, clock::ManualClock, Error, KeyedRateLimiter};
+    /// use std::time::Duration;
+    /// let window = FixedWindow::new(2, Duration::from_secs(60)).unwrap();
+    /// let limiter = KeyedRateLimiter::with_clock(window, ManualClock::new());
+    /// let granted = Permits::check(&limiter, &"a", 2).unwrap();
+    /// assert!(granted.is_allowed() && granted.remaining() == 0);
+    /// let refused = Permits::check(&limiter, &"a", 1).unwrap();
+    /// assert!(!refused.is_allowed());
+    /// assert_eq!(refused.retry_after(), Duration::from_secs(60));
+    /// assert!(Permits::check(&limiter, &"b", 1).unwrap().is_allowed()); // its own limit
+    /// assert!(Permits::check(&limiter, &"b", 3).unwrap().is_never()); // above capacity
+    /// assert_eq!(Permits::check(&limiter, &"b", 0), Err(Error::ZeroCost));
+    /// ```
     fn check(&self, key: &Self::Key, cost: u64) -> Result<Decision, Error>;
 
     /// [`check`](Permits::check) for a caller that reads a grant no further than
@@ -244,10 +348,28 @@ pub trait Permits: Clone + Send + Sync + 'static + sealed::Sealed {
         None
     }
 
-    /// The decision `check` would give now, consuming nothing.
+    /// The decision `check` would give now, consuming nothing: peeking twice
+    /// answers the same, and a cost above capacity is a decision that
+    /// [`is_never`](Decision::is_never). With a remote store this blocks the
+    /// calling thread for one round trip, as `check` does.
     ///
     /// # Errors
-    /// As the limiter's `peek`.
+    /// As the limiter's `peek`: [`Error::ZeroCost`] for a cost of 0, the store's
+    /// errors.
+    ///
+    /// ```
+    /// use sluicegate::adapters::Permits;
+    /// use sluicegate::{algorithms::FixedWindow, clock::ManualClock, Error, RateLimiter};
+    /// use std::time::Duration;
+    /// let window = FixedWindow::new(2, Duration::from_secs(60)).unwrap();
+    /// let limiter = RateLimiter::with_clock(window, ManualClock::new());
+    /// assert_eq!(Permits::peek(&limiter, &(), 2).unwrap().remaining(), 0);
+    /// assert_eq!(Permits::peek(&limiter, &(), 2).unwrap().remaining(), 0); // took nothing
+    /// assert!(Permits::check(&limiter, &(), 1).unwrap().is_allowed());
+    /// assert!(!Permits::peek(&limiter, &(), 2).unwrap().is_allowed());
+    /// assert!(Permits::peek(&limiter, &(), 1).unwrap().is_allowed());
+    /// assert_eq!(Permits::peek(&limiter, &(), 0), Err(Error::ZeroCost));
+    /// ```
     fn peek(&self, key: &Self::Key, cost: u64) -> Result<Decision, Error>;
 
     /// The limiter's steady rate, [`Algorithm::pace`] of its algorithm (the same

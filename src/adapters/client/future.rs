@@ -84,6 +84,41 @@ pin_project! {
     /// waiting for its turn after a hold, it keeps that turn booked: the turns are
     /// a cursor of the key's hold, not reservations, so the next request of the
     /// key goes one turn later than if it had never asked.
+    ///
+    /// Nothing happens until it is polled: `call` only weighs the request and
+    /// clones the inner service, and a future dropped unpolled takes nothing.
+    ///
+    /// ```
+    /// use http::{Request, Response};
+    /// use sluicegate::adapters::client::{ClientLayer, ResponseFuture};
+    /// use sluicegate::adapters::HoldBack;
+    /// use sluicegate::algorithms::FixedWindow;
+    /// use sluicegate::clock::{Clock, ManualClock};
+    /// use sluicegate::RateLimiter;
+    /// use std::time::Duration;
+    /// use tower::{service_fn, Layer, Service};
+    ///
+    /// let clock = ManualClock::new();
+    /// let window = FixedWindow::new(10, Duration::from_secs(1)).unwrap();
+    /// let limiter = RateLimiter::with_clock(window, clock.clone());
+    /// // The server asks for a 2 s pause on every answer.
+    /// let inner = service_fn(|_: Request<()>| async {
+    ///     let response = Response::builder().status(429).header("retry-after", "2").body(());
+    ///     Ok::<_, http::Error>(response?)
+    /// });
+    /// let mut client = ClientLayer::new(limiter.clone())
+    ///     .honour_server(HoldBack::new(clock.clone()))
+    ///     .layer(inner);
+    /// let first: ResponseFuture<_, Request<()>, _, _> = client.call(Request::new(()));
+    /// drop(client.call(Request::new(()))); // never polled: took nothing
+    /// assert!(limiter.peek(10).unwrap().is_allowed());
+    /// let answer = futures::executor::block_on(first).unwrap();
+    /// assert_eq!(answer.status(), 429);
+    /// assert_eq!(clock.now(), 0); // sent at once
+    /// // The next request waits the server's pause out before it is sent.
+    /// futures::executor::block_on(client.call(Request::new(()))).unwrap();
+    /// assert_eq!(clock.now(), 2_000_000_000);
+    /// ```
     #[must_use = "futures do nothing unless polled"]
     #[project = ResponseFutureProj]
     pub struct ResponseFuture<S, Req, P, R>

@@ -71,7 +71,33 @@ where
 /// permits, then goes to the inner service. See the [module docs](super).
 ///
 /// Cloning is cheap when the inner service's is; clones share the limiter, the
-/// jitter sequence and the back-off holds.
+/// jitter sequence and the back-off holds. It is always ready (`poll_ready` answers
+/// at once): the wait is in the [`ResponseFuture`], which readies its own clone of
+/// the inner service, so `call` needs no `poll_ready` first.
+///
+/// ```
+/// use sluicegate::adapters::client::{Client, ClientLayer};
+/// use sluicegate::adapters::Each;
+/// use sluicegate::algorithms::FixedWindow;
+/// use sluicegate::clock::{Clock, ManualClock};
+/// use sluicegate::RateLimiter;
+/// use std::time::Duration;
+/// use tower::{service_fn, Layer, Service};
+///
+/// let clock = ManualClock::new();
+/// let window = FixedWindow::new(2, Duration::from_secs(1)).unwrap();
+/// let limiter = RateLimiter::with_clock(window, clock.clone());
+/// let inner = service_fn(|n: u32| async move { Ok::<_, std::convert::Infallible>(n + 1) });
+/// let mut a: Client<_, _, Each, _> = ClientLayer::new(limiter).layer(inner);
+/// let mut b = a.clone();
+/// futures::executor::block_on(async {
+///     assert_eq!(a.call(1).await.unwrap(), 2);
+///     assert_eq!(b.call(2).await.unwrap(), 3);
+///     // The clones share one window of 2: the third request waits for the next.
+///     assert_eq!(a.call(3).await.unwrap(), 4);
+/// });
+/// assert_eq!(clock.now(), 1_000_000_000);
+/// ```
 #[derive(Clone, Debug)]
 pub struct Client<S, P: Permits, W, R> {
     pub(super) inner: S,
@@ -84,12 +110,47 @@ pub struct Client<S, P: Permits, W, R> {
 }
 
 impl<S, P: Permits, W, R> Client<S, P, W, R> {
-    /// The inner service.
+    /// The inner service. A request sent to it directly (a clone of it) goes
+    /// around the limiter: it waits for nothing and takes no permits.
+    ///
+    /// ```
+    /// use sluicegate::adapters::client::ClientLayer;
+    /// use sluicegate::algorithms::FixedWindow;
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// use std::time::Duration;
+    /// use tower::{service_fn, Layer, ServiceExt};
+    ///
+    /// let window = FixedWindow::new(1, Duration::from_secs(60)).unwrap();
+    /// let limiter = RateLimiter::with_clock(window, ManualClock::new());
+    /// let inner = service_fn(|n: u32| async move { Ok::<_, std::convert::Infallible>(n * 10) });
+    /// let client = ClientLayer::new(limiter.clone()).layer(inner);
+    /// let direct = futures::executor::block_on(client.get_ref().clone().oneshot(4));
+    /// assert_eq!(direct.unwrap(), 40);
+    /// assert!(limiter.peek(1).unwrap().is_allowed()); // the permit is still there
+    /// ```
     pub fn get_ref(&self) -> &S {
         &self.inner
     }
 
-    /// The limiter.
+    /// The limiter: a handle sharing its state with the layer's and every clone's,
+    /// so what the requests took shows in it.
+    ///
+    /// ```
+    /// use sluicegate::adapters::client::ClientLayer;
+    /// use sluicegate::algorithms::FixedWindow;
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// use std::time::Duration;
+    /// use tower::{service_fn, Layer, ServiceExt};
+    ///
+    /// let window = FixedWindow::new(3, Duration::from_secs(60)).unwrap();
+    /// let limiter = RateLimiter::with_clock(window, ManualClock::new());
+    /// let inner = service_fn(|()| async { Ok::<_, std::convert::Infallible>(()) });
+    /// let client = ClientLayer::new(limiter).layer(inner);
+    /// futures::executor::block_on(client.clone().oneshot(())).unwrap();
+    /// // 2 of the window's 3 permits are left.
+    /// assert!(client.permits().peek(2).unwrap().is_allowed());
+    /// assert!(!client.permits().peek(3).unwrap().is_allowed());
+    /// ```
     pub fn permits(&self) -> &P {
         &self.permits
     }

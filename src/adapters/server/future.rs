@@ -18,6 +18,32 @@ pin_project! {
     /// with the rate-limit fields added, or the refusal; first, with a limiter that
     /// does not check at once, the check itself, and for a request held back
     /// ([`delay_up_to`](super::ServerLayer::delay_up_to)), its wait.
+    ///
+    /// With a limiter that checks at once (a direct one, the in-memory store) the
+    /// check runs in `call`, before this future is polled: requests are granted or
+    /// refused in the order of their `call`s, and a granted one has taken its
+    /// permits even if its future is dropped unpolled.
+    ///
+    /// ```
+    /// use http::{Request, Response, StatusCode};
+    /// use sluicegate::adapters::server::{ResponseFuture, ServerLayer};
+    /// use sluicegate::algorithms::FixedWindow;
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// use std::time::Duration;
+    /// use tower::{service_fn, Layer, Service, ServiceExt};
+    ///
+    /// let window = FixedWindow::new(1, Duration::from_secs(60)).unwrap();
+    /// let limiter = RateLimiter::with_clock(window, ManualClock::new());
+    /// let app = service_fn(|_: Request<()>| async { Ok::<_, std::convert::Infallible>(Response::new(())) });
+    /// let mut server = ServerLayer::new(limiter.clone()).layer(app);
+    /// futures::executor::block_on(async {
+    ///     let first: ResponseFuture<_, (), ()> = server.ready().await.unwrap().call(Request::new(()));
+    ///     assert!(!limiter.peek(1).unwrap().is_allowed()); // taken in `call`
+    ///     let second = server.ready().await.unwrap().call(Request::new(()));
+    ///     assert_eq!(second.await.unwrap().status(), StatusCode::TOO_MANY_REQUESTS);
+    ///     assert_eq!(first.await.unwrap().status(), StatusCode::OK);
+    /// });
+    /// ```
     pub struct ResponseFuture<S, B, RB>
     where
         S: Service<Request<B>>,

@@ -61,14 +61,57 @@ use std::time::Duration;
 /// }
 /// ```
 pub trait Quotas: Algorithm + sealed::Sealed {
-    /// `(permits, window)` for each limit, in order.
+    /// `(permits, window)` for each limit, in order: one item for a single limit,
+    /// one per member for a set, a nested set's members in its place. Allocates the
+    /// vector it answers.
+    ///
+    /// ```
+    /// use sluicegate::adapters::server::Quotas;
+    /// use sluicegate::algorithms::{AllOf, FixedWindow, LeakyBucket, SmoothBursty};
+    /// use std::time::Duration;
+    /// // 100 per minute, capacity 10: a full bucket drains in 6 s.
+    /// let bucket = LeakyBucket::meter(10, 100, Duration::from_secs(60)).unwrap();
+    /// assert_eq!(bucket.quotas(), [(10, Duration::from_secs(6))]);
+    /// // An unlimited rate: at least 1 permit, in no time.
+    /// assert_eq!(SmoothBursty::new(f64::INFINITY).unwrap().quotas(), [(1, Duration::ZERO)]);
+    /// let minute = FixedWindow::new(100, Duration::from_secs(60)).unwrap();
+    /// let hour = FixedWindow::new(1000, Duration::from_secs(3600)).unwrap();
+    /// let nested = AllOf::new((AllOf::new((bucket, minute)), hour));
+    /// assert_eq!(
+    ///     nested.quotas(),
+    ///     [(10, Duration::from_secs(6)), (100, Duration::from_secs(60)), (1000, Duration::from_secs(3600))],
+    /// );
+    /// ```
     fn quotas(&self) -> Vec<(u64, Duration)> {
         let mut out = Vec::new();
         self.push_quotas(&mut out);
         out
     }
 
-    /// Appends this algorithm's quotas to `out` (what a set calls on its members).
+    /// Appends this algorithm's quotas to `out` (what a set calls on its members),
+    /// after what `out` holds, in the order [`quotas`](Quotas::quotas) answers
+    /// them. Allocates only as `out` grows.
+    ///
+    /// ```
+    /// use sluicegate::adapters::server::Quotas;
+    /// use sluicegate::algorithms::{AllOf, FixedWindow, SmoothWarmingUp};
+    /// use std::time::Duration;
+    /// let mut out = vec![(1, Duration::from_secs(1))];
+    /// // A warming-up limiter states one second of its stable rate.
+    /// SmoothWarmingUp::new(2.0, Duration::from_secs(4)).unwrap().push_quotas(&mut out);
+    /// let second = FixedWindow::new(10, Duration::from_secs(1)).unwrap();
+    /// let minute = FixedWindow::new(100, Duration::from_secs(60)).unwrap();
+    /// AllOf::new((second, minute)).push_quotas(&mut out);
+    /// assert_eq!(
+    ///     out,
+    ///     [
+    ///         (1, Duration::from_secs(1)),
+    ///         (2, Duration::from_secs(1)),
+    ///         (10, Duration::from_secs(1)),
+    ///         (100, Duration::from_secs(60)),
+    ///     ],
+    /// );
+    /// ```
     fn push_quotas(&self, out: &mut Vec<(u64, Duration)>);
 }
 

@@ -143,6 +143,38 @@ pub(super) fn status<RB: Default>(status: StatusCode) -> Response<RB> {
 /// on a round trip. A request held back
 /// ([`delay_up_to`](super::ServerLayer::delay_up_to)) waits in the response future
 /// the same way.
+///
+/// Clones share the limiter and the layer's configuration.
+///
+/// ```
+/// use http::{Request, Response, StatusCode};
+/// use sluicegate::adapters::server::{Server, ServerLayer};
+/// use sluicegate::algorithms::FixedWindow;
+/// use sluicegate::{clock::ManualClock, RateLimiter};
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use tower::{service_fn, Layer, ServiceExt};
+///
+/// let window = FixedWindow::new(1, Duration::from_secs(60)).unwrap();
+/// let limiter = RateLimiter::with_clock(window, ManualClock::new());
+/// let reached = Arc::new(AtomicUsize::new(0));
+/// let counted = reached.clone();
+/// let app = service_fn(move |_: Request<()>| {
+///     counted.fetch_add(1, Ordering::Relaxed);
+///     async { Ok::<_, std::convert::Infallible>(Response::new(())) }
+/// });
+/// let server: Server<_, _, _> = ServerLayer::new(limiter).layer(app);
+/// let (first, second) = futures::executor::block_on(async {
+///     let first = server.clone().oneshot(Request::new(())).await.unwrap();
+///     (first, server.clone().oneshot(Request::new(())).await.unwrap())
+/// });
+/// assert_eq!(first.status(), StatusCode::OK);
+/// assert_eq!(first.headers()["ratelimit"], r#""default";r=0;t=60"#);
+/// assert_eq!(second.status(), StatusCode::TOO_MANY_REQUESTS);
+/// assert_eq!(second.headers()["retry-after"], "60");
+/// assert_eq!(reached.load(Ordering::Relaxed), 1); // the refused one never reached the app
+/// ```
 #[derive(Clone, Debug)]
 pub struct Server<S, P: Permits, W> {
     pub(super) inner: S,
@@ -153,7 +185,25 @@ pub struct Server<S, P: Permits, W> {
 }
 
 impl<S, P: Permits, W> Server<S, P, W> {
-    /// The inner service.
+    /// The inner service. A request sent to it directly (a clone of it) goes
+    /// around the limiter: it is not counted and its response carries no fields.
+    ///
+    /// ```
+    /// use http::{Request, Response};
+    /// use sluicegate::adapters::server::ServerLayer;
+    /// use sluicegate::algorithms::FixedWindow;
+    /// use sluicegate::{clock::ManualClock, RateLimiter};
+    /// use std::time::Duration;
+    /// use tower::{service_fn, Layer, ServiceExt};
+    ///
+    /// let window = FixedWindow::new(1, Duration::from_secs(60)).unwrap();
+    /// let limiter = RateLimiter::with_clock(window, ManualClock::new());
+    /// let app = service_fn(|_: Request<()>| async { Ok::<_, std::convert::Infallible>(Response::new(())) });
+    /// let server = ServerLayer::new(limiter.clone()).layer(app);
+    /// let direct = futures::executor::block_on(server.get_ref().clone().oneshot(Request::new(())));
+    /// assert!(!direct.unwrap().headers().contains_key("ratelimit"));
+    /// assert!(limiter.peek(1).unwrap().is_allowed()); // the permit is still there
+    /// ```
     pub fn get_ref(&self) -> &S {
         &self.inner
     }
