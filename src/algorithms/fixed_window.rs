@@ -138,7 +138,20 @@ impl FixedWindow {
         self.limit
     }
 
-    /// The window length (see [`limit`](FixedWindow::limit) for an example).
+    /// The window length. Windows are aligned to the clock's origin, so a window
+    /// ends at the next multiple of this length, whenever its first call came.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, Decision, FixedWindow};
+    /// use std::time::Duration;
+    /// let window = FixedWindow::new(1, Duration::from_millis(1500)).unwrap();
+    /// assert_eq!(window.window(), Duration::from_millis(1500));
+    /// let mut state = window.initial_state(0);
+    /// assert!(window.reserve::<bool>(&mut state, 1_000_000_000, 1, 0));
+    /// // Refused at 1 s, until the window [0, 1.5 s) ends.
+    /// let refused: Decision = window.reserve(&mut state, 1_000_000_000, 1, 0);
+    /// assert_eq!(refused.retry_after(), window.window() - Duration::from_secs(1));
+    /// ```
     pub fn window(&self) -> Duration {
         Duration::from_nanos(self.window)
     }

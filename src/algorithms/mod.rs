@@ -174,7 +174,23 @@ pub trait Algorithm: Send + Sync + 'static {
     /// encoding).
     type Shape: Shape;
 
-    /// The state of a limit first used at `now`.
+    /// The state of a limit first used at `now`: a direct limiter makes it at its
+    /// creation, a store makes a new key's at the clock's zero
+    /// (`initial_state(0)`). Time before `now` does not count as idle: a
+    /// [`SmoothBursty`] made at `now` has saved nothing, one made at 0 has saved a
+    /// full burst once `max_burst` has passed.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, SmoothBursty};
+    /// let bursty = SmoothBursty::new(1.0).unwrap(); // saves up to 1 s: one permit
+    /// let s = 1_000_000_000;
+    /// let mut fresh = bursty.initial_state(5 * s); // nothing saved: one call, paid later
+    /// assert!(bursty.reserve::<bool>(&mut fresh, 5 * s, 1, 0));
+    /// assert!(!bursty.reserve::<bool>(&mut fresh, 5 * s, 1, 0));
+    /// let mut idle = bursty.initial_state(0); // by 5 s a full burst is saved
+    /// assert!(bursty.reserve::<bool>(&mut idle, 5 * s, 1, 0));
+    /// assert!(bursty.reserve::<bool>(&mut idle, 5 * s, 1, 0));
+    /// ```
     fn initial_state(&self, now: Nanos) -> Self::State;
 
     /// The one step, modelled on Go's `reserveN`: grants `cost` permits if the
@@ -373,7 +389,21 @@ pub trait Algorithm: Send + Sync + 'static {
     }
 
     /// The decision a zero-wait [`reserve`](Algorithm::reserve) would give now,
-    /// without consuming anything.
+    /// without consuming anything (nor recording a refusal, for an algorithm whose
+    /// refusals count). The default reserves on a copy of the state.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, Decision, FixedWindow};
+    /// use std::time::Duration;
+    /// let window = FixedWindow::new(2, Duration::from_secs(1)).unwrap();
+    /// let mut state = window.initial_state(0);
+    /// let look = window.peek(&state, 0, 2);
+    /// assert!(look.is_allowed());
+    /// assert_eq!(window.peek(&state, 0, 2), look); // looking took nothing
+    /// assert_eq!(window.reserve::<Decision>(&mut state, 0, 2, 0), look);
+    /// assert!(!window.peek(&state, 0, 1).is_allowed());
+    /// assert!(window.peek(&state, 0, 3).is_never()); // above the limit
+    /// ```
     fn peek(&self, state: &Self::State, now: Nanos, cost: u64) -> Decision {
         let mut scratch = state.clone();
         self.reserve::<Decision>(&mut scratch, now, cost, 0)
@@ -427,6 +457,21 @@ pub trait Algorithm: Send + Sync + 'static {
     /// [`Reservation::cancel`](crate::Reservation::cancel), which consumes the
     /// reservation): a second cancel may give back again. The default restores
     /// nothing, right for an algorithm whose grants answer [`Receipt::NONE`].
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, Decision, Receipt, SmoothBursty};
+    /// let bursty = SmoothBursty::new(5.0).unwrap();
+    /// let (mut state, ms) = (bursty.initial_state(0), 1_000_000);
+    /// assert!(bursty.reserve::<bool>(&mut state, 0, 1, 0)); // free; the next pays 200 ms
+    /// let (grant, receipt): (Decision, Receipt) = bursty.reserve(&mut state, 0, 1, u64::MAX);
+    /// let acts_at = grant.wait_nanos(); // 200 ms
+    /// let mut late = state;
+    /// bursty.cancel(&mut late, acts_at + 1, &receipt, acts_at);
+    /// assert_eq!(late, state); // past its time to act: nothing comes back
+    /// bursty.cancel(&mut state, 100 * ms, &receipt, acts_at);
+    /// // Given back in time: the next caller goes at 200 ms, not 400 ms.
+    /// assert_eq!(bursty.reserve::<Decision>(&mut state, 100 * ms, 1, u64::MAX).wait_nanos(), 100 * ms);
+    /// ```
     fn cancel(&self, state: &mut Self::State, now: Nanos, receipt: &Receipt, acts_at: Nanos) {
         let _ = (state, now, receipt, acts_at);
     }
@@ -451,7 +496,20 @@ pub trait Algorithm: Send + Sync + 'static {
 
     /// True if `state` at `now` has fully replenished, so that dropping it and starting
     /// again from [`initial_state`](Algorithm::initial_state) would change no future
-    /// decision. Stores use this to forget idle keys.
+    /// decision. Stores use this to forget idle keys, which they start again from
+    /// `initial_state(0)`.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, SmoothBursty};
+    /// let bursty = SmoothBursty::new(1.0).unwrap(); // a full burst: 1 s of permits
+    /// let (mut state, s) = (bursty.initial_state(0), 1_000_000_000);
+    /// assert!(bursty.reserve::<bool>(&mut state, 0, 1, 0)); // the next permit is at 1 s
+    /// assert!(!bursty.is_replenished(&state, s)); // nothing saved yet
+    /// assert!(bursty.is_replenished(&state, 2 * s)); // a full burst saved
+    /// // From then on a state made afresh answers the same.
+    /// let fresh = bursty.initial_state(0);
+    /// assert_eq!(bursty.peek(&state, 2 * s, 2), bursty.peek(&fresh, 2 * s, 2));
+    /// ```
     fn is_replenished(&self, state: &Self::State, now: Nanos) -> bool;
 }
 
@@ -499,13 +557,42 @@ pub trait Algorithm: Send + Sync + 'static {
 /// }
 /// ```
 pub trait AdjustableRate: Algorithm + sealed::Sealed {
-    /// The current rate in permits per second (`+inf` when unlimited).
+    /// The current rate in permits per second (`+inf` when unlimited): the one the
+    /// constructor or the last accepted [`set_rate`](AdjustableRate::set_rate)
+    /// gave, as computed back from the algorithm's interval (see the trait's
+    /// example).
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{AdjustableRate, Algorithm, SmoothBursty, SmoothWarmingUp};
+    /// use std::time::Duration;
+    /// assert_eq!(AdjustableRate::rate(&SmoothBursty::new(f64::INFINITY).unwrap()), f64::INFINITY);
+    /// let mut warming = SmoothWarmingUp::new(2.0, Duration::from_secs(4)).unwrap();
+    /// let mut state = warming.initial_state(0);
+    /// warming.set_rate(&mut state, 0, 4.0).unwrap();
+    /// assert_eq!(AdjustableRate::rate(&warming), 4.0);
+    /// ```
     fn rate(&self) -> f64;
 
-    /// Switches to `rate` permits per second at `now`.
+    /// Switches to `rate` permits per second at `now`, having brought the state up
+    /// to `now` under the old rate: a wait already reserved stays as it was, and
+    /// permits reserved from then on are charged at the new rate.
     ///
     /// # Errors
-    /// [`ConfigError::InvalidRate`](crate::ConfigError::InvalidRate) unless `rate > 0`.
+    /// [`ConfigError::InvalidRate`](crate::ConfigError::InvalidRate) unless `rate > 0`,
+    /// leaving the configuration and the state as they were.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{AdjustableRate, Algorithm, Decision, SmoothBursty};
+    /// let mut bursty = SmoothBursty::new(1.0).unwrap();
+    /// let (mut state, s) = (bursty.initial_state(0), 1_000_000_000);
+    /// assert!(bursty.reserve::<bool>(&mut state, 0, 1, 0)); // the next pays 1 s at 1/s
+    /// bursty.set_rate(&mut state, 0, 10.0).unwrap();
+    /// assert_eq!(bursty.reserve::<Decision>(&mut state, 0, 1, u64::MAX).wait_nanos(), s);
+    /// assert_eq!(bursty.reserve::<Decision>(&mut state, 0, 1, u64::MAX).wait_nanos(), s + s / 10);
+    /// let before = state;
+    /// assert!(bursty.set_rate(&mut state, 0, 0.0).is_err());
+    /// assert_eq!((AdjustableRate::rate(&bursty), state), (10.0, before));
+    /// ```
     fn set_rate(
         &mut self,
         state: &mut Self::State,

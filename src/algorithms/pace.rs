@@ -76,12 +76,40 @@ impl Pace {
         }
     }
 
-    /// The time between two permits at the steady rate.
+    /// The time between two permits at the steady rate: whole nanoseconds,
+    /// rounded up from the limit's exact spacing, so a client that waits this long
+    /// between calls is never early; at most `u64::MAX` nanoseconds (584 years).
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, LeakyBucket, Pace};
+    /// use std::time::Duration;
+    /// // 3 per second: a third of a second, rounded up to the nanosecond.
+    /// let bucket = LeakyBucket::meter(10, 3, Duration::from_secs(1)).unwrap();
+    /// let interval = bucket.pace().unwrap().interval();
+    /// assert_eq!(interval, Duration::from_nanos(333_333_334));
+    /// assert!(interval * 3 >= Duration::from_secs(1));
+    /// // Beyond u64 nanoseconds it saturates.
+    /// let forever = Pace::new(Duration::MAX, Duration::ZERO);
+    /// assert_eq!(forever.interval(), Duration::from_nanos(u64::MAX));
+    /// ```
     pub fn interval(&self) -> Duration {
         nanos_to_duration(self.interval)
     }
 
-    /// The time the limit takes, unused, to store a full burst again.
+    /// The time the limit takes, unused, to store a full burst again: never
+    /// shorter than [`interval`](Pace::interval), since even a limit that stores
+    /// nothing takes one interval to give back a permit.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, SmoothBursty};
+    /// use std::time::Duration;
+    /// let bursty = SmoothBursty::new(2.0).unwrap();
+    /// let saving = bursty.with_max_burst(Duration::from_secs(3)).unwrap().pace().unwrap();
+    /// assert_eq!(saving.refill(), Duration::from_secs(3));
+    /// // No burst saved: the refill is raised to one interval.
+    /// let spacing = bursty.with_max_burst(Duration::ZERO).unwrap().pace().unwrap();
+    /// assert_eq!((spacing.interval(), spacing.refill()), (Duration::from_millis(500), Duration::from_millis(500)));
+    /// ```
     pub fn refill(&self) -> Duration {
         nanos_to_duration(self.refill)
     }

@@ -47,10 +47,45 @@ pub trait Report: Sized + sealed::Sealed {
     /// The report of a grant. `decision` runs only if this report reads the
     /// grant's decision, `receipt` only if it keeps the receipt, so a step that
     /// passes them as closures builds neither for a report that drops them.
+    /// Algorithms call it; a caller sees it in what
+    /// [`reserve`](super::Algorithm::reserve) returns: `true`, `Ok(())`, the
+    /// allowed decision, or that decision with its receipt.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, Decision, FixedWindow, Receipt};
+    /// use std::time::Duration;
+    /// let window = FixedWindow::new(2, Duration::from_secs(1)).unwrap();
+    /// let fresh = window.initial_state(0);
+    /// // One grant, as each report reads it (each on its own copy of the state).
+    /// assert!(window.reserve::<bool>(&mut fresh.clone(), 0, 1, 0));
+    /// assert_eq!(window.reserve::<Result<(), Decision>>(&mut fresh.clone(), 0, 1, 0), Ok(()));
+    /// let decision: Decision = window.reserve(&mut fresh.clone(), 0, 1, 0);
+    /// assert_eq!((decision.is_allowed(), decision.remaining()), (true, 1));
+    /// let (kept, receipt): (Decision, Receipt) = window.reserve(&mut fresh.clone(), 0, 1, 0);
+    /// assert_eq!((kept, receipt.charge()), (decision, 1)); // the receipt gives 1 back
+    /// ```
     fn granted(decision: impl FnOnce() -> Decision, receipt: impl FnOnce() -> Receipt) -> Self;
 
     /// The report of a refusal, denied or never. `decision` runs only if this
-    /// report reads the refusal: every report but `bool` does.
+    /// report reads the refusal: every report but `bool` does. A caller sees it in
+    /// what [`reserve`](super::Algorithm::reserve) returns: `false`, `Err` with
+    /// the refusal, the refusal, or the refusal with [`Receipt::NONE`].
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, Decision, FixedWindow, Receipt};
+    /// use std::time::Duration;
+    /// let window = FixedWindow::new(2, Duration::from_secs(1)).unwrap();
+    /// let mut state = window.initial_state(0);
+    /// assert!(window.reserve::<bool>(&mut state, 0, 2, 0)); // the window is full
+    /// // One refusal (which moves nothing), as each report reads it.
+    /// assert!(!window.reserve::<bool>(&mut state, 0, 1, 0));
+    /// let refusal: Decision = window.reserve(&mut state, 0, 1, 0);
+    /// assert_eq!(refusal.retry_after(), Duration::from_secs(1));
+    /// assert_eq!(window.reserve::<Result<(), Decision>>(&mut state, 0, 1, 0), Err(refusal));
+    /// let (kept, receipt): (Decision, Receipt) = window.reserve(&mut state, 0, 1, 0);
+    /// assert_eq!((kept, receipt), (refusal, Receipt::NONE)); // nothing to give back
+    /// assert!(window.reserve::<Decision>(&mut state, 0, 3, 0).is_never()); // above the limit
+    /// ```
     fn refused(decision: impl FnOnce() -> Decision) -> Self;
 
     /// Whether this report is a grant's: what a store reads of an answer to

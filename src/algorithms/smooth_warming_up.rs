@@ -195,7 +195,23 @@ impl SmoothWarmingUp {
         1e6 / self.stable_micros
     }
 
-    /// The cold factor.
+    /// The cold factor: at a full store of permits (the limit at its coldest) the
+    /// throttling interval is `cold_factor` stable intervals, falling linearly to
+    /// the stable interval at the threshold. 3 by default, as in Guava; 1 makes
+    /// stored permits cost exactly the stable interval.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, Decision, SmoothWarmingUp};
+    /// use std::time::Duration;
+    /// let w = SmoothWarmingUp::new(2.0, Duration::from_secs(4)).unwrap();
+    /// assert_eq!(w.cold_factor(), 3.0);
+    /// // A cold start: the first stored permit costs 1.375 s; with a factor of 1, 0.5 s.
+    /// for (limit, first) in [(w, 1_375_000_000), (w.with_cold_factor(1.0).unwrap(), 500_000_000)] {
+    ///     let mut state = limit.initial_state(0);
+    ///     assert!(limit.reserve::<bool>(&mut state, 0, 1, 0)); // paid for by the next call
+    ///     assert_eq!(limit.reserve::<Decision>(&mut state, 0, 1, u64::MAX).wait_nanos(), first);
+    /// }
+    /// ```
     pub fn cold_factor(&self) -> f64 {
         self.cold_factor
     }

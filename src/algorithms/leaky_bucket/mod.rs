@@ -277,7 +277,24 @@ impl LeakyBucket {
         u64::from(self.capacity)
     }
 
-    /// Meter or queue (see [`capacity`](LeakyBucket::capacity) for an example).
+    /// Meter or queue, as the bucket was built ([`meter`](LeakyBucket::meter) or
+    /// [`queue`](LeakyBucket::queue)): whether a grant acts at once, up to the
+    /// capacity in a burst, or waits its turn at the drain rate.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, Decision, LeakyBucket, LeakyMode};
+    /// use std::time::Duration;
+    /// let meter = LeakyBucket::meter(2, 1, Duration::from_secs(1)).unwrap();
+    /// let queue = LeakyBucket::queue(2, 1, Duration::from_secs(1)).unwrap();
+    /// assert_eq!((meter.mode(), queue.mode()), (LeakyMode::Meter, LeakyMode::Queue));
+    /// // Of two calls at once, the meter lets the second act at once, the queue 1 s later.
+    /// for (bucket, second_wait) in [(meter, 0), (queue, 1_000_000_000)] {
+    ///     let mut state = bucket.initial_state(0);
+    ///     assert!(bucket.reserve::<bool>(&mut state, 0, 1, u64::MAX));
+    ///     let second: Decision = bucket.reserve(&mut state, 0, 1, u64::MAX);
+    ///     assert_eq!(second.wait_nanos(), second_wait);
+    /// }
+    /// ```
     pub fn mode(&self) -> LeakyMode {
         self.mode
     }

@@ -62,7 +62,24 @@ impl<M> AllOf<M> {
         AllOf { members }
     }
 
-    /// The member limits.
+    /// The member limits: the tuple given to [`new`](AllOf::new), in its order,
+    /// which is the order of the set's limit indices.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, AllOf, Decision, FixedWindow};
+    /// use std::time::Duration;
+    /// let set = AllOf::new((
+    ///     FixedWindow::new(5, Duration::from_secs(1)).unwrap(),
+    ///     FixedWindow::new(2, Duration::from_secs(60)).unwrap(),
+    /// ));
+    /// let (second, minute) = set.members();
+    /// assert_eq!((second.limit(), minute.limit()), (5, 2));
+    /// let mut state = set.initial_state(0);
+    /// assert!(set.reserve::<bool>(&mut state, 0, 2, 0));
+    /// // The refusing member is named by its place in the tuple.
+    /// let refused: Decision = set.reserve(&mut state, 0, 1, 0);
+    /// assert_eq!((refused.limit_index(), refused.limit()), (1, minute.limit()));
+    /// ```
     pub fn members(&self) -> &M {
         &self.members
     }
@@ -86,7 +103,21 @@ pub struct AllOfState<S> {
 }
 
 impl<S> AllOfState<S> {
-    /// The member states, in the order of the set's members.
+    /// The member states, in the order of the set's members, each as the set's
+    /// steps left it: a grant counted in every member, a refusal in none.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, AllOf, FixedWindow};
+    /// use std::time::Duration;
+    /// let window = |limit| FixedWindow::new(limit, Duration::from_secs(1)).unwrap();
+    /// let set = AllOf::new((window(1), window(5)));
+    /// let mut state = set.initial_state(0);
+    /// assert!(set.reserve::<bool>(&mut state, 0, 1, 0));
+    /// assert!(!set.reserve::<bool>(&mut state, 0, 1, 0)); // the first member is full
+    /// let (first, second) = state.members();
+    /// // The refused call was counted by neither member.
+    /// assert_eq!((window(1).count(first, 0), window(5).count(second, 0)), (1, 1));
+    /// ```
     pub fn members(&self) -> &S {
         &self.members
     }

@@ -76,7 +76,22 @@ impl Limits {
         Limits::default()
     }
 
-    /// The set with `limit` added as its last member.
+    /// The set with `limit` added as its last member, as
+    /// [`push`](Limits::push) adds it: its limits are counted after those already
+    /// in the set.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, Decision, FixedWindow, Limits};
+    /// use std::time::Duration;
+    /// let limits = Limits::new()
+    ///     .with(FixedWindow::new(10, Duration::from_secs(1)).unwrap())
+    ///     .with(FixedWindow::new(1, Duration::from_secs(60)).unwrap());
+    /// let mut state = limits.initial_state(0);
+    /// assert!(limits.reserve::<bool>(&mut state, 0, 1, 0));
+    /// // Refused by the limit added last: limit 1, of 1 per minute.
+    /// let refused: Decision = limits.reserve(&mut state, 0, 1, 0);
+    /// assert_eq!((refused.limit_index(), refused.limit()), (1, 1));
+    /// ```
     pub fn with<A: Algorithm + Clone>(mut self, limit: A) -> Self {
         self.push(limit);
         self
@@ -102,7 +117,16 @@ impl Limits {
         self.leaves = self.leaves.saturating_add(count);
     }
 
-    /// The number of member limits.
+    /// The number of member limits: a member that is itself a set counts as one
+    /// here, where [`limit_count`](Algorithm::limit_count) counts its limits.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, AllOf, Limits, SmoothBursty};
+    /// let rate = |r| SmoothBursty::new(r).unwrap();
+    /// assert_eq!(Limits::new().len(), 0);
+    /// let limits = Limits::new().with(rate(1.0)).with(AllOf::new((rate(2.0), rate(3.0))));
+    /// assert_eq!((limits.len(), limits.limit_count()), (2, 3));
+    /// ```
     pub fn len(&self) -> usize {
         self.members.len()
     }
@@ -321,7 +345,22 @@ pub struct LimitsState {
 }
 
 impl LimitsState {
-    /// The state of member `index`, if there is one and it is an `S`.
+    /// The state of member `index`, if there is one and it is an `S` (the state
+    /// type of the algorithm added at that place); `None` otherwise.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::fixed_window::FixedWindowState;
+    /// use sluicegate::algorithms::{Algorithm, FixedWindow, Limits};
+    /// use std::time::Duration;
+    /// let window = FixedWindow::new(3, Duration::from_secs(1)).unwrap();
+    /// let limits = Limits::new().with(window);
+    /// let mut state = limits.initial_state(0);
+    /// assert!(limits.reserve::<bool>(&mut state, 0, 2, 0));
+    /// let member = state.member::<FixedWindowState>(0).unwrap();
+    /// assert_eq!(window.count(member, 0), 2);
+    /// assert!(state.member::<FixedWindowState>(1).is_none()); // no such member
+    /// assert!(state.member::<u64>(0).is_none()); // not its state type
+    /// ```
     pub fn member<S: 'static>(&self, index: usize) -> Option<&S> {
         self.members.get(index)?.downcast_ref()
     }

@@ -407,7 +407,20 @@ impl SlidingLog {
         self.limit
     }
 
-    /// The window's length (see [`limit`](SlidingLog::limit) for an example).
+    /// The window's length: an entry made at `t` counts at every instant before
+    /// `t + window`, and no longer at `t + window` itself.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, SlidingLog};
+    /// use std::time::Duration;
+    /// let log = SlidingLog::new(1, Duration::from_secs(10)).unwrap();
+    /// assert_eq!(log.window(), Duration::from_secs(10));
+    /// let (mut state, s) = (log.initial_state(0), 1_000_000_000);
+    /// assert!(log.reserve::<bool>(&mut state, 3 * s, 1, 0));
+    /// // The entry of 3 s counts up to 13 s, that instant excluded.
+    /// assert!(!log.reserve::<bool>(&mut state, 13 * s - 1, 1, 0));
+    /// assert!(log.reserve::<bool>(&mut state, 13 * s, 1, 0));
+    /// ```
     pub fn window(&self) -> Duration {
         Duration::from_nanos(self.window)
     }

@@ -329,14 +329,46 @@ impl SlidingWindowBuckets {
         self.limit
     }
 
-    /// The window's length (see [`limit`](SlidingWindowBuckets::limit) for an
-    /// example).
+    /// The window's length: the span whose granted permits count, covered by
+    /// [`buckets`](SlidingWindowBuckets::buckets) buckets of
+    /// [`precision`](SlidingWindowBuckets::precision), as the
+    /// [module docs](self) describe.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, Decision, SlidingWindowBuckets};
+    /// use std::time::Duration;
+    /// let w = SlidingWindowBuckets::dropping(2, Duration::from_secs(60), Duration::from_secs(15)).unwrap();
+    /// assert_eq!(w.window(), Duration::from_secs(60));
+    /// let (mut state, s) = (w.initial_state(0), 1_000_000_000);
+    /// assert!(w.reserve::<bool>(&mut state, 5 * s, 2, 0));
+    /// // The bucket of 5 s (0-15 s) leaves the window at 60 s.
+    /// let refused: Decision = w.reserve(&mut state, 5 * s, 1, 0);
+    /// assert_eq!(refused.retry_after(), w.window() - Duration::from_secs(5));
+    /// assert!(w.reserve::<bool>(&mut state, 60 * s, 2, 0));
+    /// ```
     pub fn window(&self) -> Duration {
         Duration::from_nanos(self.window)
     }
 
-    /// The length of one bucket (see [`limit`](SlidingWindowBuckets::limit) for an
-    /// example).
+    /// The length of one bucket, buckets aligned to the clock's origin. A grant is
+    /// counted in the bucket holding its instant and leaves the window with that
+    /// bucket, whenever in it the grant came: the coarser the precision, the
+    /// further the answers are from an exact sliding window's.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, Decision, SlidingWindowBuckets};
+    /// use std::time::Duration;
+    /// let s = 1_000_000_000;
+    /// // A call at 19 s leaves the window with its bucket: 0-20 s at 60 s, 19-20 s at 79 s.
+    /// for (precision, retry) in [(20, 41), (1, 60)] {
+    ///     let w = SlidingWindowBuckets::dropping(1, Duration::from_secs(60), Duration::from_secs(precision)).unwrap();
+    ///     assert_eq!(w.precision(), Duration::from_secs(precision));
+    ///     let mut state = w.initial_state(0);
+    ///     assert!(w.reserve::<bool>(&mut state, 19 * s, 1, 0));
+    ///     let refused: Decision = w.reserve(&mut state, 19 * s, 1, 0);
+    ///     assert_eq!(refused.retry_after_nanos(), retry * s);
+    /// }
+    /// ```
     pub fn precision(&self) -> Duration {
         Duration::from_nanos(self.precision)
     }
@@ -354,7 +386,25 @@ impl SlidingWindowBuckets {
         self.buckets
     }
 
-    /// How the partial oldest bucket is counted.
+    /// How the partial oldest bucket, the one only partly inside the window, is
+    /// counted: not at all ([`OldestBucket::Drop`]) or in proportion to the part
+    /// of it still inside, rounded up ([`OldestBucket::Weighted`]).
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{sliding_window_buckets::OldestBucket, Algorithm, SlidingWindowBuckets};
+    /// use std::time::Duration;
+    /// let (minute, half, s) = (Duration::from_secs(60), Duration::from_secs(30), 1_000_000_000);
+    /// let dropping = SlidingWindowBuckets::dropping(100, minute, half).unwrap();
+    /// let weighted = SlidingWindowBuckets::weighted(100, minute, half).unwrap();
+    /// assert_eq!((dropping.oldest_bucket(), weighted.oldest_bucket()), (OldestBucket::Drop, OldestBucket::Weighted));
+    /// // 100 at 0 s; at 75 s half of the bucket 0-30 s is still inside the window.
+    /// for (w, room) in [(dropping, 100), (weighted, 50)] {
+    ///     let mut state = w.initial_state(0);
+    ///     assert!(w.reserve::<bool>(&mut state, 0, 100, 0));
+    ///     assert!(!w.reserve::<bool>(&mut state, 75 * s, room + 1, 0));
+    ///     assert!(w.reserve::<bool>(&mut state, 75 * s, room, 0));
+    /// }
+    /// ```
     pub fn oldest_bucket(&self) -> OldestBucket {
         self.oldest
     }

@@ -377,8 +377,21 @@ impl SlidingWindowCounter {
         self.limit
     }
 
-    /// The window length (see [`limit`](SlidingWindowCounter::limit) for an
-    /// example).
+    /// The window length: of the fixed windows, aligned to the clock's origin, and
+    /// of the sliding window the estimate covers, in which the previous fixed
+    /// window weighs the fraction of it still inside.
+    ///
+    /// ```
+    /// use sluicegate::algorithms::{Algorithm, SlidingWindowCounter};
+    /// use std::time::Duration;
+    /// let counter = SlidingWindowCounter::new(10, Duration::from_secs(10)).unwrap();
+    /// assert_eq!(counter.window(), Duration::from_secs(10));
+    /// let (mut state, s) = (counter.initial_state(0), 1_000_000_000);
+    /// assert!(counter.reserve::<bool>(&mut state, 0, 10, 0));
+    /// // Half-way through the next window the previous one weighs half: 5 fit, not 6.
+    /// assert!(!counter.reserve::<bool>(&mut state, 15 * s, 6, 0));
+    /// assert!(counter.reserve::<bool>(&mut state, 15 * s, 5, 0));
+    /// ```
     pub fn window(&self) -> Duration {
         Duration::from_nanos(self.window)
     }
