@@ -49,6 +49,8 @@
 //! [`Receipt`] to cancel it. It is one function, compiled once per report; a report
 //! that does not read a grant's description does not build it.
 
+mod adjustable;
+mod arith;
 mod decision;
 mod divisor;
 pub mod fixed_window;
@@ -57,6 +59,7 @@ pub mod multi;
 mod pace;
 mod receipt;
 mod report;
+pub(crate) mod sealed;
 pub mod sliding_log;
 pub mod sliding_window_buckets;
 pub mod sliding_window_counter;
@@ -65,6 +68,8 @@ pub mod smooth_warming_up;
 mod validate;
 pub(crate) mod words;
 
+pub use adjustable::AdjustableRate;
+pub(crate) use arith::{bits, signed, until};
 pub use decision::{Decision, Source, Verdict};
 pub use fixed_window::FixedWindow;
 pub use leaky_bucket::{LeakyBucket, LeakyMode};
@@ -513,156 +518,6 @@ pub trait Algorithm: Send + Sync + 'static {
     fn is_replenished(&self, state: &Self::State, now: Nanos) -> bool;
 }
 
-/// An algorithm whose rate can change while it runs (Guava's `setRate`).
-///
-/// `set_rate` first brings the state up to `now` under the old rate, then switches.
-/// A rejected rate leaves both configuration and state untouched.
-///
-/// ```
-/// use sluicegate::algorithms::{AdjustableRate, Algorithm, SmoothBursty};
-/// let mut b = SmoothBursty::new(2.0).unwrap();
-/// let mut state = b.initial_state(0);
-/// b.set_rate(&mut state, 0, 7.0).unwrap();
-/// assert_eq!(AdjustableRate::rate(&b), 6.999999999999999); // as Guava computes it
-/// assert!(b.set_rate(&mut state, 0, f64::NAN).is_err());
-/// ```
-///
-/// It is sealed: implemented by the crate's rate-based algorithms, [`SmoothBursty`]
-/// and [`SmoothWarmingUp`], whose `set_rate` a direct limiter applies atomically
-/// ([`RateLimiter::set_rate`](crate::RateLimiter::set_rate)), and not implementable
-/// outside the crate. An algorithm of your own changes its rate through its own
-/// methods:
-///
-/// ```compile_fail,E0277
-/// use sluicegate::algorithms::{AdjustableRate, Algorithm, Decision, Plain, Receipt, Report};
-/// struct Always;
-/// # impl Algorithm for Always {
-/// #     type State = ();
-/// #     type Shape = Plain;
-/// #     fn initial_state(&self, _now: u64) {}
-/// #     fn reserve<R: Report>(&self, _: &mut (), _now: u64, _cost: u64, _max_wait: u64) -> R {
-/// #         R::granted(|| Decision::allowed(u64::MAX, u64::MAX, 0), || Receipt::NONE)
-/// #     }
-/// #     fn is_replenished(&self, _: &(), _now: u64) -> bool {
-/// #         true
-/// #     }
-/// # }
-/// impl AdjustableRate for Always { // the trait bound `Always: Sealed` is not satisfied
-///     fn rate(&self) -> f64 {
-///         f64::INFINITY
-///     }
-///     fn set_rate(&mut self, _: &mut (), _now: u64, _rate: f64) -> Result<(), sluicegate::ConfigError> {
-///         Ok(())
-///     }
-/// }
-/// ```
-pub trait AdjustableRate: Algorithm + sealed::Sealed {
-    /// The current rate in permits per second (`+inf` when unlimited): the one the
-    /// constructor or the last accepted [`set_rate`](AdjustableRate::set_rate)
-    /// gave, as computed back from the algorithm's interval (see the trait's
-    /// example).
-    ///
-    /// ```
-    /// use sluicegate::algorithms::{AdjustableRate, Algorithm, SmoothBursty, SmoothWarmingUp};
-    /// use std::time::Duration;
-    /// assert_eq!(AdjustableRate::rate(&SmoothBursty::new(f64::INFINITY).unwrap()), f64::INFINITY);
-    /// let mut warming = SmoothWarmingUp::new(2.0, Duration::from_secs(4)).unwrap();
-    /// let mut state = warming.initial_state(0);
-    /// warming.set_rate(&mut state, 0, 4.0).unwrap();
-    /// assert_eq!(AdjustableRate::rate(&warming), 4.0);
-    /// ```
-    fn rate(&self) -> f64;
-
-    /// Switches to `rate` permits per second at `now`, having brought the state up
-    /// to `now` under the old rate: a wait already reserved stays as it was, and
-    /// permits reserved from then on are charged at the new rate.
-    ///
-    /// # Errors
-    /// [`ConfigError::InvalidRate`](crate::ConfigError::InvalidRate) unless `rate > 0`,
-    /// leaving the configuration and the state as they were.
-    ///
-    /// ```
-    /// use sluicegate::algorithms::{AdjustableRate, Algorithm, Decision, SmoothBursty};
-    /// let mut bursty = SmoothBursty::new(1.0).unwrap();
-    /// let (mut state, s) = (bursty.initial_state(0), 1_000_000_000);
-    /// assert!(bursty.reserve::<bool>(&mut state, 0, 1, 0)); // the next pays 1 s at 1/s
-    /// bursty.set_rate(&mut state, 0, 10.0).unwrap();
-    /// assert_eq!(bursty.reserve::<Decision>(&mut state, 0, 1, u64::MAX).wait_nanos(), s);
-    /// assert_eq!(bursty.reserve::<Decision>(&mut state, 0, 1, u64::MAX).wait_nanos(), s + s / 10);
-    /// let before = state;
-    /// assert!(bursty.set_rate(&mut state, 0, 0.0).is_err());
-    /// assert_eq!((AdjustableRate::rate(&bursty), state), (10.0, before));
-    /// ```
-    fn set_rate(
-        &mut self,
-        state: &mut Self::State,
-        now: Nanos,
-        rate: f64,
-    ) -> Result<(), crate::ConfigError>;
-}
-
-/// What other crates cannot name: public in a private module.
-pub(crate) mod sealed {
-    use super::Nanos;
-
-    /// The seal of [`AdjustableRate`](super::AdjustableRate): only the crate's
-    /// rate-based algorithms implement it.
-    pub trait Sealed {}
-    impl Sealed for super::SmoothBursty {}
-    impl Sealed for super::SmoothWarmingUp {}
-
-    /// The call a set puts to one of its members when it reports each limit
-    /// ([`Algorithm::reserve_leaves`](super::Algorithm::reserve_leaves),
-    /// [`answer_leaves`](super::Algorithm::answer_leaves)). Taking it seals those
-    /// two methods: code outside the crate can neither make one (to call them) nor
-    /// name it (to implement them), so they are not part of the public surface.
-    ///
-    /// ```compile_fail
-    /// use sluicegate::algorithms::{Algorithm, FixedWindow};
-    /// let window = FixedWindow::new(1, std::time::Duration::from_secs(1)).unwrap();
-    /// let mut state = window.initial_state(0);
-    /// // No crate but this one can name or build the call.
-    /// window.reserve_leaves(&mut state, sluicegate::algorithms::sealed::MemberCall {
-    ///     now: 0, cost: 1, max_wait: 0, receipts: false,
-    /// }, &mut |_| {});
-    /// ```
-    #[derive(Clone, Copy, Debug)]
-    pub struct MemberCall {
-        pub(crate) now: Nanos,
-        pub(crate) cost: u64,
-        pub(crate) max_wait: Nanos,
-        /// Whether the caller keeps the grant's receipt: without it a member that
-        /// is a set builds none either, so it allocates nothing.
-        pub(crate) receipts: bool,
-    }
-
-    impl MemberCall {
-        /// Reserves in `algorithm`, with the grant's receipt only if the caller
-        /// keeps one.
-        #[inline]
-        pub(crate) fn reserve<A: super::Algorithm + ?Sized>(
-            self,
-            algorithm: &A,
-            state: &mut A::State,
-        ) -> (super::Decision, super::Receipt) {
-            let MemberCall {
-                now,
-                cost,
-                max_wait,
-                receipts,
-            } = self;
-            if receipts {
-                algorithm.reserve(state, now, cost, max_wait)
-            } else {
-                (
-                    algorithm.reserve(state, now, cost, max_wait),
-                    super::Receipt::NONE,
-                )
-            }
-        }
-    }
-}
-
 /// What one limit reports after a step on `state` (see [`Algorithm::standing`]).
 #[inline]
 pub(crate) fn standing<A: Algorithm + ?Sized>(
@@ -700,38 +555,4 @@ pub(crate) fn short_of_whole(answer: Decision, retry: Nanos) -> Decision {
         answer.reset_after_nanos(),
     )
     .with_limit_index(answer.limit_index())
-}
-
-// Helpers shared by the algorithms for time arithmetic on `i64` nanoseconds.
-
-/// `now` as an `i64`, saturating at `i64::MAX`. By a branch rather than a
-/// conditional move: every step's arithmetic waits for this value, and a predicted
-/// branch delays none of it (a reading past `i64::MAX` is 292 years away).
-#[inline(always)]
-pub(crate) fn signed(now: Nanos) -> i64 {
-    match i64::try_from(now) {
-        Ok(now) => now,
-        Err(_) => end_of_signed_time(),
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn end_of_signed_time() -> i64 {
-    i64::MAX
-}
-
-/// The non-negative distance from `from` to `to`, in nanoseconds (0 if `to <= from`).
-pub(crate) fn until(from: i64, to: i64) -> Nanos {
-    if to <= from {
-        0
-    } else {
-        to.abs_diff(from)
-    }
-}
-
-/// Bits needed to write `value`: what a count packed into a state word takes.
-#[inline(always)]
-pub(crate) fn bits(value: u64) -> u32 {
-    u64::BITS - value.leading_zeros()
 }
