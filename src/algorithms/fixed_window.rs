@@ -40,10 +40,21 @@
 //! # Edges
 //!
 //! * A cost above the limit is answered [`Verdict::Never`](super::Verdict::Never).
-//! * A window is at least 1 ns and at most about 292 years, and the limit must fit
-//!   beside the largest window index in 64 bits: it may be up to about half the
-//!   window's length in nanoseconds (3 per minute and 2²⁸ − 1 per second are fine).
-//!   Anything else is a typed error.
+//! * A window is at most about 292 years, and the limit must fit beside the largest
+//!   window index in 64 bits: it may be up to about half the window's length in
+//!   nanoseconds (3 per minute and 2²⁸ − 1 per second are fine), so the shortest
+//!   window that takes a limit is 2 ns (a limit of 1). Anything else is a typed
+//!   error.
+//!
+//! ```
+//! use sluicegate::algorithms::FixedWindow;
+//! use sluicegate::ConfigError;
+//! use std::time::Duration;
+//! let one_ns = FixedWindow::new(1, Duration::from_nanos(1));
+//! assert!(matches!(one_ns, Err(ConfigError::InvalidCount { .. })));
+//! assert!(FixedWindow::new(1, Duration::from_nanos(2)).is_ok());
+//! assert!(FixedWindow::new(1, Duration::ZERO).is_err());
+//! ```
 //! * Time that appears to go backwards stays in the latest window seen, so it grants
 //!   nothing.
 
