@@ -21,6 +21,8 @@ mod client_common;
 mod client_concurrency_from_docs;
 #[path = "adapters/client_given_back_turns_from_docs.rs"]
 mod client_given_back_turns_from_docs;
+#[path = "adapters/client_hold_turns.rs"]
+mod client_hold_turns;
 #[path = "adapters/client_holds.rs"]
 mod client_holds;
 #[path = "adapters/client_holds_from_docs.rs"]

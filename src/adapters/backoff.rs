@@ -53,7 +53,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// then the limiter would have stored its full burst again even had the hold
 /// emptied it. So the stored credit is spent by no request at all while the key
 /// keeps to the steady rate; a limiter whose algorithm has no pace (a user's own,
-/// by default) is not paced.
+/// by default) is not paced. A request dropped before its turn comes gives the turn
+/// back, to the pace or to the next request that fits in it.
 ///
 /// Clones share the holds. A key is forgotten once its hold and the pace after it
 /// are over; memory stays as large as the set of keys held or paced. Time is the
@@ -85,7 +86,7 @@ struct Shared<K> {
 }
 
 /// One key's hold and the pacing after it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Hold {
     /// The clock time until which the key is held back.
     until: Nanos,
@@ -94,18 +95,23 @@ struct Hold {
     /// When the entry may be forgotten: the limiter would have stored a full burst
     /// again by then whatever the hold did.
     forget: Nanos,
+    /// Turns given back before `resume` (from, end): booked by requests dropped
+    /// before their turn came while a later turn stayed booked. The next request
+    /// that fits in one takes it.
+    freed: Vec<(Nanos, Nanos)>,
 }
 
 /// What the client layer does with a request of a key, as the key's hold says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub(crate) enum Gate {
     /// Ask the limiter now.
     Open,
     /// Held back by the server for this long: wait, then ask the gate again.
     Held(Nanos),
-    /// Paced after a hold: this request's turn is this far away, and is booked;
-    /// wait, then ask the limiter (unless a new hold began meanwhile).
-    Paced(Nanos),
+    /// Paced after a hold: this request's turn is `wait` away and booked (its
+    /// ticket gives it back if dropped before it comes); wait, then ask the
+    /// limiter (unless a new hold began meanwhile).
+    Paced { wait: Nanos, turn: Turn },
     /// Its turn at the pace is this far away, more than the caller would wait:
     /// nothing was booked.
     TooLate(Nanos),
@@ -129,6 +135,57 @@ impl<K, C: Clock> std::fmt::Debug for HoldBack<K, C> {
             .field("fallback", &nanos_to_duration(self.fallback))
             .field("held_keys", &self.shared.holds.lock().len())
             .finish()
+    }
+}
+
+/// What a request that has booked a turn after a hold holds until the turn comes
+/// (see [`HoldBack::gate`]).
+pub(crate) struct Turn(Option<Box<dyn FnOnce() + Send>>);
+
+impl Turn {
+    /// The turn came: the request used it, and dropping the ticket gives nothing back.
+    pub(crate) fn came(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        if let Some(give_back) = self.0.take() {
+            give_back();
+        }
+    }
+}
+
+impl std::fmt::Debug for Turn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Turn").field(&self.0.is_some()).finish()
+    }
+}
+
+impl<K: Hash + Eq> Shared<K> {
+    /// Takes back `key`'s turn from `turn` to `end`, whose request was dropped
+    /// before it came. Only the part after the key's hold counts (a hold that
+    /// began since makes the rest moot). If it is the last turn booked, the pace
+    /// resumes from it, and from any turn given back just before it; otherwise
+    /// it is kept for the next request that fits in it.
+    fn give_back(&self, key: &K, turn: Nanos, end: Nanos) {
+        let mut holds = self.holds.lock();
+        let Some(hold) = holds.get_mut(key) else {
+            return;
+        };
+        let from = turn.max(hold.until);
+        if from >= end {
+            return;
+        }
+        if hold.resume == end {
+            hold.resume = from;
+            while let Some(index) = hold.freed.iter().position(|&(_, e)| e == hold.resume) {
+                hold.resume = hold.freed.swap_remove(index).0;
+            }
+        } else if end < hold.resume {
+            hold.freed.push((from, end));
+        }
     }
 }
 
@@ -283,9 +340,14 @@ impl<K: Hash + Eq, C: Clock> HoldBack<K, C> {
             until: 0,
             resume: 0,
             forget: 0,
+            freed: Vec::new(),
         });
         // Only ever slower: a longer hold already in place stays, and the pace
-        // after it starts no earlier than its end.
+        // after it starts no earlier than its end. Turns given back before a new
+        // hold are not offered after it.
+        if until > hold.until {
+            hold.freed.clear();
+        }
         hold.until = hold.until.max(until);
         hold.resume = hold.resume.max(hold.until);
         hold.forget = hold.forget.max(hold.resume.saturating_add(refill));
@@ -320,9 +382,11 @@ impl<K: Hash + Eq, C: Clock> HoldBack<K, C> {
 
     /// The gate a request of `cost` permits for `key` passes at `now`, before it
     /// asks the limiter, willing to wait at most `left` more: held back, its turn at
-    /// `pace` after a hold (booked here, `cost` intervals long), or open. The pace
-    /// is asked for only after a hold; a key whose pace has run a whole refill with
-    /// no request is forgotten, as is one whose limiter has no pace.
+    /// `pace` after a hold (booked here, `cost` intervals long: the earliest turn a
+    /// dropped request gave back that holds it, else the next at the pace), or
+    /// open. The pace is asked for only after a hold; a key whose pace has run a
+    /// whole refill with no request is forgotten, as is one whose limiter has no
+    /// pace.
     pub(crate) fn gate(
         &self,
         key: &K,
@@ -330,7 +394,10 @@ impl<K: Hash + Eq, C: Clock> HoldBack<K, C> {
         cost: u64,
         left: Nanos,
         pace: impl FnOnce() -> Option<Pace>,
-    ) -> Gate {
+    ) -> Gate
+    where
+        K: Clone + Send + 'static,
+    {
         let mut holds = self.shared.holds.lock();
         let Some(hold) = holds.get_mut(key) else {
             return Gate::Open;
@@ -346,17 +413,56 @@ impl<K: Hash + Eq, C: Clock> HoldBack<K, C> {
                 return Gate::Open;
             }
         };
+        let need = pace.interval_nanos().saturating_mul(cost);
+        // A turn given back comes first: the earliest that holds this request's.
+        hold.freed.retain(|&(_, end)| end > now);
+        let fits = |&(from, end): &(Nanos, Nanos)| from.max(now).saturating_add(need) <= end;
+        let freed = (hold.freed.iter().enumerate())
+            .filter(|(_, turn)| fits(turn))
+            .min_by_key(|(_, turn)| turn.0)
+            .map(|(index, _)| index);
+        if let Some(index) = freed {
+            let (from, end) = hold.freed[index];
+            let turn = from.max(now);
+            if turn - now <= left {
+                let taken = turn + need;
+                if taken == end {
+                    hold.freed.swap_remove(index);
+                } else {
+                    hold.freed[index].0 = taken;
+                }
+                return self.booked(key, now, turn, taken);
+            }
+        }
         let turn = hold.resume.max(now);
         let wait = turn - now;
         if wait > left {
             return Gate::TooLate(wait);
         }
-        hold.resume = turn.saturating_add(pace.interval_nanos().saturating_mul(cost));
+        hold.resume = turn.saturating_add(need);
         hold.forget = hold.resume.saturating_add(pace.refill_nanos());
-        if wait == 0 {
-            Gate::Open
-        } else {
-            Gate::Paced(wait)
+        let end = hold.resume;
+        drop(holds);
+        self.booked(key, now, turn, end)
+    }
+
+    /// The gate of a turn booked for `key` from `turn` to `end`, asked at `now`:
+    /// open if it is now, else paced, with a ticket that gives the turn back if
+    /// dropped before [`Turn::came`]. The pace then resumes from it if no later
+    /// turn was booked (and from any turn given back just before it); otherwise
+    /// the next request that fits in it takes it.
+    fn booked(&self, key: &K, now: Nanos, turn: Nanos, end: Nanos) -> Gate
+    where
+        K: Clone + Send + 'static,
+    {
+        if turn == now {
+            return Gate::Open;
+        }
+        let (shared, key) = (Arc::clone(&self.shared), key.clone());
+        let ticket = Turn(Some(Box::new(move || shared.give_back(&key, turn, end))));
+        Gate::Paced {
+            wait: turn - now,
+            turn: ticket,
         }
     }
 

@@ -75,6 +75,8 @@
 //! whatever order they are dropped: each is given back once no wait after it is
 //! pending, latest first, as far as grants made after them by others allow (see
 //! the limiter's [abandoned waits](crate::AsyncRateLimiter#abandoned-waits)).
+//! A client request dropped while it waits for its turn after a server's hold
+//! gives the turn back too (see [`client::ResponseFuture`]).
 //!
 //! A maximum wait (`with_max_wait`) makes a call that would wait longer fail at once,
 //! consuming nothing, with [`Error::Timeout`] saying how long it would have needed; a

@@ -114,11 +114,11 @@ fn a_stream_a_sink_and_a_client_on_one_limit_are_served_in_the_order_they_asked(
     assert_eq!(order, ["b", "c", "d"]);
 }
 
-/// `ResponseFuture`: "Dropped while waiting for its turn after a hold, it keeps
-/// that turn booked: the turns are a cursor of the key's hold, not reservations, so
-/// the next request of the key goes one turn later than if it had never asked."
+/// `ResponseFuture`: "Dropped while waiting for its turn after a hold, it gives the
+/// turn back: if no later turn is booked, the key's pace resumes from it ..., so the
+/// next request goes as if the dropped ones had never asked."
 #[test]
-fn a_request_dropped_while_waiting_for_its_turn_after_a_hold_keeps_that_turn_booked() {
+fn a_request_dropped_while_waiting_for_its_turn_after_a_hold_gives_that_turn_back() {
     // Two runs alike but for a request (label 3) dropped mid-turn in the first:
     // when the request after it (label 4) is sent.
     let run = |drop_one: bool| {
@@ -145,8 +145,8 @@ fn a_request_dropped_while_waiting_for_its_turn_after_a_hold_keeps_that_turn_boo
     assert_eq!(fourth_alone - second, 250, "one turn at 4 per second");
     assert_eq!(
         run(true),
-        (second, second + 500),
-        "4 goes one turn after the turn 3 kept"
+        (second, second + 250),
+        "4 takes the turn 3 gave back"
     );
 }
 

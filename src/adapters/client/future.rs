@@ -1,7 +1,7 @@
 //! The client's response future: held back, acquire, jitter, ready, call, observe.
 
 use super::service::ReadResponse;
-use crate::adapters::backoff::Gate;
+use crate::adapters::backoff::{Gate, Turn};
 use crate::adapters::{Acquiring, HoldBack, Jitter, Permits};
 use crate::clock::{duration_to_nanos, nanos_to_duration, Clock, Nanos};
 use crate::error::Error;
@@ -56,7 +56,7 @@ pin_project! {
     enum State<F, Sleep> {
         Start,
         Held { #[pin] sleep: Sleep },
-        Paced { #[pin] sleep: Sleep },
+        Paced { #[pin] sleep: Sleep, turn: Turn },
         Acquiring { waiting: Acquiring },
         Jitter { #[pin] sleep: Sleep },
         Ready,
@@ -81,9 +81,11 @@ pin_project! {
     /// holds but takes no permits and no turn.
     ///
     /// Dropped while waiting for its permits, it gives them back. Dropped while
-    /// waiting for its turn after a hold, it keeps that turn booked: the turns are
-    /// a cursor of the key's hold, not reservations, so the next request of the
-    /// key goes one turn later than if it had never asked.
+    /// waiting for its turn after a hold, it gives the turn back: if no later turn
+    /// is booked, the key's pace resumes from it (and from any turn given back just
+    /// before it), so the next request goes as if the dropped ones had never
+    /// asked; otherwise the next request whose turn fits in it takes it. A turn is
+    /// never shared: requests still go at most one per turn.
     ///
     /// Nothing happens until it is polled: `call` only weighs the request and
     /// clones the inner service, and a future dropped unpolled takes nothing.
@@ -216,9 +218,10 @@ where
                             let sleep = wait_for(&mut this, held)?;
                             this.state.set(State::Held { sleep });
                         }
-                        Gate::Paced(turn) => {
-                            let sleep = wait_for(&mut this, turn)?;
-                            this.state.set(State::Paced { sleep });
+                        Gate::Paced { wait, turn } => {
+                            // A future dropped before its turn comes gives it back.
+                            let sleep = wait_for(&mut this, wait)?;
+                            this.state.set(State::Paced { sleep, turn });
                         }
                         Gate::TooLate(turn) => {
                             this.state.set(State::Done);
@@ -231,8 +234,9 @@ where
                     // Look again: another response may have lengthened the hold.
                     this.state.set(State::Start);
                 }
-                StateProj::Paced { sleep } => {
+                StateProj::Paced { sleep, turn } => {
                     ready!(sleep.poll(cx));
+                    turn.came();
                     // The turn is booked: only a hold that began meanwhile stops it.
                     match held_now(&this) {
                         0 => {
