@@ -197,12 +197,18 @@ mod real_clock {
         let call = |id: usize| client.clone().oneshot(Request::new(id));
         let tasks: Vec<_> = (0..8).map(|id| tokio::spawn(call(id))).collect();
         tokio::time::sleep(Duration::from_millis(1_250)).await;
-        // Four of them give up before their turns.
-        for task in &tasks[4..] {
+        // Four of them give up before their turns (dropped once each abort is
+        // seen: awaited before the late request asks).
+        let mut tasks = tasks;
+        let aborted = tasks.split_off(4);
+        for task in &aborted {
             task.abort();
         }
+        for task in aborted {
+            let _ = task.await;
+        }
         let late = tokio::spawn(call(8));
-        for task in tasks.into_iter().take(4) {
+        for task in tasks {
             task.await.unwrap().unwrap();
         }
         late.await.unwrap().unwrap();
