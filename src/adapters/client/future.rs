@@ -56,7 +56,7 @@ pin_project! {
     enum State<F, Sleep> {
         Start,
         Held { #[pin] sleep: Sleep },
-        Paced { #[pin] sleep: Sleep, turn: Turn },
+        Paced { #[pin] sleep: Sleep },
         Acquiring { waiting: Acquiring },
         Jitter { #[pin] sleep: Sleep },
         Ready,
@@ -138,6 +138,9 @@ pin_project! {
         max_wait: Option<Duration>,
         jitter: Option<Jitter>,
         hold: Option<HoldBack<P::Key, P::Clock>>,
+        // The turn after a hold this request waits for, if it waits for one: kept
+        // out of `state`, whose every change would otherwise check for it.
+        turn: Option<Turn>,
         read: R,
         // Time spent held back, paced and waiting for permits so far.
         waited: Nanos,
@@ -173,6 +176,7 @@ where
             max_wait,
             jitter,
             hold,
+            turn: None,
             read,
             waited: 0,
             unready: false,
@@ -220,8 +224,9 @@ where
                         }
                         Gate::Paced { wait, turn } => {
                             // A future dropped before its turn comes gives it back.
+                            *this.turn = Some(turn);
                             let sleep = wait_for(&mut this, wait)?;
-                            this.state.set(State::Paced { sleep, turn });
+                            this.state.set(State::Paced { sleep });
                         }
                         Gate::TooLate(turn) => {
                             this.state.set(State::Done);
@@ -234,9 +239,11 @@ where
                     // Look again: another response may have lengthened the hold.
                     this.state.set(State::Start);
                 }
-                StateProj::Paced { sleep, turn } => {
+                StateProj::Paced { sleep } => {
                     ready!(sleep.poll(cx));
-                    turn.came();
+                    if let Some(mut turn) = this.turn.take() {
+                        turn.came();
+                    }
                     // The turn is booked: only a hold that began meanwhile stops it.
                     match held_now(&this) {
                         0 => {
