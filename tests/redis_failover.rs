@@ -22,6 +22,10 @@ const MARGIN: Duration = Duration::from_secs(3);
 /// The back-off: long enough for a phase of calls to run inside it.
 const BACKOFF: Duration = Duration::from_millis(2500);
 const THREADS: usize = 8;
+/// The limit's window. On the server's clock a fixed window is aligned to the Unix
+/// epoch, so a minute-long one would start again (and count from zero) whenever a
+/// test ran across a minute's turn; a year-long one does not turn during a test.
+const WINDOW: Duration = Duration::from_secs(365 * 24 * 3600);
 
 type Limiter = KeyedRateLimiter<
     String,
@@ -37,7 +41,7 @@ fn limiter(server: &RedisServer, limit: u64, policy: FailurePolicy<FixedWindow>)
         .response_timeout(TIMEOUT);
     let redis = RedisStore::open_with(server.url(), options).unwrap();
     let store = FailoverStore::new(redis, policy).with_backoff(Backoff::fixed(BACKOFF));
-    let window = FixedWindow::new(limit, Duration::from_secs(60)).unwrap();
+    let window = FixedWindow::new(limit, WINDOW).unwrap();
     Arc::new(KeyedRateLimiter::with_store(
         window,
         store,
@@ -233,7 +237,7 @@ fn async_calls_on_a_frozen_server_answer_by_the_policy_and_recover() {
         .enable_all()
         .build()
         .unwrap();
-    let window = FixedWindow::new(10, Duration::from_secs(60)).unwrap();
+    let window = FixedWindow::new(10, WINDOW).unwrap();
     let step = Operation::Reserve {
         cost: 1,
         max_wait: 0,
