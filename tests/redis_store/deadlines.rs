@@ -24,13 +24,14 @@ fn store_on(server: &RedisServer, timeout: Duration) -> RedisStore<String, Fixed
 
 #[test]
 fn calls_that_timed_out_on_a_paused_server_never_land_when_it_resumes() {
-    // Eight threads, each with its own key of a 100-per-minute window, take one
+    // Eight threads, each with its own key of a 100-per-year window, take one
     // permit, then take again while the server is frozen: every second call times
     // out. Once the server thaws it finds those calls past their deadline and
     // applies none: each key has 99 left, not 98 (the grants nobody received).
     let mut server = RedisServer::start_own();
     let store = store_on(&server, Duration::from_millis(150));
-    let fw = window(100);
+    // Epoch-aligned on the server's clock: a year-long window does not turn mid-test.
+    let fw = FixedWindow::new(100, Duration::from_secs(365 * 24 * 3600)).unwrap();
     let keys: Vec<String> = (0..8).map(|i| format!("client-{i}")).collect();
     for key in &keys {
         let (first, _) = store
