@@ -49,19 +49,20 @@ fn peeks_and_refusals_change_nothing_and_idle_keys_expire() {
         .unwrap()
         .is_never());
     assert_eq!(dbsize(&mut admin), 0);
-    // A refused call leaves the state as it was (a minute-long window, so the key
-    // cannot expire between the two reads).
-    let minute = window(1);
+    // A refused call leaves the state as it was (a year-long window: on the
+    // server's clock windows are aligned to the Unix epoch, and this one neither
+    // turns nor expires between the two reads).
+    let year = FixedWindow::new(1, Duration::from_secs(365 * 24 * 3600)).unwrap();
     let long: RedisStore<String, FixedWindow> = RedisStore::open(server.url()).unwrap();
     assert!(long
-        .apply_key::<(Decision, Receipt)>(&minute, &"held".to_owned(), 0, take(1))
+        .apply_key::<(Decision, Receipt)>(&year, &"held".to_owned(), 0, take(1))
         .map(|(d, _)| d)
         .unwrap()
         .is_allowed());
     let key = long.server_key(&"held".to_owned());
     let before: Vec<u8> = redis::cmd("GET").arg(&key).query(&mut admin).unwrap();
     assert!(!long
-        .apply_key::<(Decision, Receipt)>(&minute, &"held".to_owned(), 0, take(1))
+        .apply_key::<(Decision, Receipt)>(&year, &"held".to_owned(), 0, take(1))
         .map(|(d, _)| d)
         .unwrap()
         .is_allowed());
