@@ -8,8 +8,9 @@ pub trait Sealed {}
 impl Sealed for super::SmoothBursty {}
 impl Sealed for super::SmoothWarmingUp {}
 
-/// The call a set puts to one of its members when it reports each limit
-/// ([`Algorithm::reserve_leaves`](super::Algorithm::reserve_leaves),
+/// One call to a set: the arguments every member is asked with (the sets' step,
+/// in `multi`, is its methods), and what a set passes a member that reports each
+/// limit ([`Algorithm::reserve_leaves`](super::Algorithm::reserve_leaves),
 /// [`answer_leaves`](super::Algorithm::answer_leaves)). Taking it seals those
 /// two methods: code outside the crate can neither make one (to call them) nor
 /// name it (to implement them), so they are not part of the public surface.

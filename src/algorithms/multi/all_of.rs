@@ -1,6 +1,6 @@
 //! [`AllOf`]: a statically typed set of two or three limits.
 
-use super::{first_refusal, leaf_index, member_peek, member_standing, offsets, Call, Span, Tally};
+use super::{first_refusal, leaf_index, member_peek, member_standing, offsets, Span, Tally};
 use crate::algorithms::sealed::MemberCall;
 use crate::algorithms::{Algorithm, Decision, Pace, Plain, Receipt, Report};
 use crate::clock::Nanos;
@@ -136,7 +136,7 @@ macro_rules! all_of {
             fn step<const REPORT: bool>(
                 &self,
                 state: &mut <Self as Algorithm>::State,
-                step: Call,
+                step: MemberCall,
                 each: &mut dyn FnMut(Decision),
             ) -> (Decision, Receipt) {
                 let ($($m,)+) = &self.members;
@@ -148,7 +148,7 @@ macro_rules! all_of {
                     leaf_index(offsets[member], counts[member], decision)
                 };
                 // What nested sets report as they reserve, held until the answer
-                // is known (see `Call::commit`).
+                // is known (see `MemberCall::commit`).
                 let mut held = Vec::new();
                 let mut spans: [Span; 3] = [None; 3];
                 // Pass 1: once a member refuses, the rest are only looked at.
@@ -163,8 +163,7 @@ macro_rules! all_of {
                     let answers = [$($g.decision()),+];
                     $( $g.restore($s); )+
                     if REPORT {
-                        let call = step.member_call();
-                        $( $m.answer_leaves($s, call, Some(answers[$i]), each); )+
+                        $( $m.answer_leaves($s, step, Some(answers[$i]), each); )+
                     }
                     return (tally.decision(), Receipt::NONE);
                 }
@@ -175,8 +174,7 @@ macro_rules! all_of {
                 if let Some(refusal) = first_refusal(&grants, index) {
                     $( step.undo($m, $s, $g, &grants[$i]); )+
                     if REPORT {
-                        let call = step.member_call();
-                        $( $m.answer_leaves($s, call, Some(grants[$i].0), each); )+
+                        $( $m.answer_leaves($s, step, Some(grants[$i].0), each); )+
                     }
                     return (refusal, Receipt::NONE);
                 }
@@ -210,7 +208,7 @@ macro_rules! all_of {
                 cost: u64,
                 max_wait: Nanos,
             ) -> R {
-                let step = Call { now, cost, max_wait, receipts: R::KEEPS_RECEIPT };
+                let step = MemberCall { now, cost, max_wait, receipts: R::KEEPS_RECEIPT };
                 let (decision, receipt) = self.step::<false>(state, step, &mut |_| {});
                 R::decided(decision, receipt)
             }
@@ -224,7 +222,7 @@ macro_rules! all_of {
                 each: &mut dyn FnMut(Decision),
             ) -> (Decision, Receipt) {
                 // Reporting serves checks, which give nothing back: no receipt.
-                let step = Call { now, cost, max_wait, receipts: false };
+                let step = MemberCall { now, cost, max_wait, receipts: false };
                 self.step::<true>(state, step, each)
             }
 

@@ -1,7 +1,7 @@
 //! [`Limits`]: a set of any number of limits chosen at run time.
 
 use super::erased::foreign;
-use super::{leaf_index, Call, DynLimit, DynState, Tally};
+use super::{leaf_index, DynLimit, DynState, Tally};
 use crate::algorithms::sealed::MemberCall;
 use crate::algorithms::{Algorithm, Decision, Pace, Plain, Receipt, Report};
 use crate::clock::Nanos;
@@ -189,23 +189,18 @@ impl Limits {
     fn step<const REPORT: bool>(
         &self,
         state: &mut LimitsState,
-        Call {
-            now,
-            cost,
-            max_wait,
-            receipts,
-        }: Call,
+        call: MemberCall,
         each: &mut dyn FnMut(Decision),
     ) -> (Decision, Receipt) {
         if !self.fits(state) {
             return (foreign(), Receipt::NONE);
         }
-        let call = MemberCall {
+        let MemberCall {
             now,
             cost,
-            max_wait,
             receipts,
-        };
+            ..
+        } = call;
         // What nested sets report as they reserve, held until the answer is
         // known, and where: (member, start, end). Allocated only once one reports.
         let mut held: Vec<Decision> = Vec::new();
@@ -399,7 +394,7 @@ impl Algorithm for Limits {
         cost: u64,
         max_wait: Nanos,
     ) -> R {
-        let step = Call {
+        let step = MemberCall {
             now,
             cost,
             max_wait,
@@ -418,7 +413,7 @@ impl Algorithm for Limits {
         each: &mut dyn FnMut(Decision),
     ) -> (Decision, Receipt) {
         // Reporting serves checks, which give nothing back: no receipt.
-        let step = Call {
+        let step = MemberCall {
             now,
             cost,
             max_wait,

@@ -1,7 +1,7 @@
 //! A limit with its types erased: what lets [`Limits`](super::Limits) hold members
 //! of any algorithms in one vector.
 
-use super::{member_peek, member_standing, plain, Call};
+use super::{member_peek, member_standing, plain};
 use crate::algorithms::sealed::MemberCall;
 use crate::algorithms::{standing_with, Algorithm, Decision, Pace, Receipt};
 use crate::clock::Nanos;
@@ -205,7 +205,7 @@ impl<A: Algorithm + Clone> DynLimit for A {
     #[inline]
     fn decide_dyn(&self, state: &DynState, now: Nanos, cost: u64, max_wait: Nanos) -> Decision {
         match state.downcast_ref::<A::State>() {
-            Some(state) => Call {
+            Some(state) => MemberCall {
                 now,
                 cost,
                 max_wait,

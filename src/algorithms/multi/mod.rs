@@ -168,17 +168,6 @@ use super::sealed::MemberCall;
 use super::{Algorithm, Decision, Receipt, Verdict};
 use crate::clock::Nanos;
 
-/// One call to a set: the arguments every member is asked with.
-#[derive(Clone, Copy)]
-struct Call {
-    now: Nanos,
-    cost: u64,
-    max_wait: Nanos,
-    /// Whether the caller wants the grant's receipt: without it the members are
-    /// asked for none either, so a nested set allocates nothing.
-    receipts: bool,
-}
-
 /// What a reporting step's nested sets reported as they reserved: their limits'
 /// standings after their grants, in the order the members reserved, kept until
 /// the set's answer is known (a refused set reports its members' answers
@@ -229,22 +218,11 @@ fn plain<S>() -> bool {
     !std::mem::needs_drop::<S>()
 }
 
-impl Call {
-    /// The call as a member that is a set is asked it (sealed: see
-    /// [`MemberCall`]).
-    #[inline(always)]
-    fn member_call(&self) -> MemberCall {
-        MemberCall {
-            now: self.now,
-            cost: self.cost,
-            max_wait: self.max_wait,
-            receipts: self.receipts,
-        }
-    }
-
+/// One call to a set, the arguments every member is asked with: the set's step.
+impl MemberCall {
     /// Pass 1 for one member: reserve at once if its state is plain data and no
     /// member has refused yet; otherwise only ask. In a reporting step a nested
-    /// set reserves reporting its limits (see [`commit`](Call::commit)).
+    /// set reserves reporting its limits (see [`commit`](MemberCall::commit)).
     #[inline(always)]
     fn attempt<A: Algorithm, const REPORT: bool>(
         &self,
@@ -311,14 +289,13 @@ impl Call {
     ) -> (Decision, Receipt) {
         if REPORT {
             let start = held.len();
-            let reported =
-                algorithm.reserve_leaves(state, self.member_call(), &mut |d| held.push(d));
+            let reported = algorithm.reserve_leaves(state, *self, &mut |d| held.push(d));
             if let Some(decision) = reported {
                 *span = Some((start, held.len()));
                 return (decision, Receipt::NONE);
             }
         }
-        self.member_call().reserve(algorithm, state)
+        self.reserve(algorithm, state)
     }
 
     /// The set's receipt for a grant whose members' receipts are `members`.
@@ -383,7 +360,7 @@ fn member_peek<A: Algorithm + ?Sized>(
 }
 
 /// A member's answer to a set's call on `state` without changing it, as pass 1
-/// has it (see [`Call::decide`]): what [`Algorithm::answer_leaves`] reports for a
+/// has it (see [`MemberCall::decide`]): what [`Algorithm::answer_leaves`] reports for a
 /// limit of a nested set when the set refuses.
 pub(crate) fn member_answer<A: Algorithm + ?Sized>(
     algorithm: &A,
@@ -392,7 +369,7 @@ pub(crate) fn member_answer<A: Algorithm + ?Sized>(
     cost: u64,
     max_wait: Nanos,
 ) -> Decision {
-    let call = Call {
+    let call = MemberCall {
         now,
         cost,
         max_wait,
