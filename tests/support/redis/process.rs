@@ -54,22 +54,31 @@ pub(super) fn spawn_server(port: u16, dir: &Path, extra: &[impl AsRef<std::ffi::
     })
 }
 
-/// Waits until the server on `port` answers PING, or the child exits.
+/// Waits until the server on `port` answers, or the child exits. The server that
+/// answers must be the child: a port found free may be taken by another test's
+/// server before the child binds it, and the child then exits while the other
+/// answers for it (and is gone when that test ends).
 pub(super) fn wait_ready(port: u16, child: &mut Child) -> Result<(), String> {
     let deadline = Instant::now() + START_TIMEOUT;
     let url = format!("redis://127.0.0.1:{port}/");
+    let own = format!("process_id:{}", child.id());
     loop {
         if let Ok(Some(status)) = child.try_wait() {
             return Err(format!("redis-server exited at start with {status}"));
         }
-        let ping = redis::Client::open(url.as_str())
+        let info = redis::Client::open(url.as_str())
             .and_then(|client| client.get_connection_with_timeout(Duration::from_millis(200)))
-            .and_then(|mut conn| redis::cmd("PING").query::<String>(&mut conn));
-        if ping.is_ok() {
-            return Ok(());
+            .and_then(|mut conn| redis::cmd("INFO").arg("server").query::<String>(&mut conn));
+        if let Ok(info) = info {
+            if info.lines().any(|line| line.trim() == own) {
+                return Ok(());
+            }
+            return Err(format!("port {port} is another redis-server's"));
         }
         if Instant::now() > deadline {
-            return Err(format!("no PONG from port {port} within {START_TIMEOUT:?}"));
+            return Err(format!(
+                "no answer from port {port} within {START_TIMEOUT:?}"
+            ));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
