@@ -7,7 +7,7 @@
 use crate::support::redis as redis_support;
 use sluicegate::algorithms::{Decision, Receipt};
 
-use redis_support::{calls, take, unique_prefix, window, RedisServer};
+use redis_support::{calls, take, unique_prefix, RedisServer};
 use sluicegate::algorithms::FixedWindow;
 use sluicegate::stores::redis::{RedisOptions, RedisStore};
 use sluicegate::stores::Store;
@@ -84,7 +84,9 @@ fn a_call_past_its_deadline_is_refused_with_a_typed_error_and_changes_nothing() 
     // The call a store would send, replayed by hand with a deadline in 1970.
     let server = RedisServer::start();
     let store = store_on(&server, Duration::from_millis(250));
-    let fw = window(10);
+    // Epoch-aligned on the server's clock: a year-long window does not turn
+    // between the counts read below.
+    let fw = FixedWindow::new(10, Duration::from_secs(365 * 24 * 3600)).unwrap();
     let key = "late".to_owned();
     let (server_keys, mut args) = store.step_call(&fw, &key, 0, take(1)).unwrap();
     assert_eq!(args[1], "", "a replayed call carries no deadline");

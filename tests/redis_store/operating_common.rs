@@ -1,5 +1,5 @@
 //! What the tests of operating the Redis store share (and `outages_and_leases`):
-//! the stores' timeout and the margin a loaded machine may add, a window of a day,
+//! the stores' timeout and the margin a loaded machine may add, a window of a year,
 //! stores with those timeouts, a bound on a call's time, what a key has left on the
 //! server, the server's `FCALL` count once it has taken in what reached it while
 //! paused, a typed store error, a keyed limiter over a failover store recording
@@ -20,14 +20,16 @@ use std::time::{Duration, Instant};
 pub(crate) const TIMEOUT: Duration = Duration::from_millis(200);
 /// What a call may take beyond its timeout on a loaded two-core machine.
 pub(crate) const MARGIN: Duration = Duration::from_millis(1500);
-/// One day: windows this long do not roll over during a test.
-const DAY: Duration = Duration::from_secs(24 * 3600);
+/// One year. On the server's clock a fixed window is aligned to the Unix epoch, so
+/// a day-long one turns at every midnight (UTC), whenever a test runs across it;
+/// a year-long one does not turn during a test.
+const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
 
 pub(crate) type Fw = FixedWindow;
 pub(crate) type Redis<A = Fw> = RedisStore<String, A>;
 
-pub(crate) fn day_window(limit: u64) -> Fw {
-    FixedWindow::new(limit, DAY).unwrap()
+pub(crate) fn year_window(limit: u64) -> Fw {
+    FixedWindow::new(limit, YEAR).unwrap()
 }
 
 pub(crate) fn options(prefix: &str) -> RedisOptions {
@@ -58,7 +60,7 @@ pub(crate) fn bounded<T>(what: &str, timeout: Duration, f: impl FnOnce() -> T) -
 /// and answers what a reserve of 1 would: the permits left after that one.
 pub(crate) fn remaining_on_redis(server: &RedisServer, prefix: &str, limit: u64, key: &str) -> u64 {
     let plain: Redis = redis(server, prefix);
-    let limiter = KeyedRateLimiter::with_store(day_window(limit), plain, DefaultClock::new());
+    let limiter = KeyedRateLimiter::with_store(year_window(limit), plain, DefaultClock::new());
     let d = limiter.peek(key, 1).unwrap();
     assert_eq!(d.source(), Source::Store);
     assert!(d.is_allowed(), "{key} is spent: {d:?}");
@@ -92,7 +94,7 @@ pub(crate) fn assert_store_error(err: &Error, applied: Applied, timed_out: bool)
 type Seen = Arc<Mutex<Vec<(Source, Option<Error>)>>>;
 pub(crate) type Failover<C = ManualClock> = FailoverStore<Redis, String, Fw, C>;
 
-/// A limiter of 10 a day on Redis, failing over by `policy` with the default
+/// A limiter of 10 a year on Redis, failing over by `policy` with the default
 /// back-off (1 s doubling) on `clock`, recording every degraded decision.
 pub(crate) fn failover_limiter(
     server: &RedisServer,
@@ -110,7 +112,7 @@ pub(crate) fn failover_limiter(
                 .push((event.source, event.error.cloned()));
         });
     assert_eq!(store.backoff(), Backoff::default());
-    let limiter = KeyedRateLimiter::with_store(day_window(10), store, clock.clone());
+    let limiter = KeyedRateLimiter::with_store(year_window(10), store, clock.clone());
     (limiter, seen)
 }
 

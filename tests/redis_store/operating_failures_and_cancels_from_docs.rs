@@ -6,7 +6,7 @@
 #![cfg(feature = "redis")]
 
 use super::operating_common::{
-    bounded, day_window, failover_limiter, options, redis, Failover, TIMEOUT,
+    bounded, failover_limiter, options, redis, year_window, Failover, TIMEOUT,
 };
 use crate::support::redis as redis_support;
 use redis_support::{unique_prefix, RedisServer};
@@ -98,7 +98,7 @@ fn a_local_grant_s_cancel_goes_back_to_the_local_share() {
     let (limiter, _) = failover_limiter(
         &server,
         &prefix,
-        FailurePolicy::Local(day_window(2)),
+        FailurePolicy::Local(year_window(2)),
         &clock,
     );
     assert!(limiter.try_acquire("k"));

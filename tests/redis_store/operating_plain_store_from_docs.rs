@@ -7,7 +7,8 @@
 #![cfg(feature = "redis")]
 
 use super::operating_common::{
-    assert_store_error, bounded, day_window, options, redis, remaining_on_redis, Fw, Redis, TIMEOUT,
+    assert_store_error, bounded, options, redis, remaining_on_redis, year_window, Fw, Redis,
+    TIMEOUT,
 };
 use crate::support::redis as redis_support;
 use redis_support::{unique_prefix, RedisServer};
@@ -19,8 +20,11 @@ use std::time::Duration;
 fn a_plain_store_fails_a_killed_server_s_calls_at_once_with_nothing_applied_blocking_and_async() {
     let mut server = RedisServer::start_own();
     let prefix = unique_prefix("plain-killed");
-    let limiter =
-        KeyedRateLimiter::with_store(day_window(10), redis(&server, &prefix), DefaultClock::new());
+    let limiter = KeyedRateLimiter::with_store(
+        year_window(10),
+        redis(&server, &prefix),
+        DefaultClock::new(),
+    );
     assert!(limiter.try_acquire("k"));
     server.kill();
     let err = bounded("check", TIMEOUT, || limiter.check("k", 1)).unwrap_err();
@@ -47,8 +51,11 @@ fn a_plain_store_fails_a_killed_server_s_calls_at_once_with_nothing_applied_bloc
 fn a_plain_store_fails_a_paused_server_s_calls_within_the_response_timeout_and_none_lands_after() {
     let mut server = RedisServer::start_own();
     let prefix = unique_prefix("plain-paused");
-    let limiter =
-        KeyedRateLimiter::with_store(day_window(10), redis(&server, &prefix), DefaultClock::new());
+    let limiter = KeyedRateLimiter::with_store(
+        year_window(10),
+        redis(&server, &prefix),
+        DefaultClock::new(),
+    );
     let handle = limiter.to_async();
     let rt = redis_support::current_thread_runtime();
     assert!(limiter.try_acquire("k"));
@@ -96,7 +103,7 @@ fn a_zero_response_timeout_is_one_millisecond_not_for_ever() {
         options(&prefix).response_timeout(Duration::ZERO),
     )
     .unwrap();
-    let limiter = KeyedRateLimiter::with_store(day_window(10), store, DefaultClock::new());
+    let limiter = KeyedRateLimiter::with_store(year_window(10), store, DefaultClock::new());
     // Opens the connection. A deadline 1 ms after sending may pass even on a
     // healthy server, so the answer may be an `EXPIRED` refusal.
     let _ = limiter.check("k", 1);
@@ -112,8 +119,11 @@ fn a_fresh_store_on_a_paused_server_fails_within_its_connect_and_response_timeou
     let mut server = RedisServer::start_own();
     let prefix = unique_prefix("fresh-paused");
     server.pause();
-    let limiter =
-        KeyedRateLimiter::with_store(day_window(10), redis(&server, &prefix), DefaultClock::new());
+    let limiter = KeyedRateLimiter::with_store(
+        year_window(10),
+        redis(&server, &prefix),
+        DefaultClock::new(),
+    );
     let err = bounded("first call", TIMEOUT * 2, || limiter.check("k", 1)).unwrap_err();
     server.resume();
     match &err {
@@ -134,7 +144,7 @@ fn with_the_deadline_check_turned_off_a_call_that_gave_up_does_land() {
     let store: Redis =
         RedisStore::open_with(server.url(), options(&prefix).deadline_slack(Duration::MAX))
             .unwrap();
-    let limiter = KeyedRateLimiter::with_store(day_window(10), store, DefaultClock::new());
+    let limiter = KeyedRateLimiter::with_store(year_window(10), store, DefaultClock::new());
     assert!(limiter.try_acquire("k"));
     server.pause();
     let err = limiter.check("k", 1).unwrap_err();

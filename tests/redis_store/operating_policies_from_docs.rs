@@ -8,8 +8,8 @@
 #![cfg(feature = "redis")]
 
 use super::operating_common::{
-    assert_store_error, bounded, day_window, failover_limiter, fcalls_settled, options, redis,
-    remaining_on_redis, Failover, Fw, MARGIN, TIMEOUT,
+    assert_store_error, bounded, failover_limiter, fcalls_settled, options, redis,
+    remaining_on_redis, year_window, Failover, Fw, MARGIN, TIMEOUT,
 };
 use crate::support::redis as redis_support;
 use redis_support::{calls, unique_prefix, RedisServer};
@@ -20,12 +20,12 @@ use sluicegate::{Applied, Decision, DefaultClock, Error, KeyedRateLimiter, Sourc
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-/// Every policy, with a local share of 5 a day for `Local`.
+/// Every policy, with a local share of 5 a year for `Local`.
 fn policies() -> Vec<FailurePolicy<Fw>> {
     vec![
         FailurePolicy::Closed,
         FailurePolicy::Open,
-        FailurePolicy::Local(day_window(5)),
+        FailurePolicy::Local(year_window(5)),
     ]
 }
 
@@ -261,7 +261,7 @@ fn while_one_caller_probes_a_paused_server_the_others_are_answered_at_once_and_a
     )
     .with_clock(clock.clone());
     let limiter = Arc::new(KeyedRateLimiter::with_store(
-        day_window(10),
+        year_window(10),
         store,
         clock.clone(),
     ));
@@ -340,7 +340,7 @@ fn eight_threads_on_a_paused_server_answer_by_the_policy_and_none_of_their_calls
         FailoverStore::new(redis(&server, &prefix), FailurePolicy::Open)
             .with_backoff(Backoff::fixed(Duration::from_secs(60)));
     let limiter = Arc::new(KeyedRateLimiter::with_store(
-        day_window(100),
+        year_window(100),
         store,
         DefaultClock::new(),
     ));
@@ -390,7 +390,7 @@ fn eight_async_tasks_on_a_paused_server_answer_by_the_local_share_and_recover() 
     let (limiter, seen) = failover_limiter(
         &server,
         &prefix,
-        FailurePolicy::Local(day_window(5)),
+        FailurePolicy::Local(year_window(5)),
         &clock,
     );
     let handle = limiter.to_async();

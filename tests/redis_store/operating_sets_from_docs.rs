@@ -4,7 +4,7 @@
 //! under a closed policy is the one refusal.
 #![cfg(feature = "redis")]
 
-use super::operating_common::{bounded, day_window, options, Pair, TIMEOUT};
+use super::operating_common::{bounded, options, year_window, Pair, TIMEOUT};
 use crate::support::redis as redis_support;
 use redis_support::{unique_prefix, RedisServer};
 use sluicegate::algorithms::AllOf;
@@ -20,8 +20,8 @@ fn a_set_fails_over_to_its_local_share_member_by_member() {
     let mut server = RedisServer::start_own();
     let prefix = unique_prefix("set-local");
     let clock = ManualClock::new();
-    let set = AllOf::new((day_window(10), day_window(3)));
-    let share = AllOf::new((day_window(5), day_window(2)));
+    let set = AllOf::new((year_window(10), year_window(3)));
+    let share = AllOf::new((year_window(5), year_window(2)));
     let store = FailoverStore::new(
         RedisStore::<String, Pair>::open_with(server.url(), options(&prefix)).unwrap(),
         FailurePolicy::Local(share),
@@ -69,7 +69,7 @@ fn a_set_fails_over_to_its_local_share_member_by_member() {
 fn a_cached_refusal_of_a_set_keeps_answering_while_the_server_is_paused() {
     let mut server = RedisServer::start_own();
     let prefix = unique_prefix("set-cache");
-    let set = AllOf::new((day_window(10), day_window(2)));
+    let set = AllOf::new((year_window(10), year_window(2)));
     let store = DenyCache::new(
         RedisStore::<String, Pair>::open_with(server.url(), options(&prefix)).unwrap(),
         &set,
@@ -99,7 +99,7 @@ fn a_set_s_report_on_a_paused_server_under_a_closed_policy_is_the_one_refusal() 
     let mut server = RedisServer::start_own();
     let prefix = unique_prefix("set-closed");
     let clock = ManualClock::new();
-    let set = AllOf::new((day_window(10), day_window(3)));
+    let set = AllOf::new((year_window(10), year_window(3)));
     let store = FailoverStore::new(
         RedisStore::<String, Pair>::open_with(server.url(), options(&prefix)).unwrap(),
         FailurePolicy::Closed,

@@ -9,7 +9,7 @@
 #![cfg(feature = "redis")]
 
 use super::operating_common::{
-    bounded, day_window, fcalls_settled, redis, remaining_on_redis, Failover, Fw, Redis, TIMEOUT,
+    bounded, fcalls_settled, redis, remaining_on_redis, year_window, Failover, Fw, Redis, TIMEOUT,
 };
 use crate::support::redis as redis_support;
 use redis_support::{calls, unique_prefix, RedisServer};
@@ -28,7 +28,7 @@ fn a_deny_cache_over_a_failover_store_keeps_refusing_the_hot_key_and_never_cache
     let mut server = RedisServer::start_own();
     let prefix = unique_prefix("cache-over-failover");
     let limit = 5;
-    let window = day_window(limit);
+    let window = year_window(limit);
     let failover: Failover<DefaultClock> =
         FailoverStore::new(redis(&server, &prefix), FailurePolicy::Closed)
             .with_backoff(Backoff::fixed(Duration::from_millis(300)));
@@ -129,7 +129,7 @@ fn a_failover_store_over_a_deny_cache_answers_cached_refusals_without_failing_un
     let mut server = RedisServer::start_own();
     let prefix = unique_prefix("failover-over-cache");
     let clock = ManualClock::new();
-    let window = day_window(2);
+    let window = year_window(2);
     let cache = DenyCache::new(redis(&server, &prefix), &window).unwrap();
     let store = FailoverStore::new(cache, FailurePolicy::Open).with_clock(clock.clone());
     let limiter = KeyedRateLimiter::with_store(window, store, clock.clone());
@@ -167,7 +167,7 @@ fn a_failover_store_over_leases_spends_the_lease_while_paused_and_the_lease_that
     let leased: Leased =
         LeasedStore::new(redis(&server, &prefix), 5, Duration::from_secs(3600)).unwrap();
     let store = FailoverStore::new(leased, FailurePolicy::Closed).with_clock(clock.clone());
-    let limiter = KeyedRateLimiter::with_store(day_window(100), store, clock.clone());
+    let limiter = KeyedRateLimiter::with_store(year_window(100), store, clock.clone());
     let mut admin = server.connection();
 
     let first = limiter.check("k", 1).unwrap();
@@ -211,7 +211,7 @@ fn eight_threads_over_leases_through_a_pause_never_admit_more_than_redis_counted
     let store: FailoverStore<Leased, String, Fw> = FailoverStore::new(leased, FailurePolicy::Open)
         .with_backoff(Backoff::fixed(Duration::from_secs(60)));
     let limiter = Arc::new(KeyedRateLimiter::with_store(
-        day_window(limit),
+        year_window(limit),
         store,
         DefaultClock::new(),
     ));
@@ -278,9 +278,12 @@ fn a_deny_cache_does_not_keep_a_local_share_s_refusals() {
     let mut server = RedisServer::start_own();
     let prefix = unique_prefix("cache-local");
     let clock = ManualClock::new();
-    let window = day_window(10);
-    let failover = FailoverStore::new(redis(&server, &prefix), FailurePolicy::Local(day_window(1)))
-        .with_clock(clock.clone());
+    let window = year_window(10);
+    let failover = FailoverStore::new(
+        redis(&server, &prefix),
+        FailurePolicy::Local(year_window(1)),
+    )
+    .with_clock(clock.clone());
     let store = DenyCache::new(failover, &window).unwrap();
     let limiter = KeyedRateLimiter::with_store(window, store, clock.clone());
     assert!(limiter.try_acquire("k"));
@@ -310,7 +313,7 @@ fn async_calls_through_the_stacks_on_a_paused_server_answer_from_the_cache_the_l
 
     // A deny cache over a closed failover store.
     let cached_prefix = unique_prefix("async-cache");
-    let window = day_window(2);
+    let window = year_window(2);
     let failover = FailoverStore::new(redis(&server, &cached_prefix), FailurePolicy::Closed)
         .with_clock(clock.clone());
     let cached = KeyedRateLimiter::with_store(
@@ -324,7 +327,7 @@ fn async_calls_through_the_stacks_on_a_paused_server_answer_from_the_cache_the_l
     let leased: Leased =
         LeasedStore::new(redis(&server, &leased_prefix), 5, Duration::from_secs(3600)).unwrap();
     let over_lease = KeyedRateLimiter::with_store(
-        day_window(100),
+        year_window(100),
         FailoverStore::new(leased, FailurePolicy::Closed).with_clock(clock.clone()),
         clock.clone(),
     )

@@ -4,7 +4,7 @@
 //! granted names that policy's source, so the outage stays visible.
 #![cfg(feature = "redis")]
 
-use super::operating_common::{day_window, failover_limiter, redis, remaining_on_redis, Failover};
+use super::operating_common::{failover_limiter, redis, remaining_on_redis, year_window, Failover};
 use crate::support::redis::{unique_prefix, RedisServer};
 use sluicegate::clock::ManualClock;
 use sluicegate::stores::failover::{FailoverStore, FailurePolicy};
@@ -22,7 +22,7 @@ fn a_local_share_lives_across_outages() {
     let (limiter, _) = failover_limiter(
         &server,
         &prefix,
-        FailurePolicy::Local(day_window(5)),
+        FailurePolicy::Local(year_window(5)),
         &clock,
     );
     assert_eq!(limiter.check("k", 1).unwrap().source(), Source::Store);
@@ -53,7 +53,7 @@ fn leases_taken_from_a_failover_store_s_unchecked_grants_are_reported_as_degrade
     let failover: Failover =
         FailoverStore::new(redis(&server, &prefix), FailurePolicy::Open).with_clock(clock.clone());
     let store = LeasedStore::new(failover, 5, Duration::from_secs(3600)).unwrap();
-    let limiter = KeyedRateLimiter::with_store(day_window(100), store, clock.clone());
+    let limiter = KeyedRateLimiter::with_store(year_window(100), store, clock.clone());
     server.kill();
     let during: Vec<Decision> = (0..3).map(|_| limiter.check("k", 1).unwrap()).collect();
     // Once the server is back and the back-off over, the rest of that lease is
