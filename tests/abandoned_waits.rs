@@ -493,10 +493,12 @@ fn a_pending_wait_on_another_key_does_not_hold_a_keys_waits_back() {
 }
 
 /// `tasks` tasks wait on one acquire each (`acquire` makes it), all with the same
-/// 200 ms timeout, at 1 permit a second after a first request: their turns are 1,
-/// 2, … s away, so all of them are dropped by their timeouts at about the same
-/// time, on the runtime's worker threads, in no particular order. Then the next
-/// acquire's wait: about 0.8 s (the first turn), never several turns.
+/// 200 ms timeout, at 1 permit a second after a first request of 3 (paid later):
+/// their turns are 3, 4, … s away, so all of them are dropped by their timeouts
+/// at about the same time, on the runtime's worker threads, in no particular
+/// order (a first turn 3 s away is still ahead of tasks a loaded machine starts
+/// late). Then the next acquire's wait: about 2.8 s (the first turn), never
+/// several turns.
 async fn timed_out_together<F>(tasks: usize, acquire: impl Fn() -> F) -> Duration
 where
     F: Future<Output = Result<Duration, Error>> + Send + 'static,
@@ -508,7 +510,7 @@ where
     for handle in handles {
         assert!(handle.await.unwrap().is_err(), "every wait times out");
     }
-    tokio::time::timeout(Duration::from_secs(3), acquire())
+    tokio::time::timeout(Duration::from_secs(6), acquire())
         .await
         .expect("the next acquire waits one turn, not one per abandoned wait")
         .unwrap()
@@ -518,9 +520,9 @@ where
 async fn waits_timed_out_together_on_the_real_clock_give_their_turns_back() {
     let limiter = RateLimiter::bursty_with_clock(1.0, DefaultClock::new()).unwrap();
     let handle = limiter.to_async();
-    handle.acquire().await.unwrap();
+    handle.acquire_n(3).await.unwrap();
     let waited = timed_out_together(10, || handle.acquire()).await;
-    assert!(waited <= Duration::from_millis(1500), "{waited:?}");
+    assert!(waited <= Duration::from_millis(3500), "{waited:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -528,7 +530,7 @@ async fn keyed_waits_timed_out_together_on_the_real_clock_give_their_turns_back(
     let unbursting = bursty().with_max_burst(Duration::ZERO).unwrap();
     let limiter = KeyedRateLimiter::with_store(unbursting, MemoryStore::new(), DefaultClock::new());
     let handle = limiter.to_async();
-    handle.acquire(&"k").await.unwrap();
+    handle.acquire_n(&"k", 3).await.unwrap();
     let waited = timed_out_together(10, || handle.acquire(&"k")).await;
-    assert!(waited <= Duration::from_millis(1500), "{waited:?}");
+    assert!(waited <= Duration::from_millis(3500), "{waited:?}");
 }
