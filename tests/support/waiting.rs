@@ -92,21 +92,29 @@ pub fn eight_threads(tries: usize, attempt: &(dyn Fn() -> bool + Sync)) -> usize
     granted.into_inner()
 }
 
-/// Eight threads loop on `acquire` until `run` after `started` has passed,
-/// counting the acquires that returned by then.
+/// How many acquires a bounded run has returned, in all, before its loops stop:
+/// they go on past the run's end until then, so that a loaded machine that starts
+/// the waiters late still shows they make progress.
+pub const PROGRESS: usize = 3;
+
+/// Eight threads loop on `acquire` until `run` after `started` has passed and
+/// [`PROGRESS`] acquires have returned in all. Answers the acquires that returned
+/// by the run's end, and how long after `started` the loops stopped.
 pub fn eight_threads_until_the_end(
     started: Instant,
     run: Duration,
     acquire: &(dyn Fn() + Sync),
-) -> usize {
+) -> (usize, Duration) {
     let admitted = AtomicUsize::new(0);
+    let returned = AtomicUsize::new(0);
     let start = Barrier::new(8);
     thread::scope(|s| {
         for _ in 0..8 {
             s.spawn(|| {
                 start.wait();
-                while started.elapsed() < run {
+                while started.elapsed() < run || returned.load(Ordering::Relaxed) < PROGRESS {
                     acquire();
+                    returned.fetch_add(1, Ordering::Relaxed);
                     if started.elapsed() <= run {
                         admitted.fetch_add(1, Ordering::Relaxed);
                     }
@@ -114,18 +122,20 @@ pub fn eight_threads_until_the_end(
             });
         }
     });
-    admitted.into_inner()
+    (admitted.into_inner(), started.elapsed())
 }
 
 /// Sixteen tasks on a four-thread runtime: even ones await `wait()`, odd ones run
 /// `block()` on the runtime's blocking pool; each loops until `run` after
-/// `started` and counts what returned by then.
+/// `started` has passed and [`PROGRESS`] calls have returned in all. Answers the
+/// calls that returned by the run's end, and how long after `started` the loops
+/// stopped.
 pub fn sixteen_tasks_until_the_end<W, F, B>(
     started: Instant,
     run: Duration,
     wait: W,
     block: B,
-) -> usize
+) -> (usize, Duration)
 where
     W: Fn() -> F + Send + Sync + 'static,
     F: std::future::Future<Output = ()> + Send + 'static,
@@ -137,16 +147,22 @@ where
         .build()
         .unwrap();
     let admitted = Arc::new(AtomicUsize::new(0));
+    let returned = Arc::new(AtomicUsize::new(0));
     let (wait, block) = (Arc::new(wait), Arc::new(block));
+    let going = {
+        let returned = returned.clone();
+        move || started.elapsed() < run || returned.load(Ordering::Relaxed) < PROGRESS
+    };
     runtime.block_on(async {
         let mut tasks = Vec::new();
         for i in 0..16 {
-            let admitted = admitted.clone();
+            let (admitted, returned, going) = (admitted.clone(), returned.clone(), going.clone());
             if i % 2 == 0 {
                 let wait = wait.clone();
                 tasks.push(tokio::spawn(async move {
-                    while started.elapsed() < run {
+                    while going() {
                         wait().await;
+                        returned.fetch_add(1, Ordering::Relaxed);
                         if started.elapsed() <= run {
                             admitted.fetch_add(1, Ordering::Relaxed);
                         }
@@ -155,8 +171,9 @@ where
             } else {
                 let block = block.clone();
                 tasks.push(tokio::task::spawn_blocking(move || {
-                    while started.elapsed() < run {
+                    while going() {
                         block();
+                        returned.fetch_add(1, Ordering::Relaxed);
                         if started.elapsed() <= run {
                             admitted.fetch_add(1, Ordering::Relaxed);
                         }
@@ -171,11 +188,16 @@ where
                 .unwrap();
         }
     });
-    admitted.load(Ordering::Relaxed)
+    (admitted.load(Ordering::Relaxed), started.elapsed())
 }
 
-/// Eight threads try at once for `span`; answers how many tries were granted and
-/// how long the hammering took.
+/// How many tries each thread of [`hammer`] makes at least, however late it
+/// starts: eight threads then try at least 64 times in all.
+pub const LEAST_TRIES: usize = 8;
+
+/// Eight threads try at once for `span`, each at least [`LEAST_TRIES`] times (a
+/// thread a loaded machine starts late still tries); answers how many tries were
+/// granted and how long the hammering took.
 pub fn hammer(span: Duration, attempt: &(dyn Fn() -> bool + Sync)) -> (usize, Duration) {
     let granted = AtomicUsize::new(0);
     let start = Barrier::new(8);
@@ -184,10 +206,12 @@ pub fn hammer(span: Duration, attempt: &(dyn Fn() -> bool + Sync)) -> (usize, Du
         for _ in 0..8 {
             s.spawn(|| {
                 start.wait();
-                while began.elapsed() < span {
+                let mut tries = 0;
+                while tries < LEAST_TRIES || began.elapsed() < span {
                     if attempt() {
                         granted.fetch_add(1, Ordering::Relaxed);
                     }
+                    tries += 1;
                 }
             });
         }
