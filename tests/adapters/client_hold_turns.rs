@@ -207,6 +207,9 @@ mod real_clock {
         for task in aborted {
             let _ = task.await;
         }
+        // Past this the aborted tasks are gone; an abort that a loaded machine
+        // sees late may let one of them reach a later turn first.
+        let aborted_by = start.elapsed();
         let late = tokio::spawn(call(8));
         for task in tasks {
             task.await.unwrap().unwrap();
@@ -215,16 +218,13 @@ mod real_clock {
         let sent = sent.lock().unwrap().clone();
         eprintln!("sent: {sent:?}");
         // The four kept and the late request were sent; an aborted task was only if
-        // its turn came before it was aborted (the first turn, at 1.0 s).
+        // its turn came before it was gone (the first turn, at 1.0 s, on time).
         for id in [0, 1, 2, 3, 8] {
             assert!(sent.iter().any(|(sent, _)| *sent == id), "{id}: {sent:?}");
         }
         let aborted = |id: &usize| (4..8).contains(id);
         for (id, at) in &sent {
-            assert!(
-                !aborted(id) || *at < Duration::from_millis(1_250),
-                "{sent:?}"
-            );
+            assert!(!aborted(id) || *at < aborted_by, "{aborted_by:?}: {sent:?}");
         }
         // Whichever turns the aborted tasks held, the late request takes one of
         // them (by 3.0 s at the latest, on time), where booked turns would have

@@ -522,8 +522,10 @@ fn tasks_sharing_an_async_limit_are_paced_on_the_real_clock() {
         .enable_all()
         .build()
         .unwrap();
-    let limiter = RateLimiter::bursty(40.0).unwrap().to_async();
+    // Read before the limiter exists: it saves permits from its creation on, so a
+    // machine that stalls between the two lines must not move `started` past that.
     let started = Instant::now();
+    let limiter = RateLimiter::bursty(40.0).unwrap().to_async();
     let waited: Vec<Duration> = runtime.block_on(async {
         let tasks: Vec<_> = (0..8)
             .map(|_| {

@@ -155,8 +155,10 @@ fn a_cancel_at_the_servers_time_gives_the_turn_back() {
     store
         .apply(&queue, &key, now, reserve, &mut second)
         .unwrap();
+    // About 10 s, less the server's time between the calls: well over 5 s even
+    // when a loaded machine stalls between them.
     let wait = second[0].0.wait_nanos();
-    assert!(wait > 9_000_000_000, "{wait}");
+    assert!(wait > 5_000_000_000, "{wait}");
     // Cancel the second turn (it acts ~10 s from now): the next caller gets it.
     let cancel = Operation::Cancel {
         receipts: std::slice::from_ref(&second[0].1),
@@ -169,7 +171,7 @@ fn a_cancel_at_the_servers_time_gives_the_turn_back() {
     store.apply(&queue, &key, now, reserve, &mut third).unwrap();
     let third = third[0].0;
     assert!(third.wait_nanos() <= wait, "{third:?} vs {wait}");
-    assert!(third.wait_nanos() > 9_000_000_000);
+    assert!(third.wait_nanos() > 5_000_000_000, "{third:?}");
 }
 
 #[test]
