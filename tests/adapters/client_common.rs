@@ -1,7 +1,7 @@
 //! What the client-layer tests from the docs share: inner services on a clock that
 //! record each call they receive and answer as told, requests whose response the
-//! test sends when it chooses, the `200` and `429` responses, and the most requests
-//! sent in any window of time.
+//! test sends when it chooses, the `200` and `429` responses, the most requests
+//! sent in any window of time, and sends checked against their turns.
 #![cfg(feature = "tower")]
 
 use futures::channel::oneshot;
@@ -102,6 +102,29 @@ pub(crate) fn answering_later<C: Clock + Clone>(
 
 pub(crate) fn sent_of(sent: &Sent) -> Vec<(u32, u64)> {
     sent.lock().unwrap().clone()
+}
+
+/// Asserts that the limit was not beaten: sorted, the k-th of `sends` came no
+/// earlier than k `interval`s after `start` (each send waited for its turn;
+/// unthrottled, all would go at once), with `slack` for clocks read apart. Turns
+/// are lower bounds only: a loaded machine may send late, and late sends may
+/// crowd together.
+pub(crate) fn assert_each_send_after_its_turn(
+    sends: &[Instant],
+    start: Instant,
+    interval: Duration,
+    slack: Duration,
+) {
+    let mut sorted = sends.to_vec();
+    sorted.sort();
+    for (k, at) in sorted.iter().enumerate() {
+        let earliest = interval * k as u32;
+        assert!(
+            *at - start + slack >= earliest,
+            "send {k} at {:?}, before its turn at {earliest:?}",
+            *at - start
+        );
+    }
 }
 
 /// The largest number of `times` inside any span of `window`.

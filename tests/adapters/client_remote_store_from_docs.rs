@@ -4,6 +4,7 @@
 //! cannot be reached fails the request typed and unsent.
 #![cfg(all(feature = "redis", feature = "tower"))]
 
+use super::client_common::assert_each_send_after_its_turn;
 use crate::support::adapters::unbursting;
 use sluicegate::adapters::client::{ClientError, ClientLayer};
 use sluicegate::algorithms::SmoothBursty;
@@ -58,22 +59,17 @@ async fn a_client_over_the_redis_store_paces_concurrent_tasks() {
         task.await.unwrap();
     }
     let elapsed = start.elapsed();
-    let mut sends = sends.lock().unwrap().clone();
+    let sends = sends.lock().unwrap().clone();
     assert_eq!(sends.len(), 16);
-    // The limit cannot be beaten: the k-th send waited for its turn, k turns of
-    // 100 ms after the first reservation (made after `start`); unthrottled, all 16
-    // would go at once. Turns are lower bounds only: a loaded machine may send
-    // late, and late sends may crowd together. (15 ms for the server's clock, in
-    // whole microseconds, and `Instant` reading apart.)
-    sends.sort();
-    for (k, at) in sends.iter().enumerate() {
-        let earliest = Duration::from_millis(100) * k as u32;
-        assert!(
-            *at - start + Duration::from_millis(15) >= earliest,
-            "send {k} at {:?}, before its turn at {earliest:?}",
-            *at - start
-        );
-    }
+    // One turn of 100 ms each, after the first reservation (made after `start`);
+    // 15 ms for the server's clock, in whole microseconds, and `Instant` reading
+    // apart.
+    assert_each_send_after_its_turn(
+        &sends,
+        start,
+        Duration::from_millis(100),
+        Duration::from_millis(15),
+    );
     assert!(elapsed < Duration::from_secs(8), "took {elapsed:?}");
     tokio::task::spawn_blocking(move || drop(server))
         .await
