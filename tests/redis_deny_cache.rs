@@ -17,7 +17,7 @@ use sluicegate::{Decision, DefaultClock, KeyedRateLimiter, Source};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::redis::{
-    calls, current_thread_runtime, take, try_take, unique_prefix, RedisServer, SECOND,
+    calls, current_thread_runtime, take, try_take, unique_prefix, RedisServer, SECOND, YEAR,
 };
 use support::rng::Rng;
 
@@ -290,9 +290,8 @@ fn threads_hammering_a_few_keys_on_the_real_clock_get_no_more_than_the_limit() {
 fn async_checks_of_a_refused_key_make_no_round_trip() {
     let server = RedisServer::start_own();
     let mut conn = server.connection();
-    // On the server's clock a fixed window is aligned to the Unix epoch: a
-    // year-long one does not turn, and free the key, during the test.
-    let window = FixedWindow::new(1, Duration::from_secs(365 * 24 * 3600)).unwrap();
+    // A year, so that the refused key stays refused for the whole test.
+    let window = FixedWindow::new(1, YEAR).unwrap();
     let redis = RedisStore::open_with(server.url(), RedisOptions::default()).unwrap();
     let store = DenyCache::new(redis, &window).unwrap();
     let limiter = KeyedRateLimiter::with_store(window, store, DefaultClock::new()).to_async();

@@ -13,7 +13,7 @@ use sluicegate::stores::redis::{RedisOptions, RedisStore};
 use sluicegate::{Decision, DefaultClock, KeyedRateLimiter, Source};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::redis::{calls, RedisServer};
+use support::redis::{calls, RedisServer, YEAR};
 
 /// The Redis store's connect and response timeouts.
 const TIMEOUT: Duration = Duration::from_millis(300);
@@ -22,10 +22,6 @@ const MARGIN: Duration = Duration::from_secs(3);
 /// The back-off: long enough for a phase of calls to run inside it.
 const BACKOFF: Duration = Duration::from_millis(2500);
 const THREADS: usize = 8;
-/// The limit's window. On the server's clock a fixed window is aligned to the Unix
-/// epoch, so a minute-long one would start again (and count from zero) whenever a
-/// test ran across a minute's turn; a year-long one does not turn during a test.
-const WINDOW: Duration = Duration::from_secs(365 * 24 * 3600);
 
 type Limiter = KeyedRateLimiter<
     String,
@@ -41,7 +37,7 @@ fn limiter(server: &RedisServer, limit: u64, policy: FailurePolicy<FixedWindow>)
         .response_timeout(TIMEOUT);
     let redis = RedisStore::open_with(server.url(), options).unwrap();
     let store = FailoverStore::new(redis, policy).with_backoff(Backoff::fixed(BACKOFF));
-    let window = FixedWindow::new(limit, WINDOW).unwrap();
+    let window = FixedWindow::new(limit, YEAR).unwrap();
     Arc::new(KeyedRateLimiter::with_store(
         window,
         store,
@@ -237,7 +233,7 @@ fn async_calls_on_a_frozen_server_answer_by_the_policy_and_recover() {
         .enable_all()
         .build()
         .unwrap();
-    let window = FixedWindow::new(10, WINDOW).unwrap();
+    let window = FixedWindow::new(10, YEAR).unwrap();
     let step = Operation::Reserve {
         cost: 1,
         max_wait: 0,

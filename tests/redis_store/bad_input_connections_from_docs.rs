@@ -8,7 +8,7 @@
 use crate::support::redis as redis_support;
 
 use redis_support::trace::caller_time_options;
-use redis_support::{take, unique_prefix, window, RedisServer, SECOND};
+use redis_support::{take, unique_prefix, window, RedisServer, SECOND, YEAR};
 use sluicegate::algorithms::FixedWindow;
 use sluicegate::stores::redis::{RedisAlgorithm, RedisOptions, RedisStore};
 use sluicegate::stores::{Operation, Store};
@@ -250,9 +250,7 @@ fn a_deadline_slack_of_duration_max_turns_the_check_off_and_calls_still_count() 
         .response_timeout(Duration::MAX);
     let store: RedisStore<&str, FixedWindow> =
         RedisStore::open_with(server.url(), options).unwrap();
-    // On the server's clock a fixed window is aligned to the Unix epoch: a
-    // year-long one does not turn between the three calls.
-    let year = FixedWindow::new(2, secs(365 * 24 * 3600)).unwrap();
+    let year = FixedWindow::new(2, YEAR).unwrap();
     let limiter = KeyedRateLimiter::with_store(year, store, sluicegate::DefaultClock::new());
     assert_eq!(limiter.check(&"k", 1).unwrap().remaining(), 1);
     assert_eq!(limiter.check(&"k", 1).unwrap().remaining(), 0);

@@ -7,7 +7,7 @@
 use crate::support::redis as redis_support;
 use sluicegate::algorithms::{Decision, Receipt};
 
-use redis_support::{calls, take, unique_prefix, RedisServer};
+use redis_support::{calls, take, unique_prefix, RedisServer, YEAR};
 use sluicegate::algorithms::FixedWindow;
 use sluicegate::stores::redis::{RedisOptions, RedisStore};
 use sluicegate::stores::Store;
@@ -30,8 +30,7 @@ fn calls_that_timed_out_on_a_paused_server_never_land_when_it_resumes() {
     // applies none: each key has 99 left, not 98 (the grants nobody received).
     let mut server = RedisServer::start_own();
     let store = store_on(&server, Duration::from_millis(150));
-    // Epoch-aligned on the server's clock: a year-long window does not turn mid-test.
-    let fw = FixedWindow::new(100, Duration::from_secs(365 * 24 * 3600)).unwrap();
+    let fw = FixedWindow::new(100, YEAR).unwrap();
     let keys: Vec<String> = (0..8).map(|i| format!("client-{i}")).collect();
     for key in &keys {
         let (first, _) = store
@@ -84,9 +83,7 @@ fn a_call_past_its_deadline_is_refused_with_a_typed_error_and_changes_nothing() 
     // The call a store would send, replayed by hand with a deadline in 1970.
     let server = RedisServer::start();
     let store = store_on(&server, Duration::from_millis(250));
-    // Epoch-aligned on the server's clock: a year-long window does not turn
-    // between the counts read below.
-    let fw = FixedWindow::new(10, Duration::from_secs(365 * 24 * 3600)).unwrap();
+    let fw = FixedWindow::new(10, YEAR).unwrap();
     let key = "late".to_owned();
     let (server_keys, mut args) = store.step_call(&fw, &key, 0, take(1)).unwrap();
     assert_eq!(args[1], "", "a replayed call carries no deadline");

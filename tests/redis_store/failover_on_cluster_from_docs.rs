@@ -15,7 +15,7 @@
 
 use super::wrappers_on_cluster_from_docs::{fcalls, key_on_node};
 use crate::support::redis as redis_support;
-use redis_support::RedisCluster;
+use redis_support::{RedisCluster, YEAR};
 use sluicegate::algorithms::{FixedWindow, SlidingLog};
 use sluicegate::stores::deny_cache::DenyCache;
 use sluicegate::stores::failover::{Backoff, FailoverStore, FailurePolicy};
@@ -33,10 +33,6 @@ pub(crate) const TIMEOUT: Duration = Duration::from_millis(200);
 /// What a call may take beyond its timeout on a loaded two-core machine.
 pub(crate) const MARGIN: Duration = Duration::from_millis(1500);
 const HOUR: Duration = Duration::from_secs(3600);
-/// The fixed windows of the tests that run on the server's clock while nodes go
-/// down and come back: a fixed window there is aligned to the Unix epoch, and one
-/// that turned during a test would start its count again.
-const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
 /// The back-off of every failover store here: short, so that recovery is quick.
 const BACKOFF: Duration = Duration::from_millis(300);
 

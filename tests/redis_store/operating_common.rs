@@ -7,7 +7,7 @@
 #![cfg(feature = "redis")]
 
 use crate::support::redis as redis_support;
-use redis_support::{calls, RedisServer};
+use redis_support::{calls, RedisServer, YEAR};
 use sluicegate::algorithms::{AllOf, FixedWindow};
 use sluicegate::clock::ManualClock;
 use sluicegate::stores::failover::{Backoff, Event, FailoverStore, FailurePolicy};
@@ -20,14 +20,11 @@ use std::time::{Duration, Instant};
 pub(crate) const TIMEOUT: Duration = Duration::from_millis(200);
 /// What a call may take beyond its timeout on a loaded two-core machine.
 pub(crate) const MARGIN: Duration = Duration::from_millis(1500);
-/// One year. On the server's clock a fixed window is aligned to the Unix epoch, so
-/// a day-long one turns at every midnight (UTC), whenever a test runs across it;
-/// a year-long one does not turn during a test.
-const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
 
 pub(crate) type Fw = FixedWindow;
 pub(crate) type Redis<A = Fw> = RedisStore<String, A>;
 
+/// A fixed window of `limit` per [`YEAR`].
 pub(crate) fn year_window(limit: u64) -> Fw {
     FixedWindow::new(limit, YEAR).unwrap()
 }

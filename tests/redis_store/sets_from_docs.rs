@@ -6,7 +6,7 @@
 #![cfg(feature = "redis")]
 
 use crate::support::redis::trace::{caller_time_options, NOV_2025};
-use crate::support::redis::{unique_prefix, RedisServer};
+use crate::support::redis::{unique_prefix, RedisServer, YEAR};
 use sluicegate::algorithms::{
     AllOf, Counting, FixedWindow, LeakyBucket, Limits, SlidingLog, SlidingWindowCounter,
     SmoothBursty, SmoothWarmingUp,
@@ -306,12 +306,9 @@ fn async_acquires_on_a_set_over_redis_wait_as_in_memory() {
 fn threads_on_the_servers_time_get_exactly_the_tightest_member_of_a_set() {
     let server = RedisServer::start();
     let hour = secs(3600);
-    // On the server's clock a fixed window is aligned to the Unix epoch: a
-    // year-long one does not turn, and count afresh, during the test.
-    let year = secs(365 * 24 * 3600);
     let set = Limits::new()
         .with(SlidingLog::new(400, hour).unwrap())
-        .with(FixedWindow::new(24, year).unwrap())
+        .with(FixedWindow::new(24, YEAR).unwrap())
         .with(LeakyBucket::meter(300, 1, hour).unwrap());
     let options = RedisOptions::default()
         .prefix(unique_prefix("sets-docs-threads"))

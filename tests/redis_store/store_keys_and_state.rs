@@ -11,7 +11,7 @@ use crate::support::redis as redis_support;
 use redis_support::trace::caller_time_options;
 use redis_support::{
     assert_unapplied_error, current_thread_runtime, take, unique_prefix, window, RedisServer,
-    SECOND,
+    SECOND, YEAR,
 };
 use sluicegate::algorithms::FixedWindow;
 use sluicegate::algorithms::Receipt;
@@ -49,10 +49,9 @@ fn peeks_and_refusals_change_nothing_and_idle_keys_expire() {
         .unwrap()
         .is_never());
     assert_eq!(dbsize(&mut admin), 0);
-    // A refused call leaves the state as it was (a year-long window: on the
-    // server's clock windows are aligned to the Unix epoch, and this one neither
-    // turns nor expires between the two reads).
-    let year = FixedWindow::new(1, Duration::from_secs(365 * 24 * 3600)).unwrap();
+    // A refused call leaves the state as it was (a year-long window neither turns
+    // nor expires between the two reads).
+    let year = FixedWindow::new(1, YEAR).unwrap();
     let long: RedisStore<String, FixedWindow> = RedisStore::open(server.url()).unwrap();
     assert!(long
         .apply_key::<(Decision, Receipt)>(&year, &"held".to_owned(), 0, take(1))

@@ -25,7 +25,7 @@ pub use self::{
     server::RedisServer,
     store_calls::{
         assert_unapplied_error, calls, current_thread_runtime, take, try_take, unique_prefix,
-        unreachable_store, window, SECOND,
+        unreachable_store, window, SECOND, YEAR,
     },
     tls::test_ca,
 };

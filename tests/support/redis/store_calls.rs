@@ -1,6 +1,7 @@
 //! What the tests ask of a store on the harness's servers and check in its answers: a
 //! key prefix of their own, a store that cannot be reached, a reserve that does not
-//! wait (and a keyed `try_acquire`'s question), a window of a minute, how many times
+//! wait (and a keyed `try_acquire`'s question), a window of a minute, a year for
+//! fixed windows on the server's clock that must not turn, how many times
 //! the server ran a command, a runtime for a store's async side, and a typed store
 //! error that applied nothing.
 
@@ -58,6 +59,14 @@ pub fn try_take<K, A: sluicegate::algorithms::Algorithm>(
 pub fn window(limit: u64) -> sluicegate::algorithms::FixedWindow {
     sluicegate::algorithms::FixedWindow::new(limit, Duration::from_secs(60)).unwrap()
 }
+
+/// A year (365 days), the length of fixed windows on the server's clock that must
+/// keep their count for a whole test. There a fixed window is aligned to the Unix
+/// epoch and turns, counting afresh from zero, at every multiple of its length: a
+/// minute-long one at every minute, a day-long one at every midnight (UTC), whenever
+/// a test runs across it. A year-long one turns once a year, which a test of seconds
+/// all but never runs across.
+pub const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// `name` in `INFO commandstats`: how many times the server ran it.
 pub fn calls(conn: &mut redis::Connection, name: &str) -> u64 {
