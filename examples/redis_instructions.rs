@@ -16,8 +16,11 @@
 //! callgrind_control -d redis-server    # then callgrind_annotate cg.out.1: total / 2000
 //! ```
 //!
-//! The same goes for the floor: `$B floor 10`, zero, `$B floor 2000`, dump. Kill the
-//! server (by its pid) after each run, so that every count starts from a fresh one.
+//! The same goes for the floor: `$B floor 10`, zero, `$B floor 2000`, dump; and for
+//! a straight-line grant: `$B straight-log 1000 fill`, `$B straight-log 1000 load`,
+//! zero, `$B straight-log 1000 pace 2000`, dump (`check` first, on a server of its
+//! own, to see that it answers as the library). Kill the server (by its pid) after
+//! each run, so that every count starts from a fresh one.
 //!
 //! Kinds, one key at the caller's (virtual) time, window `D` = 60 s:
 //! * `log`: `SlidingLog::new(limit, D)`;
@@ -33,7 +36,16 @@
 //!   `limit` in `D` (buckets of 1 s), as `benches/redis_regimes.rs`' set rows;
 //! * `floor`: the floor of any scripted decision, a function that reads `TIME`,
 //!   `GET`s a key and `SET`s it with an expiry (as in `benches/redis.rs`), loaded
-//!   by the first call. It takes no limit: `floor <calls>`.
+//!   by the first call. It takes no limit: `floor <calls>`;
+//! * `straight-log`, `straight-fixed`: the paced grant of `log` or `fixed` written
+//!   out as straight-line Lua on the library's layout
+//!   (`redis_instructions_straight.lua`: the same commands, `ARGV` and reply, no
+//!   driver, state tables or helper calls), to tell what a grant's commands and
+//!   packing cost by themselves from what the library's general step adds. Phases:
+//!   `fill` (the library's), `load` (loads the functions, no call), `pace`, and
+//!   `check <calls>`, which paces two keys the library filled, one through the
+//!   library and one through the straight function, and fails unless every answer
+//!   and the library's next call on each agree.
 //!
 //! Phases: `fill` grants `limit` calls spread evenly over the first window (one
 //! every `D / limit`), so every limit is measured full. `hammer` then makes calls
@@ -67,7 +79,9 @@ const WINDOW: Duration = Duration::from_secs(60);
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let usage = "usage: redis_instructions log|buckets|weighted|leaky|meter|queue|bursty|fixed|counter|set <limit> \
-                 fill | hammer <calls> | pace <calls> | server <calls> | fresh <calls>\n       redis_instructions floor <calls>";
+                 fill | hammer <calls> | pace <calls> | server <calls> | fresh <calls>\n       \
+                 redis_instructions straight-log|straight-fixed <limit> fill | load | pace <calls> | check <calls>\n       \
+                 redis_instructions floor <calls>";
     let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:7790/".into());
     let fail = || -> ! {
         eprintln!("{usage}");
@@ -83,9 +97,29 @@ fn main() {
     }
     let limit = number(2);
     let phase = args.get(3).map_or_else(|| fail(), String::as_str);
-    let calls = if phase == "fill" { limit } else { number(4) };
+    let calls = if phase == "fill" || phase == "load" {
+        limit
+    } else {
+        number(4)
+    };
     let second = Duration::from_secs(1);
     match kind {
+        "straight-log" => straight(
+            &url,
+            SlidingLog::new(limit, WINDOW),
+            "log",
+            limit,
+            phase,
+            calls,
+        ),
+        "straight-fixed" => straight(
+            &url,
+            FixedWindow::new(limit, WINDOW),
+            "fixed",
+            limit,
+            phase,
+            calls,
+        ),
         "log" => run(&url, SlidingLog::new(limit, WINDOW), limit, phase, calls),
         "buckets" => run(
             &url,
@@ -172,17 +206,7 @@ fn run<A: RedisAlgorithm>(
     calls: u64,
 ) {
     let algorithm = algorithm.expect("a valid limit");
-    let options = RedisOptions::default()
-        .prefix("instructions:")
-        .expect("no braces")
-        .time_source(if phase == "server" {
-            TimeSource::Server
-        } else {
-            TimeSource::Caller
-        })
-        .expiry_grace(Duration::from_secs(3600))
-        .response_timeout(Duration::from_secs(60));
-    let store: RedisStore<String, A> = RedisStore::open_with(url, options).expect("a Redis URL");
+    let store = open::<A>(url, phase == "server");
     let fresh = phase == "fresh";
     let pid = std::process::id();
     let mut out = [(Decision::never(0, 0, 0), Receipt::NONE)];
@@ -216,4 +240,136 @@ fn run<A: RedisAlgorithm>(
     };
     let granted = (0..calls).filter(|&i| apply(i, at(i))).count();
     println!("{phase}: {granted} of {calls} granted");
+}
+
+/// The harness's store: keys under `instructions:`, an hour's expiry grace, the
+/// caller's time unless `server_time`.
+fn open<A: RedisAlgorithm>(url: &str, server_time: bool) -> RedisStore<String, A> {
+    let options = RedisOptions::default()
+        .prefix("instructions:")
+        .expect("no braces")
+        .time_source(if server_time {
+            TimeSource::Server
+        } else {
+            TimeSource::Caller
+        })
+        .expiry_grace(Duration::from_secs(3600))
+        .response_timeout(Duration::from_secs(60));
+    RedisStore::open_with(url, options).expect("a Redis URL")
+}
+
+/// The straight-line functions (`redis_instructions_straight.lua`).
+const STRAIGHT: &str = include_str!("redis_instructions_straight.lua");
+
+/// The `straight-*` kinds: `step` (`log` or `fixed`) written out, on keys the
+/// library (with `algorithm`) fills. The call's text is the one the store sends
+/// for this configuration, so that `ARGV` costs what the library's does; the
+/// server key is the store's for a key under the harness's prefix.
+fn straight<A: RedisAlgorithm>(
+    url: &str,
+    algorithm: Result<A, sluicegate::ConfigError>,
+    step: &str,
+    limit: u64,
+    phase: &str,
+    calls: u64,
+) {
+    let (suffix, text) = match step {
+        "log" => ("log", format!("3600000 6 {limit} 60000000 0 0;r 1 0")),
+        _ => ("fw", format!("3600000 1 60000000 {limit};r 1 0")),
+    };
+    let function = format!("straight_{step}");
+    let server_key = |key: &str| format!("instructions:{{k{key}}}:{suffix}");
+    let client = redis::Client::open(url).expect("a Redis URL");
+    let mut conn = client
+        .get_connection()
+        .unwrap_or_else(|e| panic!("{e} (is a redis-server at {url}?)"));
+    let window = WINDOW.as_nanos() as u64;
+    let spacing = window / limit;
+    let paced = |i: u64| START + window + i * spacing;
+    // One call of the straight function: its packed reply, 9 doubles.
+    let mut call = |key: &str, now: u64| -> [f64; 9] {
+        let reply: Vec<u8> = redis::cmd("FCALL")
+            .arg(&function)
+            .arg(1)
+            .arg(server_key(key))
+            .arg(&text)
+            .arg("9999999999999999")
+            .arg(now / 1_000)
+            .query(&mut conn)
+            .unwrap_or_else(|e| panic!("{function} at {now}: {e}"));
+        assert_eq!(reply.len(), 72, "a grant's reply is 9 doubles");
+        std::array::from_fn(|j| {
+            f64::from_be_bytes(reply[8 * j..8 * j + 8].try_into().expect("8 bytes"))
+        })
+    };
+    match phase {
+        "fill" => run(url, algorithm, limit, "fill", limit),
+        "load" => {
+            let _: redis::Value = redis::cmd("FUNCTION")
+                .arg("LOAD")
+                .arg("REPLACE")
+                .arg(STRAIGHT)
+                .query(&mut conn)
+                .expect("the straight functions load");
+            println!("load: {function} loaded");
+        }
+        "pace" => {
+            for i in 0..calls {
+                let reply = call("hot", paced(i));
+                assert_eq!(reply[0], 0.0, "call {i} granted");
+            }
+            println!("pace: {calls} of {calls} granted");
+        }
+        "check" => {
+            let algorithm = algorithm.expect("a valid limit");
+            let store = open::<A>(url, false);
+            let step = Operation::Reserve {
+                cost: 1,
+                max_wait: 0,
+            };
+            let mut out = [(Decision::never(0, 0, 0), Receipt::NONE)];
+            let mut library = |key: &str, now: u64| {
+                store
+                    .apply(&algorithm, &[key.to_owned()], now, step, &mut out)
+                    .expect("the library answers");
+                out[0].clone()
+            };
+            for i in 0..limit {
+                for key in ["checka", "checkb"] {
+                    library(key, START + i * spacing);
+                }
+            }
+            for i in 0..calls {
+                let (decision, receipt) = library("checka", paced(i));
+                let straight = call("checkb", paced(i));
+                assert!(
+                    decision.is_allowed(),
+                    "call {i}: the library grants: {decision:?}"
+                );
+                let expected = [
+                    decision.reset_after_nanos() as f64,
+                    decision.remaining() as f64,
+                    decision.limit() as f64,
+                    receipt.mark() as f64,
+                    receipt.charge() as f64,
+                ];
+                let got = [
+                    straight[2],
+                    straight[3],
+                    straight[4],
+                    straight[5] * 4_294_967_296.0 + straight[6],
+                    straight[7] * 4_294_967_296.0 + straight[8],
+                ];
+                assert_eq!(got, expected, "call {i}: reset, remaining, limit, receipt");
+            }
+            let next = paced(calls);
+            let (a, b) = (library("checka", next), library("checkb", next));
+            assert_eq!(a, b, "the library's next call on either key");
+            println!("check: {calls} calls agree, and the library's next call on each");
+        }
+        _ => {
+            eprintln!("unknown phase {phase} for straight-{step}");
+            std::process::exit(2)
+        }
+    }
 }
