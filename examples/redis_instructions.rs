@@ -275,7 +275,11 @@ fn straight<A: RedisAlgorithm>(
 ) {
     let (suffix, text) = match step {
         "log" => ("log", format!("3600000 6 {limit} 60000000 0 0;r 1 0")),
-        _ => ("fw", format!("3600000 1 60000000 {limit};r 1 0")),
+        "fixed" => ("fw", format!("3600000 1 60000000 {limit};r 1 0")),
+        _ => {
+            eprintln!("no straight-line step for {step}");
+            std::process::exit(2)
+        }
     };
     let function = format!("straight_{step}");
     let server_key = |key: &str| format!("instructions:{{k{key}}}:{suffix}");

@@ -5,7 +5,9 @@
 -- driver, no state tables, no helper calls). Each function runs one shape only,
 -- the one the harness measures, and answers an error for any other, so that a
 -- count is never of another shape. ARGV as the library sends it: the call's text
--- (read here for its limit and window only), the deadline and now, in us.
+-- (read here for its limit and window only), the deadline and now, in us. The two
+-- functions repeat their first lines (the text, the deadline, now) rather than call
+-- a helper: a Lua call is part of what the harness tells apart.
 
 local redis_call, pack, unpack, format, ceil, match
 local configs = {}
