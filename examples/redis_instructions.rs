@@ -45,7 +45,11 @@
 //!   `fill` (the library's), `load` (loads the functions, no call), `pace`, and
 //!   `check <calls>`, which paces two keys the library filled, one through the
 //!   library and one through the straight function, and fails unless every answer
-//!   and the library's next call on each agree.
+//!   and the library's next call on each agree. `clock <rounds>` (on a server not
+//!   under callgrind) times the floor, the straight function and the library by
+//!   the server's own accounting (`INFO commandstats`), interleaved in chunks of
+//!   1,000 calls on two keys holding the same full log, and prints each over the
+//!   floor, per round and the median.
 //!
 //! Phases: `fill` grants `limit` calls spread evenly over the first window (one
 //! every `D / limit`), so every limit is measured full. `hammer` then makes calls
@@ -80,7 +84,7 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let usage = "usage: redis_instructions log|buckets|weighted|leaky|meter|queue|bursty|fixed|counter|set <limit> \
                  fill | hammer <calls> | pace <calls> | server <calls> | fresh <calls>\n       \
-                 redis_instructions straight-log|straight-fixed <limit> fill | load | pace <calls> | check <calls>\n       \
+                 redis_instructions straight-log|straight-fixed <limit> fill | load | pace <calls> | check <calls> | clock <rounds>\n       \
                  redis_instructions floor <calls>";
     let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:7790/".into());
     let fail = || -> ! {
@@ -371,9 +375,134 @@ fn straight<A: RedisAlgorithm>(
             assert_eq!(a, b, "the library's next call on either key");
             println!("check: {calls} calls agree, and the library's next call on each");
         }
+        "clock" => {
+            let algorithm = algorithm.expect("a valid limit");
+            let store = open::<A>(url, false);
+            let mut admin = client.get_connection().expect("a second connection");
+            clock(&mut admin, &store, &algorithm, limit, calls, &mut call);
+        }
         _ => {
             eprintln!("unknown phase {phase} for straight-{step}");
             std::process::exit(2)
         }
     }
+}
+
+/// The `clock` phase: the server's own µs per call (`INFO commandstats`, on a
+/// server not under callgrind) of the floor, the straight-line grant and the
+/// library's grant, interleaved in chunks of `CHUNK` calls, each chunk its own
+/// `CONFIG RESETSTAT` window, for `rounds` rounds; each row over the floor
+/// measured beside it. Both keys hold the same full log: the library fills one and
+/// the server copies it (`COPY`), so that a fill of 10^6 entries is made once.
+fn clock<A: RedisAlgorithm>(
+    conn: &mut redis::Connection,
+    store: &RedisStore<String, A>,
+    algorithm: &A,
+    limit: u64,
+    rounds: u64,
+    straight: &mut dyn FnMut(&str, u64) -> [f64; 9],
+) {
+    const CHUNK: u64 = 1_000;
+    let window = WINDOW.as_nanos() as u64;
+    let spacing = window / limit;
+    let step = Operation::Reserve {
+        cost: 1,
+        max_wait: 0,
+    };
+    let mut out = [(Decision::never(0, 0, 0), Receipt::NONE)];
+    let mut library = |key: &str, now: u64| {
+        store
+            .apply(algorithm, &[key.to_owned()], now, step, &mut out)
+            .expect("the library answers");
+        out[0].0.is_allowed()
+    };
+    for i in 0..limit {
+        library("clocka", START + i * spacing);
+    }
+    let keys = store.server_keys(algorithm, &"clocka".to_owned());
+    let copy = keys[0].replace("{kclocka}", "{kclockb}");
+    let copied: i64 = redis::cmd("COPY")
+        .arg(&keys[0])
+        .arg(&copy)
+        .arg("REPLACE")
+        .query(conn)
+        .expect("COPY (Redis 6.2 or later)");
+    assert_eq!(copied, 1, "the filled log is copied");
+    redis_floor::load(conn).expect("the floor loads");
+    let _: redis::Value = redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg("REPLACE")
+        .arg(STRAIGHT)
+        .query(conn)
+        .expect("the straight functions load");
+    // µs of the FCALLs since the last reset, which must be exactly `calls`.
+    let usec = |conn: &mut redis::Connection, calls: u64| -> f64 {
+        let info: String = redis::cmd("INFO").arg("commandstats").query(conn).unwrap();
+        let line = info
+            .lines()
+            .find_map(|l| l.strip_prefix("cmdstat_fcall:"))
+            .expect("cmdstat_fcall");
+        let field = |name: &str| -> u64 {
+            line.split(',')
+                .find_map(|f| f.strip_prefix(name))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("no {name} in {line}"))
+        };
+        assert_eq!(field("calls="), calls, "one FCALL per call: {line}");
+        field("usec=") as f64 / calls as f64
+    };
+    let reset = |conn: &mut redis::Connection| {
+        let () = redis::cmd("CONFIG").arg("RESETSTAT").query(conn).unwrap();
+    };
+    let mut i = 0;
+    let mut ratios = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let (mut floor, mut line, mut lib) = (0.0, 0.0, 0.0);
+        let chunks = 4;
+        for _ in 0..chunks {
+            reset(conn);
+            for _ in 0..CHUNK {
+                let _: i64 = redis::cmd("FCALL")
+                    .arg("floor")
+                    .arg(1)
+                    .arg("instructions:floor")
+                    .query(conn)
+                    .expect("the floor runs");
+            }
+            floor += usec(conn, CHUNK);
+            reset(conn);
+            for j in i..i + CHUNK {
+                let reply = straight("clockb", START + window + j * spacing);
+                assert_eq!(reply[0], 0.0, "straight call {j} granted");
+            }
+            line += usec(conn, CHUNK);
+            reset(conn);
+            for j in i..i + CHUNK {
+                assert!(
+                    library("clocka", START + window + j * spacing),
+                    "call {j} granted"
+                );
+            }
+            lib += usec(conn, CHUNK);
+            i += CHUNK;
+        }
+        let (floor, line, lib) = (floor / 4.0, line / 4.0, lib / 4.0);
+        println!(
+            "round {round}: floor {floor:.2} us, straight-line {line:.2} us ({:.2}x), \
+             library {lib:.2} us ({:.2}x)",
+            line / floor,
+            lib / floor
+        );
+        ratios.0.push(line / floor);
+        ratios.1.push(lib / floor);
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    println!(
+        "median of {rounds} rounds, limit {limit}: straight-line {:.2}x, library {:.2}x the floor",
+        median(&mut ratios.0),
+        median(&mut ratios.1)
+    );
 }
