@@ -331,17 +331,7 @@ fn straight<A: RedisAlgorithm>(
         "check" => {
             let algorithm = algorithm.expect("a valid limit");
             let store = open::<A>(url, false);
-            let step = Operation::Reserve {
-                cost: 1,
-                max_wait: 0,
-            };
-            let mut out = [(Decision::never(0, 0, 0), Receipt::NONE)];
-            let mut library = |key: &str, now: u64| {
-                store
-                    .apply(&algorithm, &[key.to_owned()], now, step, &mut out)
-                    .expect("the library answers");
-                out[0].clone()
-            };
+            let library = |key: &str, now: u64| library_grant(&store, &algorithm, key, now);
             for i in 0..limit {
                 for key in ["checka", "checkb"] {
                     library(key, START + i * spacing);
@@ -405,17 +395,7 @@ fn clock<A: RedisAlgorithm>(
     const CHUNK: u64 = 1_000;
     let window = WINDOW.as_nanos() as u64;
     let spacing = window / limit;
-    let step = Operation::Reserve {
-        cost: 1,
-        max_wait: 0,
-    };
-    let mut out = [(Decision::never(0, 0, 0), Receipt::NONE)];
-    let mut library = |key: &str, now: u64| {
-        store
-            .apply(algorithm, &[key.to_owned()], now, step, &mut out)
-            .expect("the library answers");
-        out[0].0.is_allowed()
-    };
+    let library = |key: &str, now: u64| library_grant(store, algorithm, key, now).0.is_allowed();
     for i in 0..limit {
         library("clocka", START + i * spacing);
     }
@@ -505,4 +485,22 @@ fn clock<A: RedisAlgorithm>(
         median(&mut ratios.0),
         median(&mut ratios.1)
     );
+}
+
+/// One reserve of 1 through the library on `key` at `now`: its decision and receipt.
+fn library_grant<A: RedisAlgorithm>(
+    store: &RedisStore<String, A>,
+    algorithm: &A,
+    key: &str,
+    now: u64,
+) -> (Decision, Receipt) {
+    let step = Operation::Reserve {
+        cost: 1,
+        max_wait: 0,
+    };
+    let mut out = [(Decision::never(0, 0, 0), Receipt::NONE)];
+    store
+        .apply(algorithm, &[key.to_owned()], now, step, &mut out)
+        .expect("the library answers");
+    out[0].clone()
 }
