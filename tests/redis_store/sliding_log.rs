@@ -5,11 +5,14 @@
 use crate::support::redis as redis_support;
 
 use redis_support::trace::{
-    assert_an_older_layout_is_refused_and_kept, assert_hammer_grants, cancel_at_the_instant,
-    traces, TraceShape, NOV_2025,
+    assert_an_older_layout_is_refused_and_kept, assert_hammer_grants, caller_time_options,
+    cancel_at_the_instant, traces, TraceShape, NOV_2025,
 };
-use redis_support::RedisServer;
+use redis_support::{take, unique_prefix, RedisServer, SECOND};
 use sluicegate::algorithms::SlidingLog;
+use sluicegate::stores::redis::RedisStore;
+use sluicegate::stores::{MemoryStore, Store};
+use sluicegate::Decision;
 use std::time::Duration;
 
 #[test]
@@ -59,6 +62,69 @@ fn a_cancel_at_the_instant_of_a_grant_gives_it_back_on_the_server() {
         server.url(),
         &SlidingLog::new(3, Duration::from_secs(1)).unwrap(),
         "log-cancel",
+    );
+}
+
+/// One key stepped by a log of 20 and a log of 100 in turn, each phase past its
+/// limit (so that entries leave and refusals come): a ring of more than 32 slots
+/// pads its header so that Redis keeps the hash as a hash table, and the answers
+/// are memory's through every change of limit and of encoding.
+#[test]
+fn a_limit_raised_and_lowered_across_the_hash_table_size_decides_as_in_memory() {
+    let server = RedisServer::start();
+    let mut admin = server.connection();
+    let store: RedisStore<&str, SlidingLog> = RedisStore::open_with(
+        server.url(),
+        caller_time_options(&unique_prefix("log-sizes")),
+    )
+    .unwrap();
+    let memory: MemoryStore<&str, SlidingLog> = MemoryStore::new();
+    let minute = Duration::from_secs(60);
+    let small = SlidingLog::new(20, minute).unwrap();
+    let large = SlidingLog::new(100, minute).unwrap();
+    let key = store.server_key(&"k");
+    let mut encoding = || -> String {
+        redis::cmd("OBJECT")
+            .arg("ENCODING")
+            .arg(&key)
+            .query(&mut admin)
+            .unwrap()
+    };
+    let mut at = NOV_2025;
+    let (mut granted, mut refused) = (0, 0);
+    // A hash table never turns back into a listpack, so the last two phases read
+    // a hash table whatever the ring.
+    for (config, calls, stored) in [
+        (&small, 60, "listpack"),
+        (&large, 240, "hashtable"),
+        (&small, 90, "hashtable"),
+        (&large, 60, "hashtable"),
+    ] {
+        for _ in 0..calls {
+            let on_redis = store
+                .apply_key::<Decision>(config, &"k", at, take(1))
+                .unwrap();
+            let in_memory = memory
+                .apply_key::<Decision>(config, &"k", at, take(1))
+                .unwrap();
+            assert_eq!(on_redis, in_memory, "limit {} at {at}", config.limit());
+            if on_redis.is_allowed() {
+                granted += 1;
+            } else {
+                refused += 1;
+            }
+            at += SECOND / 2;
+        }
+        assert_eq!(
+            encoding(),
+            stored,
+            "after the phase of limit {}",
+            config.limit()
+        );
+    }
+    assert!(
+        granted > 100 && refused > 100,
+        "{granted} granted, {refused} refused"
     );
 }
 
