@@ -73,7 +73,9 @@ local function log(KEYS, ARGV)
   local now = ARGV[3] + 0
   local key = KEYS[1]
   local raw = redis_call('HGET', key, 'H')
-  if not raw or #raw ~= 64 then return redis.error_reply('not the measured shape') end
+  if not raw or (#raw ~= 64 and #raw ~= 72) then
+    return redis.error_reply('not the measured shape')
+  end
   local head, len, base, ring, ot, oc, nt, nc = unpack('>dddddddd', raw)
   local at = now
   if nt > now then at = nt end
@@ -92,7 +94,10 @@ local function log(KEYS, ARGV)
     (mark - mark_lo) / 4294967296, mark_lo, 0, 1)
   local newest = head + len - 1
   if newest >= ring then newest = newest - ring end
-  redis_call('HSET', key, 'H', pack('>dddddddd', slot, len, oc, ring, t1, c1, at, mark),
+  -- The library's header, padded past 64 bytes for a ring of more than 32 slots.
+  local header = '>dddddddd'
+  if ring > 32 then header = '>ddddddddd' end
+  redis_call('HSET', key, 'H', pack(header, slot, len, oc, ring, t1, c1, at, mark, 0),
     pack('>I4', newest), pack('>dd', nt, nc))
   redis_call('PEXPIRE', key, format('%d', ceil(reset / 1000) + 3600000))
   return reply
