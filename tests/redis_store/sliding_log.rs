@@ -83,6 +83,17 @@ fn a_limit_raised_and_lowered_across_the_hash_table_size_decides_as_in_memory() 
     let small = SlidingLog::new(20, minute).unwrap();
     let large = SlidingLog::new(100, minute).unwrap();
     let key = store.server_key(&"k");
+    // The encodings below are Redis's for its default listpack bounds.
+    let bounds: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("hash-max-listpack-value")
+        .query(&mut admin)
+        .unwrap();
+    assert_eq!(
+        bounds.get(1).map(String::as_str),
+        Some("64"),
+        "this test needs the default hash-max-listpack-value"
+    );
     let mut encoding = || -> String {
         redis::cmd("OBJECT")
             .arg("ENCODING")
