@@ -26,6 +26,8 @@
 //! * `log`: `SlidingLog::new(limit, D)`;
 //! * `buckets`: `SlidingWindowBuckets::dropping(limit, D, 1 s)`;
 //! * `weighted`: `SlidingWindowBuckets::weighted(limit, D, 1 s)`;
+//! * `fine-buckets`: `SlidingWindowBuckets::dropping(limit, D, 200 ms)`, a ring of
+//!   300 buckets, every one of them holding a count at 1,000 and more;
 //! * `leaky`: `LeakyBucket::meter(limit, limit, D)` (hammered, it grants what
 //!   drained and refuses the rest);
 //! * `meter`, `queue`: `LeakyBucket::meter(10, limit, 1 s)`, `::queue(10, limit, 1 s)`
@@ -82,7 +84,7 @@ const WINDOW: Duration = Duration::from_secs(60);
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: redis_instructions log|buckets|weighted|leaky|meter|queue|bursty|fixed|counter|set <limit> \
+    let usage = "usage: redis_instructions log|buckets|weighted|fine-buckets|leaky|meter|queue|bursty|fixed|counter|set <limit> \
                  fill | hammer <calls> | pace <calls> | server <calls> | fresh <calls>\n       \
                  redis_instructions straight-log|straight-fixed <limit> fill | load | pace <calls> | check <calls> | clock <rounds>\n       \
                  redis_instructions floor <calls>";
@@ -135,6 +137,13 @@ fn main() {
         "weighted" => run(
             &url,
             SlidingWindowBuckets::weighted(limit, WINDOW, second),
+            limit,
+            phase,
+            calls,
+        ),
+        "fine-buckets" => run(
+            &url,
+            SlidingWindowBuckets::dropping(limit, WINDOW, Duration::from_millis(200)),
             limit,
             phase,
             calls,

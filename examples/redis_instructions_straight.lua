@@ -94,9 +94,9 @@ local function log(KEYS, ARGV)
     (mark - mark_lo) / 4294967296, mark_lo, 0, 1)
   local newest = head + len - 1
   if newest >= ring then newest = newest - ring end
-  -- The library's header, padded past 64 bytes for a ring of more than 32 slots.
+  -- The library's header, padded past 64 bytes for a ring of more than 64 slots.
   local header = '>dddddddd'
-  if ring > 32 then header = '>ddddddddd' end
+  if ring > 64 then header = '>ddddddddd' end
   redis_call('HSET', key, 'H', pack(header, slot, len, oc, ring, t1, c1, at, mark, 0),
     pack('>I4', newest), pack('>dd', nt, nc))
   redis_call('PEXPIRE', key, format('%d', ceil(reset / 1000) + 3600000))

@@ -66,7 +66,7 @@ fn a_cancel_at_the_instant_of_a_grant_gives_it_back_on_the_server() {
 }
 
 /// One key stepped by a log of 20 and a log of 100 in turn, each phase past its
-/// limit (so that entries leave and refusals come): a ring of more than 32 slots
+/// limit (so that entries leave and refusals come): a ring of more than 64 slots
 /// pads its header so that Redis keeps the hash as a hash table, and the answers
 /// are memory's through every change of limit and of encoding.
 #[test]

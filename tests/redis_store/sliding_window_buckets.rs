@@ -7,11 +7,13 @@ use crate::support::redis as redis_support;
 use sluicegate::algorithms::{Decision, Receipt};
 
 use redis_support::trace::{
-    assert_an_older_layout_is_refused_and_kept, assert_hammer_grants, cancel_at_the_instant,
-    traces, TraceShape, NOV_2025,
+    assert_an_older_layout_is_refused_and_kept, assert_hammer_grants, caller_time_options,
+    cancel_at_the_instant, traces, TraceShape, NOV_2025,
 };
-use redis_support::RedisServer;
+use redis_support::{take, unique_prefix, RedisServer, SECOND};
 use sluicegate::algorithms::SlidingWindowBuckets;
+use sluicegate::stores::redis::RedisStore;
+use sluicegate::stores::{MemoryStore, Store};
 use std::time::Duration;
 
 #[test]
@@ -115,4 +117,55 @@ fn a_fresh_key_is_written_without_deleting_it_first() {
     }
     assert_eq!(calls(&mut admin, "del"), before);
     assert_eq!(calls(&mut admin, "hset"), 3, "one write per fresh key");
+}
+
+/// A ring that can hold more than 64 non-empty buckets pads its header so that
+/// Redis keeps its hash as a hash table; a ring of 60 buckets keeps the listpack.
+/// Both decide as memory does while their rings fill and move.
+#[test]
+fn a_ring_of_many_buckets_is_kept_as_a_hash_table_and_decides_as_in_memory() {
+    let server = RedisServer::start();
+    let mut admin = server.connection();
+    // The encodings below are Redis's for its default listpack bounds.
+    let bounds: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("hash-max-listpack-value")
+        .query(&mut admin)
+        .unwrap();
+    assert_eq!(
+        bounds.get(1).map(String::as_str),
+        Some("64"),
+        "this test needs the default hash-max-listpack-value"
+    );
+    let minute = Duration::from_secs(60);
+    for (buckets, bucket, stored) in [
+        ("wide", Duration::from_millis(200), "hashtable"),
+        ("narrow", Duration::from_secs(1), "listpack"),
+    ] {
+        let ring = SlidingWindowBuckets::dropping(1_000, minute, bucket).unwrap();
+        let store: RedisStore<&str, SlidingWindowBuckets> =
+            RedisStore::open_with(server.url(), caller_time_options(&unique_prefix(buckets)))
+                .unwrap();
+        let memory: MemoryStore<&str, SlidingWindowBuckets> = MemoryStore::new();
+        let mut at = NOV_2025;
+        // One call every 0.3 s for 75 s: a new bucket for almost every call, and a
+        // ring that moves once the window is full.
+        for _ in 0..250 {
+            let on_redis = store
+                .apply_key::<Decision>(&ring, &"k", at, take(1))
+                .unwrap();
+            let in_memory = memory
+                .apply_key::<Decision>(&ring, &"k", at, take(1))
+                .unwrap();
+            assert_eq!(on_redis, in_memory, "{buckets} at {at}");
+            assert!(on_redis.is_allowed(), "{buckets} at {at}");
+            at += 3 * SECOND / 10;
+        }
+        let encoding: String = redis::cmd("OBJECT")
+            .arg("ENCODING")
+            .arg(store.server_key(&"k"))
+            .query(&mut admin)
+            .unwrap();
+        assert_eq!(encoding, stored, "{buckets}");
+    }
 }

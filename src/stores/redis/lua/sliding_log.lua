@@ -19,12 +19,12 @@
 -- function call each cost more than the arithmetic around them, so a state is an
 -- array built by one constructor, the step's working values are upvalues (S, LEN,
 -- ...) read by search predicates built once, and the hot decisions are written out.
--- A ring of more than 32 slots pads 'H' with a ninth double (0), 72 bytes in all: a
+-- A ring of more than 64 slots pads 'H' with a ninth double (0), 72 bytes in all: a
 -- value over 64 bytes (`hash-max-listpack-value`'s default) makes Redis keep the hash
 -- as a hash table rather than a listpack, whose field lookups scan it from the start
 -- (a grant on a full log of 500 costs the server 154k instructions in a listpack,
--- 94k in a hash table). A smaller ring keeps the listpack: a scan of up to 33 fields
--- costs a grant about 3%, and a listpack takes about a third of the memory.
+-- 94k in a hash table). A smaller ring keeps the listpack: a scan of up to 65 fields
+-- costs a grant up to 8%, and a listpack takes about a third of the memory.
 -- A key without 'H' but holding something, or an 'H' of any other size, is in an older
 -- layout (the text one had 'h'; the packed one before this, a 32-byte 'H'): refused,
 -- never read as empty.
@@ -191,7 +191,7 @@ local function make_sliding_log(C)
   local function save(keys, st, ms)
     local key = keys[1]
     local packing = HEADER
-    if st[4] > 32 then packing = PADDED end
+    if st[4] > 64 then packing = PADDED end
     local header = struct_pack(packing, st[1], st[2], st[3], st[4], st[5], st[6], st[7], st[8], 0)
     if st[16] then redis_call('DEL', key) end
     if st[13] == 0 then

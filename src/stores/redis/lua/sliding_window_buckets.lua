@@ -10,7 +10,10 @@ local function make_sliding_window_buckets(C)
   local LIMIT, D, P, B = C[1], C[2], C[3], C[4]
   local WEIGHTED, RING = C[5] == 1, C[6]
   local P_NS = ns(P)
-  local load, save, held, prefetch, nonempty, slot, name, unpacked = buckets_hash(B, RING)
+  -- The slots that can hold a count: at most B + 1 (the ring's buckets), and at most
+  -- 2 x LIMIT (the permits a ring holds, at least one in each such slot).
+  local load, save, held, prefetch, nonempty, slot, name, unpacked =
+    buckets_hash(B, RING, min(B + 1, 2 * LIMIT) > 64)
 
   local function count(st, v, bucket)
     if bucket > v.newest then return 0 end
