@@ -6,7 +6,7 @@ use crate::support::redis as redis_support;
 
 use redis_support::trace::{
     assert_an_older_layout_is_refused_and_kept, assert_hammer_grants, caller_time_options,
-    cancel_at_the_instant, traces, TraceShape, NOV_2025,
+    cancel_at_the_instant, hash_encoding, traces, TraceShape, NOV_2025,
 };
 use redis_support::{take, unique_prefix, RedisServer, SECOND};
 use sluicegate::algorithms::SlidingLog;
@@ -83,24 +83,6 @@ fn a_limit_raised_and_lowered_across_the_hash_table_size_decides_as_in_memory() 
     let small = SlidingLog::new(20, minute).unwrap();
     let large = SlidingLog::new(100, minute).unwrap();
     let key = store.server_key(&"k");
-    // The encodings below are Redis's for its default listpack bounds.
-    let bounds: Vec<String> = redis::cmd("CONFIG")
-        .arg("GET")
-        .arg("hash-max-listpack-value")
-        .query(&mut admin)
-        .unwrap();
-    assert_eq!(
-        bounds.get(1).map(String::as_str),
-        Some("64"),
-        "this test needs the default hash-max-listpack-value"
-    );
-    let mut encoding = || -> String {
-        redis::cmd("OBJECT")
-            .arg("ENCODING")
-            .arg(&key)
-            .query(&mut admin)
-            .unwrap()
-    };
     let mut at = NOV_2025;
     let (mut granted, mut refused) = (0, 0);
     // A hash table never turns back into a listpack, so the last two phases read
@@ -127,7 +109,7 @@ fn a_limit_raised_and_lowered_across_the_hash_table_size_decides_as_in_memory() 
             at += SECOND / 2;
         }
         assert_eq!(
-            encoding(),
+            hash_encoding(&mut admin, &key),
             stored,
             "after the phase of limit {}",
             config.limit()

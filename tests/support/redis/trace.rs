@@ -485,6 +485,28 @@ pub fn cancel_at_the_instant<A: RedisAlgorithm>(url: &str, limit: &A, prefix: &s
     assert_eq!(peek(), 2);
 }
 
+/// How the server stores `key` (`OBJECT ENCODING`: "listpack", "hashtable", ...),
+/// after checking that it runs with the default `hash-max-listpack-value` (64
+/// bytes), the bound a ring's padded header relies on: a test of the encoding
+/// fails plainly on a server configured otherwise.
+pub fn hash_encoding(admin: &mut redis::Connection, key: &str) -> String {
+    let bound: Vec<String> = redis::cmd("CONFIG")
+        .arg("GET")
+        .arg("hash-max-listpack-value")
+        .query(admin)
+        .unwrap();
+    assert_eq!(
+        bound.get(1).map(String::as_str),
+        Some("64"),
+        "this test needs the default hash-max-listpack-value"
+    );
+    redis::cmd("OBJECT")
+        .arg("ENCODING")
+        .arg(key)
+        .query(admin)
+        .unwrap()
+}
+
 /// A state in an older layout, the hash `old` under the key `"k"`: a reserve of
 /// `limit` is refused with the typed "another format" error, applying nothing, and
 /// the hash is left exactly as it was, never read as an empty state that would
