@@ -168,12 +168,7 @@ fn anchors(server: &Server) -> Vec<Row> {
     ));
     redis_floor::load(&mut admin).unwrap();
     rows.push(anchor(&mut admin, FLOOR, "fcall", |conn| {
-        let _: i64 = redis::cmd("FCALL")
-            .arg("floor")
-            .arg(1)
-            .arg("floor")
-            .query(conn)
-            .unwrap();
+        redis_floor::call(conn, "floor").unwrap();
     }));
     if std::env::var("REDIS_CELL_MODULE").is_ok() {
         rows.push(anchor(

@@ -201,12 +201,7 @@ fn floor(url: &str, calls: u64) {
         .unwrap_or_else(|e| panic!("{e} (is a redis-server at {url}?)"));
     redis_floor::load(&mut conn).expect("the floor loads");
     for _ in 0..calls {
-        let _: i64 = redis::cmd("FCALL")
-            .arg("floor")
-            .arg(1)
-            .arg("instructions:floor")
-            .query(&mut conn)
-            .expect("the floor runs");
+        redis_floor::call(&mut conn, "instructions:floor").expect("the floor runs");
     }
     println!("floor: {calls} calls");
 }
@@ -401,7 +396,9 @@ fn clock<A: RedisAlgorithm>(
     rounds: u64,
     straight: &mut dyn FnMut(&str, u64) -> [f64; 9],
 ) {
+    // Calls per chunk, and chunks of each row per round.
     const CHUNK: u64 = 1_000;
+    const CHUNKS: u64 = 4;
     let window = WINDOW.as_nanos() as u64;
     let spacing = window / limit;
     let library = |key: &str, now: u64| library_grant(store, algorithm, key, now).0.is_allowed();
@@ -447,16 +444,10 @@ fn clock<A: RedisAlgorithm>(
     let mut ratios = (Vec::new(), Vec::new());
     for round in 0..rounds {
         let (mut floor, mut line, mut lib) = (0.0, 0.0, 0.0);
-        let chunks = 4;
-        for _ in 0..chunks {
+        for _ in 0..CHUNKS {
             reset(conn);
             for _ in 0..CHUNK {
-                let _: i64 = redis::cmd("FCALL")
-                    .arg("floor")
-                    .arg(1)
-                    .arg("instructions:floor")
-                    .query(conn)
-                    .expect("the floor runs");
+                redis_floor::call(conn, "instructions:floor").expect("the floor runs");
             }
             floor += usec(conn, CHUNK);
             reset(conn);
@@ -475,7 +466,8 @@ fn clock<A: RedisAlgorithm>(
             lib += usec(conn, CHUNK);
             i += CHUNK;
         }
-        let (floor, line, lib) = (floor / 4.0, line / 4.0, lib / 4.0);
+        let chunks = CHUNKS as f64;
+        let (floor, line, lib) = (floor / chunks, line / chunks, lib / chunks);
         println!(
             "round {round}: floor {floor:.2} us, straight-line {line:.2} us ({:.2}x), \
              library {lib:.2} us ({:.2}x)",

@@ -20,3 +20,8 @@ pub fn load(conn: &mut redis::Connection) -> redis::RedisResult<()> {
         .query(conn)?;
     Ok(())
 }
+
+/// One run of the loaded step on `key` (`FCALL floor 1 <key>`), which answers 1.
+pub fn call(conn: &mut redis::Connection, key: &str) -> redis::RedisResult<i64> {
+    redis::cmd("FCALL").arg("floor").arg(1).arg(key).query(conn)
+}

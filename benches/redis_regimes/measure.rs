@@ -79,12 +79,7 @@ impl Bench {
     }
 
     pub(crate) fn floor_call(&mut self, key: String) {
-        let _: i64 = redis::cmd("FCALL")
-            .arg("floor")
-            .arg(1)
-            .arg(key)
-            .query(&mut self.floor)
-            .unwrap();
+        crate::redis_floor::call(&mut self.floor, &key).unwrap();
     }
 
     pub(crate) fn reset(&mut self) {
