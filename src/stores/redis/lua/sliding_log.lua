@@ -16,9 +16,10 @@
 -- entry and a refusal's exact retry_after are galloping searches from the front
 -- (`first_true`: O(log d) slot reads for an answer d entries in). A grant writes
 -- the header and one slot (one HSET). In Redis's Lua a table, a named field and a
--- function call each cost more than the arithmetic around them, so a state is an
--- array built by one constructor, the step's working values are upvalues (S, LEN,
--- ...) read by search predicates built once, and the hot decisions are written out.
+-- function call each cost more than the arithmetic around them, so the state a
+-- step works on is a set of upvalues (a lone call builds no table for it; see
+-- LIVE), read by search predicates built once, and the hot decisions are written
+-- out.
 -- A ring of more than 64 slots pads 'H' with a ninth double (0), 72 bytes in all: a
 -- value over 64 bytes (`hash-max-listpack-value`'s default) makes Redis keep the hash
 -- as a hash table rather than a listpack, whose field lookups scan it from the start
@@ -39,50 +40,98 @@ local function make_sliding_log(C)
   local RESET_SPAN = D
   if SPACING > D then RESET_SPAN = SPACING end
 
-  -- A state is an array, built by one table constructor (named fields cost a hash
-  -- insertion each): 1-8 the header as packed (head, len, base, ring, then the oldest
-  -- and the newest entry's time and count); 9 the key; 10 the slots it wrote since
-  -- the load (slot -> packed entry; false: none), 11 the last of them and 12 its
+  -- The state a step works on lives in the upvalues below, so that a lone call (the
+  -- driver's LONE: one key, one step) builds no table for it: `load` fills them and
+  -- answers LIVE, `reserve` steps them in place and answers LIVE, `save` writes
+  -- them. Any other call (a set's member, a report, a key repeated in one call, a
+  -- cancel) keeps each state as an array, one table constructor (named fields cost a
+  -- hash insertion each), which `use` copies into the upvalues and `state` builds from
+  -- them: the step itself is the same code for both. The array: 1-8 the header as
+  -- packed (head, len, base, ring, then the oldest and the newest entry's time and
+  -- count); 9 the key; 10 the slots it wrote since the load (slot -> packed entry;
+  -- false: at most one, kept in 11 and 12 alone), 11 the last of them and 12 its
   -- packed entry, 13 how many; 14 the server's slots read so far (shared by the
-  -- states of one key in one call; false: none yet); 15 fresh (the server holds none
-  -- of its slots); 16 regrown (the server's hash is to be replaced).
+  -- states of one key in one call; false: none yet, or a single one, which only the
+  -- memo below keeps);
+  -- 15 fresh (the server holds none of its slots); 16 regrown (the server's hash is
+  -- to be replaced).
+  local LIVE = {}
+  local HEAD, STORED, BASE, RING, OT, OC, NT, NC, KEY
+  local WRITTEN, LAST_SLOT, LAST_RAW, WRITES, CACHE, FRESH, REGROWN
+  -- The array the upvalues came from (nil: none), which a slot cache made later
+  -- joins; whether the state is an array's (SHARED: its tables are the array's too,
+  -- so a step copies before it writes; false: LIVE); and the last slot read from the
+  -- server and its packed entry (false: none), so that a call that reads one slot (a
+  -- paced grant) builds no cache.
+  local OWNER, SHARED, MEMO_SLOT, MEMO_RAW
 
-  -- The state a step works on and its header at the step's instant: the number of
-  -- entries, the running count after the newest, the instant used; and the bound
-  -- and extra permits `clears` compares with. Set by the step, read by the helpers.
-  local S, LEN, FIN, AT, EXTRA, ALLOWED
+  -- The step's header at its instant: the number of entries, the running count
+  -- after the newest, the instant used; and the bound and extra permits `clears`
+  -- compares with. Set by the step, read by the helpers.
+  local LEN, FIN, AT, EXTRA, ALLOWED
+
+  local function use(st)
+    HEAD, STORED, BASE, RING, OT, OC, NT, NC, KEY = st[1], st[2], st[3], st[4], st[5], st[6],
+      st[7], st[8], st[9]
+    WRITTEN, LAST_SLOT, LAST_RAW, WRITES, CACHE, FRESH, REGROWN = st[10], st[11], st[12], st[13],
+      st[14], st[15], st[16]
+    OWNER, SHARED, MEMO_SLOT = st, true, false
+  end
+
+  local function state()
+    return {HEAD, STORED, BASE, RING, OT, OC, NT, NC, KEY, WRITTEN, LAST_SLOT, LAST_RAW, WRITES,
+            CACHE, FRESH, REGROWN}
+  end
 
   local function load(keys)
     local key = keys[1]
     local raw = redis_call('HGET', key, 'H')
-    if not raw then
+    if raw then
+      if #raw ~= 64 and #raw ~= 72 then foreign_state() end
+      HEAD, STORED, BASE, RING, OT, OC, NT, NC = struct_unpack(HEADER, raw)
+      FRESH = false
+    else
       if redis_call('EXISTS', key) == 1 then foreign_state() end
-      return {0, 0, 0, CAP, 0, 0, 0, 0, key, false, false, false, 0, false, true, false}, false
+      HEAD, STORED, BASE, RING, OT, OC, NT, NC = 0, 0, 0, CAP, 0, 0, 0, 0
+      FRESH = true
     end
-    if #raw ~= 64 and #raw ~= 72 then foreign_state() end
-    local head, len, base, ring, ot, oc, nt, nc = struct_unpack(HEADER, raw)
-    return {head, len, base, ring, ot, oc, nt, nc, key, false, false, false, 0, false, false,
-            false}, true
+    KEY, WRITTEN, LAST_SLOT, LAST_RAW, WRITES, CACHE, REGROWN = key, false, false, false, 0, false,
+      false
+    OWNER, SHARED, MEMO_SLOT = nil, not LONE, false
+    if LONE then return LIVE, raw ~= false end
+    return state(), raw ~= false
   end
 
-  -- Entry `index` of S (0: the oldest): its time and the running count after it.
+  -- Entry `index` of the state (0: the oldest): its time and the running count
+  -- after it. A slot comes from what the state wrote, else from the server, read
+  -- once per key and call: the last read is kept as the memo, and a second one
+  -- starts the slot cache.
   local function entry(index)
-    if index == 0 then return S[5], S[6] end
-    if index == LEN - 1 then return S[7], S[8] end
-    local slot = S[1] + index
-    if slot >= S[4] then slot = slot - S[4] end
+    if index == 0 then return OT, OC end
+    if index == LEN - 1 then return NT, NC end
+    local slot = HEAD + index
+    if slot >= RING then slot = slot - RING end
     local raw
-    if S[10] then raw = S[10][slot] end
+    if slot == LAST_SLOT then
+      raw = LAST_RAW
+    elseif WRITTEN then
+      raw = WRITTEN[slot]
+    end
     if raw == nil then
-      local cache = S[14]
-      if not cache then
-        cache = {}
-        S[14] = cache
-      end
-      raw = cache[slot]
-      if raw == nil then
-        raw = not S[15] and redis_call('HGET', S[9], struct_pack('>I4', slot))
-        cache[slot] = raw
+      if slot == MEMO_SLOT then
+        raw = MEMO_RAW
+      else
+        if CACHE then raw = CACHE[slot] end
+        if raw == nil then
+          raw = not FRESH and redis_call('HGET', KEY, struct_pack('>I4', slot))
+          if CACHE then
+            CACHE[slot] = raw
+          elseif MEMO_SLOT then
+            CACHE = {[MEMO_SLOT] = MEMO_RAW, [slot] = raw}
+            if OWNER then OWNER[14] = CACHE end
+          end
+        end
+        MEMO_SLOT, MEMO_RAW = slot, raw
       end
     end
     if not raw then return 0, 0 end
@@ -93,7 +142,7 @@ local function make_sliding_log(C)
 
   -- The running count just before entry `index`.
   local function count_before(index)
-    if index == 0 then return S[3] end
+    if index == 0 then return BASE end
     local _, count = entry(index - 1)
     return count
   end
@@ -147,62 +196,67 @@ local function make_sliding_log(C)
     return at - now + D
   end
 
-  -- A copy of the slots S wrote, for a state that follows it.
-  local function written()
-    local w = {}
-    if S[10] then for slot, raw in pairs(S[10]) do w[slot] = raw end end
-    return w
-  end
-
-  -- The state after appending an entry of `cost` at AT (a grant, or a recorded
-  -- refusal), dropping the `dropped` oldest and evicting one more if the ring is full.
-  local function append(dropped, cost)
-    local st = S
+  -- Steps the state to the one after appending an entry of `cost` at AT (a grant,
+  -- or a recorded refusal), dropping the `dropped` oldest and evicting one more if
+  -- the ring is full. t1, c1: entry 1, if the step read it (nil: not read). The
+  -- slots an array's state wrote are copied first: the array it came from keeps
+  -- its own.
+  local function append(dropped, cost, t1, c1)
     if LEN - dropped >= CAP then dropped = dropped + 1 end
-    local ring = st[4]
-    local head = st[1] + dropped
-    if head >= ring then head = head - ring end
+    local head = HEAD + dropped
+    if head >= RING then head = head - RING end
     local len = LEN - dropped + 1
-    local base = st[3]
+    local base = BASE
     local nt, nc = AT, FIN + cost
     local ot, oc = nt, nc
-    if dropped > 0 then base = count_before(dropped) end
-    if len > 1 then ot, oc = entry(dropped) end
+    if dropped == 0 then
+      if len > 1 then ot, oc = OT, OC end
+    elseif dropped == 1 then
+      base = OC
+      if len > 1 then
+        if t1 then ot, oc = t1, c1 else ot, oc = entry(1) end
+      end
+    else
+      base = count_before(dropped)
+      if len > 1 then ot, oc = entry(dropped) end
+    end
     -- The previous newest entry's slot, once the new entry makes it a middle one
     -- (neither the oldest nor the newest, whose header copies are read instead).
-    if LEN - 1 - dropped < 1 then
-      return {head, len, base, ring, ot, oc, nt, nc, st[9], st[10], st[11], st[12], st[13],
-              st[14], st[15], st[16]}
+    if LEN - 1 - dropped >= 1 then
+      local slot = HEAD + LEN - 1
+      if slot >= RING then slot = slot - RING end
+      local raw = struct_pack('>dd', NT, NC)
+      if WRITTEN then
+        if SHARED then
+          local w = {}
+          for s, r in pairs(WRITTEN) do w[s] = r end
+          WRITTEN = w
+        end
+        WRITTEN[slot] = raw
+      elseif WRITES > 0 then
+        WRITTEN = {[LAST_SLOT] = LAST_RAW, [slot] = raw}
+      end
+      LAST_SLOT, LAST_RAW, WRITES = slot, raw, WRITES + 1
     end
-    local slot = st[1] + LEN - 1
-    if slot >= ring then slot = slot - ring end
-    local raw = struct_pack('>dd', st[7], st[8])
-    local w
-    if st[10] then
-      w = written()
-      w[slot] = raw
-    else
-      w = {[slot] = raw}
-    end
-    return {head, len, base, ring, ot, oc, nt, nc, st[9], w, slot, raw, st[13] + 1, st[14],
-            st[15], st[16]}
+    HEAD, STORED, BASE, OT, OC, NT, NC = head, len, base, ot, oc, nt, nc
   end
 
   local function save(keys, st, ms)
+    if st ~= LIVE then use(st) end
     local key = keys[1]
     local packing = HEADER
-    if st[4] > 64 then packing = PADDED end
-    local header = struct_pack(packing, st[1], st[2], st[3], st[4], st[5], st[6], st[7], st[8], 0)
-    if st[16] then redis_call('DEL', key) end
-    if st[13] == 0 then
+    if RING > 64 then packing = PADDED end
+    local header = struct_pack(packing, HEAD, STORED, BASE, RING, OT, OC, NT, NC, 0)
+    if REGROWN then redis_call('DEL', key) end
+    if WRITES == 0 then
       -- No slot written (a new key's first entry, or one that follows the oldest).
       redis_call('HSET', key, 'H', header)
-    elseif st[13] == 1 and st[11] then
+    elseif not WRITTEN then
       -- One step's write (most calls): one HSET, no argument list to build.
-      redis_call('HSET', key, 'H', header, struct_pack('>I4', st[11]), st[12])
+      redis_call('HSET', key, 'H', header, struct_pack('>I4', LAST_SLOT), LAST_RAW)
     else
       local set = {'H', header}
-      for slot, raw in pairs(st[10] or {}) do
+      for slot, raw in pairs(WRITTEN) do
         set[#set + 1] = struct_pack('>I4', slot)
         set[#set + 1] = raw
         -- In batches: unpack has a limit (a regrown ring writes every entry).
@@ -218,28 +272,41 @@ local function make_sliding_log(C)
   end
 
   -- A log whose ring is smaller than this configuration's (its limit was raised):
-  -- the same entries, moved into a ring of CAP slots starting at slot 0.
-  local function regrown(st)
-    S, LEN = st, min(st[2], st[4])
+  -- the same entries, moved into a ring of CAP slots starting at slot 0, every one
+  -- of them written.
+  local function regrow()
+    LEN = min(STORED, RING)
     local w = {}
     for index = 0, LEN - 1 do w[index] = struct_pack('>dd', entry(index)) end
-    return {0, LEN, st[3], CAP, st[5], st[6], st[7], st[8], st[9], w, false, false, LEN, false,
-            true, true}
+    HEAD, STORED, RING = 0, LEN, CAP
+    WRITTEN, LAST_SLOT, LAST_RAW, WRITES, CACHE, FRESH, REGROWN = w, false, false, LEN, false,
+      true, true
+    -- The slots are all written now: none is read from the server, and no cache
+    -- joins the array the state came from.
+    OWNER, MEMO_SLOT = nil, false
   end
 
   local function reserve(st, now, cost)
-    if st[4] < CAP then st = regrown(st) end
+    if st ~= LIVE then use(st) end
+    if RING < CAP then regrow() end
     -- The header at now (Rust's `header`), and the first live entry (`first_live`):
-    -- the oldest, by its copy, unless it has expired.
-    local len, base = st[2], st[3]
-    if len > st[4] then len = st[4] end
-    S, LEN, FIN, AT = st, len, base, now
-    local lst = nil
+    -- the oldest, by its copy, unless it has expired; then the next one, unless it
+    -- has too (a paced grant's case, written out).
+    local len, base = STORED, BASE
+    if len > RING then len = RING end
+    LEN, FIN, AT = len, base, now
+    local lst, t1, c1 = nil, nil, nil
     local first = 0
     if len > 0 then
-      FIN, lst = st[8], st[7]
+      FIN, lst = NC, NT
       if lst > now then AT = lst end
-      if AT - st[5] >= D then first = first_true(1, len, is_live) end
+      if AT - OT >= D then
+        first = 1
+        if len > 1 then
+          t1, c1 = entry(1)
+          if AT - t1 >= D then first = first_true(2, len, is_live) end
+        end
+      end
     end
     -- The permits from the first live entry on, and Rust's `judge` (then
     -- `recorded_refusal` for a refusal it records), with `spaced_at`, `reset_at` and
@@ -249,7 +316,11 @@ local function make_sliding_log(C)
     -- while a difference of two times, and a duration that follows from it, stay
     -- below.
     local live = FIN - base
-    if first > 0 then live = FIN - count_before(first) end
+    if first == 1 then
+      live = FIN - OC
+    elseif first > 1 then
+      live = FIN - count_before(first)
+    end
     local remaining = LIMIT - live
     if remaining < 0 then remaining = 0 end
     local reset = 0
@@ -281,8 +352,8 @@ local function make_sliding_log(C)
       -- fits_at(first): on a hammered log, the oldest entry's copy answers.
       local allowed, at = LIMIT - cost, 0
       if live > allowed then
-        if first == 0 and (len == 1 or FIN - st[6] <= allowed) then
-          at = st[5] - now + D
+        if first == 0 and (len == 1 or FIN - OC <= allowed) then
+          at = OT - now + D
         else
           at = fits_at(first, nil, cost, now)
         end
@@ -308,23 +379,25 @@ local function make_sliding_log(C)
     -- Rust's `dropped`: none when the entries held leave room (`roomy`).
     local dropped = first
     if FIN - base + cost <= LIMIT and len < CAP then dropped = 0 end
-    return d, append(dropped, cost), verdict, reset_ns
+    append(dropped, cost, t1, c1)
+    if SHARED then return d, state(), verdict, reset_ns end
+    return d, LIVE, verdict, reset_ns
   end
 
   -- The Rust cancel: up to the instant the grant acts (at once), its entry is
   -- removed if it is still the newest (same running count, same cost).
   local function cancel(st, now, grant, acts_at)
     if acts_at == nil or cmp(acts_at, ns(now)) < 0 or not grant.allowed then return nil end
-    S, LEN = st, min(st[2], st[4])
+    use(st)
+    LEN = min(STORED, RING)
     if LEN == 0 then return nil end
-    FIN = st[8]
+    FIN = NC
     local mark = grant.mark_halves[1] * W + grant.mark_halves[2]
     if FIN ~= mark or FIN - count_before(LEN - 1) ~= num(grant.charge) then return nil end
     -- The entry before it becomes the newest: the header's copy follows.
-    local nt, nc = st[7], st[8]
-    if LEN > 1 then nt, nc = entry(LEN - 2) end
-    return {st[1], LEN - 1, st[3], st[4], st[5], st[6], nt, nc, st[9], written(), st[11], st[12],
-            st[13], st[14], st[15], st[16]}
+    if LEN > 1 then NT, NC = entry(LEN - 2) end
+    STORED = LEN - 1
+    return state()
   end
   return single(load, save, reserve, cancel)
 end
