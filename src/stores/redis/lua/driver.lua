@@ -48,10 +48,14 @@ local function plan(text)
   if p == nil then
     local config, step, cost, wait = match(text, '^(.*);(%a) (%S+) (%S+)$')
     if config == nil then return error('sluicegate: a call in another format: ' .. text) end
-    p = {alg = algorithm(config), step = step, report = step == 'e', bare = step == 'k',
-         cost = cost + 0, cost_text = cost, max_wait = wait + 0}
+    local alg = algorithm(config)
+    p = {alg = alg, step = step, report = step == 'e', bare = step == 'k',
+         cost = cost + 0, cost_text = cost, max_wait = wait + 0, pure_peek = step == 'p',
+         unrecorded = alg.leaves ~= nil}
     if p.report or p.bare then p.step = 'r' end
     if step == 'p' then p.max_wait = 0 end
+    -- LONE, for a call on one identity.
+    p.lone = alg.nkeys == 1 and not p.report and not alg.leaves
     if nplans >= 256 then plans, nplans = {}, 0 end
     plans[text], nplans = p, nplans + 1
   end
@@ -138,8 +142,7 @@ local function call(KEYS, ARGV)
   local ALG = P.alg
   GRACE_MS, STEP, REPORT, BARE, COST, COST_TEXT, MAX_WAIT =
     ALG.grace, P.step, P.report, P.bare, P.cost, P.cost_text, P.max_wait
-  LONE = false
-  UNRECORDED = ALG.leaves ~= nil
+  LONE, UNRECORDED = false, P.unrecorded
   local deadline, now = ARGV[2], ARGV[3]
   SERVER_TIME = now == nil or now == ''
   if SERVER_TIME then
@@ -163,8 +166,7 @@ local function call(KEYS, ARGV)
   local K = ALG.nkeys
   if #KEYS == K and STEP ~= 'c' then
     -- One identity (most calls): the rule below without its bookkeeping.
-    PURE_PEEK = STEP == 'p'
-    LONE = K == 1 and not REPORT and not ALG.leaves
+    PURE_PEEK, LONE = P.pure_peek, P.lone
     local s, held = ALG.load(KEYS)
     local d, changed, verdict, reset = ALG.reserve(s, NOW, COST)
     if REPORT then
@@ -192,9 +194,9 @@ local function call(KEYS, ARGV)
       elseif ALG.leaves and (verdict ~= 0 or BARE) then
         d = short(d, d[10])
       end
+      if type(d) == 'table' then d = packed(d) end
     end
     if STEP == 'r' and changed then commit(ALG, KEYS, changed, verdict, reset, held) end
-    if type(d) == 'table' then return packed(d) end
     return d
   end
   local states, dirty, last, held, keysof, order = {}, {}, {}, {}, {}, {}
