@@ -196,51 +196,6 @@ local function make_sliding_log(C)
     return at - now + D
   end
 
-  -- Steps the state to the one after appending an entry of `cost` at AT (a grant,
-  -- or a recorded refusal), dropping the `dropped` oldest and evicting one more if
-  -- the ring is full. t1, c1: entry 1, if the step read it (nil: not read). The
-  -- slots an array's state wrote are copied first: the array it came from keeps
-  -- its own.
-  local function append(dropped, cost, t1, c1)
-    if LEN - dropped >= CAP then dropped = dropped + 1 end
-    local head = HEAD + dropped
-    if head >= RING then head = head - RING end
-    local len = LEN - dropped + 1
-    local base = BASE
-    local nt, nc = AT, FIN + cost
-    local ot, oc = nt, nc
-    if dropped == 0 then
-      if len > 1 then ot, oc = OT, OC end
-    elseif dropped == 1 then
-      base = OC
-      if len > 1 then
-        if t1 then ot, oc = t1, c1 else ot, oc = entry(1) end
-      end
-    else
-      base = count_before(dropped)
-      if len > 1 then ot, oc = entry(dropped) end
-    end
-    -- The previous newest entry's slot, once the new entry makes it a middle one
-    -- (neither the oldest nor the newest, whose header copies are read instead).
-    if LEN - 1 - dropped >= 1 then
-      local slot = HEAD + LEN - 1
-      if slot >= RING then slot = slot - RING end
-      local raw = struct_pack('>dd', NT, NC)
-      if WRITTEN then
-        if SHARED then
-          local w = {}
-          for s, r in pairs(WRITTEN) do w[s] = r end
-          WRITTEN = w
-        end
-        WRITTEN[slot] = raw
-      elseif WRITES > 0 then
-        WRITTEN = {[LAST_SLOT] = LAST_RAW, [slot] = raw}
-      end
-      LAST_SLOT, LAST_RAW, WRITES = slot, raw, WRITES + 1
-    end
-    HEAD, STORED, BASE, OT, OC, NT, NC = head, len, base, ot, oc, nt, nc
-  end
-
   local function save(keys, st, ms)
     if st ~= LIVE then use(st) end
     local key = keys[1]
@@ -268,7 +223,7 @@ local function make_sliding_log(C)
       if #set > 0 then redis_call('HSET', key, unpack(set)) end
     end
     if ms == 'keep' then return end
-    if ms then redis_call('PEXPIRE', key, int(ms)) else redis_call('PERSIST', key) end
+    if ms then redis_call('PEXPIRE', key, format('%d', ms)) else redis_call('PERSIST', key) end
   end
 
   -- A log whose ring is smaller than this configuration's (its limit was raised):
@@ -376,10 +331,49 @@ local function make_sliding_log(C)
       d = decision(1, LIMIT, max(LIMIT - held, 0), 0, max(at, 0),
         max(AT - now + RESET_SPAN, 0))
     end
-    -- Rust's `dropped`: none when the entries held leave room (`roomy`).
+    -- The state after appending an entry of `cost` at AT (a grant, or a recorded
+    -- refusal), dropping the `dropped` oldest (Rust's `dropped`: none when the
+    -- entries held leave room, `roomy`) and evicting one more if the ring is full;
+    -- entry 1 is t1, c1 if the step read it. The slots an array's state wrote are
+    -- copied first: the array it came from keeps its own.
     local dropped = first
     if FIN - base + cost <= LIMIT and len < CAP then dropped = 0 end
-    append(dropped, cost, t1, c1)
+    if LEN - dropped >= CAP then dropped = dropped + 1 end
+    local head = HEAD + dropped
+    if head >= RING then head = head - RING end
+    local size, before = LEN - dropped + 1, BASE
+    local nt, nc = AT, FIN + cost
+    local ot, oc = nt, nc
+    if dropped == 0 then
+      if size > 1 then ot, oc = OT, OC end
+    elseif dropped == 1 then
+      before = OC
+      if size > 1 then
+        if t1 then ot, oc = t1, c1 else ot, oc = entry(1) end
+      end
+    else
+      before = count_before(dropped)
+      if size > 1 then ot, oc = entry(dropped) end
+    end
+    -- The previous newest entry's slot, once the new entry makes it a middle one
+    -- (neither the oldest nor the newest, whose header copies are read instead).
+    if LEN - 1 - dropped >= 1 then
+      local slot = HEAD + LEN - 1
+      if slot >= RING then slot = slot - RING end
+      local raw = struct_pack('>dd', NT, NC)
+      if WRITTEN then
+        if SHARED then
+          local w = {}
+          for s, r in pairs(WRITTEN) do w[s] = r end
+          WRITTEN = w
+        end
+        WRITTEN[slot] = raw
+      elseif WRITES > 0 then
+        WRITTEN = {[LAST_SLOT] = LAST_RAW, [slot] = raw}
+      end
+      LAST_SLOT, LAST_RAW, WRITES = slot, raw, WRITES + 1
+    end
+    HEAD, STORED, BASE, OT, OC, NT, NC = head, size, before, ot, oc, nt, nc
     if SHARED then return d, state(), verdict, reset_ns end
     return d, LIVE, verdict, reset_ns
   end
