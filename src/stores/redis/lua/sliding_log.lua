@@ -23,8 +23,8 @@
 -- A ring of more than 64 slots pads 'H' with a ninth double (0), 72 bytes in all: a
 -- value over 64 bytes (`hash-max-listpack-value`'s default) makes Redis keep the hash
 -- as a hash table rather than a listpack, whose field lookups scan it from the start
--- (a grant on a full log of 500 costs the server 154k instructions in a listpack,
--- 94k in a hash table). A smaller ring keeps the listpack: a scan of up to 65 fields
+-- (in a listpack a grant on a full log of 500 costs the server over 1.5x what it
+-- costs in a hash table). A smaller ring keeps the listpack: a scan of up to 65 fields
 -- costs a grant up to 8%, and a listpack takes about a third of the memory.
 -- A key without 'H' but holding something, or an 'H' of any other size, is in an older
 -- layout (the text one had 'h'; the packed one before this, a 32-byte 'H'): refused,
