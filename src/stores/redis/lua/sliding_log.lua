@@ -52,9 +52,8 @@ local function make_sliding_log(C)
   -- false: at most one, kept in 11 and 12 alone), 11 the last of them and 12 its
   -- packed entry, 13 how many; 14 the server's slots read so far (shared by the
   -- states of one key in one call; false: none yet, or a single one, which only the
-  -- memo below keeps);
-  -- 15 fresh (the server holds none of its slots); 16 regrown (the server's hash is
-  -- to be replaced).
+  -- memo below keeps); 15 fresh (the server holds none of its slots); 16 regrown (the
+  -- server's hash is to be replaced).
   local LIVE = {}
   local HEAD, STORED, BASE, RING, OT, OC, NT, NC, KEY
   local WRITTEN, LAST_SLOT, LAST_RAW, WRITES, CACHE, FRESH, REGROWN
