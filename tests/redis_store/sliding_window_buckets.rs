@@ -29,6 +29,9 @@ fn random_traces_decide_as_in_memory() {
         SlidingWindowBuckets::dropping(4, us(1_000), us(300)).unwrap(),
         SlidingWindowBuckets::weighted(3, ms(10), ms(10)).unwrap(),
         SlidingWindowBuckets::dropping(6, us(4_096), us(1)).unwrap(),
+        // A ring of 60 buckets at small limits: one string of its non-empty buckets.
+        SlidingWindowBuckets::dropping(10, ms(60_000), ms(1_000)).unwrap(),
+        SlidingWindowBuckets::weighted(50, ms(60_000), ms(1_000)).unwrap(),
         // Limits and windows users pick: the server's steps on doubles.
         SlidingWindowBuckets::dropping(100_000, ms(3_600_000), ms(60_000)).unwrap(),
         SlidingWindowBuckets::weighted(100_000, ms(3_600_000), ms(60_000)).unwrap(),
@@ -86,57 +89,212 @@ fn a_window_in_the_older_decimal_layout_is_a_typed_error_and_stays_as_it_was() {
         SlidingWindowBuckets::dropping(3, Duration::from_secs(1), Duration::from_millis(1))
             .unwrap();
     assert_an_older_layout_is_refused_and_kept("swb-format", &window, &old);
+    // A ring that holds few counts is kept as a string: the hash is refused too.
+    let small =
+        SlidingWindowBuckets::dropping(3, Duration::from_secs(1), Duration::from_millis(100))
+            .unwrap();
+    assert_an_older_layout_is_refused_and_kept("swb-format-small", &small, &old);
 }
 
+/// A ring that holds few counts is one string: a fresh key is one `GET` that finds
+/// nothing and one `SET`, and a call that moves the ring several buckets (past
+/// buckets that leave it) is one `GET` and, granted, one `SET`: no other command
+/// (commands a script runs count in `INFO commandstats`).
 #[test]
-fn a_fresh_key_is_written_without_deleting_it_first() {
-    // A first grant moves the ring from bucket 0 to now's, which clears every slot:
-    // on a key the server does not hold there is nothing to delete, and the server
-    // runs no DEL (commands a script runs count in `INFO commandstats`).
-    use redis_support::{calls, take, unique_prefix};
-    use sluicegate::stores::redis::{RedisOptions, RedisStore, TimeSource};
-    use sluicegate::stores::Store;
+fn a_small_ring_is_read_and_written_by_one_get_and_one_set() {
+    use redis_support::calls;
     let server = RedisServer::start_own();
     let mut admin = server.connection();
     let window =
         SlidingWindowBuckets::dropping(10, Duration::from_secs(60), Duration::from_secs(1))
             .unwrap();
-    let options = RedisOptions::default()
-        .prefix(unique_prefix("fresh-buckets"))
-        .unwrap()
-        .time_source(TimeSource::Caller)
-        .expiry_grace(Duration::from_secs(3600));
-    let store: RedisStore<String, SlidingWindowBuckets> =
-        RedisStore::open_with(server.url(), options).unwrap();
-    let before = calls(&mut admin, "del");
+    let store: RedisStore<String, SlidingWindowBuckets> = RedisStore::open_with(
+        server.url(),
+        caller_time_options(&unique_prefix("small-buckets")),
+    )
+    .unwrap();
+    let memory: MemoryStore<String, SlidingWindowBuckets> = MemoryStore::new();
+    let others = ["del", "exists", "hget", "hmget", "hset", "hdel", "pexpire"];
+    let counts = |admin: &mut redis::Connection| -> (Vec<u64>, u64, u64) {
+        let others = others.iter().map(|name| calls(admin, name)).collect();
+        (others, calls(admin, "get"), calls(admin, "set"))
+    };
+    let before = counts(&mut admin);
     for key in ["a", "b", "c"] {
         let (granted, _) = store
             .apply_key::<(Decision, Receipt)>(&window, &key.to_owned(), NOV_2025, take(1))
             .unwrap();
         assert_eq!(granted.remaining(), 9);
     }
-    assert_eq!(calls(&mut admin, "del"), before);
-    assert_eq!(calls(&mut admin, "hset"), 3, "one write per fresh key");
+    let fresh = counts(&mut admin);
+    assert_eq!(fresh.0, before.0, "{others:?}");
+    assert_eq!((fresh.1, fresh.2), (before.1 + 3, before.2 + 3));
+    // One key paced at 7 s a call, past its first window: each call moves the ring 7
+    // buckets, and some take buckets with a count out of it; granted or refused as
+    // in memory.
+    let mut at = NOV_2025;
+    let (mut granted, mut refused) = (0, 0);
+    for _ in 0..30 {
+        let on_redis = store
+            .apply_key::<Decision>(&window, &"d".to_owned(), at, take(2))
+            .unwrap();
+        let in_memory = memory
+            .apply_key::<Decision>(&window, &"d".to_owned(), at, take(2))
+            .unwrap();
+        assert_eq!(on_redis, in_memory, "at {at}");
+        if on_redis.is_allowed() {
+            granted += 1;
+        } else {
+            refused += 1;
+        }
+        at += 7 * SECOND;
+    }
+    assert!(
+        granted > 5 && refused > 5,
+        "{granted} granted, {refused} refused"
+    );
+    let paced = counts(&mut admin);
+    assert_eq!(paced.0, before.0, "{others:?}");
+    assert_eq!(paced.1, fresh.1 + 30, "one GET a call");
+    assert_eq!(paced.2, fresh.2 + granted, "one SET a grant");
+}
+
+/// One key stepped by each phase's window in turn (`calls` reserves of `cost`, half
+/// a second apart), every answer compared with memory's, and the key's layout
+/// after each phase compared with the phase's ("string", or the hash's encoding):
+/// how many calls were granted and refused, and how many left a string whose
+/// counts are doubles.
+fn phases(name: &str, phases: &[(&SlidingWindowBuckets, u64, u32, &str)]) -> (u32, u32, u32) {
+    let server = RedisServer::start();
+    let mut admin = server.connection();
+    let store: RedisStore<&str, SlidingWindowBuckets> =
+        RedisStore::open_with(server.url(), caller_time_options(&unique_prefix(name))).unwrap();
+    let memory: MemoryStore<&str, SlidingWindowBuckets> = MemoryStore::new();
+    let key = store.server_key(&"k");
+    let mut at = NOV_2025;
+    let (mut granted, mut refused, mut wide) = (0, 0, 0);
+    for &(config, cost, calls, stored) in phases {
+        for _ in 0..calls {
+            let on_redis = store
+                .apply_key::<Decision>(config, &"k", at, take(cost))
+                .unwrap();
+            let in_memory = memory
+                .apply_key::<Decision>(config, &"k", at, take(cost))
+                .unwrap();
+            assert_eq!(
+                on_redis,
+                in_memory,
+                "{name}: limit {} at {at}",
+                config.limit()
+            );
+            if on_redis.is_allowed() {
+                granted += 1;
+            } else {
+                refused += 1;
+            }
+            // A string's byte after its two leading doubles: 1 while its counts
+            // are doubles.
+            let kind: String = redis::cmd("TYPE").arg(&key).query(&mut admin).unwrap();
+            if kind == "string" {
+                let flag: Vec<u8> = redis::cmd("GETRANGE")
+                    .arg(&key)
+                    .arg(16)
+                    .arg(16)
+                    .query(&mut admin)
+                    .unwrap();
+                wide += u32::from(flag == [1]);
+            }
+            at += SECOND / 2;
+        }
+        let kind: String = redis::cmd("TYPE").arg(&key).query(&mut admin).unwrap();
+        let layout = if kind == "hash" {
+            hash_encoding(&mut admin, &key)
+        } else {
+            kind
+        };
+        assert_eq!(
+            layout,
+            stored,
+            "{name}: after the phase of limit {}",
+            config.limit()
+        );
+    }
+    (granted, refused, wide)
+}
+
+/// A limit raised past the small rings' and lowered again on one key in use: the
+/// key moves between the string and the hash, and every answer is memory's,
+/// through buckets holding more than a byte counts (after grants of 300 at a limit
+/// of 1,000, kept as doubles) and the ring moving on.
+#[test]
+fn a_limit_raised_and_lowered_across_the_layouts_decides_as_in_memory() {
+    let minute = Duration::from_secs(60);
+    let second = Duration::from_secs(1);
+    let small = SlidingWindowBuckets::dropping(10, minute, second).unwrap();
+    let large = SlidingWindowBuckets::dropping(1_000, minute, second).unwrap();
+    let (granted, refused, wide) = phases(
+        "swb-sizes",
+        &[
+            (&small, 1, 60, "string"),
+            (&large, 300, 20, "listpack"),
+            (&small, 1, 200, "string"),
+            (&large, 7, 60, "listpack"),
+            (&small, 2, 200, "string"),
+        ],
+    );
+    assert!(
+        granted > 50 && refused > 100,
+        "{granted} granted, {refused} refused"
+    );
+    assert!(wide > 0, "no string kept its counts as doubles");
+}
+
+/// A limit raised and lowered on a ring of 300 buckets: its hash's header is
+/// padded at the larger limit and not at the smaller, and either reads the other's.
+#[test]
+fn a_limit_raised_and_lowered_across_the_hash_table_size_decides_as_in_memory() {
+    let minute = Duration::from_secs(60);
+    let fine = Duration::from_millis(200);
+    let small = SlidingWindowBuckets::weighted(30, minute, fine).unwrap();
+    let large = SlidingWindowBuckets::weighted(1_000, minute, fine).unwrap();
+    // The smaller limit refuses until the larger one's grants have all left the
+    // ring, reading the padded header; its first grant then writes the key anew,
+    // which a listpack holds again.
+    let (granted, refused, _) = phases(
+        "swb-padding",
+        &[
+            (&small, 1, 100, "listpack"),
+            (&large, 40, 60, "hashtable"),
+            (&small, 1, 200, "listpack"),
+        ],
+    );
+    assert!(
+        granted > 50 && refused > 50,
+        "{granted} granted, {refused} refused"
+    );
 }
 
 /// A ring that can hold more than 64 non-empty buckets pads its header so that
-/// Redis keeps its hash as a hash table; a ring of 60 buckets keeps the listpack.
-/// Both decide as memory does while their rings fill and move.
+/// Redis keeps its hash as a hash table; a ring of 60 buckets keeps the listpack,
+/// and at a limit of 50 or less is one string. Each decides as memory does while
+/// its ring fills and moves.
 #[test]
-fn a_ring_of_many_buckets_is_kept_as_a_hash_table_and_decides_as_in_memory() {
+fn each_size_of_ring_keeps_its_layout_and_decides_as_in_memory() {
     let server = RedisServer::start();
     let mut admin = server.connection();
     let minute = Duration::from_secs(60);
-    for (buckets, bucket, stored) in [
-        ("wide", Duration::from_millis(200), "hashtable"),
-        ("narrow", Duration::from_secs(1), "listpack"),
+    for (buckets, limit, bucket, stored) in [
+        ("wide", 1_000, Duration::from_millis(200), "hashtable"),
+        ("narrow", 1_000, Duration::from_secs(1), "listpack"),
+        ("small", 50, Duration::from_secs(1), "string"),
     ] {
-        let ring = SlidingWindowBuckets::dropping(1_000, minute, bucket).unwrap();
+        let ring = SlidingWindowBuckets::dropping(limit, minute, bucket).unwrap();
         let store: RedisStore<&str, SlidingWindowBuckets> =
             RedisStore::open_with(server.url(), caller_time_options(&unique_prefix(buckets)))
                 .unwrap();
         let memory: MemoryStore<&str, SlidingWindowBuckets> = MemoryStore::new();
         let mut at = NOV_2025;
+        let (mut granted, mut refused) = (0, 0);
         // One call every 0.3 s for 75 s: a new bucket for almost every call, and a
         // ring that moves once the window is full.
         for _ in 0..250 {
@@ -147,10 +305,26 @@ fn a_ring_of_many_buckets_is_kept_as_a_hash_table_and_decides_as_in_memory() {
                 .apply_key::<Decision>(&ring, &"k", at, take(1))
                 .unwrap();
             assert_eq!(on_redis, in_memory, "{buckets} at {at}");
-            assert!(on_redis.is_allowed(), "{buckets} at {at}");
+            if on_redis.is_allowed() {
+                granted += 1;
+            } else {
+                refused += 1;
+            }
             at += 3 * SECOND / 10;
         }
-        let encoding = hash_encoding(&mut admin, &store.server_key(&"k"));
-        assert_eq!(encoding, stored, "{buckets}");
+        assert!(granted >= 50, "{buckets}: {granted} granted");
+        if limit == 1_000 {
+            assert_eq!(refused, 0, "{buckets}");
+        } else {
+            assert!(refused > 100, "{buckets}: {refused} refused");
+        }
+        let key = store.server_key(&"k");
+        let kind: String = redis::cmd("TYPE").arg(&key).query(&mut admin).unwrap();
+        let layout = if kind == "hash" {
+            hash_encoding(&mut admin, &key)
+        } else {
+            kind
+        };
+        assert_eq!(layout, stored, "{buckets}");
     }
 }

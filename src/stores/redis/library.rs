@@ -75,6 +75,7 @@ const STEPS: &str = concat!(
     include_str!("lua/sliding_window_counter.lua"),
     include_str!("lua/smooth_bursty.lua"),
     include_str!("lua/sliding_window_buckets_hash.lua"),
+    include_str!("lua/sliding_window_buckets_entries.lua"),
     include_str!("lua/sliding_window_buckets.lua"),
     include_str!("lua/sliding_log.lua"),
     include_str!("lua/smooth_warming_up.lua"),

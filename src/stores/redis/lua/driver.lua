@@ -135,8 +135,8 @@ end
 
 local function call(KEYS, ARGV)
   if not floor then
-    redis_call, floor, ceil, fmod, max, min, match, tonumber, struct_pack, struct_unpack, format,
-      substring = library_functions()
+    redis_call, redis_pcall, floor, ceil, fmod, max, min, match, tonumber, struct_pack,
+      struct_unpack, format, substring = library_functions()
   end
   local P = plans[ARGV[1]] or plan(ARGV[1])
   local ALG = P.alg

@@ -24,11 +24,11 @@ local LONE, UNRECORDED
 -- chunk runs without them) and kept as upvalues: here a global lookup costs more
 -- than the arithmetic it serves.
 local function library_functions()
-  return redis.call, math.floor, math.ceil, math.fmod, math.max, math.min, string.match,
-    tonumber, struct.pack, struct.unpack, string.format, string.sub
+  return redis.call, redis.pcall, math.floor, math.ceil, math.fmod, math.max, math.min,
+    string.match, tonumber, struct.pack, struct.unpack, string.format, string.sub
 end
-local redis_call, floor, ceil, fmod, max, min, match, tonumber, struct_pack, struct_unpack, format
-local substring
+local redis_call, redis_pcall, floor, ceil, fmod, max, min, match, tonumber, struct_pack
+local struct_unpack, format, substring
 
 -- The short reply (`short` in driver.lua) of 5, 6, 9 or 11 integers goes back
 -- packed as that many big-endian doubles in one string (every value is an integer

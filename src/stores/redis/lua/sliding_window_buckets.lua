@@ -1,5 +1,6 @@
 -- The bucketed sliding window (src/algorithms/sliding_window_buckets/ring.rs), its ring
--- kept on the server as sliding_window_buckets_hash.lua describes. Times are whole
+-- kept on the server as sliding_window_buckets_entries.lua (a ring that holds few
+-- counts) or sliding_window_buckets_hash.lua (any other) describes. Times are whole
 -- microseconds. Two steps take the same decisions: `reserve_near` on plain doubles
 -- while every weighted count ("scaled", count x ns) and duration it can form stays
 -- below 2^52 (the usual case: a limit and a window that are not astronomical), and
@@ -10,10 +11,22 @@ local function make_sliding_window_buckets(C)
   local LIMIT, D, P, B = C[1], C[2], C[3], C[4]
   local WEIGHTED, RING = C[5] == 1, C[6]
   local P_NS = ns(P)
-  -- The slots that can hold a count: at most B + 1 (the ring's buckets), and at most
-  -- 2 x LIMIT (the permits a ring holds, at least one in each such slot).
-  local load, save, held, prefetch, nonempty, slot, name, unpacked =
-    buckets_hash(B, RING, min(B + 1, 2 * LIMIT) > 64)
+  -- A ring that holds few counts (SMALL: up to 63 buckets and a limit of at most 50)
+  -- is one string of its non-empty buckets (sliding_window_buckets_entries.lua); any
+  -- other a hash of its non-empty slots (sliding_window_buckets_hash.lua), padded to
+  -- a hash table when more than 64 slots can hold a count: at most B + 1 (the ring's
+  -- buckets), and at most 2 x LIMIT (the permits a ring holds, at least one in each
+  -- such slot). Lua's b % RING (b - floor(b / RING) * RING) is exact: RING is a
+  -- power of two, so the division is, and it costs less than fmod's C call on a
+  -- large bucket number.
+  local SMALL = RING <= 64 and LIMIT <= 50
+  local load, save, held, prefetch, nonempty, span, derived, clears
+  if SMALL then
+    load, save, held, prefetch, nonempty, span, derived, clears = buckets_entries(B, RING)
+  else
+    load, save, held, prefetch, nonempty, span, derived, clears =
+      buckets_hash(B, RING, min(B + 1, 2 * LIMIT) > 64)
+  end
 
   local function count(st, v, bucket)
     if bucket > v.newest then return 0 end
@@ -174,31 +187,31 @@ local function make_sliding_window_buckets(C)
   -- of buckets lo .. current - B + 1 (those leaving, then the two the new ring
   -- starts with) as the step read them (`span`); without it they are read here.
   local function commit(st, current, total, cost, lo, K)
-    local new = {key = st.key, n = st.n, t = st.t, o = st.o, cn = st.cn, c0 = st.c0, c1 = st.c1,
-                 co = st.co, w = {}, wipe = st.wipe, cache = st.cache, dirty = true,
-                 fresh = st.fresh}
-    if st.dirty then for k, c in pairs(st.w) do new.w[k] = c end end
+    local new = derived(st)
     local moved = current > st.n
     local far = current - B
     if moved then
       -- Clearing an empty slot changes nothing: clear the non-empty ones of the
-      -- buckets leaving (none is before o, and lo is o or later).
-      if K then
-        local w = new.w
-        for b = lo, far - 1 do
-          if K[b - lo + 1] > 0 then w[b % RING] = 0 end
-        end
-      else
-        local from, to = leaving(st.n, current)
-        if from == nil then
-          new.wipe = true
-          new.w = {}
-        elseif to - from <= 8 then
-          for b = max(from, st.o), to - 1 do
-            if held(st, b) > 0 then new.w[slot(b)] = 0 end
+      -- buckets leaving (none is before o, and lo is o or later), where the layout
+      -- keeps them.
+      if clears then
+        if K then
+          local w = new.w
+          for b = lo, far - 1 do
+            if K[b - lo + 1] > 0 then w[b % RING] = 0 end
           end
         else
-          for _, bc in ipairs(nonempty(st, from, to - 1)) do new.w[slot(bc[1])] = 0 end
+          local from, to = leaving(st.n, current)
+          if from == nil then
+            new.wipe = true
+            new.w = {}
+          elseif to - from <= 8 then
+            for b = max(from, st.o), to - 1 do
+              if held(st, b) > 0 then new.w[b % RING] = 0 end
+            end
+          else
+            for _, bc in ipairs(nonempty(st, from, to - 1)) do new.w[bc[1] % RING] = 0 end
+          end
         end
       end
       new.n = current
@@ -319,45 +332,6 @@ local function make_sliding_window_buckets(C)
     end
     if not WEIGHTED then return after(max(last + 1, first) * P + GONE, now) end
     return after(start + max(last + 1 - first, 0) * P + D, now)
-  end
-
-  -- The counts of buckets lo .. hi (o or later, a few; one after n counts nothing),
-  -- in an array from 1: the header's copies, the state's writes and what the call
-  -- read before, the rest in one HMGET.
-  local function span(st, lo, hi)
-    local n, o, w, cache = st.n, st.o, st.w, st.cache
-    local K, want, at = {}, nil, nil
-    for b = lo, hi do
-      local v
-      if b > n then
-        v = 0
-      elseif b == n then
-        v = st.cn
-      elseif b == n - B then
-        v = st.c0
-      elseif b == n - B + 1 then
-        v = st.c1
-      elseif b == o then
-        v = st.co
-      else
-        local s = b % RING
-        v = w[s]
-        if v == nil and st.wipe then v = 0 end
-        if v == nil and cache then v = cache[s] end
-        if v == nil then
-          if not want then want, at = {}, {} end
-          want[#want + 1] = name(s)
-          at[#at + 1] = b - lo + 1
-          v = false
-        end
-      end
-      K[b - lo + 1] = v
-    end
-    if want then
-      local got = redis_call('HMGET', st.key, unpack(want))
-      for i = 1, #want do K[at[i]] = unpacked(got[i]) end
-    end
-    return K
   end
 
   -- The count of bucket b (n - B or later) in the ring at a later bucket: none after n.
@@ -566,14 +540,11 @@ local function make_sliding_window_buckets(C)
     if acts_at == nil or cmp(acts_at, ns(now)) < 0 then return nil end
     local bucket = grant.mark_halves[1] * W + grant.mark_halves[2]
     if bucket > st.n or bucket < max(st.n - B, 0) then return nil end
-    local s = slot(bucket)
     local c = held(st, bucket)
     local back = min(num(grant.charge), c)
-    local new = {key = st.key, n = st.n, t = max(st.t - back, 0), o = st.o, cn = st.cn,
-                 c0 = st.c0, c1 = st.c1, co = st.co, w = {}, wipe = st.wipe, cache = st.cache,
-                 dirty = true, fresh = st.fresh}
-    for k, v in pairs(st.w) do new.w[k] = v end
-    new.w[s] = c - back
+    local new = derived(st)
+    new.t = max(st.t - back, 0)
+    new.w[bucket % RING] = c - back
     if bucket == st.n then new.cn = c - back end
     if bucket == st.n - B then new.c0 = c - back end
     if bucket == st.n - B + 1 then new.c1 = c - back end
