@@ -105,18 +105,9 @@ local function buckets_entries(B, RING)
     return counts
   end
 
-  local function held(st, bucket)
-    local n = st.n
-    if bucket == n then return st.cn end
-    if bucket == n - B then return st.c0 end
-    if bucket == n - B + 1 then return st.c1 end
-    local o = st.o
-    if bucket == o then return st.co end
-    if bucket < o then return 0 end
-    local v = st.w[bucket % RING]
-    if v ~= nil then return v end
+  local held = held_by(B, RING, function(st, _, bucket)
     return counts_of(st)[bucket] or 0
-  end
+  end)
 
   -- Every count is in the string the call holds: nothing to read ahead.
   local function prefetch() end

@@ -31,6 +31,25 @@
 -- and derived (each described where it is defined); and true: a step clears the
 -- slots of the buckets leaving the ring.
 --
+-- Both layouts' `held`: the count of `bucket` (one the ring holds: n - B or later)
+-- in st's ring: the header's copies first, none before o, then what the state wrote
+-- (w, by slot), then stored(st, slot, bucket), what the server holds.
+local function held_by(B, RING, stored)
+  return function(st, bucket)
+    local n = st.n
+    if bucket == n then return st.cn end
+    if bucket == n - B then return st.c0 end
+    if bucket == n - B + 1 then return st.c1 end
+    local o = st.o
+    if bucket == o then return st.co end
+    if bucket < o then return 0 end
+    local s = bucket % RING
+    local v = st.w[s]
+    if v ~= nil then return v end
+    return stored(st, s, bucket)
+  end
+end
+
 -- A key in the entries layout (sliding_window_buckets_entries.lua, a ring that holds
 -- few counts) read whole: the header's fields and `counts`, bucket -> count of every
 -- non-empty bucket. Defined there.
@@ -134,28 +153,7 @@ local function buckets_hash(B, RING, PADDED)
     return v
   end
 
-  -- The count of `bucket` (one the ring holds: n - B or later) in st's ring: the
-  -- header's copies first, none before o, then what the state wrote or the call
-  -- read before (`read` written out: a step asks for a few counts more than once).
-  local function held(st, bucket)
-    local n = st.n
-    if bucket == n then return st.cn end
-    if bucket == n - B then return st.c0 end
-    if bucket == n - B + 1 then return st.c1 end
-    local o = st.o
-    if bucket == o then return st.co end
-    if bucket < o then return 0 end
-    local s = bucket % RING
-    local v = st.w[s]
-    if v ~= nil then return v end
-    if st.wipe then return 0 end
-    local cache = st.cache
-    if cache then
-      v = cache[s]
-      if v ~= nil then return v end
-    end
-    return read(st, s)
-  end
+  local held = held_by(B, RING, read)
 
   -- Reads the slots of buckets first..last (ring buckets) that `held` would read one
   -- HGET at a time in one HMGET instead, when there are several.
