@@ -328,3 +328,41 @@ fn each_size_of_ring_keeps_its_layout_and_decides_as_in_memory() {
         assert_eq!(layout, stored, "{buckets}");
     }
 }
+
+/// A string that is not a small ring's (too short, of an odd length, a width byte
+/// that is neither 0 nor 1, doubles too short for their header) at a small ring's
+/// key is refused with the typed "another format" error, applying nothing, and
+/// left as it was.
+#[test]
+fn a_string_of_another_format_at_a_small_ring_is_a_typed_error_and_stays_as_it_was() {
+    use redis_support::assert_unapplied_error;
+    let server = RedisServer::start();
+    let mut admin = server.connection();
+    let window =
+        SlidingWindowBuckets::dropping(10, Duration::from_secs(60), Duration::from_secs(1))
+            .unwrap();
+    let store: RedisStore<&str, SlidingWindowBuckets> = RedisStore::open_with(
+        server.url(),
+        caller_time_options(&unique_prefix("swb-strings")),
+    )
+    .unwrap();
+    let key = store.server_key(&"k");
+    let odd = vec![0u8; 23];
+    let mut width = vec![0u8; 24];
+    width[16] = 5;
+    let mut short_doubles = vec![0u8; 40];
+    short_doubles[16] = 1;
+    for value in [b"12 3".to_vec(), odd, width, short_doubles] {
+        let () = redis::cmd("SET")
+            .arg(&key)
+            .arg(&value)
+            .query(&mut admin)
+            .unwrap();
+        assert_unapplied_error(
+            store.apply_key::<(Decision, Receipt)>(&window, &"k", NOV_2025, take(1)),
+            "another format",
+        );
+        let kept: Vec<u8> = redis::cmd("GET").arg(&key).query(&mut admin).unwrap();
+        assert_eq!(kept, value);
+    }
+}

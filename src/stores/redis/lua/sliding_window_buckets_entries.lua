@@ -36,16 +36,17 @@
 
 -- A string in this layout: its header's fields, then its first entry's position,
 -- an entry's size and format; a string of another size is refused.
+local ENTRIES_NARROW, ENTRIES_WIDE = '>ddBBBBBB', '>ddBddddd'
 local function entries_header(raw, RING)
   local size = #raw
   if size < 22 then foreign_state() end
   local wide = struct_unpack('>B', raw, 17)
   local n, o, t, cn, c0, c1, co, first, step, entry
   if wide == 0 then
-    n, o, wide, t, cn, c0, c1, co = struct_unpack('>ddBBBBBB', raw)
+    n, o, wide, t, cn, c0, c1, co = struct_unpack(ENTRIES_NARROW, raw)
     first, step, entry = 23, 2, '>BB'
-  elseif wide == 1 then
-    n, o, wide, t, cn, c0, c1, co = struct_unpack('>ddBddddd', raw)
+  elseif wide == 1 and size >= 57 then
+    n, o, wide, t, cn, c0, c1, co = struct_unpack(ENTRIES_WIDE, raw)
     first, step, entry = 58, 9, '>Bd'
   else
     foreign_state()
@@ -55,7 +56,7 @@ local function entries_header(raw, RING)
 end
 
 local function buckets_entries(B, RING)
-  local NARROW, WIDE = '>ddBBBBBB', '>ddBddddd'
+  local NARROW, WIDE = ENTRIES_NARROW, ENTRIES_WIDE
   local LONGEST = 22 + 2 * RING
   local NONE = {}
 
