@@ -276,6 +276,6 @@ mod tests {
                 );
             }
         }
-        assert_eq!(files, 12, "every Lua file of the library is checked");
+        assert_eq!(files, 13, "every Lua file of the library is checked");
     }
 }
