@@ -34,38 +34,52 @@
 -- with, as buckets_hash's (described there), and false: a step need not clear the
 -- buckets leaving the ring, which are no entry of the string it writes.
 
--- A string in this layout: its header's fields, then its first entry's position,
--- an entry's size and format; a string of another size is refused.
 local ENTRIES_NARROW, ENTRIES_WIDE = '>ddBBBBBB', '>ddBddddd'
+
+-- Where a string's entries start, an entry's size and its format: counts as bytes,
+-- or (wide) as doubles.
+local function entries_format(wide)
+  if wide then return 58, 9, '>Bd' end
+  return 23, 2, '>BB'
+end
+
+-- A string in this layout: its header's fields, then whether its counts are
+-- doubles; a string of another size is refused.
 local function entries_header(raw, RING)
   local size = #raw
   if size < 22 then foreign_state() end
-  local wide = struct_unpack('>B', raw, 17)
-  local n, o, t, cn, c0, c1, co, first, step, entry
-  if wide == 0 then
-    n, o, wide, t, cn, c0, c1, co = struct_unpack(ENTRIES_NARROW, raw)
-    first, step, entry = 23, 2, '>BB'
-  elseif wide == 1 and size >= 57 then
+  local n, o, wide, t, cn, c0, c1, co = struct_unpack(ENTRIES_NARROW, raw)
+  if wide == 1 and size >= 57 then
     n, o, wide, t, cn, c0, c1, co = struct_unpack(ENTRIES_WIDE, raw)
-    first, step, entry = 58, 9, '>Bd'
-  else
+  elseif wide ~= 0 then
     foreign_state()
   end
+  wide = wide == 1
+  local first, step = entries_format(wide)
   if (size + 1 - first) % step ~= 0 or size + 1 - first > step * RING then foreign_state() end
-  return n, o, t, cn, c0, c1, co, first, step, entry
+  return n, o, t, cn, c0, c1, co, wide
+end
+
+-- The entries of such a string whose header's n is n: bucket -> count.
+local function entries_counts(raw, n, wide, RING)
+  local first, step, entry = entries_format(wide)
+  local counts = {}
+  for pos = first, #raw, step do
+    local s, c = struct_unpack(entry, raw, pos)
+    counts[n - (n - s) % RING] = c
+  end
+  return counts
 end
 
 local function buckets_entries(B, RING)
   local NARROW, WIDE = ENTRIES_NARROW, ENTRIES_WIDE
-  local LONGEST = 22 + 2 * RING
   local NONE = {}
 
   -- A state: the header; raw, the string the server holds (nil: none, or a hash)
-  -- and rn, its n (which its entries' slots are relative to); for a string with
-  -- doubles, its first entry's position (first), an entry's size (step) and format
-  -- (entry); the slots the state wrote (w); retype, when the server holds a hash;
-  -- counts (bucket -> count, the non-empty buckets the server holds), once a step
-  -- needed them.
+  -- and rn, its n (which its entries' slots are relative to); wide, when its counts
+  -- are doubles; the slots the state wrote (w); retype, when the server holds a
+  -- hash; counts (bucket -> count, the non-empty buckets the server holds), once a
+  -- step needed them.
   local function load(keys)
     local key = keys[1]
     local raw = redis_pcall('GET', key)
@@ -73,35 +87,21 @@ local function buckets_entries(B, RING)
       return {key = key, n = 0, t = 0, o = 0, cn = 0, c0 = 0, c1 = 0, co = 0, w = NONE, rn = 0,
               counts = NONE}, false
     end
-    local size = #raw
-    if size < 22 then
-      -- An error reply (the key holds a hash: the hash layout's), or too short.
-      if type(raw) ~= 'table' then foreign_state() end
+    if #raw < 22 and type(raw) == 'table' then
+      -- An error reply: the key holds a hash, the hash layout's.
       local st = hash_whole(key, RING)
       st.key, st.w, st.rn, st.retype = key, NONE, st.n, true
       return st, true
     end
-    local n, o, wide, t, cn, c0, c1, co = struct_unpack(NARROW, raw)
-    local st = {key = key, n = n, t = t, o = o, cn = cn, c0 = c0, c1 = c1, co = co, w = NONE,
-                raw = raw, rn = n}
-    if wide ~= 0 or size % 2 ~= 0 or size > LONGEST then
-      -- Counts as doubles, or a string of another size (refused).
-      st.n, st.o, st.t, st.cn, st.c0, st.c1, st.co, st.first, st.step, st.entry =
-        entries_header(raw, RING)
-      st.rn = st.n
-    end
-    return st, true
+    local n, o, t, cn, c0, c1, co, wide = entries_header(raw, RING)
+    return {key = key, n = n, t = t, o = o, cn = cn, c0 = c0, c1 = c1, co = co, w = NONE,
+            raw = raw, rn = n, wide = wide}, true
   end
 
   local function counts_of(st)
     local counts = st.counts
     if counts then return counts end
-    counts = {}
-    local raw, rn, entry = st.raw, st.rn, st.entry or '>BB'
-    for pos = st.first or 23, #raw, st.step or 2 do
-      local s, c = struct_unpack(entry, raw, pos)
-      counts[rn - (rn - s) % RING] = c
-    end
+    counts = entries_counts(st.raw, st.rn, st.wide, RING)
     st.counts = counts
     return counts
   end
@@ -134,8 +134,9 @@ local function buckets_entries(B, RING)
       return K
     end
     for i = 1, hi - lo + 1 do K[i] = 0 end
-    local rn, entry = st.rn, st.entry or '>BB'
-    for pos = st.first or 23, #raw, st.step or 2 do
+    local rn = st.rn
+    local first, step, entry = entries_format(st.wide)
+    for pos = first, #raw, step do
       local s, c = struct_unpack(entry, raw, pos)
       local b = rn - (rn - s) % RING
       if b > hi then break end
@@ -146,9 +147,8 @@ local function buckets_entries(B, RING)
 
   local function derived(st)
     local new = {key = st.key, n = st.n, t = st.t, o = st.o, cn = st.cn, c0 = st.c0, c1 = st.c1,
-                 co = st.co, w = {}, raw = st.raw, rn = st.rn, first = st.first,
-                 step = st.step, entry = st.entry, counts = st.counts, retype = st.retype,
-                 dirty = true}
+                 co = st.co, w = {}, raw = st.raw, rn = st.rn, wide = st.wide,
+                 counts = st.counts, retype = st.retype, dirty = true}
     if st.dirty then for k, c in pairs(st.w) do new.w[k] = c end end
     return new
   end
@@ -171,7 +171,7 @@ local function buckets_entries(B, RING)
     end
     -- Byte counts (the grant's own is cn); a string with doubles is rewritten whole,
     -- in bytes again once its counts fit.
-    if st.step or t > 255 or cn > 255 or c0 > 255 or c1 > 255 or co > 255 then
+    if (raw and st.wide) or t > 255 or cn > 255 or c0 > 255 or c1 > 255 or co > 255 then
       simple = false
     end
     local c = w[top]
@@ -223,11 +223,7 @@ end
 entries_whole = function(key, RING)
   local raw = redis_pcall('GET', key)
   if type(raw) ~= 'string' then foreign_state() end
-  local n, o, t, cn, c0, c1, co, first, step, entry = entries_header(raw, RING)
-  local counts = {}
-  for pos = first, #raw, step do
-    local s, c = struct_unpack(entry, raw, pos)
-    counts[n - (n - s) % RING] = c
-  end
-  return {n = n, t = t, o = o, cn = cn, c0 = c0, c1 = c1, co = co, counts = counts}
+  local n, o, t, cn, c0, c1, co, wide = entries_header(raw, RING)
+  return {n = n, t = t, o = o, cn = cn, c0 = c0, c1 = c1, co = co,
+          counts = entries_counts(raw, n, wide, RING)}
 end

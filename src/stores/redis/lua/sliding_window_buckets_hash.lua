@@ -223,10 +223,8 @@ local function buckets_hash(B, RING, PADDED)
       local ttl
       if ms == 'keep' then ttl = redis_call('PTTL', key) end
       redis_call('DEL', key)
-      local slots, set = {}, {'H', header}
-      if not st.wipe then for s, c in pairs(st.cache) do slots[s] = c end end
-      for s, c in pairs(st.w) do slots[s] = c end
-      for s, c in pairs(slots) do
+      local set = {'H', header}
+      for s, c in pairs(all_slots(st)) do
         if c ~= 0 then
           set[#set + 1] = name(s)
           set[#set + 1] = struct_pack('>d', c)
